@@ -1,0 +1,115 @@
+"""Decode one RawFrame: link layer -> IPv4/IPv6 -> UDP/TCP, into a flat `Decoded` record.
+
+The hot path (every packet of a 100k capture) only unpacks headers with precompiled structs and fills slots.
+The packet tree (engine.tree Layers/Items) is built later and only on demand, by `Decoded.layers()`, from the
+header spans recorded here; summary outputs never pay for it.
+
+Nothing here raises on bad input: a header that does not fit or has impossible values becomes a MALFORMED
+ExpertInfo on the layer where it broke, and the decode stops there with what it had.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..engine.tree import ERROR, MALFORMED, ExpertInfo, Layer
+from .files import RawFrame
+from .link import LINK_DECODERS
+from .network import v4_cached, v4_text
+
+
+class Decoded:
+    """What the standard layers say about one frame."""
+
+    __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
+                 "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
+                 "spans", "problems", "_layers")
+
+    def __init__(self, frame: RawFrame):
+        self.frame = frame
+        self.error: str | None = None        # first problem, as text ("unknown link type 147", ...)
+        self.network: str | None = None      # "ip" / "ipv6"
+        self.src: str | None = None          # network addresses, as tshark prints them
+        self.dst: str | None = None
+        self.ip_proto: int | None = None     # IPv4 protocol / IPv6 last next-header
+        self.fragment = False                # an IP fragment: not reassembled, so no transport decode
+        self.transport: str | None = None    # "udp" / "tcp"
+        self.sport: int | None = None
+        self.dport: int | None = None
+        self.payload = b""                   # transport payload (or the IP payload of a fragment/other proto)
+        self.payload_offset = 0              # where `payload` starts in frame.data
+        self.seq: int | None = None          # TCP raw sequence / ack numbers, flags (12 bits), window
+        self.ack: int | None = None
+        self.flags: int | None = None
+        self.window: int | None = None
+        self.protocols: list[str] = []       # frame.protocols, e.g. ["eth", "ethertype", "ip", "udp"]
+        self.spans: list[tuple] = []         # (proto, offset, length, *extra) per header, for layers()
+        self.problems: list[tuple[str, ExpertInfo]] = []  # (proto of the layer it belongs to, info)
+        self._layers: list[Layer] | None = None
+
+    def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
+        """Record a malformed header (never raises)."""
+        self.problems.append((proto, ExpertInfo(abbrev, MALFORMED, ERROR, message)))
+        if self.error is None:
+            self.error = message
+
+    @property
+    def experts(self) -> list[ExpertInfo]:
+        return [info for _, info in self.problems]
+
+    def layers(self) -> list[Layer]:
+        """The standard layers as engine.tree Layers ("frame", "eth"/"sll"/..., "ip"/"ipv6", "udp"/"tcp").
+
+        Built on first call and cached. The frame.protocols item is made from `protocols` at that moment.
+        """
+        if self._layers is None:
+            from .layers import build
+            self._layers = build(self)
+        return self._layers
+
+    def __repr__(self) -> str:
+        return (f"Decoded(#{self.frame.number} {self.src}:{self.sport} -> {self.dst}:{self.dport}"
+                f" {self.transport} payload={len(self.payload)}@{self.payload_offset}"
+                f"{' error=' + repr(self.error) if self.error else ''})")
+
+
+# The common case in one unpack: Ethernet + IPv4 without options + UDP header (42 bytes).
+_EIU = struct.Struct("!12xHBxHxxHxBxx4s4sHHH").unpack_from
+_new = object.__new__
+_EIU_SPANS = (("eth", 0, 14), ("ip", 14, 20), ("udp", 34, 8))
+
+
+def decode(frame: RawFrame) -> Decoded:
+    """Decode the standard layers of one frame. Never raises for any frame content."""
+    data = frame.data
+    if frame.linktype == 1 and len(data) >= 42:
+        # Fast path, taken only when every check the general decoders make would pass; else fall through.
+        # It fills each slot once (no __init__ defaults first): this is most of a summary run's decode time.
+        etype, vihl, tlen, frag, proto, src, dst, sport, dport, ulen = _EIU(data)
+        if (etype == 0x0800 and vihl == 0x45 and proto == 17 and not frag & 0x3FFF
+                and 28 <= tlen and (tlen + 14 <= frame.length or tlen + 14 <= len(data))
+                and 8 <= ulen <= tlen - 20):
+            d = _new(Decoded)
+            d.frame = frame
+            d.error = None
+            d.network = "ip"
+            d.src = v4_cached(src) or v4_text(src)
+            d.dst = v4_cached(dst) or v4_text(dst)
+            d.ip_proto = 17
+            d.fragment = False
+            d.transport = "udp"
+            d.sport = sport
+            d.dport = dport
+            d.payload = data[42:34 + ulen]
+            d.payload_offset = 42
+            d.seq = d.ack = d.flags = d.window = d._layers = None
+            d.protocols = ["eth", "ethertype", "ip", "udp"]
+            d.spans = list(_EIU_SPANS)
+            d.problems = []
+            return d
+    d = Decoded(frame)
+    fn = LINK_DECODERS.get(frame.linktype)
+    if fn is None:
+        d.error = f"unknown link type {frame.linktype}"
+        return d
+    fn(d, data)
+    return d

@@ -1,0 +1,171 @@
+"""The standard layers' fields, registered once, with tshark's own abbrevs and names (tshark 4.0 -V / -T json).
+
+engine.tree has no ether/IPv4/IPv6 field types, so addresses are "string" fields holding the text tshark prints.
+"""
+from __future__ import annotations
+
+from ..engine.tree import FieldInfo as F
+
+ETHERTYPES = {0x0800: "IPv4", 0x86DD: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q Virtual LAN",
+              0x88A8: "802.1ad Provider Bridge (Q-in-Q)", 0x9100: "QinQ: old non-standard 802.1ad"}
+IP_PROTOS = {0: "IPv6 Hop-by-Hop Option", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6",
+             43: "Routing Header for IPv6", 44: "Fragment Header for IPv6", 47: "GRE", 50: "ESP", 51: "AH",
+             58: "ICMPv6", 59: "IPv6 No Next Header", 60: "Destination Options for IPv6", 132: "SCTP"}
+NULL_FAMILIES = {2: "IP", 24: "IPv6", 28: "IPv6", 30: "IPv6"}
+SLL_PKTTYPES = {0: "Unicast to us", 1: "Broadcast", 2: "Multicast", 3: "Unicast to another host",
+                4: "Sent by us"}
+ARPHRD = {1: "Ethernet", 772: "Loopback", 776: "IPv6-in-IPv4", 65534: "None"}
+
+# frame
+frame = F("frame", "Frame", "protocol")
+frame_encap = F("frame.encap_type", "Encapsulation type", "int16")
+frame_time_epoch = F("frame.time_epoch", "Epoch Time", "string")
+frame_number = F("frame.number", "Frame Number", "uint32")
+frame_len = F("frame.len", "Frame Length", "uint32")
+frame_cap_len = F("frame.cap_len", "Capture Length", "uint32")
+frame_interface = F("frame.interface_id", "Interface id", "uint32")
+frame_protocols = F("frame.protocols", "Protocols in frame", "string")
+
+# Ethernet and 802.1Q
+eth = F("eth", "Ethernet II", "protocol")
+eth_dst = F("eth.dst", "Destination", "string")
+eth_src = F("eth.src", "Source", "string")
+eth_addr = F("eth.addr", "Address", "string")
+eth_dst_lg = F("eth.dst.lg", "LG bit", "bool", mask=0x020000, bits=24)
+eth_dst_ig = F("eth.dst.ig", "IG bit", "bool", mask=0x010000, bits=24)
+eth_src_lg = F("eth.src.lg", "LG bit", "bool", mask=0x020000, bits=24)
+eth_src_ig = F("eth.src.ig", "IG bit", "bool", mask=0x010000, bits=24)
+eth_type = F("eth.type", "Type", "uint16", "HEX", ETHERTYPES)
+eth_len = F("eth.len", "Length", "uint16")
+vlan = F("vlan", "802.1Q Virtual LAN", "protocol")
+vlan_priority = F("vlan.priority", "Priority", "uint16", mask=0xE000)
+vlan_dei = F("vlan.dei", "DEI", "uint16", mask=0x1000)
+vlan_id = F("vlan.id", "ID", "uint16", mask=0x0FFF)
+vlan_etype = F("vlan.etype", "Type", "uint16", "HEX", ETHERTYPES)
+ieee8021ad = F("ieee8021ad", "IEEE 802.1ad", "protocol")
+ieee8021ad_priority = F("ieee8021ad.priority", "Priority", "uint16", mask=0xE000)
+ieee8021ad_dei = F("ieee8021ad.dei", "DEI", "uint16", mask=0x1000)
+ieee8021ad_id = F("ieee8021ad.id", "ID", "uint16", mask=0x0FFF)
+ieee8021ah_etype = F("ieee8021ah.etype", "Type", "uint16", "HEX", ETHERTYPES)  # sic: tshark 4.0's abbrev
+
+# Linux cooked (v1 and v2 share tshark's "sll" abbrevs)
+sll = F("sll", "Linux cooked capture v1", "protocol")
+sll2 = F("sll", "Linux cooked capture v2", "protocol")
+sll_pkttype = F("sll.pkttype", "Packet type", "uint16", values=SLL_PKTTYPES)
+sll_hatype = F("sll.hatype", "Link-layer address type", "uint16", values=ARPHRD)
+sll_halen = F("sll.halen", "Link-layer address length", "uint16")
+sll_src_eth = F("sll.src.eth", "Source", "string")
+sll_src_ipv4 = F("sll.src.ipv4", "Source", "string")
+sll_src_other = F("sll.src.other", "Source", "bytes")
+sll_unused = F("sll.unused", "Unused", "bytes")
+sll_etype = F("sll.etype", "Protocol", "uint16", "HEX", ETHERTYPES)
+sll_ifindex = F("sll.ifindex", "Interface index", "uint32")
+
+# Null/Loopback and raw IP
+null = F("null", "Null/Loopback", "protocol")
+null_family = F("null.family", "Family", "uint32", values=NULL_FAMILIES)
+raw = F("raw", "Raw packet data", "protocol")
+
+# IPv4
+ip = F("ip", "Internet Protocol Version 4", "protocol")
+ip_version = F("ip.version", "Version", "uint8", mask=0xF0)
+ip_hdr_len = F("ip.hdr_len", "Header Length", "uint8", mask=0x0F)
+ip_dsfield = F("ip.dsfield", "Differentiated Services Field", "uint8", "HEX")
+ip_dscp = F("ip.dsfield.dscp", "Differentiated Services Codepoint", "uint8", mask=0xFC)
+ip_ecn = F("ip.dsfield.ecn", "Explicit Congestion Notification", "uint8", mask=0x03)
+ip_len = F("ip.len", "Total Length", "uint16")
+ip_id = F("ip.id", "Identification", "uint16", "HEX_DEC")
+ip_flags = F("ip.flags", "Flags", "uint8", "HEX", mask=0xE0)
+ip_flags_rb = F("ip.flags.rb", "Reserved bit", "bool", mask=0x80, bits=8)
+ip_flags_df = F("ip.flags.df", "Don't fragment", "bool", mask=0x40, bits=8)
+ip_flags_mf = F("ip.flags.mf", "More fragments", "bool", mask=0x20, bits=8)
+ip_frag_offset = F("ip.frag_offset", "Fragment Offset", "uint16", mask=0x1FFF)
+ip_ttl = F("ip.ttl", "Time to Live", "uint8")
+ip_proto = F("ip.proto", "Protocol", "uint8", values=IP_PROTOS)
+ip_checksum = F("ip.checksum", "Header Checksum", "uint16", "HEX")
+ip_checksum_status = F("ip.checksum.status", "Header checksum status", "uint8")
+ip_options = F("ip.options", "Options", "bytes")
+ip_src = F("ip.src", "Source Address", "string")
+ip_dst = F("ip.dst", "Destination Address", "string")
+
+# IPv6
+ipv6 = F("ipv6", "Internet Protocol Version 6", "protocol")
+ipv6_version = F("ipv6.version", "Version", "uint8", mask=0xF0)
+ipv6_tclass = F("ipv6.tclass", "Traffic Class", "uint32", "HEX", mask=0x0FF00000)
+ipv6_flow = F("ipv6.flow", "Flow Label", "uint32", "HEX", mask=0x000FFFFF)
+ipv6_plen = F("ipv6.plen", "Payload Length", "uint16")
+ipv6_nxt = F("ipv6.nxt", "Next Header", "uint8", values=IP_PROTOS)
+ipv6_hlim = F("ipv6.hlim", "Hop Limit", "uint8")
+ipv6_src = F("ipv6.src", "Source Address", "string")
+ipv6_dst = F("ipv6.dst", "Destination Address", "string")
+ipv6_ext = {0: F("ipv6.hopopts", "IPv6 Hop-by-Hop Option", "protocol"),
+            43: F("ipv6.routing", "Routing Header for IPv6", "protocol"),
+            60: F("ipv6.dstopts", "Destination Options for IPv6", "protocol"),
+            44: F("ipv6.fraghdr", "Fragment Header for IPv6", "protocol"),
+            51: F("ah", "Authentication Header", "protocol")}
+# per extension header: (next header, length, length in bytes) fields, tshark's names
+ipv6_ext_fields = {kind: (F(f"{p}.nxt", "Next Header", "uint8", values=IP_PROTOS), F(f"{p}.len", "Length", "uint8"),
+                          F(f"{p}.len_oct", "Length", "uint16"))
+                   for kind, p in ((0, "ipv6.hopopts"), (43, "ipv6.routing"), (60, "ipv6.dstopts"))}
+ipv6_ext_fields[51] = (F("ah.next_header", "Next header", "uint8", values=IP_PROTOS), F("ah.length", "Length", "uint8"),
+                       F("ah.length_oct", "Length", "uint16"))
+ipv6_fraghdr_nxt = F("ipv6.fraghdr.nxt", "Next header", "uint8", values=IP_PROTOS)
+ipv6_fraghdr_offset = F("ipv6.fraghdr.offset", "Offset", "uint16", mask=0xFFF8)
+ipv6_fraghdr_more = F("ipv6.fraghdr.more", "More Fragments", "bool", mask=0x0001, bits=16)
+ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
+
+# UDP
+udp = F("udp", "User Datagram Protocol", "protocol")
+udp_srcport = F("udp.srcport", "Source Port", "uint16")
+udp_dstport = F("udp.dstport", "Destination Port", "uint16")
+udp_length = F("udp.length", "Length", "uint16")
+udp_checksum = F("udp.checksum", "Checksum", "uint16", "HEX")
+udp_checksum_status = F("udp.checksum.status", "Checksum Status", "uint8")
+udp_payload = F("udp.payload", "Payload", "bytes")
+
+# TCP
+tcp = F("tcp", "Transmission Control Protocol", "protocol")
+tcp_srcport = F("tcp.srcport", "Source Port", "uint16")
+tcp_dstport = F("tcp.dstport", "Destination Port", "uint16")
+tcp_len = F("tcp.len", "TCP Segment Len", "uint32")
+tcp_seq_raw = F("tcp.seq_raw", "Sequence Number (raw)", "uint32")
+tcp_ack_raw = F("tcp.ack_raw", "Acknowledgment number (raw)", "uint32")
+tcp_hdr_len = F("tcp.hdr_len", "Header Length", "uint8", mask=0xF0)
+tcp_flags = F("tcp.flags", "Flags", "uint16", "HEX", mask=0x0FFF)
+TCP_FLAG_BITS = [  # (field, mask, -V name, tcp.flags.str letter)
+    (F("tcp.flags.res", "Reserved", "bool", mask=0xE00, bits=12), 0xE00, "Reserved", "R"),
+    (F("tcp.flags.ae", "Accurate ECN", "bool", mask=0x100, bits=12), 0x100, "Accurate ECN", "A"),
+    (F("tcp.flags.cwr", "Congestion Window Reduced", "bool", mask=0x80, bits=12), 0x80, "CWR", "C"),
+    (F("tcp.flags.ece", "ECN-Echo", "bool", mask=0x40, bits=12), 0x40, "ECE", "E"),
+    (F("tcp.flags.urg", "Urgent", "bool", mask=0x20, bits=12), 0x20, "URG", "U"),
+    (F("tcp.flags.ack", "Acknowledgment", "bool", mask=0x10, bits=12), 0x10, "ACK", "A"),
+    (F("tcp.flags.push", "Push", "bool", mask=0x08, bits=12), 0x08, "PSH", "P"),
+    (F("tcp.flags.reset", "Reset", "bool", mask=0x04, bits=12), 0x04, "RST", "R"),
+    (F("tcp.flags.syn", "Syn", "bool", mask=0x02, bits=12), 0x02, "SYN", "S"),
+    (F("tcp.flags.fin", "Fin", "bool", mask=0x01, bits=12), 0x01, "FIN", "F"),
+]
+tcp_flags_str = F("tcp.flags.str", "TCP Flags", "string")
+tcp_window_size_value = F("tcp.window_size_value", "Window", "uint16")
+tcp_checksum = F("tcp.checksum", "Checksum", "uint16", "HEX")
+tcp_checksum_status = F("tcp.checksum.status", "Checksum Status", "uint8")
+tcp_urgent_pointer = F("tcp.urgent_pointer", "Urgent Pointer", "uint16")
+tcp_options = F("tcp.options", "TCP Options", "bytes")
+tcp_option_kind = F("tcp.option_kind", "Kind", "uint8")
+tcp_option_len = F("tcp.option_len", "Length", "uint8")
+tcp_payload = F("tcp.payload", "TCP payload", "bytes")
+TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.options.nop", "No-Operation (NOP)"),
+               2: ("tcp.options.mss", "Maximum segment size"), 3: ("tcp.options.wscale", "Window scale"),
+               4: ("tcp.options.sack_perm", "SACK permitted"), 5: ("tcp.options.sack", "SACK"),
+               8: ("tcp.options.timestamp", "Timestamps")}
+tcp_option = {kind: F(abbrev, name, "bytes") for kind, (abbrev, name) in TCP_OPTIONS.items()}
+tcp_option_unknown = F("tcp.options.unknown", "Unknown", "bytes")
+
+# Experts: the MALFORMED ones Decoded.bad() uses (abbrev -> description), for registration by outputs.
+EXPERTS = {
+    "_ws.malformed": "Malformed Packet (a header runs past the length it should fit in)",
+    "_ws.short": "Packet size limited during capture",
+    "ip.version.bad": "Bogus IP version", "ip.bogus_header_length": "Bogus IP header length",
+    "ip.bogus_ip_length": "Bogus IP length", "ip.len.past_end": "IPv4 total length exceeds packet length",
+    "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
+    "udp.length.bad": "Bad UDP length", "tcp.hdr_len.bad": "Bogus TCP header length",
+}

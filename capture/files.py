@@ -1,0 +1,175 @@
+"""Capture files in: pcap / pcapng, optionally gzip-compressed, read as a stream of `RawFrame`s.
+
+The format is found from the magic number, never from the file name. Reading is streaming (one record at a
+time through a buffered file), so memory stays constant whatever the file size.
+
+Errors are `CaptureError(message, offset)`. A damaged file yields every complete frame first and raises
+only when it reaches the bad record, with that record's byte offset (in the uncompressed stream for gzip).
+"""
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from dataclasses import dataclass
+from typing import Iterator
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(slots=True)
+class RawFrame:
+    """One captured frame, before any decoding."""
+
+    number: int        # 1-based, in file order
+    ts_ns: int         # nanoseconds since the epoch (integer: no float rounding at ns resolution)
+    caplen: int        # bytes captured (len(data))
+    length: int        # bytes on the wire
+    linktype: int      # LINKTYPE_* of the frame's interface
+    interface: int     # interface index (0 for pcap; the IDB index for pcapng)
+    data: bytes
+
+
+class CaptureError(Exception):
+    """A capture file that cannot be read (further): `offset` is the byte offset of the bad header/record."""
+
+    def __init__(self, message: str, offset: int = 0, *, compressed: bool = False):
+        self.message = message
+        self.offset = offset
+        self.compressed = compressed
+        where = "offset in the uncompressed stream" if compressed else "offset"
+        super().__init__(f"{message} ({where} {offset})")
+
+
+class _GunzipRaw(io.RawIOBase):
+    """gzip as a raw stream, wrapped in io.BufferedReader by `_open_stream`.
+
+    Why not gzip.open: when the compressed data is cut short, GzipFile raises EOFError from inside a read and
+    the bytes it had already inflated for that read are lost, so the reader could not tell which record was
+    the last complete one. Here a cut stream is a plain early EOF (`truncated` says so), and the record
+    readers report the exact offset of the incomplete record, as for an uncompressed file.
+    """
+
+    CHUNK = 64 * 1024
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._z = zlib.decompressobj(wbits=31)
+        self._pending = b""          # compressed input not yet consumed
+        self.truncated = False       # compressed data ended inside a gzip member
+        self.error: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf) -> int:
+        want = len(buf)
+        while True:
+            if self._z.eof:
+                # A gzip file may hold several members back to back (e.g. `cat a.gz b.gz`).
+                rest = self._z.unused_data + self._pending
+                self._pending = b""
+                if not rest:
+                    rest = self._raw.read(self.CHUNK)
+                if not rest:
+                    return 0
+                self._z = zlib.decompressobj(wbits=31)
+                self._pending = rest
+            if not self._pending:
+                self._pending = self._z.unconsumed_tail or self._raw.read(self.CHUNK)
+                if not self._pending:
+                    self.truncated = True
+                    return 0
+            try:
+                out = self._z.decompress(self._pending, want)  # bounded output: constant memory
+            except zlib.error as e:
+                self.error = f"corrupt gzip data: {e}"
+                return 0
+            self._pending = self._z.unconsumed_tail
+            if out:
+                buf[:len(out)] = out
+                return len(out)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _Stream:
+    """A buffered byte stream plus what the record readers need to word an error."""
+
+    def __init__(self, f, gunzip: _GunzipRaw | None):
+        self.read = f.read
+        self.file = f
+        self.gunzip = gunzip
+
+    @property
+    def compressed(self) -> bool:
+        return self.gunzip is not None
+
+    def error(self, message: str, offset: int) -> CaptureError:
+        g = self.gunzip
+        if g is not None and g.error:
+            message = f"{message}: {g.error}"
+        elif g is not None and g.truncated:
+            message = f"{message}: gzip stream ends early"
+        return CaptureError(message, offset, compressed=self.compressed)
+
+
+def _open_stream(path) -> _Stream:
+    raw = open(path, "rb")
+    head = raw.read(2)
+    raw.seek(0)
+    if head == GZIP_MAGIC:
+        g = _GunzipRaw(raw)
+        return _Stream(io.BufferedReader(g, 256 * 1024), g)
+    return _Stream(io.BufferedReader(raw, 256 * 1024), None)
+
+
+class Capture:
+    """An open capture: iterate it for `RawFrame`s. Also a context manager (closes the file)."""
+
+    def __init__(self, path):
+        from . import pcapfile, pcapngfile  # the two record readers
+        self.path = str(path)
+        self._s = _open_stream(path)
+        try:
+            head = self._s.read(4)
+            if len(head) < 4:
+                raise self._s.error(f"not a pcap or pcapng file (only {len(head)} bytes)", 0)
+            (magic,) = struct.unpack(">I", head)
+            if pcapfile.is_magic(magic):
+                self.format, self._frames = "pcap", pcapfile.read(self._s, head)
+            elif magic == pcapngfile.SHB_TYPE:
+                self.format, self._frames = "pcapng", pcapngfile.read(self._s, head)
+            else:
+                raise self._s.error(f"not a pcap or pcapng file (magic 0x{magic:08x})", 0)
+            next(self._frames)  # runs the file-header checks now, so open_capture fails on a non-capture
+        except BaseException:
+            self.close()
+            raise
+        self.compressed = self._s.compressed
+
+    def __iter__(self) -> Iterator[RawFrame]:
+        return self._frames
+
+    def __next__(self) -> RawFrame:
+        return next(self._frames)
+
+    def close(self) -> None:
+        self._s.file.close()
+
+    def __enter__(self) -> Capture:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_capture(path) -> Capture:
+    """Open a pcap/pcapng file (gzip or not); iterate the result for RawFrames.
+
+    Raises CaptureError at once for a file that is not a capture; a damaged file raises it during iteration,
+    after all frames before the damage.
+    """
+    return Capture(path)

@@ -1,0 +1,216 @@
+"""IPv4 / IPv6 and UDP / TCP headers, on the hot path: struct unpacks into the Decoded slots, nothing else.
+
+Bounds: `len(data)` is what was captured; the frame's wire length and the IP total/payload length are what
+should be there. A header cut by the snaplen is "_ws.short" (Wireshark: "Packet size limited during
+capture"); a header that lies past the length its own headers claim is "_ws.malformed" (or a more precise
+expert abbrev). Either way the decode stops at that layer. IP fragments are flagged, never reassembled.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+
+_IP4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
+_IP6 = struct.Struct("!IHBB16s16s").unpack_from
+_UDP = struct.Struct("!HHHH").unpack_from
+_TCP = struct.Struct("!HHIIHHHH").unpack_from
+_U16 = struct.Struct("!H").unpack_from
+_AF_INET6 = socket.AF_INET6
+
+# Address text caches: inet_ntoa/ntop cost ~0.3 us a call and captures reuse a few addresses. Bounded (cleared
+# when full) so memory stays constant on captures with many hosts.
+_V4: dict[bytes, str] = {}
+_V6: dict[bytes, str] = {}
+v4_cached = _V4.get
+v6_cached = _V6.get
+
+
+def v4_text(b: bytes) -> str:
+    if len(_V4) >= 65536:
+        _V4.clear()
+    s = _V4[b] = socket.inet_ntoa(b)
+    return s
+
+
+def v6_text(b: bytes) -> str:
+    if len(_V6) >= 65536:
+        _V6.clear()
+    s = _V6[b] = socket.inet_ntop(_AF_INET6, b)
+    return s
+
+# IPv6 extension headers we step over: hop-by-hop, routing, destination options, AH (fragment: separately).
+_EXT = {0: "hopopts", 43: "routing", 60: "dstopts", 51: "ah"}
+_EXT_PROTO = {0: "ipv6.hopopts", 43: "ipv6.routing", 60: "ipv6.dstopts", 51: "ah", 44: "ipv6.fraghdr"}
+IPV6_FRAGMENT = 44
+
+
+def short(d, proto: str, name: str, need: int, off: int, end: int | None = None) -> None:
+    """Record a header of `need` bytes at `off` that is not all there (captured or claimed)."""
+    data_len = len(d.frame.data)
+    limit = max(d.frame.length, data_len) if end is None else end
+    left = max(0, min(limit, data_len) - off)
+    if off + need > limit:
+        d.bad(proto, f"Malformed Packet: {name} needs {need} bytes at offset {off}, only {max(0, limit - off)}"
+                     f" left")
+    else:
+        d.bad(proto, f"Packet size limited during capture: {name} truncated ({left} of {need} bytes"
+                     f" captured)", "_ws.short")
+
+
+def ipv4(d, data: bytes, off: int) -> None:
+    d.protocols.append("ip")
+    d.network = "ip"
+    if len(data) - off < 20:
+        d.spans.append(("ip", off, max(0, len(data) - off)))
+        short(d, "ip", "IPv4", 20, off)
+        return
+    vihl, _tos, tlen, _id, frag, _ttl, proto, _sum, src, dst = _IP4(data, off)
+    hl = (vihl & 15) << 2
+    if vihl >> 4 != 4:
+        d.spans.append(("ip", off, 1))
+        d.bad("ip", f"Bogus IP version ({vihl >> 4})", "ip.version.bad")
+        return
+    d.src = v4_cached(src) or v4_text(src)
+    d.dst = v4_cached(dst) or v4_text(dst)
+    if hl < 20:
+        d.spans.append(("ip", off, 20))
+        d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
+        return
+    if tlen < hl:
+        d.spans.append(("ip", off, 20))
+        d.bad("ip", f"Bogus IP length ({tlen}, less than header length {hl})", "ip.bogus_ip_length")
+        return
+    if len(data) < off + hl:
+        d.spans.append(("ip", off, len(data) - off))
+        short(d, "ip", "IPv4 options", hl, off)
+        return
+    d.spans.append(("ip", off, hl))
+    d.ip_proto = proto
+    end = off + tlen
+    wire = max(d.frame.length, len(data))
+    if end > wire:
+        d.bad("ip", f"IPv4 total length exceeds packet length ({wire - off} bytes)", "ip.len.past_end")
+        end = wire
+    if frag & 0x3FFF:                     # MF set or a non-zero offset: a fragment
+        d.fragment = True
+        d.payload_offset = off + hl
+        d.payload = data[off + hl:end]
+        return
+    transport(d, data, off + hl, end, proto)
+
+
+def ipv6(d, data: bytes, off: int) -> None:
+    d.protocols.append("ipv6")
+    d.network = "ipv6"
+    if len(data) - off < 40:
+        d.spans.append(("ipv6", off, max(0, len(data) - off)))
+        short(d, "ipv6", "IPv6", 40, off)
+        return
+    vtf, plen, nh, _hlim, src, dst = _IP6(data, off)
+    if vtf >> 28 != 6:
+        d.spans.append(("ipv6", off, 1))
+        d.bad("ipv6", f"Bogus IP version ({vtf >> 28})", "ipv6.version.bad")
+        return
+    d.src = v6_cached(src) or v6_text(src)
+    d.dst = v6_cached(dst) or v6_text(dst)
+    d.spans.append(("ipv6", off, 40))
+    wire = max(d.frame.length, len(data))
+    end = off + 40 + plen
+    if plen == 0 and nh == 0:             # a jumbogram: the real length is in a hop-by-hop option
+        end = wire
+    if end > wire:
+        d.bad("ipv6", f"IPv6 payload length exceeds framing length ({wire - off - 40} bytes)",
+              "ipv6.plen_exceeds_framing")
+        end = wire
+    p = off + 40
+    while nh in _EXT or nh == IPV6_FRAGMENT:
+        need = 8 if nh == IPV6_FRAGMENT else 2
+        if p + need > end or len(data) < p + need:
+            short(d, "ipv6", f"IPv6 {_EXT.get(nh, 'fragment')} header", need, p, end)
+            return
+        nxt = data[p]
+        d.protocols.append(_EXT_PROTO[nh])     # tshark lists each extension header as a protocol
+        if nh == IPV6_FRAGMENT:
+            d.spans.append(("ipv6.ext", p, 8, nh))
+            fo = _U16(data, p + 2)[0]
+            p += 8
+            if fo & 0xFFF9:               # offset bits or M: a fragment
+                d.fragment = True
+                d.ip_proto = nxt
+                d.payload_offset = p
+                d.payload = data[p:end]
+                return
+        else:
+            ln = (data[p + 1] + 2) * 4 if nh == 51 else (data[p + 1] + 1) * 8
+            if p + ln > end:
+                d.spans.append(("ipv6.ext", p, end - p, nh))
+                d.bad("ipv6", f"IPv6 {_EXT[nh]} header length {ln} runs past the payload", "_ws.malformed")
+                return
+            d.spans.append(("ipv6.ext", p, ln, nh))
+            p += ln
+        nh = nxt
+    d.ip_proto = nh
+    transport(d, data, p, end, nh)
+
+
+def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
+    if proto == 17:
+        udp(d, data, off, end)
+    elif proto == 6:
+        tcp(d, data, off, end)
+    else:
+        d.payload_offset = off
+        d.payload = data[off:end]
+
+
+def udp(d, data: bytes, off: int, end: int) -> None:
+    d.protocols.append("udp")
+    if off + 8 > end or len(data) < off + 8:
+        d.spans.append(("udp", off, max(0, min(end, len(data)) - off)))
+        short(d, "udp", "UDP", 8, off, end)
+        return
+    sport, dport, ulen, _sum = _UDP(data, off)
+    d.transport = "udp"
+    d.sport = sport
+    d.dport = dport
+    d.spans.append(("udp", off, 8))
+    room = end - off
+    if ulen > room:
+        d.bad("udp", f"Bad length value {ulen} > IP payload length", "udp.length.bad")
+        ulen = room
+    elif ulen < 8:
+        d.bad("udp", f"Bad length value {ulen} < 8", "udp.length.bad")
+        ulen = room
+    d.payload_offset = off + 8
+    d.payload = data[off + 8:off + ulen]
+
+
+def tcp(d, data: bytes, off: int, end: int) -> None:
+    d.protocols.append("tcp")
+    if off + 20 > end or len(data) < off + 20:
+        d.spans.append(("tcp", off, max(0, min(end, len(data)) - off)))
+        short(d, "tcp", "TCP", 20, off, end)
+        return
+    sport, dport, seq, ack, offflags, win, _sum, _urp = _TCP(data, off)
+    d.transport = "tcp"
+    d.sport = sport
+    d.dport = dport
+    d.seq = seq
+    d.ack = ack
+    d.flags = offflags & 0x0FFF
+    d.window = win
+    hl = (offflags >> 12) << 2
+    if hl < 20:
+        d.spans.append(("tcp", off, 20))
+        d.bad("tcp", f"Bogus TCP header length ({hl}, must be at least 20)", "tcp.hdr_len.bad")
+        return
+    if off + hl > end or len(data) < off + hl:
+        d.spans.append(("tcp", off, max(20, min(end, len(data)) - off)))
+        short(d, "tcp", "TCP options", hl, off, end)
+        return
+    d.spans.append(("tcp", off, hl))
+    d.payload_offset = off + hl
+    d.payload = data[off + hl:end]
+
+
+NET_DECODERS = {0x0800: ipv4, 0x86DD: ipv6}

@@ -1,0 +1,67 @@
+"""Classic libpcap files: micro- and nanosecond magic, either byte order, and the modified (Kuznetsov) form.
+
+The file header is parsed with dpkt's own header classes. The record loop is our own, on purpose:
+dpkt.pcap.Reader reads `caplen` bytes and yields whatever came back, so a file cut mid-record silently
+yields a short last packet (and a cut record header raises dpkt.NeedData with no position); it also gives
+float timestamps (nanoseconds lost) and builds a dpkt header object per record (slow). A plain
+struct.Struct unpack per record is fast and lets us name the offset of the bad record.
+"""
+from __future__ import annotations
+
+import struct
+
+import dpkt.pcap as dpcap
+
+from .files import RawFrame
+
+_MICRO = {dpcap.TCPDUMP_MAGIC: (">", 1000), dpcap.PMUDPCT_MAGIC: ("<", 1000),
+          dpcap.TCPDUMP_MAGIC_NANO: (">", 1), dpcap.PMUDPCT_MAGIC_NANO: ("<", 1),
+          dpcap.MODPCAP_MAGIC: (">", 1000), dpcap.PACPDOM_MAGIC: ("<", 1000)}
+_MODIFIED = {dpcap.MODPCAP_MAGIC, dpcap.PACPDOM_MAGIC}  # 24-byte record headers (ifindex, protocol, ...)
+
+# Wireshark's largest packet for most link types (WTAP_MAX_PACKET_SIZE_STANDARD); a record claiming more than
+# this (and more than the snaplen) is a corrupt length, not a big packet.
+MAX_PACKET = 262144
+
+
+def is_magic(magic: int) -> bool:
+    return magic in _MICRO
+
+
+def read(s, head: bytes):
+    """Generator: yields None once the file header is good, then RawFrames; raises CaptureError."""
+    (magic,) = struct.unpack(">I", head)
+    order, ns_per_tick = _MICRO[magic]
+    rest = s.read(20)
+    if len(rest) < 20:
+        raise s.error(f"truncated pcap file header ({4 + len(rest)} of 24 bytes)", 0)
+    fh = (dpcap.LEFileHdr if order == "<" else dpcap.FileHdr)(head + rest)
+    if fh.v_major != dpcap.PCAP_VERSION_MAJOR:
+        raise s.error(f"unsupported pcap version {fh.v_major}.{fh.v_minor}", 0)
+    linktype = fh.linktype & 0xFFFF       # the upper bits carry FCS information, not the link type
+    max_caplen = max(MAX_PACKET, fh.snaplen)
+    yield None
+
+    hsize = 24 if magic in _MODIFIED else 16
+    unpack = struct.Struct(order + "IIII").unpack_from
+    read = s.read
+    offset = 24
+    number = 0
+    while True:
+        hdr = read(hsize)
+        if len(hdr) < hsize:
+            if hdr or (s.gunzip is not None and (s.gunzip.truncated or s.gunzip.error)):
+                raise s.error(f"truncated pcap record header for frame {number + 1}"
+                              f" ({len(hdr)} of {hsize} bytes)", offset)
+            return
+        sec, frac, caplen, length = unpack(hdr)
+        if caplen > max_caplen:
+            raise s.error(f"corrupt pcap record for frame {number + 1}: captured length {caplen}"
+                          f" exceeds the maximum {max_caplen}", offset)
+        data = read(caplen)
+        if len(data) < caplen:
+            raise s.error(f"truncated pcap record for frame {number + 1}: {len(data)} of {caplen}"
+                          f" data bytes", offset)
+        number += 1
+        yield RawFrame(number, sec * 1_000_000_000 + frac * ns_per_tick, caplen, length, linktype, 0, data)
+        offset += hsize + caplen

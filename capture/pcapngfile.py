@@ -1,0 +1,147 @@
+"""pcapng files: several sections and interfaces, each interface with its own link type, snaplen and
+timestamp resolution (if_tsresol) and offset (if_tsoffset); EPB, SPB and the obsolete PB carry packets;
+every other block type is skipped.
+
+Interface description blocks are parsed with dpkt's block classes (they are rare, so dpkt's per-object cost
+does not matter). The block loop is our own because dpkt.pcapng.Reader honours only the first interface
+(one link type and one timestamp resolution for the whole file), ignores SPBs, uses float timestamps and
+cannot say where a damaged block starts.
+"""
+from __future__ import annotations
+
+import struct
+
+import dpkt
+import dpkt.pcapng as dng
+
+from .files import RawFrame
+
+SHB_TYPE = dng.PCAPNG_BT_SHB
+_IDB, _EPB, _SPB, _PB = dng.PCAPNG_BT_IDB, dng.PCAPNG_BT_EPB, dng.PCAPNG_BT_SPB, dng.PCAPNG_BT_PB
+# A block longer than this is a corrupt length field (Wireshark's own limit is 16 MiB of packet data).
+MAX_BLOCK = 64 * 1024 * 1024
+_NS = 1_000_000_000
+
+
+class _Iface:
+    __slots__ = ("linktype", "snaplen", "mul", "div", "offset_ns")
+
+    def __init__(self, linktype: int, snaplen: int, tsresol: int, tsoffset: int):
+        self.linktype = linktype
+        self.snaplen = snaplen
+        # ticks -> ns as an exact integer ratio mul/div (10^-6 s by default; MSB set: a power of 2)
+        if tsresol & 0x80:
+            self.mul, self.div = _NS, 1 << (tsresol & 0x7F)
+        elif tsresol <= 9:
+            self.mul, self.div = 10 ** (9 - tsresol), 1
+        else:
+            self.mul, self.div = 1, 10 ** (tsresol - 9)
+        self.offset_ns = tsoffset * _NS
+
+
+def _parse_idb(block: bytes, order: str) -> _Iface:
+    idb = (dng.InterfaceDescriptionBlockLE if order == "<" else dng.InterfaceDescriptionBlock)(block)
+    tsresol, tsoffset = 6, 0
+    for opt in idb.opts:
+        if opt.code == dng.PCAPNG_OPT_IF_TSRESOL and len(opt.data) >= 1:
+            tsresol = opt.data[0]
+        elif opt.code == dng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
+            (tsoffset,) = struct.unpack(order + "q", opt.data[:8])
+    return _Iface(idb.linktype, idb.snaplen, tsresol, tsoffset)
+
+
+def read(s, head: bytes):
+    """Generator: yields None once the first section header is good, then RawFrames; raises CaptureError."""
+    read = s.read
+    offset = 0
+    number = 0
+    order = ">"
+    hdr_unpack = struct.Struct(">II").unpack_from
+    u32 = struct.Struct(">I").unpack_from
+    epb_unpack = struct.Struct(">IIIII").unpack_from
+    ifaces: list[_Iface] = []     # this section's interfaces
+    base = 0                      # interfaces of earlier sections: RawFrame.interface is file-wide
+    first = True
+    while True:
+        hdr = head if first else read(8)
+        if first:
+            hdr += read(4)
+        if len(hdr) < 8:
+            if hdr or (s.gunzip is not None and (s.gunzip.truncated or s.gunzip.error)):
+                raise s.error(f"truncated pcapng block header ({len(hdr)} of 8 bytes)", offset)
+            return
+        btype = hdr_unpack(hdr)[0]
+        if btype == SHB_TYPE:
+            bom = read(4)
+            if len(bom) < 4:
+                raise s.error("truncated pcapng section header", offset)
+            if bom == b"\x1a\x2b\x3c\x4d":
+                order = ">"
+            elif bom == b"\x4d\x3c\x2b\x1a":
+                order = "<"
+            else:
+                raise s.error(f"corrupt pcapng section header (byte-order magic 0x{bom.hex()})", offset)
+            hdr_unpack = struct.Struct(order + "II").unpack_from
+            u32 = struct.Struct(order + "I").unpack_from
+            epb_unpack = struct.Struct(order + "IIIII").unpack_from
+            hdr += bom
+        btype, blen = hdr_unpack(hdr)
+        if blen < 12 or blen % 4 or blen > MAX_BLOCK:
+            raise s.error(f"corrupt pcapng block (type 0x{btype:08x}, length {blen})", offset)
+        body = hdr[8:] + read(blen - len(hdr))
+        if len(body) < blen - 8:
+            raise s.error(f"truncated pcapng block (type 0x{btype:08x}: {8 + len(body)} of {blen} bytes)",
+                          offset)
+        if u32(body, len(body) - 4)[0] != blen:
+            raise s.error(f"corrupt pcapng block (type 0x{btype:08x}: trailing length differs)", offset)
+
+        if btype == _EPB:
+            if blen < 32:
+                raise s.error(f"corrupt pcapng enhanced packet block (length {blen})", offset)
+            iid, ts_hi, ts_lo, caplen, length = epb_unpack(body)
+            if caplen > blen - 32:
+                raise s.error(f"corrupt pcapng enhanced packet block: captured length {caplen}"
+                              f" exceeds the block", offset)
+            if iid >= len(ifaces):
+                raise s.error(f"pcapng packet for undefined interface {iid}", offset)
+            i = ifaces[iid]
+            number += 1
+            yield RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
+                           i.linktype, base + iid, body[20:20 + caplen])
+        elif btype == _SPB:
+            # No timestamp and no captured length: the data is min(original length, snaplen, block room).
+            if not ifaces:
+                raise s.error("pcapng simple packet block before any interface", offset)
+            i = ifaces[0]
+            length = u32(body)[0]
+            caplen = min(length, blen - 16)
+            if i.snaplen:
+                caplen = min(caplen, i.snaplen)
+            number += 1
+            yield RawFrame(number, 0, caplen, length, i.linktype, base, body[4:4 + caplen])
+        elif btype == _PB:
+            if blen < 32:
+                raise s.error(f"corrupt pcapng packet block (length {blen})", offset)
+            iid = struct.unpack_from(order + "H", body)[0]
+            _, ts_hi, ts_lo, caplen, length = epb_unpack(body)
+            if caplen > blen - 32 or iid >= len(ifaces):
+                raise s.error("corrupt pcapng packet block", offset)
+            i = ifaces[iid]
+            number += 1
+            yield RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
+                           i.linktype, base + iid, body[20:20 + caplen])
+        elif btype == _IDB:
+            try:
+                ifaces.append(_parse_idb(hdr[:8] + body, order))
+            except (dpkt.Error, struct.error, IndexError) as e:
+                raise s.error(f"corrupt pcapng interface description block ({e!r})", offset)
+        elif btype == SHB_TYPE:
+            major = struct.unpack_from(order + "H", body, 4)[0]
+            if major != dng.PCAPNG_VERSION_MAJOR:
+                raise s.error(f"unsupported pcapng version {major}", offset)
+            base += len(ifaces)
+            ifaces = []
+            if first:
+                first = False
+                yield None
+        offset += blen

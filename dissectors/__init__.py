@@ -1,0 +1,4 @@
+"""One field table per protocol. PROTOCOLS lists them in registration order."""
+from .blank import PROTOCOL as BLANK
+
+PROTOCOLS = [BLANK]

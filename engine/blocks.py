@@ -1,0 +1,396 @@
+"""Building blocks: logic a table cannot spell out, implemented once here and once in the Lua runtime
+(lua/runtime.lua, same names). Each is a field class, so a table uses it like any other field."""
+from __future__ import annotations
+
+import copy
+import math
+import zlib
+
+from .context import Ctx
+from .fields import F32LE, I8, I32LE, Field, Struct
+from .tree import Item, DataSource
+
+# --- packed floats -------------------------------------------------------------------------------------------------
+
+
+class Packed(Field):
+    """A float packed into an integer (blank's packn/packu): the wire integer is `<name>_raw`, the real value
+    `<name>` is a generated double: raw / divisor * scale."""
+
+    def __init__(self, name, label, code, divisor, *, scale=1.0, unit=""):
+        super().__init__(name, label)
+        self.codes, self.endian, self.size = (code,), "<", 2
+        self.divisor, self.scale, self.unit = divisor, scale, unit
+        self.raw_info = None
+
+    def register(self, b):
+        signed = self.codes[0] == "h"
+        self.raw_info = b.field(self.abbrev + "_raw", f"{self.label} (packed)", "int16" if signed else "uint16")
+        self.info = b.field(self.abbrev, self.label, "double")
+
+    def real(self, raw: int) -> float:
+        return raw / self.divisor * self.scale
+
+    def take(self, ctx, parent, offset, raw):
+        ctx.scopes[-1][self.name] = raw
+        parent.add(Item(self.raw_info, raw, offset, 2))
+        value = raw / self.divisor * self.scale
+        parent.add(Item(self.info, value, offset, 2, f"{self.label}: {value:.6g}{self.unit}", True))
+
+    def infos(self):
+        yield self.raw_info
+        yield self.info
+
+
+def PackN(name, label, *, scale=1.0, unit=""):
+    """int16 representing a float in [-1, 1]: raw / 32767."""
+    return Packed(name, label, "h", 32767, scale=scale, unit=unit)
+
+
+def PackU(name, label, *, scale=1.0, unit=""):
+    """uint16 representing a float in [0, 1]: raw / 65535."""
+    return Packed(name, label, "H", 65535, scale=scale, unit=unit)
+
+
+# --- vectors -------------------------------------------------------------------------------------------------------
+
+
+class Vec3(Field):
+    """Three (or `len(names)`) fields of one kind under one item labelled "Name: (x, y, z)".
+
+    absolute_base/absolute: also show the generated sum with a vector field read earlier (Entity Update's
+    chunk positions relative to the packet's base)."""
+
+    def __init__(self, name, label, element, *, names=("x", "y", "z"), absolute_base=None, absolute=None):
+        super().__init__(name, label)
+        self.element, self.names = element, names
+        self.elements = [element(n, n) for n in names]
+        self.codes = tuple(c for e in self.elements for c in e.codes)
+        self.endian = next((e.endian for e in self.elements if e.endian), "")
+        self.size = sum(e.size for e in self.elements)
+        self.absolute_base, self.absolute = absolute_base, absolute
+        self.abs_info = self.abs_infos = None
+
+    def bind(self, b, prefix):
+        bound = copy.copy(self)
+        bound.abbrev = f"{prefix}.{self.name}"
+        bound.info = b.field(bound.abbrev, self.label, "none")
+        bound.elements = [e.bind(b, bound.abbrev) for e in self.elements]
+        if self.absolute:
+            absolute = f"{prefix}.{self.absolute}"
+            bound.abs_info = b.field(absolute, "Chunk position", "none")
+            bound.abs_infos = [b.field(f"{absolute}.{n}", n, "int32") for n in self.names]
+        return bound
+
+    def take(self, ctx, parent, offset, raw):
+        item = parent.add(Item(self.info, None, offset, self.size))
+        scope: dict = {}
+        ctx.scopes.append(scope)
+        at = offset
+        for e, v in zip(self.elements, raw):
+            e.take(ctx, item, at, v)
+            at += e.size
+        ctx.scopes.pop()
+        ctx.scopes[-1][self.name] = raw
+        shown = [c.value for c in item.children if c.field is not None and not c.field.abbrev.endswith("_raw")]
+        item.label = f"{self.label}: ({', '.join(_short(v) for v in shown)})"
+        if self.absolute:
+            base = ctx.lookup(self.absolute_base) or (0,) * len(raw)
+            total = [a + b for a, b in zip(base, raw)]
+            node = parent.add(Item(self.abs_info, None, offset, self.size,
+                                   f"Chunk position: ({', '.join(map(str, total))})", True))
+            for info, v in zip(self.abs_infos, total):
+                node.add(Item(info, v, offset, self.size, None, True))
+
+    def encode(self, values, out):
+        for e, v in zip(self.elements, values.get(self.name, (0,) * len(self.elements))):
+            e.encode({e.name: v}, out)
+
+    def infos(self):
+        yield self.info
+        for e in self.elements:
+            yield from e.infos()
+        if self.abs_info:
+            yield self.abs_info
+            yield from self.abs_infos
+
+
+def _short(v) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def Vec3I(name, label, **kw):
+    return Vec3(name, label, I32LE, **kw)
+
+
+def Vec3F(name, label, **kw):
+    return Vec3(name, label, F32LE, **kw)
+
+
+def Vec3B(name, label, **kw):
+    return Vec3(name, label, I8, **kw)
+
+
+def Vec3N(name, label, **kw):
+    return Vec3(name, label, lambda n, l: PackN(n, l), **kw)
+
+
+def Vec3U(name, label, *, scale=1.0, **kw):
+    return Vec3(name, label, lambda n, l: PackU(n, l, scale=scale), **kw)
+
+
+# --- quaternion --------------------------------------------------------------------------------------------------
+
+QUAT_BIAS = 524287
+QUAT_RANGE = 0.7072
+
+
+class QuatSmallest3(Field):
+    """blank's `quat`: one little-endian u64; bits 63-62 the index of the largest component, then three 20-bit
+    fields (bits 59-40, 39-20, 19-0) with the others in x,y,z,w order, each int(q * 524287 / 0.7072) + 524287.
+    The largest is sqrt(1 - sum of squares of the others)."""
+
+    codes, endian, size = ("Q",), "<", 8
+    AXES = ("x", "y", "z", "w")
+
+    def register(self, b):
+        self.info = b.field(self.abbrev, self.label, "uint64", base="HEX")
+        self.largest_info = b.field(self.abbrev + ".largest", "Largest component", "uint8",
+                                    values=dict(enumerate(self.AXES)))
+        self.axis_infos = [b.field(f"{self.abbrev}.{a}", a, "double") for a in self.AXES]
+
+    @staticmethod
+    def unpack(raw: int) -> tuple[int, list[float]]:
+        largest = raw >> 62
+        small = [((raw >> shift) & 0xFFFFF) for shift in (40, 20, 0)]
+        small = [(c - QUAT_BIAS) * QUAT_RANGE / QUAT_BIAS for c in small]
+        big = math.sqrt(max(0.0, 1.0 - (small[0] * small[0] + small[1] * small[1] + small[2] * small[2])))
+        return largest, small[:largest] + [big] + small[largest:]
+
+    def take(self, ctx, parent, offset, raw):
+        ctx.scopes[-1][self.name] = raw
+        largest, q = self.unpack(raw)
+        item = parent.add(Item(self.info, raw, offset, 8,
+                               f"{self.label}: ({', '.join(f'{v:.6g}' for v in q)})"))
+        item.add(Item(self.largest_info, largest, offset, 8, None, True))
+        for info, v in zip(self.axis_infos, q):
+            item.add(Item(info, v, offset, 8, None, True))
+
+    def infos(self):
+        yield self.info
+        yield self.largest_info
+        yield from self.axis_infos
+
+
+# --- ack history ------------------------------------------------------------------------------------------------
+
+
+def bit_line(width: int, bit: int, value: int) -> str:
+    """Wireshark's dotted bit line: `.... ...1` for bit 0 of an 8-bit field, groups of four."""
+    chars = []
+    for i in range(width - 1, -1, -1):
+        chars.append(("1" if value else "0") if i == bit else ".")
+        if i and i % 4 == 0:
+            chars.append(" ")
+    return "".join(chars)
+
+
+class AckHistory(Field):
+    """A 32-bit bitmap of earlier acks: bit i-1 set means sequence number `ack - i` was received (16-bit wrap).
+    Shown as 32 bit lines and as the list of acknowledged sequence numbers."""
+
+    codes, endian, size = ("I",), "<", 4
+
+    def __init__(self, name, label, *, relative_to: str, bits: int = 32, seq_bits: int = 16):
+        super().__init__(name, label)
+        self.relative_to, self.bits, self.modulo = relative_to, bits, 1 << seq_bits
+        self.lines = [[bit_line(bits, i, v) for v in (0, 1)] for i in range(bits)]
+
+    def register(self, b):
+        self.info = b.field(self.abbrev, self.label, "uint32", base="HEX")
+        self.bit_info = b.field(self.abbrev + ".received", "Received", "uint8")
+        self.acked_info = b.field(f"{b.proto}.acked", "Acknowledged sequence number", "uint16")
+
+    def take(self, ctx, parent, offset, raw):
+        ctx.scopes[-1][self.name] = raw
+        ack = ctx.lookup(self.relative_to) or 0
+        item = parent.add(Item(self.info, raw, offset, 4))
+        acked = []
+        for i in range(self.bits):
+            bit = (raw >> i) & 1
+            seq = (ack - i - 1) % self.modulo
+            item.add(Item(self.bit_info, bit, offset, 4,
+                          f"{self.lines[i][bit]} = seq {seq} (ack-{i + 1}): {'received' if bit else 'missing'}"))
+            if bit:
+                acked.append(seq)
+        for seq in acked:
+            item.add(Item(self.acked_info, seq, offset, 4, None, True))
+
+    def infos(self):
+        yield self.info
+        yield self.bit_info
+        yield self.acked_info
+
+
+# --- summaries of a buffer -----------------------------------------------------------------------------------------
+
+
+class Summary(Field):
+    """Statistics over `count` little-endian values of `width` bytes, `stride` bytes apart, from the current
+    position: how many are non-zero, how many distinct values, the maximum. Shown as generated items."""
+
+    STATS = {"nonzero": "Non-zero", "distinct": "Distinct values", "max": "Maximum"}
+
+    def __init__(self, name, label, *, count, stride, width, stats):
+        super().__init__(name, label)
+        self.count, self.stride, self.width, self.stats = count, stride, width, stats
+        self.size = count * stride
+
+    def register(self, b):
+        self.info = b.field(self.abbrev, self.label, "none")
+        self.stat_infos = [b.field(f"{self.abbrev}.{s}", self.STATS[s], "uint32") for s in self.stats]
+
+    def decode(self, ctx, parent):
+        ctx.need(self.size, self.label, parent)
+        data, pos, w, s = ctx.data, ctx.pos, self.width, self.stride
+        values = [int.from_bytes(data[pos + i * s:pos + i * s + w], "little") for i in range(self.count)]
+        figures = {"nonzero": sum(1 for v in values if v), "distinct": len(set(values)), "max": max(values)}
+        item = parent.add(Item(self.info, None, pos, self.size, self.label, False, ctx.source))
+        parts = []
+        for stat, info in zip(self.stats, self.stat_infos):
+            item.add(Item(info, figures[stat], pos, self.size, None, True, ctx.source))
+            parts.append(f"{self.STATS[stat].lower()} {figures[stat]}")
+        item.label = f"{self.label}: {', '.join(parts)}"
+        ctx.pos += self.size
+
+    def infos(self):
+        yield self.info
+        yield from self.stat_infos
+
+
+# --- chunk reassembly ---------------------------------------------------------------------------------------------
+
+CHUNK_LIMIT = 1 << 16          # the largest transfer we reassemble (blank's chunks are < 2 KiB compressed)
+INFLATE_LIMIT = 1 << 20        # the largest inflated chunk we accept
+
+
+class Chunk(Field):
+    """A piece of a transfer announced earlier (Chunk Begin): `length` bytes placed at offset `at` of the
+    transfer `key`. When every byte of `total` has arrived, the frame that completes it shows the reassembled
+    buffer, inflated when `compressed_flag` is set, and its `content` decoded from that buffer.
+    State lives per conversation; the first copy of a byte wins (as Wireshark's reassembly does)."""
+
+    def __init__(self, name, label, *, begin, key, at, length, total, compressed_flag, content=None):
+        super().__init__(name, label)
+        self.begin, self.key, self.at, self.length, self.total = begin, key, at, length, total
+        self.compressed_flag, self.content = compressed_flag, content
+
+    def bind(self, b, prefix):
+        bound = copy.copy(self)
+        bound.abbrev = f"{prefix}.{self.name}"
+        bound.info = b.field(bound.abbrev, self.label, "bytes")
+        top = f"{b.proto}.{self.begin.split('_')[0]}"
+        bound.r_info = b.field(top, "Reassembled chunk", "none")
+        bound.r_frame = b.field(top + ".frame", "Reassembled from frame", "uint32")
+        bound.r_size = b.field(top + ".size", "Reassembled size", "uint32")
+        bound.r_inflated = b.field(top + ".inflated_size", "Inflated size", "uint32")
+        bound.r_in = b.field(top + ".reassembled_in", "Reassembled in frame", "uint32")
+        bound.content = self.content.bind(b, top) if self.content else None
+        return bound
+
+    def decode(self, ctx, parent):
+        want, n = ctx.lookup(self.length), ctx.end - ctx.pos
+        if want > n:
+            ctx.expert(parent, "malformed", f"{self.label}: block size {want}, {n} bytes present")
+        n = min(want, n)
+        start = ctx.pos
+        item = parent.add(Item(self.info, ctx.data[start:start + n], start, n))
+        ctx.pos += n
+        self.reassemble(ctx, item, ctx.lookup(self.key), ctx.lookup(self.at), ctx.data[start:start + n])
+
+    def size_rule(self):
+        return (0, CHUNK_LIMIT, 1)
+
+    def reassemble(self, ctx: Ctx, item: Item, key: int, at: int, piece: bytes) -> None:
+        state = ctx.conv.setdefault("transfers", {})
+        begin = ctx.conv.get("remember", {}).get(self.begin, {}).get(key)
+        if begin is None:
+            ctx.expert(item, "reassembly", f"No {self.begin} for transmission {key}")
+            return
+        total = begin[self.total]
+        transfer = state.get(key)
+        if transfer is None or transfer["begin"] is not begin:
+            transfer = state[key] = {"begin": begin, "pieces": [], "done": 0}
+        if transfer["done"]:
+            item.add(Item(self.r_in, transfer["done"], item.offset, 0, None, True))
+            return
+        if total > CHUNK_LIMIT:
+            ctx.expert(item, "reassembly", f"Transfer of {total} bytes exceeds the limit of {CHUNK_LIMIT}")
+            return
+        if at + len(piece) > total:
+            ctx.expert(item, "reassembly", f"Block {at}+{len(piece)} lies beyond the transfer size {total}")
+            return
+        transfer["pieces"].append((at, piece, ctx.frame))
+        if _covered(transfer["pieces"]) < total:
+            return
+        transfer["done"] = ctx.frame
+        buf = bytearray(total)
+        for offset, data, _ in reversed(transfer["pieces"]):   # reversed: the first copy wins
+            buf[offset:offset + len(data)] = data
+        self.show(ctx, item, bytes(buf), transfer["pieces"], begin)
+
+    def show(self, ctx, item, buf, pieces, begin):
+        node = item.add(Item(self.r_info, None, item.offset, 0, "Reassembled chunk", True))
+        for frame in sorted({p[2] for p in pieces}):
+            node.add(Item(self.r_frame, frame, item.offset, 0, None, True))
+        node.add(Item(self.r_size, len(buf), item.offset, 0, None, True))
+        ctx.sources.append(DataSource("Reassembled chunk", buf))
+        field, mask = self.compressed_flag
+        data = buf
+        if begin.get(field, 0) & mask:
+            data = _inflate(buf, INFLATE_LIMIT)
+            if data is None:
+                ctx.expert(node, "malformed", "Chunk data does not inflate (zlib)")
+                return
+            ctx.sources.append(DataSource("Inflated chunk", data))
+            node.add(Item(self.r_inflated, len(data), item.offset, 0, None, True))
+        ctx.notes.append(f"[chunk {len(buf)} bytes reassembled]")
+        if self.content is not None:
+            sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
+            sub.source = len(ctx.sources) - 1
+            try:
+                self.content.decode(sub, node)
+            except Exception:  # noqa: BLE001 - Truncated is reported by ctx.need; keep the rest of the packet
+                pass
+
+    def infos(self):
+        yield from (self.info, self.r_info, self.r_frame, self.r_size, self.r_inflated, self.r_in)
+        if self.content:
+            yield from self.content.infos()
+
+
+def _covered(pieces) -> int:
+    """Bytes covered by the union of (offset, data) pieces."""
+    total, end = 0, 0
+    for offset, data, _ in sorted(pieces, key=lambda p: p[0]):
+        stop = offset + len(data)
+        if stop > end:
+            total += stop - max(offset, end)
+            end = stop
+    return total
+
+
+def _inflate(data: bytes, limit: int) -> bytes | None:
+    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large."""
+    z = zlib.decompressobj()
+    try:
+        out = z.decompress(data, limit + 1)
+    except zlib.error:
+        return None
+    if len(out) > limit or not z.eof:
+        return None
+    return out
+
+
+__all__ = ["PackN", "PackU", "Vec3", "Vec3I", "Vec3F", "Vec3B", "Vec3N", "Vec3U", "QuatSmallest3",
+           "AckHistory", "Summary", "Chunk", "bit_line", "Packed", "Struct"]

@@ -1,0 +1,58 @@
+"""The state one dissection carries: the bytes, the position, the values read so far, the tree being built."""
+from __future__ import annotations
+
+from .tree import DataSource, ExpertInfo, Item
+
+
+class Truncated(Exception):
+    """Raised inside a table decode when a field runs past the end of its data: the packet decode stops there."""
+
+
+class Ctx:
+    """One protocol layer's decode of one packet.
+
+    `data` is the whole frame (or a reassembled buffer) so that every item's offset is the real byte offset;
+    `end` bounds this layer. `scopes` is the chain of value dicts (innermost last) that references look up.
+    """
+
+    __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
+                 "source", "visited", "notes")
+
+    def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
+                 frame: int = 0, sources: list[DataSource] | None = None):
+        self.data = data
+        self.pos = pos
+        self.end = end
+        self.tree = tree
+        self.scopes: list[dict] = [{}]
+        self.proto = proto
+        self.conv = conv
+        self.direction = direction
+        self.frame = frame
+        self.sources = sources if sources is not None else []
+        self.source = 0
+        self.notes: list[str] = []     # extra Info column text (e.g. "[Chunk 3 reassembled]")
+
+    @property
+    def values(self) -> dict:
+        return self.scopes[-1]
+
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def need(self, size: int, what: str, parent: Item | None) -> None:
+        """Stop the decode with a Malformed expert when `size` bytes are not there."""
+        left = self.end - self.pos
+        if size > left:
+            self.expert(parent, "malformed",
+                        f"Truncated: {what} needs {size} byte{'s' if size != 1 else ''}, {max(left, 0)} left")
+            raise Truncated()
+
+    def expert(self, item: Item | None, kind: str, message: str) -> None:
+        """Add expert info of one of the protocol's registered kinds (see engine.protocol.EXPERTS)."""
+        group, severity = self.proto.experts[kind]
+        info = ExpertInfo(f"{self.proto.name}.{kind}", group, severity, message)
+        (item if item is not None else self.tree).expert(info)

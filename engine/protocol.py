@@ -1,0 +1,142 @@
+"""A protocol: its header and packet tables bound into a decoder, its registration (ports, heuristic,
+preferences), and the per-conversation analysis every datagram protocol can ask for (revision memory,
+sequence analysis, remembered packets)."""
+from __future__ import annotations
+
+from .context import Ctx, Truncated
+from .fields import Binder, Struct, Switch, accepts, format_template
+from .tree import (CHAT, ERROR, MALFORMED, NOTE, PROTOCOL, REASSEMBLE, SEQUENCE, UNDECODED, WARN, FieldInfo,
+                   Item)
+
+# The expert kinds every protocol registers: kind -> (group, severity). Abbrev: <proto>.<kind>.
+EXPERTS = {
+    "malformed": (MALFORMED, ERROR),
+    "unexpected": (PROTOCOL, WARN),
+    "undecoded": (UNDECODED, WARN),
+    "sequence": (SEQUENCE, NOTE),
+    "reassembly": (REASSEMBLE, WARN),
+    "trailing": (PROTOCOL, CHAT),
+}
+
+
+class Protocol:
+    def __init__(self, name, description, *, header: Struct, body: dict[str, Switch], revision_pref=None,
+                 udp_ports=(), heuristic=None, sequence=None, info="seq={seq} ack={ack}"):
+        self.name, self.description = name, description
+        self.experts = EXPERTS
+        self.udp_ports = tuple(udp_ports)
+        self.heuristic = heuristic           # (header field, value): the first bytes must hold this value
+        self.sequence = sequence             # (field, bits): per-direction sequence analysis
+        self.info_template = info
+        self.revision_pref = revision_pref   # (pref name, description, default)
+        b = Binder(name)
+        self.info = b.field(name, description, "protocol")
+        self.header = header.bind(b, name)
+        self.revisions = list(body)
+        self.body = {rev: switch.bind(b, name) for rev, switch in body.items()}
+        self.revision_info = b.field(f"{name}.revision", "Revision", "string")
+        self.trailing_info = b.field(f"{name}.trailing_padding", "Trailing padding", "bytes")
+        self.data_info = b.field(f"{name}.data", "Undecoded data", "bytes")
+        self.fields: dict[str, FieldInfo] = b.fields
+        self.type_field = next(iter(body.values())).on
+        # Which revisions a (type, payload length) fits: the size rules come from the tables themselves.
+        self.rules = {rev: {code: p.size_rule() for code, p in sw.cases.items()} for rev, sw in self.body.items()}
+
+    # --- registration facts ------------------------------------------------------------------------------------
+    def preferences(self) -> dict[str, tuple[str, str, list[str]]]:
+        prefs = {}
+        if self.revision_pref:
+            pname, desc, default = self.revision_pref
+            prefs[pname] = (desc, default, ["auto", *self.revisions])
+        return prefs
+
+    def heuristic_match(self, payload: bytes) -> bool:
+        if not self.heuristic or len(payload) < self.header.size if self.header.size else False:
+            return False
+        field, value = self.heuristic
+        run = self.header.steps[0]
+        for f, offset, index, count in run.spans:
+            if f.name == field:
+                if len(payload) < offset + f.size:
+                    return False
+                return run.fmt.unpack_from(payload.ljust(run.size, b"\0"), 0)[index] == value
+        return False
+
+    # --- decode ---------------------------------------------------------------------------------------------------
+    def pick_revision(self, conv: dict, code: int, length: int, pref: str) -> str:
+        if pref != "auto":
+            return pref
+        fits = [rev for rev in self.revisions if code in self.rules[rev] and accepts(self.rules[rev][code], length)]
+        if len(fits) == 1:
+            conv["revision"] = fits[0]
+            return fits[0]
+        return conv.get("revision", self.revisions[0])
+
+    def dissect(self, ctx: Ctx, prefs: dict) -> str:
+        """Decode one datagram into ctx.tree; return the Info column text."""
+        tree = ctx.tree
+        try:
+            self.header.decode(ctx, tree)
+        except Truncated:
+            return "Malformed (truncated header)"
+        values = ctx.values
+        if self.sequence:
+            self.analyse_sequence(ctx, values[self.sequence[0]])
+        code = values[self.type_field]
+        pref = prefs.get(f"{self.name}.{self.revision_pref[0]}", self.revision_pref[2]) if self.revision_pref \
+            else self.revisions[0]
+        revision = self.pick_revision(ctx.conv, code, ctx.end - ctx.pos, pref)
+        if len(self.revisions) > 1:
+            tree.add(Item(self.revision_info, revision, ctx.pos, 0, f"Revision: {revision}", True))
+        packet = self.body[revision].cases.get(code)
+        if packet is None:
+            ctx.expert(tree, "undecoded", f"Unknown packet type {code}")
+            self.rest(ctx, tree, self.data_info)
+            return f"Unknown type {code} " + format_template(self.info_template, values)
+        try:
+            packet.decode(ctx, tree)
+            if ctx.pos < ctx.end:
+                self.trailing(ctx, tree)
+            if packet.remember is not None:
+                kept = ctx.conv.setdefault("remember", {}).setdefault(packet.name, {})
+                kept[values[packet.remember]] = dict(values)
+        except Truncated:
+            pass
+        info = f"{packet.label} " + format_template(self.info_template, values)
+        if packet.info_template:
+            info += " " + format_template(packet.info_template, values)
+        return " ".join([info, *ctx.notes])
+
+    def rest(self, ctx: Ctx, tree: Item, info: FieldInfo) -> None:
+        if ctx.pos < ctx.end:
+            tree.add(Item(info, ctx.data[ctx.pos:ctx.end], ctx.pos, ctx.end - ctx.pos))
+            ctx.pos = ctx.end
+
+    def trailing(self, ctx: Ctx, tree: Item) -> None:
+        """Bytes after the last field: zero padding to the maximum length is normal; anything else is noted."""
+        start = ctx.pos
+        self.rest(ctx, tree, self.trailing_info)
+        if ctx.data.count(0, start, ctx.end) != ctx.end - start:
+            ctx.expert(tree.children[-1], "trailing", f"{ctx.end - start} trailing bytes are not zero padding")
+
+    def analyse_sequence(self, ctx: Ctx, seq: int) -> None:
+        """Per direction: lost (a gap), duplicate (seen before), out of order (behind, not seen)."""
+        modulo = 1 << self.sequence[1]
+        state = ctx.conv.setdefault("seq", {}).setdefault(ctx.direction, {"last": None, "seen": {}})
+        item = ctx.tree.find(f"{self.name}.{self.sequence[0]}")
+        last, seen = state["last"], state["seen"]
+        if last is not None:
+            delta = (seq - last) % modulo
+            if delta == 0 or (delta >= modulo // 2 and seq in seen):
+                ctx.expert(item, "sequence", f"Duplicate of seq {seq} (frame {seen.get(seq, '?')})")
+                return
+            if delta >= modulo // 2:
+                ctx.expert(item, "sequence", f"Out of order: seq {seq} after seq {last}")
+            elif delta > 1:
+                ctx.expert(item, "sequence", f"{delta - 1} lost before seq {seq}")
+                state["last"] = seq
+            else:
+                state["last"] = seq
+        else:
+            state["last"] = seq
+        seen[seq] = ctx.frame

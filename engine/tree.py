@@ -1,0 +1,158 @@
+"""The packet tree: what every dissector produces and every output form renders.
+
+It mirrors Wireshark's proto_tree closely on purpose, because the generated Lua plugin builds the very same
+tree inside tshark and the two are compared byte for byte:
+
+- a `FieldInfo` is a registered field (a Lua ProtoField): abbrev, display name, type, base, value names, mask;
+- an `Item` is one node: a field with its value, or a plain text label; a byte range (offset, length) in one
+  data source (the frame, or a reassembled/inflated buffer); children; expert infos; "generated" (shown in
+  [brackets], no bytes of its own).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Any
+
+# Expert severities and groups: the numeric values of Wireshark's epan/proto.h, because tshark's JSON prints them.
+COMMENT, CHAT, NOTE, WARN, ERROR = 0x00100000, 0x00200000, 0x00400000, 0x00600000, 0x00800000
+SEVERITY_NAMES = {COMMENT: "Comment", CHAT: "Chat", NOTE: "Note", WARN: "Warning", ERROR: "Error"}
+
+CHECKSUM, SEQUENCE, RESPONSE_CODE, REQUEST_CODE = 0x01000000, 0x02000000, 0x03000000, 0x04000000
+UNDECODED, REASSEMBLE, MALFORMED, DEBUG, PROTOCOL = 0x05000000, 0x06000000, 0x07000000, 0x08000000, 0x09000000
+GROUP_NAMES = {
+    CHECKSUM: "Checksum", SEQUENCE: "Sequence", RESPONSE_CODE: "Response", REQUEST_CODE: "Request",
+    UNDECODED: "Undecoded", REASSEMBLE: "Reassemble", MALFORMED: "Malformed", DEBUG: "Debug",
+    PROTOCOL: "Protocol",
+}
+
+# Field types, named as Wireshark's Lua ProtoField constructors are.
+INTEGER_TYPES = {"uint8": 1, "uint16": 2, "uint24": 3, "uint32": 4, "uint64": 8,
+                 "int8": 1, "int16": 2, "int24": 3, "int32": 4, "int64": 8}
+FIELD_TYPES = set(INTEGER_TYPES) | {"float", "double", "string", "bytes", "bool", "none", "protocol"}
+
+# Display bases, named as Wireshark's `base.*`.
+BASES = {"DEC", "HEX", "DEC_HEX", "HEX_DEC", "NONE"}
+
+
+@dataclass(eq=False)
+class FieldInfo:
+    """One registered field, like a Lua ProtoField / a C hf_register_info entry."""
+
+    abbrev: str
+    name: str
+    ftype: str
+    base: str = "NONE"
+    values: dict[int, str] | None = None
+    mask: int = 0
+    bits: int = 0            # for bool fields with a mask: the width of the parent value in bits
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.ftype not in FIELD_TYPES:
+            raise ValueError(f"{self.abbrev}: unknown field type {self.ftype!r}")
+        if self.base not in BASES:
+            raise ValueError(f"{self.abbrev}: unknown base {self.base!r}")
+        if self.ftype in INTEGER_TYPES and self.base == "NONE":
+            self.base = "DEC"
+
+
+@dataclass(eq=False)
+class ExpertInfo:
+    """An expert item: registered like a Lua ProtoExpert (abbrev, group, severity), with this packet's text."""
+
+    abbrev: str
+    group: int
+    severity: int
+    message: str
+
+
+class Item:
+    """One node of the packet tree (a slots class, not a dataclass: dissectors make many of these per packet)."""
+
+    __slots__ = ("field", "value", "offset", "length", "label", "generated", "source", "children", "expert_info")
+
+    def __init__(self, field: FieldInfo | None, value: Any = None, offset: int = 0, length: int = 0,
+                 label: str | None = None, generated: bool = False, source: int = 0):
+        self.field = field              # None: a plain text item
+        self.value = value
+        self.offset = offset
+        self.length = length
+        self.label = label              # the -V line; None: made from the field, its value and its value names
+        self.generated = generated      # shown in [brackets]: computed, not read from bytes
+        self.source = source            # index of the data source (0 = the frame)
+        self.children: list[Item] | None = None
+        self.expert_info: ExpertInfo | None = None   # set on the expert item itself
+
+    def add(self, item: Item) -> Item:
+        if self.children is None:
+            self.children = [item]
+        else:
+            self.children.append(item)
+        return item
+
+    def expert(self, info: ExpertInfo) -> Item:
+        """Hang an expert item under this one, after the children added so far (as Wireshark does)."""
+        node = Item(None, None, self.offset, 0,
+                    f"Expert Info ({SEVERITY_NAMES[info.severity]}/{GROUP_NAMES[info.group]}): {info.message}")
+        node.expert_info = info
+        return self.add(node)
+
+    def walk(self):
+        yield self
+        for child in self.children or ():
+            yield from child.walk()
+
+    def find(self, abbrev: str) -> Item | None:
+        for node in self.walk():
+            if node.field is not None and node.field.abbrev == abbrev:
+                return node
+        return None
+
+
+@dataclass(eq=False)
+class DataSource:
+    """A named byte buffer the tree points into: the frame, or one made by reassembly or decompression."""
+
+    name: str
+    data: bytes
+
+
+@dataclass(eq=False)
+class Layer:
+    """A protocol layer of one packet: its top item (a protocol item) and the columns it sets."""
+
+    proto: str
+    item: Item
+    info: str | None = None            # replaces the Info column when set
+    protocol_column: str | None = None
+
+
+@dataclass(eq=False)
+class Packet:
+    """One decoded frame: layers in order, data sources, columns."""
+
+    number: int
+    timestamp: float
+    caplen: int
+    length: int
+    interface: int = 0
+    linktype: int = 1
+    layers: list[Layer] = dc_field(default_factory=list)
+    sources: list[DataSource] = dc_field(default_factory=list)
+    src: str = ""
+    dst: str = ""
+    protocol: str = ""
+    info: str = ""
+    ts_ns: int = 0
+
+    def layer(self, proto: str) -> Layer | None:
+        for layer in self.layers:
+            if layer.proto == proto:
+                return layer
+        return None
+
+    def experts(self):
+        for layer in self.layers:
+            for item in layer.item.walk():
+                if item.expert_info is not None:
+                    yield item.expert_info

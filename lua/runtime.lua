@@ -1,0 +1,241 @@
+-- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
+-- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
+-- Runs on Lua 5.2 (Wireshark 4.0) and 5.4 (Wireshark >= 4.2): no bit operators, no bit32.
+local rt = {}
+rt.TRUNC = {}                       -- sentinel error: a field ran past the end of the data
+
+local floor = math.floor
+
+-- c: one decode. c.tvb, c.pos, c.stop, c.sc (scope stack, innermost last), c.conv, c.frame, c.dir, c.E
+function rt.expert(c, item, kind, msg)
+  item:add_proto_expert_info(c.E[kind], msg)
+end
+
+function rt.need(c, size, what, parent)
+  local left = c.stop - c.pos
+  if size > left then
+    if left < 0 then left = 0 end
+    rt.expert(c, parent, "malformed",
+      string.format("Truncated: %s needs %d byte%s, %d left", what, size, size ~= 1 and "s" or "", left))
+    error(rt.TRUNC)
+  end
+end
+
+function rt.lookup(c, name)
+  for i = #c.sc, 1, -1 do
+    local v = c.sc[i][name]
+    if v ~= nil then return v end
+  end
+  return nil
+end
+
+function rt.set(c, name, value) c.sc[#c.sc][name] = value end
+function rt.push(c, name) local s = {}; c.sc[#c.sc][name] = s; c.sc[#c.sc + 1] = s; return s end
+function rt.pop(c) c.sc[#c.sc] = nil end
+
+-- Python's "{:.6g}" and str(int) for labels.
+function rt.short(v, is_float)
+  if is_float then return string.format("%.6g", v) end
+  return string.format("%d", v)
+end
+
+function rt.template(parts, values)
+  local out = {}
+  for i = 1, #parts, 2 do
+    if parts[i] then
+      local v = values[parts[i + 1]]
+      if v == nil then out[#out + 1] = "?"
+      elseif type(v) == "number" then out[#out + 1] = string.format("%d", v)
+      else out[#out + 1] = tostring(v) end
+    else
+      out[#out + 1] = parts[i + 1]
+    end
+  end
+  return table.concat(out)
+end
+
+-- A NUL-ended UTF-8 string in `area` bytes: returns the string, the bytes it uses (NUL included).
+function rt.cstring(c, area, fixed)
+  local raw = c.tvb:raw(c.pos, area)
+  local nul = string.find(raw, "\0", 1, true)
+  local n = nul and nul - 1 or area
+  local value = n > 0 and c.tvb(c.pos, n):string(ENC_UTF_8) or ""
+  local used = (fixed or not nul) and area or n + 1
+  return value, used
+end
+
+-- bit lines like Wireshark's: ".... ...1" for bit 0 of 8 bits
+function rt.bit_line(width, bit, value)
+  local chars = {}
+  for i = width - 1, 0, -1 do
+    chars[#chars + 1] = (i == bit) and (value == 1 and "1" or "0") or "."
+    if i > 0 and i % 4 == 0 then chars[#chars + 1] = " " end
+  end
+  return table.concat(chars)
+end
+
+-- AckHistory: bit i-1 set means sequence number ack - i was received.
+function rt.ack_history(c, tree, r, f, f_bit, f_acked, bits, modulo, ack)
+  local val = r:le_uint()
+  local it = tree:add_le(f, r)
+  local acked = {}
+  for i = 0, bits - 1 do
+    local bit = floor(val / 2 ^ i) % 2
+    local seq = (ack - i - 1) % modulo
+    it:add(f_bit, r, bit, rt.bit_line(bits, i, bit) .. " = seq " .. string.format("%d", seq) ..
+      " (ack-" .. string.format("%d", i + 1) .. "): " .. (bit == 1 and "received" or "missing"))
+    if bit == 1 then acked[#acked + 1] = seq end
+  end
+  for _, seq in ipairs(acked) do it:add(f_acked, r, seq):set_generated() end
+  return val
+end
+
+-- blank's quat: u64 LE, bits 63-62 the largest component's index, three 20-bit components at 59-40, 39-20, 19-0
+function rt.quat_smallest3(r)
+  local lo, hi = r:range(0, 4):le_uint(), r:range(4, 4):le_uint()
+  local largest = floor(hi / 2 ^ 30)
+  local comps = { floor(hi / 256) % 1048576, (hi % 256) * 4096 + floor(lo / 1048576), lo % 1048576 }
+  local small = {}
+  for i = 1, 3 do small[i] = (comps[i] - 524287) * 0.7072 / 524287 end
+  local s = 1.0 - (small[1] * small[1] + small[2] * small[2] + small[3] * small[3])
+  if s < 0.0 then s = 0.0 end
+  local q, j = {}, 1
+  for i = 0, 3 do
+    if i == largest then q[#q + 1] = math.sqrt(s) else q[#q + 1] = small[j]; j = j + 1 end
+  end
+  return largest, q
+end
+
+-- Summary: non-zero count, distinct values, maximum of `count` LE values `width` bytes wide, `stride` apart.
+function rt.summary(c, count, stride, width)
+  local raw = c.tvb:raw(c.pos, count * stride)
+  local nonzero, distinct, seen, max = 0, 0, {}, 0
+  for i = 0, count - 1 do
+    local v = 0
+    for k = width, 1, -1 do v = v * 256 + string.byte(raw, i * stride + k) end
+    if v ~= 0 then nonzero = nonzero + 1 end
+    if not seen[v] then seen[v] = true; distinct = distinct + 1 end
+    if v > max then max = v end
+  end
+  return { nonzero = nonzero, distinct = distinct, max = max }
+end
+
+-- Sequence analysis per direction: lost (a gap), duplicate (seen before), out of order (behind, not seen).
+function rt.sequence(c, item, seq, bits)
+  local modulo = 2 ^ bits
+  c.conv.seq = c.conv.seq or {}
+  local st = c.conv.seq[c.dir]
+  if not st then st = { seen = {} }; c.conv.seq[c.dir] = st end
+  local last = st.last
+  if last ~= nil then
+    local delta = (seq - last) % modulo
+    if delta == 0 or (delta >= modulo / 2 and st.seen[seq] ~= nil) then
+      local was = st.seen[seq]
+      rt.expert(c, item, "sequence", string.format("Duplicate of seq %d (frame %s)", seq,
+        was and string.format("%d", was) or "?"))
+      return
+    end
+    if delta >= modulo / 2 then
+      rt.expert(c, item, "sequence", string.format("Out of order: seq %d after seq %d", seq, last))
+    elseif delta > 1 then
+      rt.expert(c, item, "sequence", string.format("%d lost before seq %d", delta - 1, seq))
+      st.last = seq
+    else
+      st.last = seq
+    end
+  else
+    st.last = seq
+  end
+  st.seen[seq] = c.frame
+end
+
+-- Chunk reassembly: pieces by key, first copy of a byte wins; returns the whole buffer when complete.
+local CHUNK_LIMIT, INFLATE_LIMIT = 65536, 1048576
+rt.CHUNK_LIMIT, rt.INFLATE_LIMIT = CHUNK_LIMIT, INFLATE_LIMIT
+
+local function covered(pieces)
+  local sorted = {}
+  for i, p in ipairs(pieces) do sorted[i] = p end
+  table.sort(sorted, function(a, b) return a[1] < b[1] end)
+  local total, stop = 0, 0
+  for _, p in ipairs(sorted) do
+    local e = p[1] + #p[2]
+    if e > stop then
+      total = total + e - math.max(p[1], stop)
+      stop = e
+    end
+  end
+  return total
+end
+
+function rt.chunk_piece(c, item, begin_name, key, at, piece, total_field)
+  local begin = c.conv.remember and c.conv.remember[begin_name] and c.conv.remember[begin_name][key]
+  if not begin then
+    rt.expert(c, item, "reassembly", string.format("No %s for transmission %d", begin_name, key))
+    return nil
+  end
+  local total = begin[total_field]
+  c.conv.transfers = c.conv.transfers or {}
+  local t = c.conv.transfers[key]
+  if not t or t.begin ~= begin then t = { begin = begin, pieces = {}, done = 0 }; c.conv.transfers[key] = t end
+  if t.done ~= 0 then return nil, t.done end
+  if total > CHUNK_LIMIT then
+    rt.expert(c, item, "reassembly", string.format("Transfer of %d bytes exceeds the limit of %d", total, CHUNK_LIMIT))
+    return nil
+  end
+  if at + #piece > total then
+    rt.expert(c, item, "reassembly",
+      string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, total))
+    return nil
+  end
+  t.pieces[#t.pieces + 1] = { at, piece, c.frame }
+  if covered(t.pieces) < total then return nil end
+  t.done = c.frame
+  local buf = string.rep("\0", total)
+  for i = #t.pieces, 1, -1 do
+    local p = t.pieces[i]
+    buf = buf:sub(1, p[1]) .. p[2] .. buf:sub(p[1] + #p[2] + 1)
+  end
+  local frames, seen = {}, {}
+  for _, p in ipairs(t.pieces) do
+    if not seen[p[3]] then seen[p[3]] = true; frames[#frames + 1] = p[3] end
+  end
+  table.sort(frames)
+  return { buf = buf, frames = frames, begin = begin }
+end
+
+-- zlib inflate of a tvb through Wireshark (tvb:uncompress); nil when corrupt or over the limit.
+function rt.inflate(tvb, name)
+  -- uncompress (4.0) became uncompress_zlib (4.2+); looking up a missing method raises, hence the pcalls
+  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
+  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
+  if not ok or r == nil or r:len() > INFLATE_LIMIT then return nil end
+  return r:tvb()
+end
+
+-- The revision a (type, length) fits: rules[rev][code] = {min, max, step}
+function rt.pick_revision(c, revisions, rules, code, length, pref)
+  if pref ~= "auto" then return pref end
+  local fits = {}
+  for _, rev in ipairs(revisions) do
+    local r = rules[rev][code]
+    if r and length >= r[1] and length <= r[2] and
+        ((r[3] == 0 and length == r[1]) or (r[3] ~= 0 and (length - r[1]) % r[3] == 0)) then
+      fits[#fits + 1] = rev
+    end
+  end
+  if #fits == 1 then c.conv.revision = fits[1]; return fits[1] end
+  return c.conv.revision or revisions[1]
+end
+
+-- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
+local conversations = {}
+function rt.conversation(proto, pinfo)
+  local a = tostring(pinfo.src) .. ":" .. string.format("%d", pinfo.src_port)
+  local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
+  local key = proto .. "|" .. (a < b and (a .. "|" .. b) or (b .. "|" .. a))
+  local conv = conversations[key]
+  if not conv then conv = {}; conversations[key] = conv end
+  return conv, a .. ">" .. b
+end
+function rt.reset() conversations = {} end

@@ -1,0 +1,1 @@
+"""reassembly layer."""
