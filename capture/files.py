@@ -149,6 +149,14 @@ class Capture:
             self.close()
             raise
         self.compressed = self._s.compressed
+        self._frames = self._closing(self._frames)
+
+    def _closing(self, frames):
+        # The file closes as soon as the frames run out (or the reader raises), not only at garbage collection.
+        try:
+            yield from frames
+        finally:
+            self.close()
 
     def __iter__(self) -> Iterator[RawFrame]:
         return self._frames

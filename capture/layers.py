@@ -236,7 +236,8 @@ def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
                          f"{bits(frag >> 8, 0xE0, 8)} = Flags: 0x{fl:x}" + (f", {names}" if names else "")))
     for fld, b, name in ((f.ip_flags_rb, 0x80, "Reserved bit"), (f.ip_flags_df, 0x40, "Don't fragment"),
                          (f.ip_flags_mf, 0x20, "More fragments")):
-        flags.add(Item(fld, bool((frag >> 8) & b), off + 6, 1, f"{bits(frag >> 8, b, 8)} = {name}: {_set((frag >> 8) & b)}"))
+        hi = frag >> 8
+        flags.add(Item(fld, bool(hi & b), off + 6, 1, f"{bits(hi, b, 8)} = {name}: {_set(hi & b)}"))
     fo = frag & 0x1FFF
     top.add(Item(f.ip_frag_offset, fo, off + 6, 2, f"{bits(frag, 0x1FFF, 16)} = Fragment Offset: {fo * 8}"))
     top.add(Item(f.ip_ttl, ttl, off + 8, 1, f"Time to Live: {ttl}"))
@@ -368,7 +369,8 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
     top.add(Item(f.tcp_len, seglen, off, 0, f"[TCP Segment Len: {seglen}]", generated=True))
     top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
     top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
-    top.add(Item(f.tcp_hdr_len, hl * 4, off + 12, 1, f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    top.add(Item(f.tcp_hdr_len, hl * 4, off + 12, 1,
+                 f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"))
     summary = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
     flags = top.add(Item(f.tcp_flags, fl, off + 12, 2, f"Flags: 0x{fl:03x} ({summary})"))
     for fld, mask, _, _ in f.TCP_FLAG_BITS:
@@ -389,7 +391,8 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
     return Layer("tcp", top)
 
 
-BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer, "sll2": sll2_layer, "null": null_layer,
+BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
+            "sll2": sll2_layer, "null": null_layer,
             "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer}
 
 

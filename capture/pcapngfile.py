@@ -134,7 +134,7 @@ def read(s, head: bytes):
             try:
                 ifaces.append(_parse_idb(hdr[:8] + body, order))
             except (dpkt.Error, struct.error, IndexError) as e:
-                raise s.error(f"corrupt pcapng interface description block ({e!r})", offset)
+                raise s.error(f"corrupt pcapng interface description block ({e!r})", offset) from e
         elif btype == SHB_TYPE:
             major = struct.unpack_from(order + "H", body, 4)[0]
             if major != dng.PCAPNG_VERSION_MAJOR:

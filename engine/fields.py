@@ -217,6 +217,7 @@ class Padding(Field):
         self.info = b.field(self.abbrev, "Padding", "bytes")
 
     def take(self, ctx, parent, offset, raw):
+        ctx.scopes[-1][self.name] = raw
         parent.add(Item(self.info, raw, offset, self.size))
 
     def default(self):

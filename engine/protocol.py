@@ -62,6 +62,27 @@ class Protocol:
                 return run.fmt.unpack_from(payload.ljust(run.size, b"\0"), 0)[index] == value
         return False
 
+    # --- encode (tests and capture making) ------------------------------------------------------------------------
+    def encode(self, values: dict, revision: str | None = None, pad_to: int | None = None) -> bytes:
+        """Wire bytes of one datagram from field values (missing fields take defaults: the expected tag, 0, "").
+        values: header and packet fields flat ({"seq": 1, "type": 1, "name": "bob"}), nested structs as dicts
+        ({"state": {"velocity": (1.0, 0.0, 0.0)}}), arrays as lists of element dicts."""
+        out = bytearray()
+        self.header.encode(values, out)
+        packet = self.body[revision or self.revisions[0]].cases.get(values.get(self.type_field, 0))
+        if packet is not None:
+            packet.encode(values, out)
+        if pad_to is not None and len(out) < pad_to:
+            out += bytes(pad_to - len(out))
+        return bytes(out)
+
+    def decode_values(self, payload: bytes, prefs: dict | None = None) -> tuple[dict, Item]:
+        """Decode one datagram on its own (fresh conversation): its values and its tree. For tests and scripts."""
+        tree = Item(self.info, self.description, 0, len(payload), self.description)
+        ctx = Ctx(payload, 0, len(payload), tree, self, {}, "a>b", 1, [])
+        self.dissect(ctx, prefs or {})
+        return ctx.scopes[0], tree
+
     # --- decode ---------------------------------------------------------------------------------------------------
     def pick_revision(self, conv: dict, code: int, length: int, pref: str) -> str:
         if pref != "auto":

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import dpkt
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from protodump.capture import CaptureError, RawFrame, decode, open_capture
 from protodump.capture.link import LINK_DECODERS
 from protodump.engine.tree import ERROR, MALFORMED
@@ -61,7 +61,7 @@ def assert_same_as_tshark(path: Path, encap: str | None = None) -> int:
     theirs = tshark_fields(path, FIELDS)
     mine = ours(path)
     assert len(mine) == len(theirs) > 0
-    for m, t in zip(mine, theirs):
+    for m, t in zip(mine, theirs, strict=True):
         # tshark appends the payload's dissector ("data"); our list stops at the transport by design.
         assert t[4] == m[4] or t[4].startswith(m[4] + ":"), (m, t)
         if encap is not None:
@@ -344,7 +344,8 @@ def test_synthetic_link_types_match_tshark(work, frames, name, version):
 
 
 def test_tcp_matches_tshark():
-    fields = ["tcp.srcport", "tcp.dstport", "tcp.seq_raw", "tcp.ack_raw", "tcp.flags", "tcp.len", "tcp.window_size_value"]
+    fields = ["tcp.srcport", "tcp.dstport", "tcp.seq_raw", "tcp.ack_raw", "tcp.flags", "tcp.len",
+              "tcp.window_size_value"]
     theirs = tshark_fields(TCP_CAPTURE, fields)
     mine = []
     for fr in open_capture(TCP_CAPTURE):
@@ -366,7 +367,7 @@ def test_tree_fields_positions_match_tshark_pdml(path, count):
     """Every field our standard layers emit that tshark also has: same byte position, size and value."""
     packets = _pdml(path, count)
     compared = 0
-    for fr, pkt in zip(open_capture(path), packets):
+    for fr, pkt in zip(list(open_capture(path))[:count], packets, strict=True):
         theirs: dict[str, list] = {}                 # each name's occurrences, matched in order
         for node in pkt.iter("field"):
             theirs.setdefault(node.get("name"), []).append(node)

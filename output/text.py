@@ -1,0 +1,75 @@
+"""Text outputs: the one-line summary, the -V detail tree, the -x hex dump. Colours (rich) on a terminal only."""
+from __future__ import annotations
+
+from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, Item
+from . import tshark_values as tv
+
+_SEVERITY_STYLE = {ERROR: "bold red", WARN: "yellow", NOTE: "cyan"}
+
+
+def summary_line(packet, first_ns: int) -> str:
+    frame, d = packet.frame, packet.decoded
+    t = (frame.ts_ns - first_ns) / 1e9
+    src, dst = d.src or "", d.dst or ""
+    return f"{frame.number:>5} {t:>10.6f} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
+
+
+def item_label(item: Item) -> str:
+    if item.label is not None:
+        text = item.label
+    elif item.field is not None:
+        text = tv.label(item.field, item.value)
+    else:
+        text = ""
+    return f"[{text}]" if item.generated else text
+
+
+def tree_lines(item: Item, depth: int = 0):
+    """(depth, text, style) lines of an item's subtree, as tshark -V prints them (experts get their details)."""
+    info = item.expert_info
+    if info is not None:
+        yield depth, f"[{item.label}]", _SEVERITY_STYLE.get(info.severity, "")
+        yield depth + 1, f"[{info.message}]", ""
+        yield depth + 1, f"[Severity level: {SEVERITY_NAMES[info.severity]}]", ""
+        yield depth + 1, f"[Group: {GROUP_NAMES[info.group]}]", ""
+        return
+    yield depth, item_label(item), "dim" if item.generated else ""
+    for child in item.children or ():
+        yield from tree_lines(child, depth + 1)
+
+
+def layer_lines(packet, only: set[str] | None = None):
+    for layer in packet.layers():
+        top = layer.item
+        if only is not None and layer.proto not in only:
+            yield 0, top.label or layer.proto, "bold"
+            continue
+        yield 0, top.label or layer.proto, "bold"
+        for child in top.children or ():
+            yield from tree_lines(child, 1)
+
+
+def hexdump(data: bytes) -> list[str]:
+    lines = []
+    for off in range(0, len(data), 16):
+        chunk = data[off:off + 16]
+        hexes = " ".join(f"{b:02x}" for b in chunk[:8])
+        if len(chunk) > 8:
+            hexes += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
+        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+        lines.append(f"{off:04x}  {hexes:<49}  {text}")
+    return lines
+
+
+def hex_lines(packet) -> list[str]:
+    """The frame, then every buffer reassembly or decompression made, each under its name (as tshark does)."""
+    sources = packet.sources or []
+    if len(sources) <= 1:
+        return hexdump(packet.frame.data)
+    out = []
+    for i, source in enumerate(sources):
+        out.append(f"{source.name} ({len(source.data)} bytes):")
+        out.extend(hexdump(source.data))
+        if i < len(sources) - 1:
+            out.append("")
+    return out
