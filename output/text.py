@@ -21,7 +21,7 @@ def item_label(item: Item) -> str:
         text = tv.label(item.field, item.value)
     else:
         text = ""
-    return f"[{text}]" if item.generated else text
+    return f"[{text}]" if item.generated and not text.startswith("[") else text
 
 
 def tree_lines(item: Item, depth: int = 0):

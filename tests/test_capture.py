@@ -433,8 +433,7 @@ def test_malformed_headers(frames):
     frag = good[:20] + struct.pack("!H", 0x2000 | 10) + good[22:]
     d = decode(_frame(frag))
     assert d.fragment and d.transport is None and d.payload_offset == 34
-    tcp = decode(next(iter(open_capture(TCP_CAPTURE))))
-    raw = tcp.frame.data
+    raw = bytes(12) + b"\x08\x00" + TCP_IP
     bad_off = raw[:46] + bytes([0x30 | (raw[46] & 15)]) + raw[47:]
     d = decode(_frame(bad_off))
     assert d.transport == "tcp" and d.payload == b"" and "tcp.hdr_len.bad" in _malformed(d, "tcp")[0]
