@@ -102,14 +102,31 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         writer.close()
 
 
+_CONSOLES: dict = {}
+
+
+def _console(out):
+    """A rich console for colours, only when writing to a terminal."""
+    if not out.isatty():
+        return None
+    if id(out) not in _CONSOLES:
+        from rich.console import Console
+        _CONSOLES[id(out)] = Console(file=out, highlight=False)
+    return _CONSOLES[id(out)]
+
+
 def emit_text(out, packet, first_ns, detail, hexdump, only):
     if not detail:
         out.write(text.summary_line(packet, first_ns) + "\n")
         if hexdump:
             out.write("\n".join(text.hex_lines(packet)) + "\n\n")
         return
-    for depth, line, _style in text.layer_lines(packet, only):
-        out.write("    " * depth + line + "\n")
+    console = _console(out)
+    for depth, line, style in text.layer_lines(packet, only):
+        if console is not None and style:
+            console.print("    " * depth + line, style=style, highlight=False, markup=False, soft_wrap=True)
+        else:
+            out.write("    " * depth + line + "\n")
     if hexdump:
         out.write("\n" + "\n".join(text.hex_lines(packet)) + "\n")
     out.write("\n")

@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Benchmark protodump against tshark + the generated Lua plugin on a large synthetic blank capture.
+
+    python tools/bench.py                      # build /tmp/bench/blank-bench.pcap once, then time everything
+    python tools/bench.py -n 5 --packets 200000 --capture /tmp/big.pcap
+    python tools/bench.py --only json,summary  # a subset of the pairs
+
+The capture imitates a real session (shared/captures/blank-server-session.pcap): a client on 35367 sending
+Player Update every 50 ms, the server on 12354 answering with mostly Player Correction, Entity Update (1-12
+entities), zlib-compressed chunk transfers (Chunk Begin + Chunk Data pieces of at most 472 bytes), and now and
+then Spawn/Despawn Entity, Message and Ping. Frames are Ethernet/IPv4/UDP on 127.0.0.1, written with dpkt.
+
+Each command runs N times (stdout to /dev/null); the best wall-clock time is kept. Targets (the issue):
+`-T json` at least 3x faster than tshark + plugin, the summary no slower.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import dpkt
+
+ROOT = Path(__file__).resolve().parent.parent
+LUA = ROOT / "lua" / "protodump.lua"
+DEFAULT_CAPTURE = Path("/tmp/bench/blank-bench.pcap")
+CLIENT_PORT, SERVER_PORT = 35367, 12354
+CHUNK_PIECE = 472          # the largest Chunk Data block seen in the real capture
+GENERATOR_VERSION = 1      # bump when the capture recipe changes: the cached file is rebuilt
+
+
+# --- capture ------------------------------------------------------------------------------------------------------
+
+def _frame(payload: bytes, sport: int, dport: int, ip_id: int) -> bytes:
+    udp = dpkt.udp.UDP(sport=sport, dport=dport, data=payload)
+    udp.ulen = len(udp)
+    ip = dpkt.ip.IP(src=socket.inet_aton("127.0.0.1"), dst=socket.inet_aton("127.0.0.1"), p=dpkt.ip.IP_PROTO_UDP,
+                    ttl=64, id=ip_id, off=dpkt.ip.IP_DF, data=udp)
+    ip.len = len(ip)
+    eth = dpkt.ethernet.Ethernet(src=b"\0" * 6, dst=b"\0" * 6, type=dpkt.ethernet.ETH_TYPE_IP, data=ip)
+    return bytes(eth)
+
+
+def _chunk_payloads(rng: random.Random, n: int) -> list[bytes]:
+    """n zlib-compressed chunks that unpack to 20,484 bytes (4096 blocks of 4 bytes, 4096 light bytes, 4 bytes):
+    from nearly empty air (tens of bytes compressed) to noisy terrain (a few kilobytes, several pieces)."""
+    out = []
+    for i in range(n):
+        blocks = bytearray(4096 * 4)
+        light = bytearray(4096)
+        height = rng.randint(0, 16) if i % 4 else 0          # a quarter are empty air
+        noise = rng.choice((0.0, 0.02, 0.1, 0.3))
+        for idx in range(4096):
+            y = (idx >> 4) & 15
+            if y < height or rng.random() < noise:
+                kind = rng.choice((1, 1, 1, 2, 3, 4, 7)) if noise else 1
+                struct.pack_into("<HBB", blocks, idx * 4, kind, rng.randrange(6) if noise else 0, 0)
+            else:
+                light[idx] = 15
+        out.append(zlib.compress(bytes(blocks) + bytes(light) + b"\0\0\0\0", 6))
+    return out
+
+
+def _entity_state(rng: random.Random, relative: bool = False) -> dict:
+    return {
+        "chunk_pos": tuple(rng.randint(-1, 1) for _ in range(3)) if relative
+        else tuple(rng.randint(-20, 20) for _ in range(3)),
+        "block_pos": tuple(rng.randrange(65536) for _ in range(3)),
+        "velocity": tuple(round(rng.uniform(-5, 5), 3) for _ in range(3)),
+        "orientation": rng.getrandbits(64),
+        "pitch": rng.randint(-32767, 32767),
+        "yaw": rng.randint(-32767, 32767),
+    }
+
+
+def session(count: int, seed: int = 12354):
+    """Yield (ts_seconds, from_client, payload) for `count` datagrams of a blank session."""
+    from protodump.dissectors.blank import PROTOCOL
+
+    rng = random.Random(seed)
+    chunks = _chunk_payloads(rng, 48)
+    seq = {True: 0, False: 0}           # next seq per direction (client, server)
+    last_rx = {True: 0, False: 0}       # last seq received by this side (its ack)
+    tid = 0
+    entities = list(range(2, 14))
+    texts = ["hello", "player \"pybot\" joined", "anyone near spawn?", "lag", "brb", "gg " * 20]
+    t = 1_700_000_000.0
+    produced = 0
+
+    def pkt(from_client: bool, values: dict, pad_to: int | None = None) -> bytes:
+        s = seq[from_client]
+        seq[from_client] = (s + 1) & 0xFFFF
+        last_rx[not from_client] = s
+        values = {"seq": s, "ack": last_rx[from_client], "ack_history": rng.getrandbits(32) | 1, **values}
+        return PROTOCOL.encode(values, pad_to=pad_to)
+
+    def header_only(from_client: bool, type_: int) -> bytes:
+        s = seq[from_client]
+        seq[from_client] = (s + 1) & 0xFFFF
+        last_rx[not from_client] = s
+        out = bytearray()
+        PROTOCOL.header.encode({"seq": s, "ack": last_rx[from_client], "ack_history": 0xFFFFFFFF,
+                                "type": type_}, out)
+        return bytes(out)
+
+    def emit(from_client, payload):
+        nonlocal t, produced
+        t += rng.uniform(0.0002, 0.004)
+        produced += 1
+        return (t, from_client, payload)
+
+    # Opening: Login, Message, Ping, Join (as the real session).
+    yield emit(True, pkt(True, {"type": 1, "name": "pybot"}, pad_to=48))
+    yield emit(False, pkt(False, {"type": 12, "msg_type": 0, "referral": 0, "text": "player \"pybot\" joined"}))
+    yield emit(False, pkt(False, {"type": 0}))
+    yield emit(False, pkt(False, {"type": 2, "entity_id": 1, "state": _entity_state(rng), "world_name": "default"},
+                          pad_to=94))
+    pending: list[bytes] = []           # chunk transfer pieces not sent yet
+    while produced < count:
+        # One 50 ms client tick.
+        t += 0.05 - 0.004 * 4
+        yield emit(True, pkt(True, {"type": 4, "state": _entity_state(rng), "movement": (rng.randint(-1, 1), 0, 1),
+                                    "actions": rng.choice((0, 0, 0, 1, 2)), "slot": rng.randrange(9)}))
+        # Server: about 4 corrections, 2-3 entity updates, a chunk transfer step, rarely others.
+        for _ in range(rng.choice((3, 4, 4, 5))):
+            yield emit(False, pkt(False, {"type": 8, "offending_seq": last_rx[False], "state": _entity_state(rng)}))
+        for _ in range(rng.choice((2, 3, 3, 4))):
+            n = rng.choice((12, 12, 12, 12, 8, 8, 1, 1, rng.randint(1, 12)))
+            ents = [{"entity_id": rng.choice(entities), "ustate": _entity_state(rng, relative=True)}
+                    for _ in range(n)]
+            yield emit(False, pkt(False, {"type": 7, "count": n, "base": tuple(rng.randint(-20, 20) for _ in range(3)),
+                                          "entities": ents}))
+        if not pending:
+            tid += 1
+            data = rng.choice(chunks)
+            yield emit(False, pkt(False, {"type": 9, "transmission_id": tid, "flags": 1,
+                                          "coords": tuple(rng.randint(-8, 8) for _ in range(3)),
+                                          "data_size": len(data)}))
+            pending = [(tid, off, data[off:off + CHUNK_PIECE]) for off in range(0, len(data), CHUNK_PIECE)]
+        for _ in range(min(len(pending), rng.choice((1, 1, 2)))):
+            ptid, off, piece = pending.pop(0)
+            yield emit(False, header_only(False, 10) + struct.pack("<III", ptid, off, len(piece)) + piece)
+        r = rng.random()
+        if r < 0.02:
+            yield emit(False, pkt(False, {"type": 12, "msg_type": 1, "referral": 1, "text": rng.choice(texts)}))
+        elif r < 0.05:
+            eid = rng.randint(14, 10_000)
+            yield emit(False, pkt(False, {"type": 5, "entity_id": eid, "model_id": rng.randrange(4),
+                                          "state": _entity_state(rng), "bbox_min": (-0.4, 0.0, -0.4),
+                                          "bbox_max": (0.4, 1.8, 0.4), "flags": 1, "name": f"mob{eid}"},
+                                  pad_to=126))
+        elif r < 0.07:
+            yield emit(False, pkt(False, {"type": 6, "entity_id": rng.randint(14, 10_000)}))
+        elif r < 0.08:
+            yield emit(False, pkt(False, {"type": 0}))
+
+
+def build_capture(path: Path, count: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    n = 0
+    with open(tmp, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for ts, from_client, payload in session(count):
+            sport, dport = (CLIENT_PORT, SERVER_PORT) if from_client else (SERVER_PORT, CLIENT_PORT)
+            w.writepkt(_frame(payload, sport, dport, n & 0xFFFF), ts=ts)
+            n += 1
+        w.close()
+    os.replace(tmp, path)
+    stamp(path).write_text(f"{GENERATOR_VERSION} {count}\n")
+
+
+def stamp(path: Path) -> Path:
+    return path.with_name(path.name + ".recipe")
+
+
+def ensure_capture(path: Path, count: int, rebuild: bool) -> None:
+    want = f"{GENERATOR_VERSION} {count}"
+    if not rebuild and path.exists() and stamp(path).exists() and stamp(path).read_text().strip() == want:
+        print(f"capture: {path} (cached)")
+        return
+    t0 = time.perf_counter()
+    build_capture(path, count)
+    print(f"capture: {path} built in {time.perf_counter() - t0:.1f} s")
+
+
+def capture_stats(path: Path) -> tuple[int, int, dict[int, int]]:
+    """(datagrams, bytes, {blank type: count}) read back with dpkt."""
+    n, size, types = 0, 0, {}
+    with open(path, "rb") as f:
+        for _ts, buf in dpkt.pcap.Reader(f):
+            n += 1
+            size += len(buf)
+            t = buf[14 + 20 + 8 + 12] if len(buf) > 14 + 20 + 8 + 12 else -1
+            types[t] = types.get(t, 0) + 1
+    return n, size, types
+
+
+# --- timing -------------------------------------------------------------------------------------------------------
+
+def protodump_cmd() -> list[str]:
+    """The console script beside this interpreter (not a pyenv shim: its start-up would be timed too)."""
+    exe = Path(sys.executable).parent / "protodump"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("protodump")
+    return [found] if found else [sys.executable, "-c", "from protodump.cli.main import main; main()"]
+
+
+PAIRS = {   # name: (protodump args, tshark args)
+    "json": (["-T", "json"], ["-T", "json"]),
+    "verbose": (["-V"], ["-V"]),
+    "summary": ([], []),
+}
+
+
+def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int]:
+    times, rc = [], 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        times.append(time.perf_counter() - t0)
+        rc = rc or p.returncode
+        if p.returncode:
+            sys.stderr.write(f"  ! {' '.join(argv)} exited {p.returncode}: {p.stderr.decode(errors='replace')[-400:]}\n")
+    return min(times), times, rc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--capture", type=Path, default=DEFAULT_CAPTURE, help="capture path (built once, then reused)")
+    ap.add_argument("--packets", type=int, default=100_000, help="datagrams in the capture (default 100,000)")
+    ap.add_argument("--rebuild", action="store_true", help="rebuild the capture even if cached")
+    ap.add_argument("-n", "--runs", type=int, default=3, help="runs per command; the best is kept (default 3)")
+    ap.add_argument("--only", default=",".join(PAIRS), help=f"comma-separated pairs among {','.join(PAIRS)}")
+    ap.add_argument("--tshark", default=shutil.which("tshark") or "tshark")
+    ap.add_argument("--lua", type=Path, default=LUA)
+    args = ap.parse_args(argv)
+
+    ensure_capture(args.capture, args.packets, args.rebuild)
+    n, size, types = capture_stats(args.capture)
+    from protodump.dissectors.blank import PACKET_NAMES
+    mix = ", ".join(f"{PACKET_NAMES.get(k, k)} {v / n:.1%}" for k, v in sorted(types.items(), key=lambda kv: -kv[1]))
+    print(f"{n:,} frames, {size / 1e6:.1f} MB: {mix}")
+    tshark_ver = subprocess.run([args.tshark, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+    print(f"{tshark_ver}; python {sys.version.split()[0]}; best of {args.runs}\n")
+
+    pd, ts = protodump_cmd(), [args.tshark, "-X", f"lua_script:{args.lua}"]
+    rows = []
+    for name in args.only.split(","):
+        p_args, t_args = PAIRS[name]
+        p_argv, t_argv = [*pd, *p_args, str(args.capture)], [*ts, "-r", str(args.capture), *t_args]
+        print(f"[{name}] protodump ...", end="", flush=True)
+        p_best, p_all, p_rc = time_cmd(p_argv, args.runs)
+        print(f" {p_best:.2f}s; tshark ...", end="", flush=True)
+        t_best, t_all, t_rc = time_cmd(t_argv, args.runs)
+        print(f" {t_best:.2f}s", flush=True)
+        rows.append((name, p_best, t_best, p_rc or t_rc, p_all, t_all))
+
+    print()
+    head = f"{'mode':<9} {'protodump s':>12} {'tshark+lua s':>13} {'tshark/pd':>10} {'pd pkt/s':>10} " \
+           f"{'tshark pkt/s':>13}  target"
+    print(head)
+    print("-" * len(head))
+    targets = {"json": 3.0, "summary": 1.0}
+    failed = False
+    for name, p, t, rc, _pa, _ta in rows:
+        ratio = t / p
+        goal = targets.get(name)
+        verdict = "" if goal is None else (f">= {goal:g}x " + ("ok" if ratio >= goal else "MISSED"))
+        failed |= goal is not None and ratio < goal
+        print(f"{name:<9} {p:>12.2f} {t:>13.2f} {ratio:>9.2f}x {n / p:>10,.0f} {n / t:>13,.0f}  {verdict}"
+              + ("  (a command failed)" if rc else ""))
+    print("\nall runs (s): " + "; ".join(f"{name}: pd {' '.join(f'{x:.2f}' for x in pa)} / tshark "
+                                          f"{' '.join(f'{x:.2f}' for x in ta)}" for name, _p, _t, _rc, pa, ta in rows))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
