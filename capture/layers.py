@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from functools import lru_cache
 
 from ..engine.tree import Item, Layer
 from . import fields as f
@@ -33,6 +34,7 @@ WTAP_ENCAP = {1: (1, "Ethernet"), 113: (25, "Linux cooked-mode capture v1"), 276
               14: (7, "Raw IP"), 228: (129, "Raw IPv4"), 229: (130, "Raw IPv6")}
 
 
+@lru_cache(maxsize=4096)   # the same few (value, mask) pairs recur in every packet
 def bits(value: int, mask: int, width: int) -> str:
     """Wireshark's bit picture: "0100 ....", mask bits shown, the rest as dots, in groups of four."""
     out = []

@@ -46,6 +46,7 @@ class FieldInfo:
     mask: int = 0
     bits: int = 0            # for bool fields with a mask: the width of the parent value in bits
     description: str = ""
+    json_format: tuple | None = dc_field(default=None, repr=False, compare=False)   # cached by output/json_out
 
     def __post_init__(self) -> None:
         if self.ftype not in FIELD_TYPES:

@@ -32,6 +32,79 @@ def item_pairs(item: Item) -> list:
     return pairs
 
 
+# --- the fast path: items straight to text -------------------------------------------------------------------
+# Keys are field abbrevs (plain ASCII, never escaped); most values are numbers (never escaped). So each field gets
+# its key prefix and a value formatter once, and only strings go through the escaper.
+
+_INDENT = [tv.indent(d) for d in range(64)]
+
+
+def _format_of(f):
+    fmt = f.json_format
+    if fmt is None:
+        t, base = f.ftype, f.base
+        if t in ("uint8", "uint16", "uint32") and base in ("DEC", "DEC_HEX") and not f.mask:
+            conv = str
+        elif t in ("uint8", "uint16", "uint32", "uint64") and base in ("HEX", "HEX_DEC") and not f.mask:
+            conv = ("0x%0" + str(2 * int(t[4:]) // 8) + "x").__mod__
+        elif t in ("int8", "int16", "int32") and not f.mask:
+            conv = str
+        elif t == "double":
+            conv = lambda v: "%.15g" % v if v == v else tv.format_float(v, False)   # noqa: E731
+        elif t == "float":      # values read from the wire are already single precision
+            conv = lambda v: "%.6g" % v if v == v else tv.format_float(v, True)    # noqa: E731
+        elif t == "string":
+            conv = lambda v, f=f: tv.json_escape(tv.json_value(f, v))   # noqa: E731
+        else:
+            conv = lambda v, f=f: tv.json_value(f, v)   # noqa: E731
+        fmt = f.json_format = ('"' + f.abbrev + '": ', conv, '"' + f.abbrev + '_tree": ', f)
+    return fmt
+
+
+def object_text(item, depth: int) -> str:
+    """An item's children as a tshark JSON object, at `depth` (the object's closing brace's indentation)."""
+    ind = _INDENT[depth + 1]
+    members = []
+    add = members.append
+    for child in item.children:
+        info = child.expert_info
+        if info is not None:
+            for key, value in tv.expert_pairs(info):
+                add(tv.json_kv(depth + 1, key, value))
+            continue
+        f = child.field
+        if f is None:
+            add(ind + '"' + tv.LUA_TEXT_KEY + '": ' + (object_text(child, depth + 1) if child.children else '""'))
+            continue
+        key, conv, tree_key, _ = f.json_format or _format_of(f)
+        kids = child.children
+        if f.ftype == "none" or f.ftype == "protocol":
+            if kids:
+                add(ind + key + object_text(child, depth + 1))
+            else:
+                value = "" if f.ftype == "none" else tv.json_escape(child.label or f.name)
+                add(ind + key + '"' + value + '"')
+            continue
+        add(ind + key + '"' + conv(child.value) + '"')
+        if kids:
+            add(ind + tree_key + object_text(child, depth + 1))
+    if not members:
+        return "{}"
+    return "{\n" + ",\n".join(members) + "\n" + _INDENT[depth] + "}"
+
+
+def layer_text(packet) -> str:
+    parts = []
+    ind = _INDENT[tv.LAYER_DEPTH]
+    for layer in packet.layers():
+        top = layer.item
+        if top.children:
+            parts.append(ind + '"' + layer.proto + '": ' + object_text(top, tv.LAYER_DEPTH))
+        else:
+            parts.append(ind + '"' + layer.proto + '": "' + tv.json_escape(top.label or "") + '"')
+    return ",\n".join(parts)
+
+
 def layer_pairs(packet) -> list:
     pairs = []
     for layer in packet.layers():
@@ -42,8 +115,7 @@ def layer_pairs(packet) -> list:
 
 def packet_text(packet) -> str:
     date = time.strftime("%Y-%m-%d", time.gmtime(packet.frame.ts_ns // 1_000_000_000))
-    body = ",\n".join(tv.json_kv(tv.LAYER_DEPTH, key, value) for key, value in layer_pairs(packet))
-    return tv.packet_head(date) + body + tv.PACKET_TAIL
+    return tv.packet_head(date) + layer_text(packet) + tv.PACKET_TAIL
 
 
 class JsonWriter:

@@ -43,7 +43,7 @@ def _frame(payload: bytes, sport: int, dport: int, ip_id: int) -> bytes:
     udp = dpkt.udp.UDP(sport=sport, dport=dport, data=payload)
     udp.ulen = len(udp)
     ip = dpkt.ip.IP(src=socket.inet_aton("127.0.0.1"), dst=socket.inet_aton("127.0.0.1"), p=dpkt.ip.IP_PROTO_UDP,
-                    ttl=64, id=ip_id, off=dpkt.ip.IP_DF, data=udp)
+                    ttl=64, id=ip_id, df=1, data=udp)
     ip.len = len(ip)
     eth = dpkt.ethernet.Ethernet(src=b"\0" * 6, dst=b"\0" * 6, type=dpkt.ethernet.ETH_TYPE_IP, data=ip)
     return bytes(eth)
