@@ -84,6 +84,7 @@ class Dispatcher:
         if proto is None:
             protocol = (d.protocols[-1] if d.protocols else "frame").upper()
             return Packet(frame, d, None, _plain_info(d), protocol, [])
+        d.protocols.append(proto.name)        # frame.protocols, as tshark shows it ("eth:ethertype:ip:udp:blank")
         a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
         key = (proto.name, a, b) if a < b else (proto.name, b, a)
         conv = self.conversations.setdefault(key, {})

@@ -358,7 +358,9 @@ def main() -> None:
             record(name)
         if not args.only:
             for name in REAL_CAPTURES:
+                (CAPTURES / name).unlink(missing_ok=True)
                 shutil.copyfile(SHARED / name, CAPTURES / name)
+                (CAPTURES / name).chmod(0o644)
                 print(f"copied captures/{name}")
     write_goldens()
 
