@@ -2,9 +2,11 @@
 """Record real loopback traffic inside a private network namespace.
 
 The traffic goes through real kernel UDP/TCP sockets on ``lo`` of a fresh
-network namespace (``unshare -n``, or ``unshare --net --map-root-user`` when
-not root) and is captured by tcpdump, so the pcap files are what a real
-capture looks like (real IP ids, checksums, TCP options, timestamps...).
+network namespace (``unshare -n``, or ``unshare --net --map-current-user
+--keep-caps`` when that fails, e.g. not root) and is captured by tcpdump,
+so the pcap files look like real captures (real IP ids, checksums, TCP
+options, timestamps...).  ``available()`` returns None or a reason why
+recording cannot work here (for pytest skips).
 
 API::
 
@@ -79,7 +81,11 @@ def _unshare_prefix():
     global _UNSHARE_CMD
     if _UNSHARE_CMD is None:
         _UNSHARE_CMD = []
-        for cmd in (["unshare", "-n"], ["unshare", "--net", "--map-root-user"]):
+        # Not --map-root-user: Debian's tcpdump then tries to drop to user
+        # "tcpdump", which fails in a user namespace.  As the current user
+        # with ambient caps it keeps its privileges and needs no drop.
+        for cmd in (["unshare", "-n"],
+                    ["unshare", "--net", "--map-current-user", "--keep-caps"]):
             try:
                 ok = subprocess.run(cmd + ["true"], stdin=subprocess.DEVNULL,
                                     capture_output=True, timeout=10).returncode == 0
@@ -157,19 +163,22 @@ def _run_in_netns(spec, timeout):
     cmd = prefix + [sys.executable, os.path.abspath(__file__), "--inner"]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
+    ok = False
     try:
-        out, err = proc.communicate(json.dumps(spec).encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # our own session only
-        proc.communicate()
-        raise RecordError(f"recording timed out after {timeout}s")
+        try:
+            _, err = proc.communicate(json.dumps(spec).encode(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RecordError(f"recording timed out after {timeout}s") from None
+        if proc.returncode != 0:
+            raise RecordError(f"recording failed (rc={proc.returncode}):\n"
+                              + err.decode(errors="replace"))
+        ok = True
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    if proc.returncode != 0:
-        raise RecordError(f"recording failed (rc={proc.returncode}):\n"
-                          + err.decode(errors="replace"))
+        if proc.poll() is None:  # kills the inner python and its tcpdump
+            os.killpg(proc.pid, signal.SIGKILL)  # (our own new session only)
+            proc.communicate()
+        if not ok and os.path.exists(spec["out"]):
+            os.unlink(spec["out"])  # never leave a partial capture behind
 
 
 # --------------------------------------------------------------------------
@@ -197,6 +206,8 @@ def _setup_lo(spec):
 def _start_tcpdump(spec):
     cmd = ["tcpdump", *_LINKTYPES[spec["linktype"]], "-w", spec["out"], "-U",
            "--immediate-mode", "-s", "0", "-n"]
+    if os.getuid() == 0:
+        cmd += ["-Z", "root"]  # else the file is chowned to user "tcpdump"
     if spec["nano"]:
         cmd.append("--time-stamp-precision=nano")
     cmd.append(spec["proto"])
