@@ -62,7 +62,7 @@ class Dispatcher:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
 
     def choose(self, d) -> Protocol | None:
-        if d.transport != "udp":
+        if d.transport != "udp" or not d.payload:    # tshark hands no empty payload to a sub-dissector
             return None
         decode_as = self.settings.decode_as
         if decode_as:
