@@ -1,0 +1,70 @@
+"""The blank layer protodump prints with -T json is the one tshark prints with the generated plugin
+(lua/protodump.lua), packet by packet: same keys, same order, same values, same text. And the plugin never raises
+a Lua error on any capture."""
+from __future__ import annotations
+
+import difflib
+import json
+
+import pytest
+
+from conftest import LUA_ERROR, VARIANTS, layer_of, packet_layers, raw_layers, variant_id
+
+
+def _show(layer) -> list[str]:
+    return json.dumps(layer, indent=1, ensure_ascii=False).splitlines()
+
+
+def layer_mismatches(ours_text: str, theirs_text: str, proto: str = "blank", limit: int = 3) -> list[str]:
+    """Human-readable reports of the packets whose `proto` layer differs (parsed and raw text)."""
+    ours, theirs = packet_layers(ours_text), packet_layers(theirs_text)
+    reports = []
+    if len(ours) != len(theirs):
+        reports.append(f"protodump has {len(ours)} packets, tshark {len(theirs)}")
+    raw_ours, raw_theirs = raw_layers(ours_text, proto), raw_layers(theirs_text, proto)
+    for i, (o, t) in enumerate(zip(ours, theirs)):
+        a, b = layer_of(o, proto), layer_of(t, proto)
+        if a != b:
+            diff = difflib.unified_diff(_show(a), _show(b), "protodump", "tshark", lineterm="", n=3)
+            reports.append(f"frame {i + 1}: {proto} layer differs\n" + "\n".join(list(diff)[:60]))
+        elif i < len(raw_ours) and i < len(raw_theirs) and raw_ours[i] != raw_theirs[i]:
+            diff = difflib.unified_diff((raw_ours[i] or "").splitlines(), (raw_theirs[i] or "").splitlines(),
+                                        "protodump", "tshark", lineterm="", n=2)
+            reports.append(f"frame {i + 1}: raw text of the {proto} layer differs\n" + "\n".join(list(diff)[:40]))
+    return reports
+
+
+@pytest.fixture(scope="module", params=VARIANTS, ids=variant_id)
+def both(request, protodump_run, tshark_run):
+    name, extra = request.param
+    return name, protodump_run("-T", "json", *extra, name), tshark_run("-T", "json", *extra, "-r", name)
+
+
+def test_no_lua_error(both):
+    name, _, theirs = both
+    assert theirs.returncode == 0, theirs.stderr
+    for where, text in (("output", theirs.stdout), ("stderr", theirs.stderr)):
+        m = LUA_ERROR.search(text)
+        assert m is None, f"tshark {where} on {name}: {text[max(0, m.start() - 300):m.end() + 300]}"
+
+
+def test_no_dissector_error(both):
+    name, ours, _ = both
+    assert ours.returncode == 0, ours.stderr
+    assert "Dissector error" not in ours.stdout
+
+
+def test_blank_layer_parity(both):
+    name, ours, theirs = both
+    reports = layer_mismatches(ours.stdout, theirs.stdout)
+    if reports:
+        pytest.fail(f"{name}: {len(reports)} packet(s) differ\n\n" + "\n\n".join(reports[:3]), pytrace=False)
+
+
+def test_blank_layer_present(both):
+    """Both sides found blank in the same frames (and found it at all)."""
+    name, ours, theirs = both
+    a = [layer_of(p, "blank") is not None for p in packet_layers(ours.stdout)]
+    b = [layer_of(p, "blank") is not None for p in packet_layers(theirs.stdout)]
+    assert any(a), f"protodump found no blank packet in {name}"
+    assert a == b, [i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y]
