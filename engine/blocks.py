@@ -318,6 +318,9 @@ class Chunk(Field):
     def size_rule(self):
         return (0, CHUNK_LIMIT, 1)
 
+    def encode(self, values, out):
+        out += values.get(self.name, b"")
+
     def reassemble(self, ctx: Ctx, item: Item, key: int, at: int, piece: bytes) -> None:
         state = ctx.conv.setdefault("transfers", {})
         begin = ctx.conv.get("remember", {}).get(self.begin, {}).get(key)
