@@ -311,9 +311,11 @@ class Chunk(Field):
             ctx.expert(parent, "malformed", f"{self.label}: block size {want}, {n} bytes present")
         n = min(want, n)
         start = ctx.pos
-        item = parent.add(Item(self.info, ctx.data[start:start + n], start, n))
+        piece = ctx.data[start:start + n]
+        ctx.scopes[-1][self.name] = piece
+        item = parent.add(Item(self.info, piece, start, n))
         ctx.pos += n
-        self.reassemble(ctx, item, ctx.lookup(self.key), ctx.lookup(self.at), ctx.data[start:start + n])
+        self.reassemble(ctx, item, ctx.lookup(self.key), ctx.lookup(self.at), piece)
 
     def size_rule(self):
         return (0, CHUNK_LIMIT, 1)

@@ -257,9 +257,11 @@ class Generator:
                 w(f"local area = {f.fixed_area}")
             else:
                 w(f"local area = math.min({f.max_size}, c.stop - c.pos)")
-            w(f"local v, used = rt.cstring(c, area, {'true' if f.fixed_area is not None else 'false'})")
+            w(f"local v, n, used = rt.cstring(c, area, {'true' if f.fixed_area is not None else 'false'})")
             w(f"c.sc[#c.sc][{lua_str(f.name)}] = v")
-            w(f"T:add(F[{lua_str(f.abbrev)}], c.tvb(c.pos, used), v)")
+            w("-- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would")
+            w(f"local it = T:add_packet_field(F[{lua_str(f.abbrev)}], c.tvb(c.pos, n), ENC_UTF_8)")
+            w("it:set_len(used)")
             w("c.pos = c.pos + used")
 
     def emit_Struct(self, f, shown, raw):
@@ -423,6 +425,7 @@ class Generator:
             w("local r = c.tvb(c.pos, n)")
             w(f"local it = T:add(F[{lua_str(f.abbrev)}], r)")
             w("local piece = n > 0 and r:raw() or \"\"")
+            w(f"c.sc[#c.sc][{lua_str(f.name)}] = piece")
             w("c.pos = c.pos + n")
             w(f"local res, done = rt.chunk_piece(c, it, {lua_str(f.begin)}, rt.lookup(c, {lua_str(f.key)}), "
               f"rt.lookup(c, {lua_str(f.at)}), piece, {lua_str(f.total)})")

@@ -58,14 +58,53 @@ function rt.template(parts, values)
   return table.concat(out)
 end
 
--- A NUL-ended UTF-8 string in `area` bytes: returns the string, the bytes it uses (NUL included).
+-- UTF-8 with each maximal ill-formed subpart replaced by U+FFFD (Wireshark's ENC_UTF_8 rule, Python's
+-- 'replace'). TvbRange:string(ENC_UTF_8) cannot be used: it cuts its result to the raw byte length.
+local SECOND = {}   -- lead byte -> { sequence length, lowest and highest allowed second byte }
+for b = 0xC2, 0xDF do SECOND[b] = { 2, 0x80, 0xBF } end
+SECOND[0xE0] = { 3, 0xA0, 0xBF }
+for b = 0xE1, 0xEC do SECOND[b] = { 3, 0x80, 0xBF } end
+SECOND[0xED] = { 3, 0x80, 0x9F }
+SECOND[0xEE] = { 3, 0x80, 0xBF }; SECOND[0xEF] = { 3, 0x80, 0xBF }
+SECOND[0xF0] = { 4, 0x90, 0xBF }
+for b = 0xF1, 0xF3 do SECOND[b] = { 4, 0x80, 0xBF } end
+SECOND[0xF4] = { 4, 0x80, 0x8F }
+
+function rt.utf8(raw)
+  local out, i, n = {}, 1, #raw
+  while i <= n do
+    local b = string.byte(raw, i)
+    if b < 0x80 then
+      out[#out + 1] = string.char(b); i = i + 1
+    else
+      local rule, good = SECOND[b], 1
+      if rule then
+        local lo, hi = rule[2], rule[3]
+        while good < rule[1] and i + good <= n do
+          local x = string.byte(raw, i + good)
+          if x < lo or x > hi then break end
+          good, lo, hi = good + 1, 0x80, 0xBF
+        end
+      end
+      if rule and good == rule[1] then
+        out[#out + 1] = string.sub(raw, i, i + good - 1)
+      else
+        out[#out + 1] = "\239\191\189"
+      end
+      i = i + good
+    end
+  end
+  return table.concat(out)
+end
+
+-- A NUL-ended string in `area` bytes: returns its value, its length without NUL, the bytes it uses.
 function rt.cstring(c, area, fixed)
+  if area <= 0 then return "", 0, 0 end
   local raw = c.tvb:raw(c.pos, area)
   local nul = string.find(raw, "\0", 1, true)
   local n = nul and nul - 1 or area
-  local value = n > 0 and c.tvb(c.pos, n):string(ENC_UTF_8) or ""
   local used = (fixed or not nul) and area or n + 1
-  return value, used
+  return rt.utf8(string.sub(raw, 1, n)), n, used
 end
 
 -- bit lines like Wireshark's: ".... ...1" for bit 0 of 8 bits
@@ -486,9 +525,11 @@ end
 S.blank_login_2 = function(c, T)
   do
     local area = math.min(32, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["name"] = v
-    T:add(F["blank.login.name"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.login.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end
@@ -513,9 +554,11 @@ S.blank_join_3 = function(c, T)
   end
   do
     local area = math.min(32, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["world_name"] = v
-    T:add(F["blank.join.world_name"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.join.world_name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end
@@ -743,9 +786,11 @@ S.blank_spawn_6 = function(c, T)
   end
   do
     local area = math.min(32, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["name"] = v
-    T:add(F["blank.spawn.name"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.spawn.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end
@@ -971,6 +1016,7 @@ S.blank_chunk_data_11 = function(c, T)
     local r = c.tvb(c.pos, n)
     local it = T:add(F["blank.chunk_data.data"], r)
     local piece = n > 0 and r:raw() or ""
+    c.sc[#c.sc]["data"] = piece
     c.pos = c.pos + n
     local res, done = rt.chunk_piece(c, it, "chunk_begin", rt.lookup(c, "transmission_id"), rt.lookup(c, "offset"), piece, "data_size")
     if done then
@@ -1104,9 +1150,11 @@ S.blank_message_13 = function(c, T)
   end
   do
     local area = math.min(450, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["text"] = v
-    T:add(F["blank.message.text"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.message.text"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end
@@ -1115,9 +1163,11 @@ end
 S.blank_login_15 = function(c, T)
   do
     local area = math.min(32, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["name"] = v
-    T:add(F["blank.login.name"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.login.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end
@@ -1142,9 +1192,11 @@ S.blank_join_16 = function(c, T)
   end
   do
     local area = math.min(32, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["world_name"] = v
-    T:add(F["blank.join.world_name"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.join.world_name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end
@@ -1298,9 +1350,11 @@ S.blank_spawn_19 = function(c, T)
   end
   do
     local area = math.min(32, c.stop - c.pos)
-    local v, used = rt.cstring(c, area, false)
+    local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["name"] = v
-    T:add(F["blank.spawn.name"], c.tvb(c.pos, used), v)
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["blank.spawn.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
     c.pos = c.pos + used
   end
 end

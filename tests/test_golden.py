@@ -12,10 +12,18 @@ CASES = [(name, golden, args) for name in CAPTURES for golden, args in golden_co
 
 
 def readable_diff(expected: str, actual: str, name: str, limit: int = 80) -> str:
-    lines = list(difflib.unified_diff(expected.splitlines(), actual.splitlines(), f"golden/{name}", "protodump",
-                                      lineterm="", n=2))
+    """A unified diff of the region around the first difference (difflib on whole 15 MB outputs is too slow)."""
+    a, b = expected.splitlines(), actual.splitlines()
+    first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    tail = 0
+    while tail < min(len(a), len(b)) - first and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    lo = max(0, first - 3)
+    window_a, window_b = a[lo:min(len(a) - tail, first + 200) + 3], b[lo:min(len(b) - tail, first + 200) + 3]
+    lines = list(difflib.unified_diff(window_a, window_b, f"golden/{name}", "protodump", lineterm="", n=2))
     more = f"\n... {len(lines) - limit} more diff lines" if len(lines) > limit else ""
-    return "\n".join(lines[:limit]) + more
+    return (f"first difference at line {first + 1} ({len(a)} golden lines, {len(b)} output lines)\n"
+            + "\n".join(lines[:limit]) + more)
 
 
 def test_every_capture_has_goldens():

@@ -140,26 +140,13 @@ class Session:
         rev = revision or self.revision
         pads = PAD_2015 if rev == "2015" else PAD
         pad_to = HEADER + pads[type_] if pad and type_ in pads else None
-        data = encode(values, revision=rev, pad_to=pad_to) if raw is None else raw
+        data = PROTOCOL.encode(values, revision=rev, pad_to=pad_to) if raw is None else raw
         self.received[direction].append(values["seq"])
         self.datagrams.append((direction, data))
         return data
 
     def raw(self, direction, data: bytes):
         self.datagrams.append((direction, data))
-
-
-def encode(values: dict, revision=None, pad_to=None) -> bytes:
-    """PROTOCOL.encode; Chunk Data by hand while the Chunk field has no encoder (engine/blocks.py)."""
-    try:
-        return PROTOCOL.encode(values, revision=revision, pad_to=pad_to)
-    except TypeError:
-        if values.get("type") != 10:
-            raise
-    out = bytearray()
-    PROTOCOL.header.encode(values, out)
-    out += struct.pack("<III", values.get("transmission_id", 0), values.get("offset", 0), values.get("size", 0))
-    return bytes(out + values.get("data", b""))
 
 
 def split_pieces(data: bytes, n: int) -> list[tuple[int, bytes]]:
@@ -272,7 +259,7 @@ def bad() -> list:
     # truncated headers (the first datagram is the header cut at 0 bytes, i.e. empty)
     for cut in (0, 1, 4, 10, 15):
         s.raw("c2s", login[:cut])
-    join = encode({"seq": 50, "type": 2, "entity_id": 9, "state": state(rng), "world_name": "default"},
+    join = PROTOCOL.encode({"seq": 50, "type": 2, "entity_id": 9, "state": state(rng), "world_name": "default"},
                            pad_to=HEADER + 78)
     s.raw("s2c", join[:HEADER + 4 + 20])                      # cut inside the entity state
     s.raw("c2s", PROTOCOL.encode({"tag": 0xDEADBEEF, "seq": 60, "type": 0}))                    # bad tag
