@@ -108,11 +108,42 @@ def _eth_addr(field, lg, ig, data: bytes, off: int, name: str) -> Item:
     return item
 
 
+# Every frame of a conversation repeats the same few headers: their subtrees are built once and shared, frozen
+# (tuple children), so outputs can memoise their text too (engine.tree.Item). Bounded: cleared when full.
+_FROZEN: dict = {}
+
+
+def _frozen(key, build):
+    kids = _FROZEN.get(key)
+    if kids is None:
+        if len(_FROZEN) >= 4096:
+            _FROZEN.clear()
+        built = build()
+        kids = _FROZEN[key] = built if isinstance(built, tuple) else tuple(built)
+    return kids
+
+
 def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
     if not _full(data, off, length, 14):
         return Layer("eth", _proto(f.eth, off, length, "Ethernet II"))
-    dst, src = _mac(data[0:6]), _mac(data[6:12])
-    top = _proto(f.eth, 0, 14, f"Ethernet II, Src: {src}, Dst: {dst}")
+    head = data[0:14]
+    label, kids = _frozen(("eth", head), lambda: _eth_parts(data))   # a (label, children) pair
+    top = _proto(f.eth, 0, 14, label)
+    top.children = kids
+    return Layer("eth", top)
+
+
+def _eth_parts(data: bytes):
+    """(label, frozen children) of an Ethernet II header."""
+    return (_eth_label(data), tuple(_eth_items(data)))
+
+
+def _eth_label(data: bytes) -> str:
+    return f"Ethernet II, Src: {_mac(data[6:12])}, Dst: {_mac(data[0:6])}"
+
+
+def _eth_items(data: bytes):
+    top = _proto(f.eth, 0, 14, "")
     top.add(_eth_addr(f.eth_dst, f.eth_dst_lg, f.eth_dst_ig, data, 0, "Destination"))
     top.add(_eth_addr(f.eth_src, f.eth_src_lg, f.eth_src_ig, data, 6, "Source"))
     t = struct.unpack_from("!H", data, 12)[0]
@@ -120,7 +151,7 @@ def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
         top.add(Item(f.eth_len, t, 12, 2, f"Length: {t}"))
     else:
         top.add(_ethertype_item(f.eth_type, data, 12))
-    return Layer("eth", top)
+    return top.children
 
 
 def vlan_layer(d, data: bytes, off: int, length: int) -> Layer:
@@ -219,6 +250,18 @@ def _ds_children(item: Item, value: int, ds: int, off: int, n: int, mask_shift: 
                                              f" Notification: {ECN_LONG[ds & 3]} ({ds & 3})"))
 
 
+def _ds_items(ds: int, off: int):
+    holder = Item(None)
+    _ds_children(holder, ds, ds, off + 1, 1, 0, 8)
+    return holder.children
+
+
+def _flag_items(hi: int, off: int):
+    return [Item(fld, bool(hi & b), off + 6, 1, f"{bits(hi, b, 8)} = {name}: {_set(hi & b)}")
+            for fld, b, name in ((f.ip_flags_rb, 0x80, "Reserved bit"), (f.ip_flags_df, 0x40, "Don't fragment"),
+                                 (f.ip_flags_mf, 0x20, "More fragments"))]
+
+
 def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
     if not _full(data, off, length, 20):
         return Layer("ip", _proto(f.ip, off, length, "Internet Protocol Version 4"))
@@ -229,17 +272,14 @@ def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
     top.add(Item(f.ip_version, vihl >> 4, off, 1, f"{bits(vihl, 0xF0, 8)} = Version: {vihl >> 4}"))
     top.add(Item(f.ip_hdr_len, hl * 4, off, 1, f"{bits(vihl, 0x0F, 8)} = Header Length: {hl * 4} bytes ({hl})"))
     dsf = top.add(Item(f.ip_dsfield, ds, off + 1, 1, f"Differentiated Services Field: 0x{ds:02x} ({_ds_text(ds)})"))
-    _ds_children(dsf, ds, ds, off + 1, 1, 0, 8)
+    dsf.children = _frozen(("ip.ds", ds, off), lambda: _ds_items(ds, off))
     top.add(Item(f.ip_len, tlen, off + 2, 2, f"Total Length: {tlen}"))
     top.add(Item(f.ip_id, ident, off + 4, 2, f"Identification: 0x{ident:04x} ({ident})"))
     fl = frag >> 13
     names = ", ".join(n for b, n in ((4, "Reserved bit"), (2, "Don't fragment"), (1, "More fragments")) if fl & b)
     flags = top.add(Item(f.ip_flags, fl, off + 6, 1,
                          f"{bits(frag >> 8, 0xE0, 8)} = Flags: 0x{fl:x}" + (f", {names}" if names else "")))
-    for fld, b, name in ((f.ip_flags_rb, 0x80, "Reserved bit"), (f.ip_flags_df, 0x40, "Don't fragment"),
-                         (f.ip_flags_mf, 0x20, "More fragments")):
-        hi = frag >> 8
-        flags.add(Item(fld, bool(hi & b), off + 6, 1, f"{bits(hi, b, 8)} = {name}: {_set(hi & b)}"))
+    flags.children = _frozen(("ip.flags", frag >> 8, off), lambda: _flag_items(frag >> 8, off))
     fo = frag & 0x1FFF
     top.add(Item(f.ip_frag_offset, fo, off + 6, 2, f"{bits(frag, 0x1FFF, 16)} = Fragment Offset: {fo * 8}"))
     top.add(Item(f.ip_ttl, ttl, off + 8, 1, f"Time to Live: {ttl}"))

@@ -1,6 +1,7 @@
 """`protodump read` (the default command): decode a capture file into summaries, trees, hex or JSON."""
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -79,8 +80,13 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         capture = open_capture(path)
     except (CaptureError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
+    # Packet trees and conversation state hold no reference cycles, but the shared-subtree memos keep many objects
+    # alive, which makes every automatic collection rescan them (21% of a -T json run): collect by hand instead.
+    gc.disable()
     try:
         for frame in capture:
+            if frame.number % 50_000 == 0:
+                gc.collect()
             packet = dispatcher.dissect(frame, decode(frame))
             if first_ns is None:
                 first_ns = frame.ts_ns
@@ -93,6 +99,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             if count and n >= count:
                 break
     except CaptureError as exc:
+        gc.enable()
         if writer is not None:
             writer.close()
         out.flush()

@@ -11,6 +11,23 @@ from .context import Ctx, Truncated
 from .fields import F32LE, I8, I32LE, Field, Struct
 from .tree import Item, DataSource
 
+# --- frozen subtrees -------------------------------------------------------------------------------------------
+
+MEMO_LIMIT = 4096
+
+
+def frozen(memo: dict, key, build, *args) -> tuple:
+    """The children a block makes for `key`, built once and shared between packets as a frozen tuple (see
+    engine.tree.Item): many values repeat across a session (an idle entity's velocity, the acks of one direction),
+    and outputs memoise the text of a frozen subtree too. Bounded: the memo is cleared when full."""
+    kids = memo.get(key)
+    if kids is None:
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        kids = memo[key] = tuple(build(*args))
+    return kids
+
+
 # --- packed floats -------------------------------------------------------------------------------------------------
 
 
@@ -28,6 +45,7 @@ class Packed(Field):
         signed = self.codes[0] == "h"
         self.raw_info = b.field(self.abbrev + "_raw", f"{self.label} (packed)", "int16" if signed else "uint16")
         self.info = b.field(self.abbrev, self.label, "double")
+        self.info.labeler = lambda item, label=self.label, unit=self.unit: f"{label}: {item.value:.6g}{unit}"
 
     def real(self, raw: int) -> float:
         return raw / self.divisor * self.scale
@@ -35,8 +53,7 @@ class Packed(Field):
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
         parent.add(Item(self.raw_info, raw, offset, 2))
-        value = raw / self.divisor * self.scale
-        parent.add(Item(self.info, value, offset, 2, f"{self.label}: {value:.6g}{self.unit}", True))
+        parent.add(Item(self.info, raw / self.divisor * self.scale, offset, 2, None, True))
 
     def infos(self):
         yield self.raw_info
@@ -66,6 +83,9 @@ class Vec3(Field):
         super().__init__(name, label)
         self.element, self.names = element, names
         self.elements = [element(n, n) for n in names]
+        for e in self.elements:
+            if not isinstance(e, Packed) and (e.expect is not None or e.check_range or e.values):
+                raise ValueError(f"{name}: vector elements take no checks")
         self.codes = tuple(c for e in self.elements for c in e.codes)
         self.endian = next((e.endian for e in self.elements if e.endian), "")
         self.size = sum(e.size for e in self.elements)
@@ -76,6 +96,8 @@ class Vec3(Field):
         bound = copy.copy(self)
         bound.abbrev = f"{prefix}.{self.name}"
         bound.info = b.field(bound.abbrev, self.label, "none")
+        bound.info.labeler = bound.vector_label
+        bound.memo = {}
         bound.elements = [e.bind(b, bound.abbrev) for e in self.elements]
         if self.absolute:
             absolute = f"{prefix}.{self.absolute}"
@@ -85,23 +107,36 @@ class Vec3(Field):
 
     def take(self, ctx, parent, offset, raw):
         item = parent.add(Item(self.info, None, offset, self.size))
-        scope: dict = {}
-        ctx.scopes.append(scope)
-        at = offset
-        for e, v in zip(self.elements, raw):
-            e.take(ctx, item, at, v)
-            at += e.size
-        ctx.scopes.pop()
+        item.children = frozen(self.memo, (raw, offset), self.element_items, raw, offset)
         ctx.scopes[-1][self.name] = raw
-        shown = [c.value for c in item.children if c.field is not None and not c.field.abbrev.endswith("_raw")]
-        item.label = f"{self.label}: ({', '.join(_short(v) for v in shown)})"
         if self.absolute:
-            base = ctx.lookup(self.absolute_base) or (0,) * len(raw)
-            total = [a + b for a, b in zip(base, raw)]
-            node = parent.add(Item(self.abs_info, None, offset, self.size,
-                                   f"Chunk position: ({', '.join(map(str, total))})", True))
-            for info, v in zip(self.abs_infos, total):
-                node.add(Item(info, v, offset, self.size, None, True))
+            self.add_absolute(ctx, parent, offset, raw)
+
+    def element_items(self, raw, offset):
+        # Elements are plain numbers or packed floats (no checks): their items are made here directly.
+        kids, at = [], offset
+        for e, v in zip(self.elements, raw):
+            if e.__class__ is Packed:
+                kids.append(Item(e.raw_info, v, at, 2))
+                kids.append(Item(e.info, v / e.divisor * e.scale, at, 2, None, True))
+            else:
+                kids.append(Item(e.info, v, at, e.size))
+            at += e.size
+        return kids
+
+    def add_absolute(self, ctx, parent, offset, raw):
+        """The generated sum with the base vector read earlier (Entity Update's relative chunk positions)."""
+        base = ctx.lookup(self.absolute_base) or (0,) * len(raw)
+        total = [a + b for a, b in zip(base, raw)]
+        node = parent.add(Item(self.abs_info, None, offset, self.size,
+                               f"Chunk position: ({', '.join(map(str, total))})", True))
+        for info, v in zip(self.abs_infos, total):
+            node.add(Item(info, v, offset, self.size, None, True))
+
+    def vector_label(self, item) -> str:
+        """"Velocity: (1.5, 0, -2)": the real values (packed elements: the computed one, not the raw)."""
+        shown = [c.value for c in item.children if c.generated or c.field.abbrev[-4:] != "_raw"]
+        return f"{self.label}: ({', '.join(f'{v:.6g}' if isinstance(v, float) else str(v) for v in shown)})"
 
     def encode(self, values, out):
         for e, v in zip(self.elements, values.get(self.name, (0,) * len(self.elements))):
@@ -114,10 +149,6 @@ class Vec3(Field):
         if self.abs_info:
             yield self.abs_info
             yield from self.abs_infos
-
-
-def _short(v) -> str:
-    return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
 def Vec3I(name, label, **kw):
@@ -155,7 +186,9 @@ class QuatSmallest3(Field):
     AXES = ("x", "y", "z", "w")
 
     def register(self, b):
+        self.memo = {}
         self.info = b.field(self.abbrev, self.label, "uint64", base="HEX")
+        self.info.labeler = self.quat_label
         self.largest_info = b.field(self.abbrev + ".largest", "Largest component", "uint8",
                                     values=dict(enumerate(self.AXES)))
         self.axis_infos = [b.field(f"{self.abbrev}.{a}", a, "double") for a in self.AXES]
@@ -170,12 +203,18 @@ class QuatSmallest3(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
+        item = parent.add(Item(self.info, raw, offset, 8))
+        item.children = frozen(self.memo, (raw, offset), self.component_items, raw, offset)
+
+    def component_items(self, raw, offset):
         largest, q = self.unpack(raw)
-        item = parent.add(Item(self.info, raw, offset, 8,
-                               f"{self.label}: ({', '.join(f'{v:.6g}' for v in q)})"))
-        item.add(Item(self.largest_info, largest, offset, 8, None, True))
+        yield Item(self.largest_info, largest, offset, 8, None, True)
         for info, v in zip(self.axis_infos, q):
-            item.add(Item(info, v, offset, 8, None, True))
+            yield Item(info, v, offset, 8, None, True)
+
+    def quat_label(self, item) -> str:
+        q = [c.value for c in item.children[1:5]]
+        return f"{self.label}: ({', '.join(f'{v:.6g}' for v in q)})"
 
     def infos(self):
         yield self.info
@@ -208,6 +247,7 @@ class AckHistory(Field):
         self.lines = [[bit_line(bits, i, v) for v in (0, 1)] for i in range(bits)]
 
     def register(self, b):
+        self.cache = {}
         self.info = b.field(self.abbrev, self.label, "uint32", base="HEX")
         self.bit_info = b.field(self.abbrev + ".received", "Received", "uint8")
         self.acked_info = b.field(f"{b.proto}.acked", "Acknowledged sequence number", "uint16")
@@ -216,16 +256,21 @@ class AckHistory(Field):
         ctx.scopes[-1][self.name] = raw
         ack = ctx.lookup(self.relative_to) or 0
         item = parent.add(Item(self.info, raw, offset, 4))
+        # The subtree depends on (bitmap, ack, offset) only, and a direction repeats the same ack for many
+        # packets: keep it as a frozen (tuple) subtree shared between packets; outputs may memoise its text.
+        item.children = frozen(self.cache, (raw, ack, offset), self.lines_for, raw, ack, offset)
+
+    def lines_for(self, raw, ack, offset):
         acked = []
         for i in range(self.bits):
             bit = (raw >> i) & 1
             seq = (ack - i - 1) % self.modulo
-            item.add(Item(self.bit_info, bit, offset, 4,
-                          f"{self.lines[i][bit]} = seq {seq} (ack-{i + 1}): {'received' if bit else 'missing'}"))
+            yield Item(self.bit_info, bit, offset, 4,
+                       f"{self.lines[i][bit]} = seq {seq} (ack-{i + 1}): {'received' if bit else 'missing'}")
             if bit:
                 acked.append(seq)
         for seq in acked:
-            item.add(Item(self.acked_info, seq, offset, 4, None, True))
+            yield Item(self.acked_info, seq, offset, 4, None, True)
 
     def infos(self):
         yield self.info
@@ -261,7 +306,7 @@ class Summary(Field):
         ctx.need(self.size, self.label, parent)
         pos = ctx.pos
         values = self.values(ctx.data, pos)
-        figures = {"nonzero": sum(1 for v in values if v), "distinct": len(set(values)), "max": max(values)}
+        figures = {"nonzero": len(values) - values.count(0), "distinct": len(set(values)), "max": max(values)}
         item = parent.add(Item(self.info, None, pos, self.size, self.label, False, ctx.source))
         parts = []
         for stat, info in zip(self.stats, self.stat_infos):

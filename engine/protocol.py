@@ -144,7 +144,8 @@ class Protocol:
         """Per direction: lost (a gap), duplicate (seen before), out of order (behind, not seen)."""
         modulo = 1 << self.sequence[1]
         state = ctx.conv.setdefault("seq", {}).setdefault(ctx.direction, {"last": None, "seen": {}})
-        item = ctx.tree.find(f"{self.name}.{self.sequence[0]}")
+        abbrev = f"{self.name}.{self.sequence[0]}"       # a header field: a direct child of the protocol item
+        item = next((c for c in ctx.tree.children if c.field is not None and c.field.abbrev == abbrev), ctx.tree)
         last, seen = state["last"], state["seen"]
         if last is not None:
             delta = (seq - last) % modulo

@@ -47,6 +47,9 @@ class FieldInfo:
     bits: int = 0            # for bool fields with a mask: the width of the parent value in bits
     description: str = ""
     json_format: tuple | None = dc_field(default=None, repr=False, compare=False)   # cached by output/json_out
+    # Makes the -V label of an item of this field when the item has none: labels only -V reads are not
+    # formatted during decoding (JSON and summaries never need them).
+    labeler: Any = dc_field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ftype not in FIELD_TYPES:
@@ -81,14 +84,17 @@ class Item:
         self.label = label              # the -V line; None: made from the field, its value and its value names
         self.generated = generated      # shown in [brackets]: computed, not read from bytes
         self.source = source            # index of the data source (0 = the frame)
-        self.children: list[Item] | None = None
+        self.children: list[Item] | tuple[Item, ...] | None = None   # a tuple: frozen, shared between packets
         self.expert_info: ExpertInfo | None = None   # set on the expert item itself
 
     def add(self, item: Item) -> Item:
-        if self.children is None:
+        kids = self.children
+        if kids is None:
             self.children = [item]
-        else:
-            self.children.append(item)
+        elif kids.__class__ is list:
+            kids.append(item)
+        else:                           # a frozen (tuple) subtree shared between packets: copy, never mutate
+            self.children = [*kids, item]
         return item
 
     def expert(self, info: ExpertInfo) -> Item:

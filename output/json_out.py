@@ -57,52 +57,92 @@ def _format_of(f):
             conv = lambda v, f=f: tv.json_escape(tv.json_value(f, v))   # noqa: E731
         else:
             conv = lambda v, f=f: tv.json_value(f, v)   # noqa: E731
-        fmt = f.json_format = ('"' + f.abbrev + '": ', conv, '"' + f.abbrev + '_tree": ', f)
+        valued = None if t in ("none", "protocol") else t
+        # key, value formatter, children key, value type (None: none/protocol), line prefix per depth
+        fmt = f.json_format = ('"' + f.abbrev + '": ', conv, '"' + f.abbrev + '_tree": ', valued, {})
     return fmt
+
+
+_FROZEN: dict[tuple[int, int], tuple] = {}      # (id(frozen children), depth) -> (children, text)
+_FROZEN_LIMIT = 8192
 
 
 def object_text(item, depth: int) -> str:
     """An item's children as a tshark JSON object, at `depth` (the object's closing brace's indentation)."""
+    out: list[str] = []
+    _object(item.children, depth, out)
+    return "".join(out)
+
+
+def _object(kids, depth: int, out: list) -> None:
+    """Append the object's text to `out`. Pieces go to one list joined once per packet: building each level as a
+    string and pasting it into its parent would copy the text once per nesting level."""
+    if kids.__class__ is tuple:        # a frozen subtree shared between packets: its text is too
+        key = (id(kids), depth)
+        hit = _FROZEN.get(key)
+        if hit is None or hit[0] is not kids:
+            sub: list[str] = []
+            _fresh(kids, depth, sub)
+            if len(_FROZEN) >= _FROZEN_LIMIT:
+                _FROZEN.clear()
+            hit = _FROZEN[key] = (kids, "".join(sub))    # holding `kids` keeps its id from being reused
+        out.append(hit[1])
+        return
+    _fresh(kids, depth, out)
+
+
+def _fresh(kids, depth: int, out: list) -> None:
+    out.append("{")
+    first = len(out)
     ind = _INDENT[depth + 1]
-    members = []
-    add = members.append
-    for child in item.children:
-        info = child.expert_info
-        if info is not None:
-            for key, value in tv.expert_pairs(info):
-                add(tv.json_kv(depth + 1, key, value))
-            continue
+    add = out.append
+    for child in kids:
         f = child.field
         if f is None:
-            add(ind + '"' + tv.LUA_TEXT_KEY + '": ' + (object_text(child, depth + 1) if child.children else '""'))
+            info = child.expert_info
+            if info is not None:
+                for key, value in tv.expert_pairs(info):
+                    add(",\n" + tv.json_kv(depth + 1, key, value))
+            elif child.children:
+                add(",\n" + ind + '"' + tv.LUA_TEXT_KEY + '": ')
+                _object(child.children, depth + 1, out)
+            else:
+                add(",\n" + ind + '"' + tv.LUA_TEXT_KEY + '": ""')
             continue
-        key, conv, tree_key, _ = f.json_format or _format_of(f)
-        kids = child.children
-        if f.ftype == "none" or f.ftype == "protocol":
-            if kids:
-                add(ind + key + object_text(child, depth + 1))
+        key, conv, tree_key, ftype, lines = f.json_format or _format_of(f)
+        if ftype is None:             # none / protocol: an object when it has children, else a plain value
+            if child.children:
+                add(",\n" + ind + key)
+                _object(child.children, depth + 1, out)
             else:
                 value = "" if f.ftype == "none" else tv.json_escape(child.label or f.name)
-                add(ind + key + '"' + value + '"')
+                add(",\n" + ind + key + '"' + value + '"')
             continue
-        add(ind + key + '"' + conv(child.value) + '"')
-        if kids:
-            add(ind + tree_key + object_text(child, depth + 1))
-    if not members:
-        return "{}"
-    return "{\n" + ",\n".join(members) + "\n" + _INDENT[depth] + "}"
+        line = lines.get(depth)
+        if line is None:
+            line = lines[depth] = ",\n" + ind + key + '"'
+        add(line + conv(child.value) + '"')
+        if child.children:
+            add(",\n" + ind + tree_key)
+            _object(child.children, depth + 1, out)
+    if len(out) == first:
+        out[-1] = "{}"
+        return
+    out[first] = out[first][1:]       # the first member follows "{" directly: no comma
+    add("\n" + _INDENT[depth] + "}")
 
 
 def layer_text(packet) -> str:
-    parts = []
+    out: list[str] = []
     ind = _INDENT[tv.LAYER_DEPTH]
     for layer in packet.layers():
         top = layer.item
+        out.append(",\n" + ind + '"' + layer.proto + '": ' if out else ind + '"' + layer.proto + '": ')
         if top.children:
-            parts.append(ind + '"' + layer.proto + '": ' + object_text(top, tv.LAYER_DEPTH))
+            _object(top.children, tv.LAYER_DEPTH, out)
         else:
-            parts.append(ind + '"' + layer.proto + '": "' + tv.json_escape(top.label or "") + '"')
-    return ",\n".join(parts)
+            out.append('"' + tv.json_escape(top.label or "") + '"')
+    return "".join(out)
 
 
 def layer_pairs(packet) -> list:

@@ -18,7 +18,7 @@ def item_label(item: Item) -> str:
     if item.label is not None:
         text = item.label
     elif item.field is not None:
-        text = tv.label(item.field, item.value)
+        text = item.field.labeler(item) if item.field.labeler else tv.label(item.field, item.value)
     else:
         text = ""
     return f"[{text}]" if item.generated and not text.startswith("[") else text

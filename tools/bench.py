@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Benchmark protodump against tshark + the generated Lua plugin on a large synthetic blank capture.
+"""Benchmark protodump against tshark + the generated Lua plugin on a large blank capture.
 
-    python tools/bench.py                      # build /tmp/bench/blank-bench.pcap once, then time everything
+    python tools/bench.py                      # build /tmp/bench/blank-real.pcap once, then time everything
+    python tools/bench.py --source synthetic   # the synthetic session instead (random values every packet)
     python tools/bench.py -n 5 --packets 200000 --capture /tmp/big.pcap
     python tools/bench.py --only json,summary  # a subset of the pairs
 
-The capture imitates a real session (shared/captures/blank-server-session.pcap): a client on 35367 sending
+The default capture is REAL traffic: the real server session (captures/blank-server-session.pcap, 1,342
+datagrams) replayed until the count is reached, each round's sequence numbers, acks and chunk transmission ids
+moved on so that sequence analysis sees a clean session and every chunk transfer is a new, valid one.
+
+The synthetic capture imitates a real session (shared/captures/blank-server-session.pcap): a client on 35367 sending
 Player Update every 50 ms, the server on 12354 answering with mostly Player Correction, Entity Update (1-12
 entities), zlib-compressed chunk transfers (Chunk Begin + Chunk Data pieces of at most 472 bytes), and now and
 then Spawn/Despawn Entity, Message and Ping. Frames are Ethernet/IPv4/UDP on 127.0.0.1, written with dpkt.
@@ -31,10 +36,10 @@ import dpkt
 
 ROOT = Path(__file__).resolve().parent.parent
 LUA = ROOT / "lua" / "protodump.lua"
-DEFAULT_CAPTURE = Path("/tmp/bench/blank-bench.pcap")
+DEFAULT_CAPTURE = {"real": Path("/tmp/bench/blank-real.pcap"), "synthetic": Path("/tmp/bench/blank-synthetic.pcap")}
 CLIENT_PORT, SERVER_PORT = 35367, 12354
 CHUNK_PIECE = 472          # the largest Chunk Data block seen in the real capture
-GENERATOR_VERSION = 1      # bump when the capture recipe changes: the cached file is rebuilt
+GENERATOR_VERSION = 3      # bump when the capture recipe changes: the cached file is rebuilt
 
 
 # --- capture ------------------------------------------------------------------------------------------------------
@@ -99,7 +104,9 @@ def session(count: int, seed: int = 12354):
         s = seq[from_client]
         seq[from_client] = (s + 1) & 0xFFFF
         last_rx[not from_client] = s
-        values = {"seq": s, "ack": last_rx[from_client], "ack_history": rng.getrandbits(32) | 1, **values}
+        # a lossless session acks everything: the history is all ones, as in the real server session (where an
+        # (ack, history) pair repeats for 82% of the datagrams); random bitmaps would make every packet unique
+        values = {"seq": s, "ack": last_rx[from_client], "ack_history": 0xFFFFFFFF, **values}
         return PROTOCOL.encode(values, pad_to=pad_to)
 
     def header_only(from_client: bool, type_: int) -> bytes:
@@ -163,7 +170,50 @@ def session(count: int, seed: int = 12354):
             yield emit(False, pkt(False, {"type": 0}))
 
 
-def build_capture(path: Path, count: int) -> None:
+REAL_SESSION = ROOT / "captures" / "blank-server-session.pcap"
+
+
+def replayed_session(count: int):
+    """Yield (ts, frame) for `count` frames of the real session, replayed with moved-on seq/ack/transmission ids."""
+    frames = []
+    for ts, buf in dpkt.pcap.Reader(open(REAL_SESSION, "rb")):
+        frames.append((ts, buf))
+    payload_at = 42                          # Ethernet + IPv4 (no options) + UDP, as in the recording
+    per_round = {True: 0, False: 0}          # datagrams per direction in one round (from the client: True)
+    for _, buf in frames:
+        per_round[struct.unpack_from("!H", buf, 34)[0] != SERVER_PORT] += 1
+    span = frames[-1][0] - frames[0][0] + 0.05
+    n = rnd = 0
+    while True:
+        for ts, buf in frames:
+            if n == count:
+                return
+            data = bytearray(buf)
+            from_client = struct.unpack_from("!H", data, 34)[0] != SERVER_PORT
+            seq, ack = struct.unpack_from("<HH", data, payload_at + 4)
+            seq = (seq + rnd * per_round[from_client]) & 0xFFFF
+            ack = (ack + rnd * per_round[not from_client]) & 0xFFFF
+            struct.pack_into("<HH", data, payload_at + 4, seq, ack)
+            if data[payload_at + 12] in (9, 10):  # Chunk Begin / Chunk Data: a new transmission id each round
+                tid = struct.unpack_from("<I", data, payload_at + 16)[0]
+                struct.pack_into("<I", data, payload_at + 16, (tid + rnd * 1000) & 0xFFFFFFFF)
+            yield ts + rnd * span, bytes(data)
+            n += 1
+        rnd += 1
+
+
+def build_capture(path: Path, count: int, source: str = "real") -> None:
+    if source == "real":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+            for ts, frame in replayed_session(count):
+                w.writepkt(frame, ts=ts)
+            w.close()
+        os.replace(tmp, path)
+        stamp(path).write_text(f"{GENERATOR_VERSION} {count} real\n")
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     n = 0
@@ -175,20 +225,20 @@ def build_capture(path: Path, count: int) -> None:
             n += 1
         w.close()
     os.replace(tmp, path)
-    stamp(path).write_text(f"{GENERATOR_VERSION} {count}\n")
+    stamp(path).write_text(f"{GENERATOR_VERSION} {count} synthetic\n")
 
 
 def stamp(path: Path) -> Path:
     return path.with_name(path.name + ".recipe")
 
 
-def ensure_capture(path: Path, count: int, rebuild: bool) -> None:
-    want = f"{GENERATOR_VERSION} {count}"
+def ensure_capture(path: Path, count: int, rebuild: bool, source: str = "real") -> None:
+    want = f"{GENERATOR_VERSION} {count} {source}"
     if not rebuild and path.exists() and stamp(path).exists() and stamp(path).read_text().strip() == want:
         print(f"capture: {path} (cached)")
         return
     t0 = time.perf_counter()
-    build_capture(path, count)
+    build_capture(path, count, source)
     print(f"capture: {path} built in {time.perf_counter() - t0:.1f} s")
 
 
@@ -236,7 +286,9 @@ def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--capture", type=Path, default=DEFAULT_CAPTURE, help="capture path (built once, then reused)")
+    ap.add_argument("--source", choices=("real", "synthetic"), default="real",
+                    help="replay the real server session (default) or generate a synthetic one")
+    ap.add_argument("--capture", type=Path, help="capture path (built once, then reused)")
     ap.add_argument("--packets", type=int, default=100_000, help="datagrams in the capture (default 100,000)")
     ap.add_argument("--rebuild", action="store_true", help="rebuild the capture even if cached")
     ap.add_argument("-n", "--runs", type=int, default=3, help="runs per command; the best is kept (default 3)")
@@ -245,7 +297,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lua", type=Path, default=LUA)
     args = ap.parse_args(argv)
 
-    ensure_capture(args.capture, args.packets, args.rebuild)
+    args.capture = args.capture or DEFAULT_CAPTURE[args.source]
+    ensure_capture(args.capture, args.packets, args.rebuild, args.source)
     n, size, types = capture_stats(args.capture)
     from protodump.dissectors.blank import PACKET_NAMES
     mix = ", ".join(f"{PACKET_NAMES.get(k, k)} {v / n:.1%}" for k, v in sorted(types.items(), key=lambda kv: -kv[1]))
