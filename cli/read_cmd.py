@@ -1,13 +1,12 @@
 """`protodump read` (the default command): decode a capture file into summaries, trees, hex or JSON."""
 from __future__ import annotations
 
-import gc
 import sys
 
 import click
 
-from ..capture.decode import decode
 from ..capture.files import CaptureError, open_capture
+from ..session import packets
 from ..dissectors import PROTOCOLS
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
@@ -77,17 +76,13 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     writer = JsonWriter(out) if output_format == "json" else None
     first_ns, n = None, 0
     try:
-        capture = open_capture(path)
+        open_capture(path).close()       # a missing or non-capture file: one clear line, before any output
     except (CaptureError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
-    # Packet trees and conversation state hold no reference cycles, but the shared-subtree memos keep many objects
-    # alive, which makes every automatic collection rescan them (21% of a -T json run): collect by hand instead.
-    gc.disable()
+    capture_path = path
     try:
-        for frame in capture:
-            if frame.number % 50_000 == 0:
-                gc.collect()
-            packet = dispatcher.dissect(frame, decode(frame))
+        for packet in packets(capture_path, dispatcher=dispatcher):
+            frame = packet.frame
             if first_ns is None:
                 first_ns = frame.ts_ns
             n += 1
@@ -99,7 +94,6 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             if count and n >= count:
                 break
     except CaptureError as exc:
-        gc.enable()
         if writer is not None:
             writer.close()
         out.flush()

@@ -22,11 +22,12 @@ class Settings:
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layer if any."""
 
-    __slots__ = ("frame", "decoded", "game", "info", "protocol", "sources")
+    __slots__ = ("frame", "decoded", "game", "info", "protocol", "sources", "_index")
 
     def __init__(self, frame, decoded, game: Layer | None, info: str, protocol: str, sources):
         self.frame, self.decoded, self.game = frame, decoded, game
         self.info, self.protocol, self.sources = info, protocol, sources
+        self._index = None
 
     @property
     def number(self) -> int:
@@ -37,6 +38,37 @@ class Packet:
         if self.game is not None:
             layers.append(self.game)
         return layers
+
+    def index(self) -> dict[str, list]:
+        """Every item of every layer by field abbrev, in tree order; protocols (layer names) map to their top
+        item. What display filters, -T fields and the Python API (`packet["blank.seq"]`) read."""
+        if self._index is None:
+            index: dict[str, list] = {}
+            for layer in self.layers():
+                index.setdefault(layer.proto, []).append(layer.item)
+                for item in layer.item.walk():
+                    f = item.field
+                    if f is not None and item is not layer.item:
+                        index.setdefault(f.abbrev, []).append(item)
+                    elif item.expert_info is not None:
+                        index.setdefault("_ws.expert", []).append(item)
+                        index.setdefault(item.expert_info.abbrev, []).append(item)
+            self._index = index
+        return self._index
+
+    def values(self, abbrev: str) -> list:
+        """The values of a field in this packet (all occurrences, in tree order)."""
+        return [item.value for item in self.index().get(abbrev, ())]
+
+    def __getitem__(self, abbrev: str):
+        """The first value of a field: packet["blank.seq"]; KeyError when the packet has none."""
+        items = self.index().get(abbrev)
+        if not items:
+            raise KeyError(abbrev)
+        return items[0].value
+
+    def __contains__(self, abbrev: str) -> bool:
+        return abbrev in self.index()
 
 
 class Dispatcher:
