@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import socket
 import struct
-from functools import lru_cache
 
-from ..engine.tree import Item, Layer
+from ..engine.tree import Item, Layer, bit_picture
 from . import fields as f
 
 DSCP_SHORT = {0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7", 1: "LE",
@@ -34,16 +33,7 @@ WTAP_ENCAP = {1: (1, "Ethernet"), 113: (25, "Linux cooked-mode capture v1"), 276
               14: (7, "Raw IP"), 228: (129, "Raw IPv4"), 229: (130, "Raw IPv6")}
 
 
-@lru_cache(maxsize=4096)   # the same few (value, mask) pairs recur in every packet
-def bits(value: int, mask: int, width: int) -> str:
-    """Wireshark's bit picture: "0100 ....", mask bits shown, the rest as dots, in groups of four."""
-    out = []
-    for i in range(width - 1, -1, -1):
-        b = 1 << i
-        out.append(("1" if value & b else "0") if mask & b else ".")
-        if i and i % 4 == 0:
-            out.append(" ")
-    return "".join(out)
+bits = bit_picture   # (value, mask, width)
 
 
 def _set(v: int) -> str:

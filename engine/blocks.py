@@ -9,7 +9,7 @@ import zlib
 
 from .context import Ctx, Truncated
 from .fields import F32LE, I8, I32LE, Field, Struct
-from .tree import Item, DataSource
+from .tree import DataSource, Item, bit_picture
 
 # --- frozen subtrees -------------------------------------------------------------------------------------------
 
@@ -225,16 +225,6 @@ class QuatSmallest3(Field):
 # --- ack history ------------------------------------------------------------------------------------------------
 
 
-def bit_line(width: int, bit: int, value: int) -> str:
-    """Wireshark's dotted bit line: `.... ...1` for bit 0 of an 8-bit field, groups of four."""
-    chars = []
-    for i in range(width - 1, -1, -1):
-        chars.append(("1" if value else "0") if i == bit else ".")
-        if i and i % 4 == 0:
-            chars.append(" ")
-    return "".join(chars)
-
-
 class AckHistory(Field):
     """A 32-bit bitmap of earlier acks: bit i-1 set means sequence number `ack - i` was received (16-bit wrap).
     Shown as 32 bit lines and as the list of acknowledged sequence numbers."""
@@ -244,7 +234,7 @@ class AckHistory(Field):
     def __init__(self, name, label, *, relative_to: str, bits: int = 32, seq_bits: int = 16):
         super().__init__(name, label)
         self.relative_to, self.bits, self.modulo = relative_to, bits, 1 << seq_bits
-        self.lines = [[bit_line(bits, i, v) for v in (0, 1)] for i in range(bits)]
+        self.lines = [[bit_picture(v << i, 1 << i, bits) for v in (0, 1)] for i in range(bits)]
 
     def register(self, b):
         self.cache = {}
@@ -450,4 +440,4 @@ def _inflate(data: bytes, limit: int) -> bytes | None:
 
 
 __all__ = ["PackN", "PackU", "Vec3", "Vec3I", "Vec3F", "Vec3B", "Vec3N", "Vec3U", "QuatSmallest3",
-           "AckHistory", "Summary", "Chunk", "bit_line", "Packed", "Struct"]
+           "AckHistory", "Summary", "Chunk", "Packed", "Struct"]

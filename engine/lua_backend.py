@@ -64,11 +64,20 @@ class Writer:
         return _Block()
 
 
+def signature(f) -> tuple:
+    """What determines the Lua emitted for a bound field, nested fields included."""
+    if isinstance(f, fields.Struct):
+        return ("Struct", f.abbrev, f.label, f.summary, tuple(signature(c) for c in f.fields))
+    if isinstance(f, fields.Array):
+        return ("Array", f.abbrev, signature(f.item))
+    return (type(f).__name__, f.abbrev)
+
+
 class Generator:
     def __init__(self, protocols: list[Protocol]):
         self.protocols = protocols
         self.w = Writer()
-        self.functions: dict[int, str] = {}     # id(bound struct) -> Lua function name
+        self.functions: dict[tuple, str] = {}   # struct signature -> Lua function name
         self.pending: list[tuple[str, object]] = []
         self.value_tables: dict[tuple, str] = {}
         self.counter = 0
@@ -158,9 +167,12 @@ class Generator:
     # --- structs as functions -------------------------------------------------------------------------------------
     def struct_body(self, struct) -> str:
         """The name of the function decoding this bound struct's fields into a parent item (emitted later)."""
-        name = self.functions.get(id(struct))
+        # A shared struct (the entity state) is bound once per packet that uses it: same abbrev, same fields, one
+        # function. The key is the struct's abbrev and its fields' abbrevs, which determine the code emitted.
+        key = signature(struct)
+        name = self.functions.get(key)
         if name is None:
-            name = self.functions[id(struct)] = f"S.{struct.abbrev.replace('.', '_')}_{len(self.functions)}"
+            name = self.functions[key] = f"S.{struct.abbrev.replace('.', '_')}_{len(self.functions)}"
             self.pending.append((name, struct))
         return name
 

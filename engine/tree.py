@@ -11,6 +11,7 @@ tree inside tshark and the two are compared byte for byte:
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
+from functools import lru_cache
 from typing import Any
 
 # Expert severities and groups: the numeric values of Wireshark's epan/proto.h, because tshark's JSON prints them.
@@ -24,6 +25,19 @@ GROUP_NAMES = {
     UNDECODED: "Undecoded", REASSEMBLE: "Reassemble", MALFORMED: "Malformed", DEBUG: "Debug",
     PROTOCOL: "Protocol",
 }
+
+@lru_cache(maxsize=4096)   # the same few (value, mask) pairs recur in every packet
+def bit_picture(value: int, mask: int, width: int) -> str:
+    """Wireshark's dotted bit line ("0100 ....", ".... ...1"): MSB first, the mask's bits shown, the others as
+    dots, a space every four bits. One implementation for every layer and output."""
+    out = []
+    for i in range(width - 1, -1, -1):
+        b = 1 << i
+        out.append(("1" if value & b else "0") if mask & b else ".")
+        if i and i % 4 == 0:
+            out.append(" ")
+    return "".join(out)
+
 
 # Field types, named as Wireshark's Lua ProtoField constructors are.
 INTEGER_TYPES = {"uint8": 1, "uint16": 2, "uint24": 3, "uint32": 4, "uint64": 8,

@@ -547,7 +547,7 @@ S.blank_join_3 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state")
-    local ok, err = pcall(S.blank_state_23, c, it)
+    local ok, err = pcall(S.blank_state_19, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
@@ -570,7 +570,7 @@ S.blank_player_update_5 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state")
-    local ok, err = pcall(S.blank_state_24, c, it)
+    local ok, err = pcall(S.blank_state_19, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
@@ -672,7 +672,7 @@ S.blank_spawn_6 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state")
-    local ok, err = pcall(S.blank_state_25, c, it)
+    local ok, err = pcall(S.blank_state_19, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
@@ -878,7 +878,7 @@ S.blank_entity_update_8 = function(c, T)
       for _ = 1, count do
         local holder = {}
         c.sc[#c.sc + 1] = holder
-        local ok2, e2 = pcall(S.blank_entity_el_26, c, it)
+        local ok2, e2 = pcall(S.blank_entity_el_20, c, it)
         rt.pop(c)
         elements[#elements + 1] = holder["entity"] or {}
         if not ok2 then error(e2, 0) end
@@ -902,7 +902,7 @@ S.blank_correction_9 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state")
-    local ok, err = pcall(S.blank_state_27, c, it)
+    local ok, err = pcall(S.blank_state_19, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
@@ -1041,7 +1041,7 @@ S.blank_chunk_data_11 = function(c, T)
       if ok_data then
         c.notes[#c.notes + 1] = string.format("[chunk %d bytes reassembled]", #res.buf)
         local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir, E = c.E, notes = c.notes }
-        pcall(S.blank_chunk_28, sub, node)
+        pcall(S.blank_chunk_21, sub, node)
       end
     end
   end
@@ -1120,7 +1120,7 @@ S.blank_block_update_12 = function(c, T)
       for _ = 1, count do
         local holder = {}
         c.sc[#c.sc + 1] = holder
-        local ok2, e2 = pcall(S.blank_block_el_29, c, it)
+        local ok2, e2 = pcall(S.blank_block_el_22, c, it)
         rt.pop(c)
         elements[#elements + 1] = holder["block"] or {}
         if not ok2 then error(e2, 0) end
@@ -1158,20 +1158,7 @@ S.blank_message_13 = function(c, T)
     c.pos = c.pos + used
   end
 end
-S.blank_ping_14 = function(c, T)
-end
-S.blank_login_15 = function(c, T)
-  do
-    local area = math.min(32, c.stop - c.pos)
-    local v, n, used = rt.cstring(c, area, false)
-    c.sc[#c.sc]["name"] = v
-    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
-    local it = T:add_packet_field(F["blank.login.name"], c.tvb(c.pos, n), ENC_UTF_8)
-    it:set_len(used)
-    c.pos = c.pos + used
-  end
-end
-S.blank_join_16 = function(c, T)
+S.blank_join_14 = function(c, T)
   do
     rt.need(c, 4, "Entity ID", T)
     local r = c.tvb(c.pos, 4)
@@ -1185,7 +1172,7 @@ S.blank_join_16 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state2015")
-    local ok, err = pcall(S.blank_state2015_30, c, it)
+    local ok, err = pcall(S.blank_state2015_23, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
@@ -1200,21 +1187,19 @@ S.blank_join_16 = function(c, T)
     c.pos = c.pos + used
   end
 end
-S.blank_part_17 = function(c, T)
-end
-S.blank_player_update_18 = function(c, T)
+S.blank_player_update_15 = function(c, T)
   do
     local it = T:add(F["blank.state2015"], c.tvb(c.pos, 0))
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state2015")
-    local ok, err = pcall(S.blank_state2015_31, c, it)
+    local ok, err = pcall(S.blank_state2015_23, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
   end
 end
-S.blank_spawn_19 = function(c, T)
+S.blank_spawn_16 = function(c, T)
   do
     rt.need(c, 4, "Entity ID", T)
     local r = c.tvb(c.pos, 4)
@@ -1236,7 +1221,7 @@ S.blank_spawn_19 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state2015")
-    local ok, err = pcall(S.blank_state2015_32, c, it)
+    local ok, err = pcall(S.blank_state2015_23, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
@@ -1358,17 +1343,7 @@ S.blank_spawn_19 = function(c, T)
     c.pos = c.pos + used
   end
 end
-S.blank_despawn_20 = function(c, T)
-  do
-    rt.need(c, 4, "Entity ID", T)
-    local r = c.tvb(c.pos, 4)
-    local v = r:le_uint()
-    c.sc[#c.sc]["entity_id"] = v
-    local it = T:add_le(F["blank.despawn.entity_id"], r)
-    c.pos = c.pos + 4
-  end
-end
-S.blank_entity_update_21 = function(c, T)
+S.blank_entity_update_17 = function(c, T)
   do
     rt.need(c, 4, "Number of entities", T)
     local r = c.tvb(c.pos, 4)
@@ -1393,7 +1368,7 @@ S.blank_entity_update_21 = function(c, T)
       for _ = 1, count do
         local holder = {}
         c.sc[#c.sc + 1] = holder
-        local ok2, e2 = pcall(S.blank_entity_el_33, c, it)
+        local ok2, e2 = pcall(S.blank_entity_el_24, c, it)
         rt.pop(c)
         elements[#elements + 1] = holder["entity"] or {}
         if not ok2 then error(e2, 0) end
@@ -1403,7 +1378,7 @@ S.blank_entity_update_21 = function(c, T)
     if not ok then error(err, 0) end
   end
 end
-S.blank_correction_22 = function(c, T)
+S.blank_correction_18 = function(c, T)
   do
     rt.need(c, 2, "Offending sequence number", T)
     local r = c.tvb(c.pos, 2)
@@ -1417,13 +1392,13 @@ S.blank_correction_22 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state2015")
-    local ok, err = pcall(S.blank_state2015_34, c, it)
+    local ok, err = pcall(S.blank_state2015_23, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
   end
 end
-S.blank_state_23 = function(c, T)
+S.blank_state_19 = function(c, T)
   do
     rt.need(c, 12, "Chunk position", T)
     local r = c.tvb(c.pos, 12)
@@ -1612,587 +1587,20 @@ S.blank_state_23 = function(c, T)
     c.pos = c.pos + 2
   end
 end
-S.blank_state_24 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state.chunk_pos"], r)
-    local e67, e68, e69, w70, w71, w72
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e67 = v
-        w70 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e68 = v
-        w71 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e69 = v
-        w72 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w70, w71, w72 }
-    it:set_text("Chunk position: (" .. rt.short(e67, false) .. ", " .. rt.short(e68, false) .. ", " .. rt.short(e69, false) .. ")")
-  end
-  do
-    rt.need(c, 6, "Block position", T)
-    local r = c.tvb(c.pos, 6)
-    local it = T:add(F["blank.state.block_pos"], r)
-    local e73, e74, e75, w76, w77, w78
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 2, "x", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["x"] = v
-        T:add_le(F["blank.state.block_pos.x_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e73 = real
-        w76 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 2, "y", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["y"] = v
-        T:add_le(F["blank.state.block_pos.y_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e74 = real
-        w77 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 2, "z", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["z"] = v
-        T:add_le(F["blank.state.block_pos.z_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e75 = real
-        w78 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["block_pos"] = { w76, w77, w78 }
-    it:set_text("Block position: (" .. rt.short(e73, true) .. ", " .. rt.short(e74, true) .. ", " .. rt.short(e75, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state.velocity"], r)
-    local e79, e80, e81, w82, w83, w84
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state.velocity.x"], r)
-        c.pos = c.pos + 4
-        e79 = v
-        w82 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state.velocity.y"], r)
-        c.pos = c.pos + 4
-        e80 = v
-        w83 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state.velocity.z"], r)
-        c.pos = c.pos + 4
-        e81 = v
-        w84 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w82, w83, w84 }
-    it:set_text("Velocity: (" .. rt.short(e79, true) .. ", " .. rt.short(e80, true) .. ", " .. rt.short(e81, true) .. ")")
-  end
-  do
-    rt.need(c, 8, "Orientation", T)
-    local r = c.tvb(c.pos, 8)
-    c.sc[#c.sc]["orientation"] = r:le_uint64()
-    local largest, q = rt.quat_smallest3(r)
-    local it = T:add_le(F["blank.state.orientation"], r)
-    it:set_text(string.format("%s: (%.6g, %.6g, %.6g, %.6g)", "Orientation", q[1], q[2], q[3], q[4]))
-    it:add(F["blank.state.orientation.largest"], r, largest):set_generated()
-    it:add(F["blank.state.orientation.x"], r, q[1]):set_generated()
-    it:add(F["blank.state.orientation.y"], r, q[2]):set_generated()
-    it:add(F["blank.state.orientation.z"], r, q[3]):set_generated()
-    it:add(F["blank.state.orientation.w"], r, q[4]):set_generated()
-    c.pos = c.pos + 8
-  end
-  do
-    rt.need(c, 2, "Pitch", T)
-    local r = c.tvb(c.pos, 2)
-    local v = r:le_int()
-    c.sc[#c.sc]["pitch"] = v
-    T:add_le(F["blank.state.pitch_raw"], r)
-    local real = v / 32767 * 90.0
-    T:add(F["blank.state.pitch"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
-    c.pos = c.pos + 2
-  end
-  do
-    rt.need(c, 2, "Yaw", T)
-    local r = c.tvb(c.pos, 2)
-    local v = r:le_int()
-    c.sc[#c.sc]["yaw"] = v
-    T:add_le(F["blank.state.yaw_raw"], r)
-    local real = v / 32767 * 180.0
-    T:add(F["blank.state.yaw"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
-    c.pos = c.pos + 2
-  end
-end
-S.blank_state_25 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state.chunk_pos"], r)
-    local e85, e86, e87, w88, w89, w90
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e85 = v
-        w88 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e86 = v
-        w89 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e87 = v
-        w90 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w88, w89, w90 }
-    it:set_text("Chunk position: (" .. rt.short(e85, false) .. ", " .. rt.short(e86, false) .. ", " .. rt.short(e87, false) .. ")")
-  end
-  do
-    rt.need(c, 6, "Block position", T)
-    local r = c.tvb(c.pos, 6)
-    local it = T:add(F["blank.state.block_pos"], r)
-    local e91, e92, e93, w94, w95, w96
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 2, "x", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["x"] = v
-        T:add_le(F["blank.state.block_pos.x_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e91 = real
-        w94 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 2, "y", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["y"] = v
-        T:add_le(F["blank.state.block_pos.y_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e92 = real
-        w95 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 2, "z", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["z"] = v
-        T:add_le(F["blank.state.block_pos.z_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e93 = real
-        w96 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["block_pos"] = { w94, w95, w96 }
-    it:set_text("Block position: (" .. rt.short(e91, true) .. ", " .. rt.short(e92, true) .. ", " .. rt.short(e93, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state.velocity"], r)
-    local e97, e98, e99, w100, w101, w102
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state.velocity.x"], r)
-        c.pos = c.pos + 4
-        e97 = v
-        w100 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state.velocity.y"], r)
-        c.pos = c.pos + 4
-        e98 = v
-        w101 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state.velocity.z"], r)
-        c.pos = c.pos + 4
-        e99 = v
-        w102 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w100, w101, w102 }
-    it:set_text("Velocity: (" .. rt.short(e97, true) .. ", " .. rt.short(e98, true) .. ", " .. rt.short(e99, true) .. ")")
-  end
-  do
-    rt.need(c, 8, "Orientation", T)
-    local r = c.tvb(c.pos, 8)
-    c.sc[#c.sc]["orientation"] = r:le_uint64()
-    local largest, q = rt.quat_smallest3(r)
-    local it = T:add_le(F["blank.state.orientation"], r)
-    it:set_text(string.format("%s: (%.6g, %.6g, %.6g, %.6g)", "Orientation", q[1], q[2], q[3], q[4]))
-    it:add(F["blank.state.orientation.largest"], r, largest):set_generated()
-    it:add(F["blank.state.orientation.x"], r, q[1]):set_generated()
-    it:add(F["blank.state.orientation.y"], r, q[2]):set_generated()
-    it:add(F["blank.state.orientation.z"], r, q[3]):set_generated()
-    it:add(F["blank.state.orientation.w"], r, q[4]):set_generated()
-    c.pos = c.pos + 8
-  end
-  do
-    rt.need(c, 2, "Pitch", T)
-    local r = c.tvb(c.pos, 2)
-    local v = r:le_int()
-    c.sc[#c.sc]["pitch"] = v
-    T:add_le(F["blank.state.pitch_raw"], r)
-    local real = v / 32767 * 90.0
-    T:add(F["blank.state.pitch"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
-    c.pos = c.pos + 2
-  end
-  do
-    rt.need(c, 2, "Yaw", T)
-    local r = c.tvb(c.pos, 2)
-    local v = r:le_int()
-    c.sc[#c.sc]["yaw"] = v
-    T:add_le(F["blank.state.yaw_raw"], r)
-    local real = v / 32767 * 180.0
-    T:add(F["blank.state.yaw"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
-    c.pos = c.pos + 2
-  end
-end
-S.blank_entity_el_26 = function(c, T)
+S.blank_entity_el_20 = function(c, T)
   do
     local it = T:add(F["blank.entity"], c.tvb(c.pos, 0))
     it:set_text("Entity")
     local start = c.pos
     local scope = rt.push(c, "entity")
-    local ok, err = pcall(S.blank_entity_35, c, it)
+    local ok, err = pcall(S.blank_entity_25, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     it:set_text(rt.template({ false, "Entity ", true, "entity_id" }, scope))
     if not ok then error(err, 0) end
   end
 end
-S.blank_state_27 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state.chunk_pos"], r)
-    local e103, e104, e105, w106, w107, w108
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e103 = v
-        w106 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e104 = v
-        w107 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e105 = v
-        w108 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w106, w107, w108 }
-    it:set_text("Chunk position: (" .. rt.short(e103, false) .. ", " .. rt.short(e104, false) .. ", " .. rt.short(e105, false) .. ")")
-  end
-  do
-    rt.need(c, 6, "Block position", T)
-    local r = c.tvb(c.pos, 6)
-    local it = T:add(F["blank.state.block_pos"], r)
-    local e109, e110, e111, w112, w113, w114
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 2, "x", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["x"] = v
-        T:add_le(F["blank.state.block_pos.x_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e109 = real
-        w112 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 2, "y", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["y"] = v
-        T:add_le(F["blank.state.block_pos.y_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e110 = real
-        w113 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 2, "z", T)
-        local r = c.tvb(c.pos, 2)
-        local v = r:le_uint()
-        c.sc[#c.sc]["z"] = v
-        T:add_le(F["blank.state.block_pos.z_raw"], r)
-        local real = v / 65535 * 16.0
-        T:add(F["blank.state.block_pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
-        c.pos = c.pos + 2
-        e111 = real
-        w114 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["block_pos"] = { w112, w113, w114 }
-    it:set_text("Block position: (" .. rt.short(e109, true) .. ", " .. rt.short(e110, true) .. ", " .. rt.short(e111, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state.velocity"], r)
-    local e115, e116, e117, w118, w119, w120
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state.velocity.x"], r)
-        c.pos = c.pos + 4
-        e115 = v
-        w118 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state.velocity.y"], r)
-        c.pos = c.pos + 4
-        e116 = v
-        w119 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state.velocity.z"], r)
-        c.pos = c.pos + 4
-        e117 = v
-        w120 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w118, w119, w120 }
-    it:set_text("Velocity: (" .. rt.short(e115, true) .. ", " .. rt.short(e116, true) .. ", " .. rt.short(e117, true) .. ")")
-  end
-  do
-    rt.need(c, 8, "Orientation", T)
-    local r = c.tvb(c.pos, 8)
-    c.sc[#c.sc]["orientation"] = r:le_uint64()
-    local largest, q = rt.quat_smallest3(r)
-    local it = T:add_le(F["blank.state.orientation"], r)
-    it:set_text(string.format("%s: (%.6g, %.6g, %.6g, %.6g)", "Orientation", q[1], q[2], q[3], q[4]))
-    it:add(F["blank.state.orientation.largest"], r, largest):set_generated()
-    it:add(F["blank.state.orientation.x"], r, q[1]):set_generated()
-    it:add(F["blank.state.orientation.y"], r, q[2]):set_generated()
-    it:add(F["blank.state.orientation.z"], r, q[3]):set_generated()
-    it:add(F["blank.state.orientation.w"], r, q[4]):set_generated()
-    c.pos = c.pos + 8
-  end
-  do
-    rt.need(c, 2, "Pitch", T)
-    local r = c.tvb(c.pos, 2)
-    local v = r:le_int()
-    c.sc[#c.sc]["pitch"] = v
-    T:add_le(F["blank.state.pitch_raw"], r)
-    local real = v / 32767 * 90.0
-    T:add(F["blank.state.pitch"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
-    c.pos = c.pos + 2
-  end
-  do
-    rt.need(c, 2, "Yaw", T)
-    local r = c.tvb(c.pos, 2)
-    local v = r:le_int()
-    c.sc[#c.sc]["yaw"] = v
-    T:add_le(F["blank.state.yaw_raw"], r)
-    local real = v / 32767 * 180.0
-    T:add(F["blank.state.yaw"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
-    c.pos = c.pos + 2
-  end
-end
-S.blank_chunk_28 = function(c, T)
+S.blank_chunk_21 = function(c, T)
   do
     rt.need(c, 16384, "Blocks", T)
     local r = c.tvb(c.pos, 16384)
@@ -2220,25 +1628,25 @@ S.blank_chunk_28 = function(c, T)
     c.pos = c.pos + 4096
   end
 end
-S.blank_block_el_29 = function(c, T)
+S.blank_block_el_22 = function(c, T)
   do
     local it = T:add(F["blank.block"], c.tvb(c.pos, 0))
     it:set_text("Block")
     local start = c.pos
     local scope = rt.push(c, "block")
-    local ok, err = pcall(S.blank_block_36, c, it)
+    local ok, err = pcall(S.blank_block_26, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     it:set_text(rt.template({ false, "Block ", true, "index", false, ": ", true, "data" }, scope))
     if not ok then error(err, 0) end
   end
 end
-S.blank_state2015_30 = function(c, T)
+S.blank_state2015_23 = function(c, T)
   do
     rt.need(c, 12, "Chunk position", T)
     local r = c.tvb(c.pos, 12)
     local it = T:add(F["blank.state2015.chunk_pos"], r)
-    local e121, e122, e123, w124, w125, w126
+    local e67, e68, e69, w70, w71, w72
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -2250,8 +1658,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add_le(F["blank.state2015.chunk_pos.x"], r)
         c.pos = c.pos + 4
-        e121 = v
-        w124 = v
+        e67 = v
+        w70 = v
       end
     end
     do
@@ -2262,8 +1670,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add_le(F["blank.state2015.chunk_pos.y"], r)
         c.pos = c.pos + 4
-        e122 = v
-        w125 = v
+        e68 = v
+        w71 = v
       end
     end
     do
@@ -2274,20 +1682,20 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add_le(F["blank.state2015.chunk_pos.z"], r)
         c.pos = c.pos + 4
-        e123 = v
-        w126 = v
+        e69 = v
+        w72 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w124, w125, w126 }
-    it:set_text("Chunk position: (" .. rt.short(e121, false) .. ", " .. rt.short(e122, false) .. ", " .. rt.short(e123, false) .. ")")
+    c.sc[#c.sc]["chunk_pos"] = { w70, w71, w72 }
+    it:set_text("Chunk position: (" .. rt.short(e67, false) .. ", " .. rt.short(e68, false) .. ", " .. rt.short(e69, false) .. ")")
   end
   do
     rt.need(c, 12, "Position", T)
     local r = c.tvb(c.pos, 12)
     local it = T:add(F["blank.state2015.position"], r)
-    local e127, e128, e129, w130, w131, w132
+    local e73, e74, e75, w76, w77, w78
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -2299,8 +1707,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add_le(F["blank.state2015.position.x"], r)
         c.pos = c.pos + 4
-        e127 = v
-        w130 = v
+        e73 = v
+        w76 = v
       end
     end
     do
@@ -2311,8 +1719,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add_le(F["blank.state2015.position.y"], r)
         c.pos = c.pos + 4
-        e128 = v
-        w131 = v
+        e74 = v
+        w77 = v
       end
     end
     do
@@ -2323,20 +1731,20 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add_le(F["blank.state2015.position.z"], r)
         c.pos = c.pos + 4
-        e129 = v
-        w132 = v
+        e75 = v
+        w78 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["position"] = { w130, w131, w132 }
-    it:set_text("Position: (" .. rt.short(e127, true) .. ", " .. rt.short(e128, true) .. ", " .. rt.short(e129, true) .. ")")
+    c.sc[#c.sc]["position"] = { w76, w77, w78 }
+    it:set_text("Position: (" .. rt.short(e73, true) .. ", " .. rt.short(e74, true) .. ", " .. rt.short(e75, true) .. ")")
   end
   do
     rt.need(c, 12, "Velocity", T)
     local r = c.tvb(c.pos, 12)
     local it = T:add(F["blank.state2015.velocity"], r)
-    local e133, e134, e135, w136, w137, w138
+    local e79, e80, e81, w82, w83, w84
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -2348,8 +1756,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add_le(F["blank.state2015.velocity.x"], r)
         c.pos = c.pos + 4
-        e133 = v
-        w136 = v
+        e79 = v
+        w82 = v
       end
     end
     do
@@ -2360,8 +1768,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add_le(F["blank.state2015.velocity.y"], r)
         c.pos = c.pos + 4
-        e134 = v
-        w137 = v
+        e80 = v
+        w83 = v
       end
     end
     do
@@ -2372,20 +1780,20 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add_le(F["blank.state2015.velocity.z"], r)
         c.pos = c.pos + 4
-        e135 = v
-        w138 = v
+        e81 = v
+        w84 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w136, w137, w138 }
-    it:set_text("Velocity: (" .. rt.short(e133, true) .. ", " .. rt.short(e134, true) .. ", " .. rt.short(e135, true) .. ")")
+    c.sc[#c.sc]["velocity"] = { w82, w83, w84 }
+    it:set_text("Velocity: (" .. rt.short(e79, true) .. ", " .. rt.short(e80, true) .. ", " .. rt.short(e81, true) .. ")")
   end
   do
     rt.need(c, 16, "Orientation", T)
     local r = c.tvb(c.pos, 16)
     local it = T:add(F["blank.state2015.orientation"], r)
-    local e139, e140, e141, e142, w143, w144, w145, w146
+    local e85, e86, e87, e88, w89, w90, w91, w92
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -2397,8 +1805,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add_le(F["blank.state2015.orientation.x"], r)
         c.pos = c.pos + 4
-        e139 = v
-        w143 = v
+        e85 = v
+        w89 = v
       end
     end
     do
@@ -2409,8 +1817,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add_le(F["blank.state2015.orientation.y"], r)
         c.pos = c.pos + 4
-        e140 = v
-        w144 = v
+        e86 = v
+        w90 = v
       end
     end
     do
@@ -2421,8 +1829,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add_le(F["blank.state2015.orientation.z"], r)
         c.pos = c.pos + 4
-        e141 = v
-        w145 = v
+        e87 = v
+        w91 = v
       end
     end
     do
@@ -2433,20 +1841,20 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["w"] = v
         local it = T:add_le(F["blank.state2015.orientation.w"], r)
         c.pos = c.pos + 4
-        e142 = v
-        w146 = v
+        e88 = v
+        w92 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["orientation"] = { w143, w144, w145, w146 }
-    it:set_text("Orientation: (" .. rt.short(e139, true) .. ", " .. rt.short(e140, true) .. ", " .. rt.short(e141, true) .. ", " .. rt.short(e142, true) .. ")")
+    c.sc[#c.sc]["orientation"] = { w89, w90, w91, w92 }
+    it:set_text("Orientation: (" .. rt.short(e85, true) .. ", " .. rt.short(e86, true) .. ", " .. rt.short(e87, true) .. ", " .. rt.short(e88, true) .. ")")
   end
   do
     rt.need(c, 12, "Angular velocity", T)
     local r = c.tvb(c.pos, 12)
     local it = T:add(F["blank.state2015.angular_velocity"], r)
-    local e147, e148, e149, w150, w151, w152
+    local e93, e94, e95, w96, w97, w98
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -2458,8 +1866,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add_le(F["blank.state2015.angular_velocity.x"], r)
         c.pos = c.pos + 4
-        e147 = v
-        w150 = v
+        e93 = v
+        w96 = v
       end
     end
     do
@@ -2470,8 +1878,8 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add_le(F["blank.state2015.angular_velocity.y"], r)
         c.pos = c.pos + 4
-        e148 = v
-        w151 = v
+        e94 = v
+        w97 = v
       end
     end
     do
@@ -2482,807 +1890,30 @@ S.blank_state2015_30 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add_le(F["blank.state2015.angular_velocity.z"], r)
         c.pos = c.pos + 4
-        e149 = v
-        w152 = v
+        e95 = v
+        w98 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["angular_velocity"] = { w150, w151, w152 }
-    it:set_text("Angular velocity: (" .. rt.short(e147, true) .. ", " .. rt.short(e148, true) .. ", " .. rt.short(e149, true) .. ")")
+    c.sc[#c.sc]["angular_velocity"] = { w96, w97, w98 }
+    it:set_text("Angular velocity: (" .. rt.short(e93, true) .. ", " .. rt.short(e94, true) .. ", " .. rt.short(e95, true) .. ")")
   end
 end
-S.blank_state2015_31 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.chunk_pos"], r)
-    local e153, e154, e155, w156, w157, w158
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e153 = v
-        w156 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e154 = v
-        w157 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e155 = v
-        w158 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w156, w157, w158 }
-    it:set_text("Chunk position: (" .. rt.short(e153, false) .. ", " .. rt.short(e154, false) .. ", " .. rt.short(e155, false) .. ")")
-  end
-  do
-    rt.need(c, 12, "Position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.position"], r)
-    local e159, e160, e161, w162, w163, w164
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.position.x"], r)
-        c.pos = c.pos + 4
-        e159 = v
-        w162 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.position.y"], r)
-        c.pos = c.pos + 4
-        e160 = v
-        w163 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.position.z"], r)
-        c.pos = c.pos + 4
-        e161 = v
-        w164 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["position"] = { w162, w163, w164 }
-    it:set_text("Position: (" .. rt.short(e159, true) .. ", " .. rt.short(e160, true) .. ", " .. rt.short(e161, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.velocity"], r)
-    local e165, e166, e167, w168, w169, w170
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.velocity.x"], r)
-        c.pos = c.pos + 4
-        e165 = v
-        w168 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.velocity.y"], r)
-        c.pos = c.pos + 4
-        e166 = v
-        w169 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.velocity.z"], r)
-        c.pos = c.pos + 4
-        e167 = v
-        w170 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w168, w169, w170 }
-    it:set_text("Velocity: (" .. rt.short(e165, true) .. ", " .. rt.short(e166, true) .. ", " .. rt.short(e167, true) .. ")")
-  end
-  do
-    rt.need(c, 16, "Orientation", T)
-    local r = c.tvb(c.pos, 16)
-    local it = T:add(F["blank.state2015.orientation"], r)
-    local e171, e172, e173, e174, w175, w176, w177, w178
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.orientation.x"], r)
-        c.pos = c.pos + 4
-        e171 = v
-        w175 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.orientation.y"], r)
-        c.pos = c.pos + 4
-        e172 = v
-        w176 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.orientation.z"], r)
-        c.pos = c.pos + 4
-        e173 = v
-        w177 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "w", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["w"] = v
-        local it = T:add_le(F["blank.state2015.orientation.w"], r)
-        c.pos = c.pos + 4
-        e174 = v
-        w178 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["orientation"] = { w175, w176, w177, w178 }
-    it:set_text("Orientation: (" .. rt.short(e171, true) .. ", " .. rt.short(e172, true) .. ", " .. rt.short(e173, true) .. ", " .. rt.short(e174, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Angular velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.angular_velocity"], r)
-    local e179, e180, e181, w182, w183, w184
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.x"], r)
-        c.pos = c.pos + 4
-        e179 = v
-        w182 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.y"], r)
-        c.pos = c.pos + 4
-        e180 = v
-        w183 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.z"], r)
-        c.pos = c.pos + 4
-        e181 = v
-        w184 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["angular_velocity"] = { w182, w183, w184 }
-    it:set_text("Angular velocity: (" .. rt.short(e179, true) .. ", " .. rt.short(e180, true) .. ", " .. rt.short(e181, true) .. ")")
-  end
-end
-S.blank_state2015_32 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.chunk_pos"], r)
-    local e185, e186, e187, w188, w189, w190
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e185 = v
-        w188 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e186 = v
-        w189 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e187 = v
-        w190 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w188, w189, w190 }
-    it:set_text("Chunk position: (" .. rt.short(e185, false) .. ", " .. rt.short(e186, false) .. ", " .. rt.short(e187, false) .. ")")
-  end
-  do
-    rt.need(c, 12, "Position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.position"], r)
-    local e191, e192, e193, w194, w195, w196
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.position.x"], r)
-        c.pos = c.pos + 4
-        e191 = v
-        w194 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.position.y"], r)
-        c.pos = c.pos + 4
-        e192 = v
-        w195 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.position.z"], r)
-        c.pos = c.pos + 4
-        e193 = v
-        w196 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["position"] = { w194, w195, w196 }
-    it:set_text("Position: (" .. rt.short(e191, true) .. ", " .. rt.short(e192, true) .. ", " .. rt.short(e193, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.velocity"], r)
-    local e197, e198, e199, w200, w201, w202
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.velocity.x"], r)
-        c.pos = c.pos + 4
-        e197 = v
-        w200 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.velocity.y"], r)
-        c.pos = c.pos + 4
-        e198 = v
-        w201 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.velocity.z"], r)
-        c.pos = c.pos + 4
-        e199 = v
-        w202 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w200, w201, w202 }
-    it:set_text("Velocity: (" .. rt.short(e197, true) .. ", " .. rt.short(e198, true) .. ", " .. rt.short(e199, true) .. ")")
-  end
-  do
-    rt.need(c, 16, "Orientation", T)
-    local r = c.tvb(c.pos, 16)
-    local it = T:add(F["blank.state2015.orientation"], r)
-    local e203, e204, e205, e206, w207, w208, w209, w210
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.orientation.x"], r)
-        c.pos = c.pos + 4
-        e203 = v
-        w207 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.orientation.y"], r)
-        c.pos = c.pos + 4
-        e204 = v
-        w208 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.orientation.z"], r)
-        c.pos = c.pos + 4
-        e205 = v
-        w209 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "w", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["w"] = v
-        local it = T:add_le(F["blank.state2015.orientation.w"], r)
-        c.pos = c.pos + 4
-        e206 = v
-        w210 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["orientation"] = { w207, w208, w209, w210 }
-    it:set_text("Orientation: (" .. rt.short(e203, true) .. ", " .. rt.short(e204, true) .. ", " .. rt.short(e205, true) .. ", " .. rt.short(e206, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Angular velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.angular_velocity"], r)
-    local e211, e212, e213, w214, w215, w216
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.x"], r)
-        c.pos = c.pos + 4
-        e211 = v
-        w214 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.y"], r)
-        c.pos = c.pos + 4
-        e212 = v
-        w215 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.z"], r)
-        c.pos = c.pos + 4
-        e213 = v
-        w216 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["angular_velocity"] = { w214, w215, w216 }
-    it:set_text("Angular velocity: (" .. rt.short(e211, true) .. ", " .. rt.short(e212, true) .. ", " .. rt.short(e213, true) .. ")")
-  end
-end
-S.blank_entity_el_33 = function(c, T)
+S.blank_entity_el_24 = function(c, T)
   do
     local it = T:add(F["blank.entity"], c.tvb(c.pos, 0))
     it:set_text("Entity")
     local start = c.pos
     local scope = rt.push(c, "entity")
-    local ok, err = pcall(S.blank_entity_37, c, it)
+    local ok, err = pcall(S.blank_entity_27, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     it:set_text(rt.template({ false, "Entity ", true, "entity_id" }, scope))
     if not ok then error(err, 0) end
   end
 end
-S.blank_state2015_34 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.chunk_pos"], r)
-    local e217, e218, e219, w220, w221, w222
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e217 = v
-        w220 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e218 = v
-        w221 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e219 = v
-        w222 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w220, w221, w222 }
-    it:set_text("Chunk position: (" .. rt.short(e217, false) .. ", " .. rt.short(e218, false) .. ", " .. rt.short(e219, false) .. ")")
-  end
-  do
-    rt.need(c, 12, "Position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.position"], r)
-    local e223, e224, e225, w226, w227, w228
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.position.x"], r)
-        c.pos = c.pos + 4
-        e223 = v
-        w226 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.position.y"], r)
-        c.pos = c.pos + 4
-        e224 = v
-        w227 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.position.z"], r)
-        c.pos = c.pos + 4
-        e225 = v
-        w228 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["position"] = { w226, w227, w228 }
-    it:set_text("Position: (" .. rt.short(e223, true) .. ", " .. rt.short(e224, true) .. ", " .. rt.short(e225, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.velocity"], r)
-    local e229, e230, e231, w232, w233, w234
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.velocity.x"], r)
-        c.pos = c.pos + 4
-        e229 = v
-        w232 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.velocity.y"], r)
-        c.pos = c.pos + 4
-        e230 = v
-        w233 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.velocity.z"], r)
-        c.pos = c.pos + 4
-        e231 = v
-        w234 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w232, w233, w234 }
-    it:set_text("Velocity: (" .. rt.short(e229, true) .. ", " .. rt.short(e230, true) .. ", " .. rt.short(e231, true) .. ")")
-  end
-  do
-    rt.need(c, 16, "Orientation", T)
-    local r = c.tvb(c.pos, 16)
-    local it = T:add(F["blank.state2015.orientation"], r)
-    local e235, e236, e237, e238, w239, w240, w241, w242
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.orientation.x"], r)
-        c.pos = c.pos + 4
-        e235 = v
-        w239 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.orientation.y"], r)
-        c.pos = c.pos + 4
-        e236 = v
-        w240 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.orientation.z"], r)
-        c.pos = c.pos + 4
-        e237 = v
-        w241 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "w", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["w"] = v
-        local it = T:add_le(F["blank.state2015.orientation.w"], r)
-        c.pos = c.pos + 4
-        e238 = v
-        w242 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["orientation"] = { w239, w240, w241, w242 }
-    it:set_text("Orientation: (" .. rt.short(e235, true) .. ", " .. rt.short(e236, true) .. ", " .. rt.short(e237, true) .. ", " .. rt.short(e238, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Angular velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.angular_velocity"], r)
-    local e243, e244, e245, w246, w247, w248
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.x"], r)
-        c.pos = c.pos + 4
-        e243 = v
-        w246 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.y"], r)
-        c.pos = c.pos + 4
-        e244 = v
-        w247 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.z"], r)
-        c.pos = c.pos + 4
-        e245 = v
-        w248 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["angular_velocity"] = { w246, w247, w248 }
-    it:set_text("Angular velocity: (" .. rt.short(e243, true) .. ", " .. rt.short(e244, true) .. ", " .. rt.short(e245, true) .. ")")
-  end
-end
-S.blank_entity_35 = function(c, T)
+S.blank_entity_25 = function(c, T)
   do
     rt.need(c, 4, "Entity ID", T)
     local r = c.tvb(c.pos, 4)
@@ -3296,13 +1927,13 @@ S.blank_entity_35 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "ustate")
-    local ok, err = pcall(S.blank_ustate_38, c, it)
+    local ok, err = pcall(S.blank_ustate_28, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
   end
 end
-S.blank_block_36 = function(c, T)
+S.blank_block_26 = function(c, T)
   do
     rt.need(c, 2, "Block index", T)
     local r = c.tvb(c.pos, 2)
@@ -3320,7 +1951,7 @@ S.blank_block_36 = function(c, T)
     c.pos = c.pos + 4
   end
 end
-S.blank_entity_37 = function(c, T)
+S.blank_entity_27 = function(c, T)
   do
     rt.need(c, 4, "Entity ID", T)
     local r = c.tvb(c.pos, 4)
@@ -3334,18 +1965,18 @@ S.blank_entity_37 = function(c, T)
     it:set_text("Entity state")
     local start = c.pos
     local scope = rt.push(c, "state2015")
-    local ok, err = pcall(S.blank_state2015_39, c, it)
+    local ok, err = pcall(S.blank_state2015_23, c, it)
     rt.pop(c)
     it:set_len(c.pos - start)
     if not ok then error(err, 0) end
   end
 end
-S.blank_ustate_38 = function(c, T)
+S.blank_ustate_28 = function(c, T)
   do
     rt.need(c, 3, "Chunk position (relative)", T)
     local r = c.tvb(c.pos, 3)
     local it = T:add(F["blank.ustate.chunk_pos"], r)
-    local e249, e250, e251, w252, w253, w254
+    local e99, e100, e101, w102, w103, w104
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -3357,8 +1988,8 @@ S.blank_ustate_38 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add(F["blank.ustate.chunk_pos.x"], r)
         c.pos = c.pos + 1
-        e249 = v
-        w252 = v
+        e99 = v
+        w102 = v
       end
     end
     do
@@ -3369,8 +2000,8 @@ S.blank_ustate_38 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add(F["blank.ustate.chunk_pos.y"], r)
         c.pos = c.pos + 1
-        e250 = v
-        w253 = v
+        e100 = v
+        w103 = v
       end
     end
     do
@@ -3381,16 +2012,16 @@ S.blank_ustate_38 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add(F["blank.ustate.chunk_pos.z"], r)
         c.pos = c.pos + 1
-        e251 = v
-        w254 = v
+        e101 = v
+        w104 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w252, w253, w254 }
-    it:set_text("Chunk position (relative): (" .. rt.short(e249, false) .. ", " .. rt.short(e250, false) .. ", " .. rt.short(e251, false) .. ")")
+    c.sc[#c.sc]["chunk_pos"] = { w102, w103, w104 }
+    it:set_text("Chunk position (relative): (" .. rt.short(e99, false) .. ", " .. rt.short(e100, false) .. ", " .. rt.short(e101, false) .. ")")
     local base = rt.lookup(c, "base") or { 0, 0, 0 }
-    local tot = { base[1] + w252, base[2] + w253, base[3] + w254 }
+    local tot = { base[1] + w102, base[2] + w103, base[3] + w104 }
     local g = T:add(F["blank.ustate.abs_chunk_pos"], r)
     g:set_text("Chunk position: (" .. string.format("%d", tot[1]) .. ", " .. string.format("%d", tot[2]) .. ", " .. string.format("%d", tot[3]) .. ")")
     g:set_generated()
@@ -3402,7 +2033,7 @@ S.blank_ustate_38 = function(c, T)
     rt.need(c, 6, "Block position", T)
     local r = c.tvb(c.pos, 6)
     local it = T:add(F["blank.ustate.block_pos"], r)
-    local e255, e256, e257, w258, w259, w260
+    local e105, e106, e107, w108, w109, w110
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -3416,8 +2047,8 @@ S.blank_ustate_38 = function(c, T)
         local real = v / 65535 * 16.0
         T:add(F["blank.ustate.block_pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
         c.pos = c.pos + 2
-        e255 = real
-        w258 = v
+        e105 = real
+        w108 = v
       end
     end
     do
@@ -3430,8 +2061,8 @@ S.blank_ustate_38 = function(c, T)
         local real = v / 65535 * 16.0
         T:add(F["blank.ustate.block_pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
         c.pos = c.pos + 2
-        e256 = real
-        w259 = v
+        e106 = real
+        w109 = v
       end
     end
     do
@@ -3444,20 +2075,20 @@ S.blank_ustate_38 = function(c, T)
         local real = v / 65535 * 16.0
         T:add(F["blank.ustate.block_pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
         c.pos = c.pos + 2
-        e257 = real
-        w260 = v
+        e107 = real
+        w110 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["block_pos"] = { w258, w259, w260 }
-    it:set_text("Block position: (" .. rt.short(e255, true) .. ", " .. rt.short(e256, true) .. ", " .. rt.short(e257, true) .. ")")
+    c.sc[#c.sc]["block_pos"] = { w108, w109, w110 }
+    it:set_text("Block position: (" .. rt.short(e105, true) .. ", " .. rt.short(e106, true) .. ", " .. rt.short(e107, true) .. ")")
   end
   do
     rt.need(c, 12, "Velocity", T)
     local r = c.tvb(c.pos, 12)
     local it = T:add(F["blank.ustate.velocity"], r)
-    local e261, e262, e263, w264, w265, w266
+    local e111, e112, e113, w114, w115, w116
     c.sc[#c.sc + 1] = {}
     do
     local T = it
@@ -3469,8 +2100,8 @@ S.blank_ustate_38 = function(c, T)
         c.sc[#c.sc]["x"] = v
         local it = T:add_le(F["blank.ustate.velocity.x"], r)
         c.pos = c.pos + 4
-        e261 = v
-        w264 = v
+        e111 = v
+        w114 = v
       end
     end
     do
@@ -3481,8 +2112,8 @@ S.blank_ustate_38 = function(c, T)
         c.sc[#c.sc]["y"] = v
         local it = T:add_le(F["blank.ustate.velocity.y"], r)
         c.pos = c.pos + 4
-        e262 = v
-        w265 = v
+        e112 = v
+        w115 = v
       end
     end
     do
@@ -3493,14 +2124,14 @@ S.blank_ustate_38 = function(c, T)
         c.sc[#c.sc]["z"] = v
         local it = T:add_le(F["blank.ustate.velocity.z"], r)
         c.pos = c.pos + 4
-        e263 = v
-        w266 = v
+        e113 = v
+        w116 = v
       end
     end
     end
     rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w264, w265, w266 }
-    it:set_text("Velocity: (" .. rt.short(e261, true) .. ", " .. rt.short(e262, true) .. ", " .. rt.short(e263, true) .. ")")
+    c.sc[#c.sc]["velocity"] = { w114, w115, w116 }
+    it:set_text("Velocity: (" .. rt.short(e111, true) .. ", " .. rt.short(e112, true) .. ", " .. rt.short(e113, true) .. ")")
   end
   do
     rt.need(c, 8, "Orientation", T)
@@ -3537,270 +2168,11 @@ S.blank_ustate_38 = function(c, T)
     c.pos = c.pos + 2
   end
 end
-S.blank_state2015_39 = function(c, T)
-  do
-    rt.need(c, 12, "Chunk position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.chunk_pos"], r)
-    local e267, e268, e269, w270, w271, w272
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.x"], r)
-        c.pos = c.pos + 4
-        e267 = v
-        w270 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.y"], r)
-        c.pos = c.pos + 4
-        e268 = v
-        w271 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_int()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.chunk_pos.z"], r)
-        c.pos = c.pos + 4
-        e269 = v
-        w272 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["chunk_pos"] = { w270, w271, w272 }
-    it:set_text("Chunk position: (" .. rt.short(e267, false) .. ", " .. rt.short(e268, false) .. ", " .. rt.short(e269, false) .. ")")
-  end
-  do
-    rt.need(c, 12, "Position", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.position"], r)
-    local e273, e274, e275, w276, w277, w278
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.position.x"], r)
-        c.pos = c.pos + 4
-        e273 = v
-        w276 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.position.y"], r)
-        c.pos = c.pos + 4
-        e274 = v
-        w277 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.position.z"], r)
-        c.pos = c.pos + 4
-        e275 = v
-        w278 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["position"] = { w276, w277, w278 }
-    it:set_text("Position: (" .. rt.short(e273, true) .. ", " .. rt.short(e274, true) .. ", " .. rt.short(e275, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.velocity"], r)
-    local e279, e280, e281, w282, w283, w284
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.velocity.x"], r)
-        c.pos = c.pos + 4
-        e279 = v
-        w282 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.velocity.y"], r)
-        c.pos = c.pos + 4
-        e280 = v
-        w283 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.velocity.z"], r)
-        c.pos = c.pos + 4
-        e281 = v
-        w284 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["velocity"] = { w282, w283, w284 }
-    it:set_text("Velocity: (" .. rt.short(e279, true) .. ", " .. rt.short(e280, true) .. ", " .. rt.short(e281, true) .. ")")
-  end
-  do
-    rt.need(c, 16, "Orientation", T)
-    local r = c.tvb(c.pos, 16)
-    local it = T:add(F["blank.state2015.orientation"], r)
-    local e285, e286, e287, e288, w289, w290, w291, w292
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.orientation.x"], r)
-        c.pos = c.pos + 4
-        e285 = v
-        w289 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.orientation.y"], r)
-        c.pos = c.pos + 4
-        e286 = v
-        w290 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.orientation.z"], r)
-        c.pos = c.pos + 4
-        e287 = v
-        w291 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "w", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["w"] = v
-        local it = T:add_le(F["blank.state2015.orientation.w"], r)
-        c.pos = c.pos + 4
-        e288 = v
-        w292 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["orientation"] = { w289, w290, w291, w292 }
-    it:set_text("Orientation: (" .. rt.short(e285, true) .. ", " .. rt.short(e286, true) .. ", " .. rt.short(e287, true) .. ", " .. rt.short(e288, true) .. ")")
-  end
-  do
-    rt.need(c, 12, "Angular velocity", T)
-    local r = c.tvb(c.pos, 12)
-    local it = T:add(F["blank.state2015.angular_velocity"], r)
-    local e293, e294, e295, w296, w297, w298
-    c.sc[#c.sc + 1] = {}
-    do
-    local T = it
-    do
-      do
-        rt.need(c, 4, "x", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["x"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.x"], r)
-        c.pos = c.pos + 4
-        e293 = v
-        w296 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "y", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["y"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.y"], r)
-        c.pos = c.pos + 4
-        e294 = v
-        w297 = v
-      end
-    end
-    do
-      do
-        rt.need(c, 4, "z", T)
-        local r = c.tvb(c.pos, 4)
-        local v = r:le_float()
-        c.sc[#c.sc]["z"] = v
-        local it = T:add_le(F["blank.state2015.angular_velocity.z"], r)
-        c.pos = c.pos + 4
-        e295 = v
-        w298 = v
-      end
-    end
-    end
-    rt.pop(c)
-    c.sc[#c.sc]["angular_velocity"] = { w296, w297, w298 }
-    it:set_text("Angular velocity: (" .. rt.short(e293, true) .. ", " .. rt.short(e294, true) .. ", " .. rt.short(e295, true) .. ")")
-  end
-end
 local RULES = { ["current"] = { [0] = { 0, 0, 0 }, [1] = { 0, 32, 1 }, [2] = { 46, 78, 1 }, [3] = { 0, 0, 0 }, [4] = { 50, 50, 0 }, [5] = { 78, 110, 1 }, [6] = { 4, 4, 0 }, [7] = { 53, 460, 37 }, [8] = { 44, 44, 0 }, [9] = { 24, 24, 0 }, [10] = { 12, 65548, 1 }, [11] = { 22, 484, 6 }, [12] = { 5, 455, 1 } }, ["2015"] = { [0] = { 0, 0, 0 }, [1] = { 0, 32, 1 }, [2] = { 68, 100, 1 }, [3] = { 0, 0, 0 }, [4] = { 64, 64, 0 }, [5] = { 100, 132, 1 }, [6] = { 4, 4, 0 }, [7] = { 72, 480, 68 }, [8] = { 66, 66, 0 } } }
 local REVISIONS = { "current", "2015" }
 local PACKETS = {}
 PACKETS["current"] = { [0] = { fn = S.blank_ping_1, label = "Ping", info = nil, name = "ping", remember = nil }, [1] = { fn = S.blank_login_2, label = "Login", info = { true, "name" }, name = "login", remember = nil }, [2] = { fn = S.blank_join_3, label = "Join", info = { false, "entity=", true, "entity_id", false, " world=", true, "world_name" }, name = "join", remember = nil }, [3] = { fn = S.blank_part_4, label = "Part", info = nil, name = "part", remember = nil }, [4] = { fn = S.blank_player_update_5, label = "Player Update", info = { false, "slot=", true, "slot" }, name = "player_update", remember = nil }, [5] = { fn = S.blank_spawn_6, label = "Spawn Entity", info = { false, "entity=", true, "entity_id", false, " model=", true, "model_id", false, " ", true, "name" }, name = "spawn", remember = nil }, [6] = { fn = S.blank_despawn_7, label = "Despawn Entity", info = { false, "entity=", true, "entity_id" }, name = "despawn", remember = nil }, [7] = { fn = S.blank_entity_update_8, label = "Entity Update", info = { false, "count=", true, "count" }, name = "entity_update", remember = nil }, [8] = { fn = S.blank_correction_9, label = "Player Correction", info = { false, "offending seq=", true, "offending_seq" }, name = "correction", remember = nil }, [9] = { fn = S.blank_chunk_begin_10, label = "Chunk Begin", info = { false, "tid=", true, "transmission_id", false, " size=", true, "data_size" }, name = "chunk_begin", remember = "transmission_id" }, [10] = { fn = S.blank_chunk_data_11, label = "Chunk Data", info = { false, "tid=", true, "transmission_id", false, " offset=", true, "offset", false, " size=", true, "size" }, name = "chunk_data", remember = nil }, [11] = { fn = S.blank_block_update_12, label = "Block Update", info = { false, "count=", true, "count" }, name = "block_update", remember = nil }, [12] = { fn = S.blank_message_13, label = "Message", info = { false, "\"", true, "text", false, "\"" }, name = "message", remember = nil } }
-PACKETS["2015"] = { [0] = { fn = S.blank_ping_14, label = "Ping", info = nil, name = "ping", remember = nil }, [1] = { fn = S.blank_login_15, label = "Login", info = { true, "name" }, name = "login", remember = nil }, [2] = { fn = S.blank_join_16, label = "Join", info = { false, "entity=", true, "entity_id", false, " world=", true, "world_name" }, name = "join", remember = nil }, [3] = { fn = S.blank_part_17, label = "Part", info = nil, name = "part", remember = nil }, [4] = { fn = S.blank_player_update_18, label = "Player Update", info = nil, name = "player_update", remember = nil }, [5] = { fn = S.blank_spawn_19, label = "Spawn Entity", info = { false, "entity=", true, "entity_id", false, " skeleton=", true, "skeleton_id", false, " ", true, "name" }, name = "spawn", remember = nil }, [6] = { fn = S.blank_despawn_20, label = "Despawn Entity", info = { false, "entity=", true, "entity_id" }, name = "despawn", remember = nil }, [7] = { fn = S.blank_entity_update_21, label = "Entity Update", info = { false, "count=", true, "count" }, name = "entity_update", remember = nil }, [8] = { fn = S.blank_correction_22, label = "Player Correction", info = { false, "offending seq=", true, "offending_seq" }, name = "correction", remember = nil } }
+PACKETS["2015"] = { [0] = { fn = S.blank_ping_1, label = "Ping", info = nil, name = "ping", remember = nil }, [1] = { fn = S.blank_login_2, label = "Login", info = { true, "name" }, name = "login", remember = nil }, [2] = { fn = S.blank_join_14, label = "Join", info = { false, "entity=", true, "entity_id", false, " world=", true, "world_name" }, name = "join", remember = nil }, [3] = { fn = S.blank_part_4, label = "Part", info = nil, name = "part", remember = nil }, [4] = { fn = S.blank_player_update_15, label = "Player Update", info = nil, name = "player_update", remember = nil }, [5] = { fn = S.blank_spawn_16, label = "Spawn Entity", info = { false, "entity=", true, "entity_id", false, " skeleton=", true, "skeleton_id", false, " ", true, "name" }, name = "spawn", remember = nil }, [6] = { fn = S.blank_despawn_7, label = "Despawn Entity", info = { false, "entity=", true, "entity_id" }, name = "despawn", remember = nil }, [7] = { fn = S.blank_entity_update_17, label = "Entity Update", info = { false, "count=", true, "count" }, name = "entity_update", remember = nil }, [8] = { fn = S.blank_correction_18, label = "Player Correction", info = { false, "offending seq=", true, "offending_seq" }, name = "correction", remember = nil } }
 local HEADER_INFO = { false, "seq=", true, "seq", false, " ack=", true, "ack" }
 local function dissect_blank(tvb, pinfo, tree)
   pinfo.cols.protocol:set("blank")

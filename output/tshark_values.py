@@ -14,7 +14,7 @@ import struct
 import unicodedata
 
 from ..engine.strings import wire_string
-from ..engine.tree import GROUP_NAMES, INTEGER_TYPES, MALFORMED, SEVERITY_NAMES, ExpertInfo, FieldInfo
+from ..engine.tree import bit_picture, GROUP_NAMES, INTEGER_TYPES, MALFORMED, SEVERITY_NAMES, ExpertInfo, FieldInfo
 
 # ---------------------------------------------------------------------------------------------------------------
 # JSON text
@@ -205,14 +205,8 @@ def _mask_bits(mask: int) -> int:
 
 
 def bitline(mask: int, raw: int, width: int) -> str:
-    """Wireshark's dotted bit string: MSB first, '.' outside the mask, a space every 4 bits."""
-    out = []
-    for i in range(width - 1, -1, -1):
-        b = 1 << i
-        out.append(("1" if raw & b else "0") if mask & b else ".")
-        if i and i % 4 == 0:
-            out.append(" ")
-    return "".join(out)
+    """Wireshark's dotted bit string (engine.tree.bit_picture, with tshark_values' argument order)."""
+    return bit_picture(raw, mask, width)
 
 
 def _shift(mask: int) -> int:
