@@ -7,6 +7,7 @@ import math
 import sys
 import zlib
 
+from ..reassembly.offsets import OffsetReassembly, OutOfRange, TooLarge
 from .context import Ctx, Truncated
 from .fields import F32LE, I8, I32LE, Field, Struct
 from .tree import DataSource, Item, bit_picture
@@ -364,31 +365,28 @@ class Chunk(Field):
         if begin is None:
             ctx.expert(item, "reassembly", f"No {self.begin} for transmission {key}")
             return
-        total = begin[self.total]
         transfer = state.get(key)
-        if transfer is None or transfer["begin"] is not begin:
-            transfer = state[key] = {"begin": begin, "pieces": [], "done": 0}
-        if transfer["done"]:
-            item.add(Item(self.r_in, transfer["done"], item.offset, 0, None, True))
+        if transfer is None or transfer[0] is not begin:       # a new Chunk Begin restarts the transfer
+            try:
+                transfer = state[key] = (begin, OffsetReassembly(begin[self.total], CHUNK_LIMIT))
+            except TooLarge as exc:
+                ctx.expert(item, "reassembly", str(exc))
+                return
+        message = transfer[1]
+        if message.done:
+            item.add(Item(self.r_in, message.done, item.offset, 0, None, True))
             return
-        if total > CHUNK_LIMIT:
-            ctx.expert(item, "reassembly", f"Transfer of {total} bytes exceeds the limit of {CHUNK_LIMIT}")
+        try:
+            whole = message.add(at, piece, ctx.frame)
+        except OutOfRange as exc:
+            ctx.expert(item, "reassembly", str(exc))
             return
-        if at + len(piece) > total:
-            ctx.expert(item, "reassembly", f"Block {at}+{len(piece)} lies beyond the transfer size {total}")
-            return
-        transfer["pieces"].append((at, piece, ctx.frame))
-        if _covered(transfer["pieces"]) < total:
-            return
-        transfer["done"] = ctx.frame
-        buf = bytearray(total)
-        for offset, data, _ in reversed(transfer["pieces"]):   # reversed: the first copy wins
-            buf[offset:offset + len(data)] = data
-        self.show(ctx, item, bytes(buf), transfer["pieces"], begin)
+        if whole is not None:
+            self.show(ctx, item, whole, message.frames(), begin)
 
-    def show(self, ctx, item, buf, pieces, begin):
+    def show(self, ctx, item, buf, frames, begin):
         node = item.add(Item(self.r_info, None, item.offset, 0, "Reassembled chunk", True))
-        for frame in sorted({p[2] for p in pieces}):
+        for frame in frames:
             node.add(Item(self.r_frame, frame, item.offset, 0, None, True))
         node.add(Item(self.r_size, len(buf), item.offset, 0, None, True))
         ctx.sources.append(DataSource("Reassembled chunk", buf))
@@ -414,17 +412,6 @@ class Chunk(Field):
         yield from (self.info, self.r_info, self.r_frame, self.r_size, self.r_inflated, self.r_in)
         if self.content:
             yield from self.content.infos()
-
-
-def _covered(pieces) -> int:
-    """Bytes covered by the union of (offset, data) pieces."""
-    total, end = 0, 0
-    for offset, data, _ in sorted(pieces, key=lambda p: p[0]):
-        stop = offset + len(data)
-        if stop > end:
-            total += stop - max(offset, end)
-            end = stop
-    return total
 
 
 def _inflate(data: bytes, limit: int) -> bytes | None:

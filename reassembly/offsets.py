@@ -1,0 +1,50 @@
+"""Reassembly of a message sent in pieces placed at byte offsets (blank's chunk transfers; later ENet fragments
+and Iceball file blocks): pieces in any order, duplicates and overlaps resolved as Wireshark does (the first
+copy of a byte wins), complete when every byte of the announced total has arrived. Bounded: a total above the
+limit is refused before anything is stored. Its Lua twin is rt.chunk_piece in lua/runtime.lua."""
+from __future__ import annotations
+
+
+class TooLarge(ValueError):
+    pass
+
+
+class OutOfRange(ValueError):
+    pass
+
+
+class OffsetReassembly:
+    __slots__ = ("total", "pieces", "done")
+
+    def __init__(self, total: int, limit: int):
+        if total > limit:
+            raise TooLarge(f"Transfer of {total} bytes exceeds the limit of {limit}")
+        self.total = total
+        self.pieces: list[tuple[int, bytes, int]] = []   # (offset, data, frame), in arrival order
+        self.done = 0                                      # the frame that completed it, once complete
+
+    def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
+        """Place a piece; the whole message when this piece completes it, else None."""
+        if offset + len(data) > self.total:
+            raise OutOfRange(f"Block {offset}+{len(data)} lies beyond the transfer size {self.total}")
+        self.pieces.append((offset, data, frame))
+        if self.covered() < self.total:
+            return None
+        self.done = frame
+        buf = bytearray(self.total)
+        for at, piece, _ in reversed(self.pieces):       # reversed: the first copy of a byte wins
+            buf[at:at + len(piece)] = piece
+        return bytes(buf)
+
+    def covered(self) -> int:
+        """Bytes covered by the union of the pieces."""
+        total = end = 0
+        for at, piece, _ in sorted(self.pieces, key=lambda p: p[0]):
+            stop = at + len(piece)
+            if stop > end:
+                total += stop - max(at, end)
+                end = stop
+        return total
+
+    def frames(self) -> list[int]:
+        return sorted({frame for _, _, frame in self.pieces})
