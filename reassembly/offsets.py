@@ -24,7 +24,10 @@ class OffsetReassembly:
         self.done = 0                                      # the frame that completed it, once complete
 
     def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
-        """Place a piece; the whole message when this piece completes it, else None."""
+        """Place a piece; the whole message when this piece completes it, else None (also for a late copy
+        after completion: the message stays shown in the frame that completed it)."""
+        if self.done:
+            return None
         if offset + len(data) > self.total:
             raise OutOfRange(f"Block {offset}+{len(data)} lies beyond the transfer size {self.total}")
         self.pieces.append((offset, data, frame))
