@@ -6,6 +6,7 @@ import sys
 import click
 
 from .. import __version__
+from .check_cmd import check
 from .lua_cmd import lua
 from .fields_cmd import fields
 from .read_cmd import read
@@ -33,12 +34,14 @@ def cli():
       protodump -o blank.revision:2015 old-session.pcap
       protodump fields blank
       protodump lua install
+      protodump check captures/                # CI: compare with the golden outputs
     """
 
 
 cli.add_command(read)
 cli.add_command(lua)
 cli.add_command(fields)
+cli.add_command(check)
 
 
 def main() -> None:

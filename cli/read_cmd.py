@@ -6,11 +6,15 @@ import sys
 import click
 
 from ..capture.files import CaptureError, open_capture
-from ..session import packets
 from ..dissectors import PROTOCOLS
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
 from ..output.json_out import JsonWriter
+from ..output import fields_out
+from . import capture_opts
+from . import filter_cli
+from ..analysis import stats
+from ..output import stats_out
 
 
 def parse_decode_as(values) -> dict:
@@ -46,13 +50,29 @@ def parse_prefs(values) -> dict:
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
 @click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
-@click.option("-T", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="Output format.")
+@click.option("-Y", "display_filter", metavar="FILTER",
+              help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
+@click.option("-T", "output_format", type=click.Choice(["text", "json", "fields"]), default="text",
+              show_default=True, help="Output format.")
+@click.option("-e", "fields_e", multiple=True, metavar="FIELD", help="With -T fields: a field to print (repeat).")
+@click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
+              help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
 @click.option("-O", "only", help="Detail only these protocols (comma separated), like tshark -O.")
 @click.option("-d", "decode_as", multiple=True, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
 @click.option("-o", "prefs", multiple=True, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
-@click.option("-q", "quiet", is_flag=True, help="Print no packets (useful to check a capture reads cleanly).")
-def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet):
+@click.option("-q", "quiet", is_flag=True, help="Print no packets (useful to check a capture reads cleanly); "
+              "with -z, print only the statistics.")
+@click.option("-z", "zstats", multiple=True, metavar="STATISTIC",
+              help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp | "
+                   "endpoints,eth|ip|ipv6|udp|tcp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
+                   "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
+                   "follow,blank,MODE,N (each blank message of UDP stream N: its summary and the reassembled "
+                   "and inflated chunk buffers).")
+@click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
+@capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
+def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
+         fields_opts, zstats=(), stats_format="text", display_filter=None):
     """Decode a capture file.
 
     \b
@@ -61,10 +81,19 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
       protodump -V -x -c 1 captures/blank-server-session.pcap
       protodump -T json captures/blank-server-session.pcap
       protodump -O blank -r capture.pcap
+      protodump -T fields -e frame.number -e blank.seq -E header=y capture.pcap
+      protodump -D                                        # interfaces for -i
+      protodump -i lo -f "udp port 12354" -a duration:60  # live, decoded as packets arrive
+      protodump -i lo -c 100 -w session.pcapng            # capture to a file (add -P to print too)
     """
     path = read_file or file
-    if not path:
-        raise click.UsageError("no capture file: give FILE or -r FILE")
+    source = capture_opts.current()
+    source.check(path)
+    if not path and source.interface is None:
+        raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
+    quiet = quiet or source.quiet
+    taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
     try:
         dispatcher = Dispatcher(PROTOCOLS, settings)
@@ -74,23 +103,36 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     only_set = set(only.split(",")) if only else None
     detail = verbose or only_set is not None
     writer = JsonWriter(out) if output_format == "json" else None
+    if output_format == "fields" or fields_e:
+        if output_format != "fields":
+            raise click.UsageError("-e needs -T fields")
+        try:
+            writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     first_ns, n = None, 0
     try:
-        open_capture(path).close()       # a missing or non-capture file: one clear line, before any output
+        if source.interface is None:
+            open_capture(path).close()   # a missing or non-capture file: one clear line, before any output
     except (CaptureError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     capture_path = path
     try:
-        for packet in packets(capture_path, dispatcher=dispatcher):
+        for packet in source.packets(capture_path, dispatcher):     # a file, or live frames with -i
             frame = packet.frame
             if first_ns is None:
                 first_ns = frame.ts_ns
             n += 1
-            if not quiet:
+            for tap in taps:
+                tap.add(packet)
+            shown = shows is None or shows(packet)
+            if shown and not quiet:
                 if writer is not None:
                     writer.write(packet)
                 else:
                     emit_text(out, packet, first_ns, detail, hexdump, only_set)
+            if shown:
+                source.passed(packet, out)    # -w; live: flush now
             if count and n >= count:
                 break
     except CaptureError as exc:
@@ -98,9 +140,21 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             writer.close()
         out.flush()
         click.echo(f"protodump: {path}: {exc} after {n} packets", err=True)
+        stats_out.write([t.result() for t in taps], out, stats_format)
         sys.exit(1)
+    finally:
+        source.finish()                   # closes -w; live: "N packets captured"
     if writer is not None:
         writer.close()
+    stats_out.write([t.result() for t in taps], out, stats_format)
+
+
+def stats_taps(args) -> list:
+    """The -z taps; a bad argument is one line and exit code 2."""
+    try:
+        return stats.make_taps(args)
+    except stats.StatsError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 _CONSOLES: dict = {}

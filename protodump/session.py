@@ -5,10 +5,10 @@ capture input (capture/) → standard layers → game dissectors (engine.dispatc
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from .capture.decode import decode
-from .capture.files import open_capture
+from .capture.files import RawFrame, open_capture
 from .dissectors import PROTOCOLS
 from .engine.dispatch import Dispatcher, Packet, Settings
 
@@ -18,16 +18,25 @@ def packets(path, settings: Settings | None = None, dispatcher: Dispatcher | Non
     frame that could be read when the file is truncated or corrupt."""
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
     capture = open_capture(path)
+    try:
+        yield from packets_from_frames(capture, dispatcher=dispatcher)
+    finally:
+        capture.close()
+
+
+def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = None,
+                        dispatcher: Dispatcher | None = None) -> Iterator[Packet]:
+    """Dissect RawFrames from any source (a file, a live capture: capture/live.py), in order."""
+    dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
     # Packet trees and conversation state hold no reference cycles, but the shared-subtree memos keep many objects
     # alive, which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for frame in capture:
+        for frame in frames:
             if frame.number % 50_000 == 0:
                 gc.collect()
             yield dispatcher.dissect(frame, decode(frame))
     finally:
         if was_enabled:
             gc.enable()
-        capture.close()

@@ -1,0 +1,248 @@
+"""Display filters (tshark -Y), Wireshark 4.0 syntax, compiled once into a tree of closures over Packet.index().
+
+    >>> from protodump.analysis.filter import compile_filter
+    >>> f = compile_filter('blank.type == "Login" && blank.login.name matches "^py"')
+    >>> f.text
+    'blank.type == "Login" && blank.login.name matches "^py"'
+
+`f(packet)` / `f.match(packet)` says whether a packet matches. Semantics are tshark's: a test on a field with
+several occurrences holds if any occurrence satisfies it; `!=` is "all not equal" (`~=` is "any not equal");
+a test on an absent field is false; `matches` is a case-insensitive regular expression (`(?-i)` to turn that off).
+A bad filter raises FilterError(message, position).
+"""
+from __future__ import annotations
+
+import re
+
+from .filter_fields import ALIASES, EXPERT_FIELDS, Spec, is_field, registry
+from .filter_lex import FilterError
+from .filter_parse import Field, Literal, parse
+from .filter_values import converter, item_bytes, literal, raw_bytes, slicer, type_name
+
+__all__ = ["FilterError", "DisplayFilter", "compile_filter"]
+
+# Comparison families: kinds whose values compare with each other (field against field)
+FAMILY = {"int": "int", "bool": "bool", "float": "float", "string": "string", "bytes": "bytes",
+          "protocol": "bytes", "ipv4": "ipv4", "ipv6": "ipv6", "ether": "ether", "none": "none"}
+
+
+class DisplayFilter:
+    """A compiled display filter: call it (or .match) with a Packet."""
+
+    def __init__(self, text: str, test):
+        self.text, self._test = text, test
+
+    def match(self, packet) -> bool:
+        return bool(self._test(packet, packet.index()))
+
+    __call__ = match
+
+    def __repr__(self) -> str:
+        return f"DisplayFilter({self.text!r})"
+
+
+def compile_filter(text: str) -> DisplayFilter:
+    """Parse and type-check a display filter; raises FilterError (with .position) when it is bad."""
+    return DisplayFilter(text, _compile(parse(text, is_field)))
+
+
+compile = compile_filter     # noqa: A001 - the name analysis.stats_filter's bridge calls
+
+
+# -- nodes
+
+def _compile(node):
+    tag = node[0]
+    if tag in ("and", "or"):
+        a, b = _compile(node[1]), _compile(node[2])
+        if tag == "and":
+            return lambda p, ix: a(p, ix) and b(p, ix)
+        return lambda p, ix: a(p, ix) or b(p, ix)
+    if tag == "not":
+        a = _compile(node[1])
+        return lambda p, ix: not a(p, ix)
+    if tag == "exists":
+        get = _getter(node[1])[0]
+        return lambda p, ix: bool(get(p, ix))
+    if tag == "cmp":
+        return _comparison(*node[1:])
+    if tag == "contains":
+        return _contains(*node[1:])
+    if tag == "matches":
+        return _matches(*node[1:])
+    if tag == "in":
+        return _membership(*node[1:])
+    raise AssertionError(tag)
+
+
+def _getter(ref: Field):
+    """(packet, index) -> the comparable values of a field's occurrences; and the kind of those values."""
+    spec = registry()[ref.name]
+    kind = spec.kind
+    if ref.name in ALIASES:
+        sources = ALIASES[ref.name]
+        items = lambda p, ix: [it for s in sources for it in ix.get(s, ())]   # noqa: E731
+    elif ref.name in EXPERT_FIELDS:
+        attr = ref.name.rsplit(".", 1)[1]
+        items = lambda p, ix: [getattr(it.expert_info, attr) for it in ix.get("_ws.expert", ())]   # noqa: E731
+    else:
+        name = ref.name
+        items = lambda p, ix: ix.get(name, ())   # noqa: E731
+    if ref.name in EXPERT_FIELDS:
+        value = None                     # already plain values
+    elif kind == "protocol":
+        value = "protocol"
+    else:
+        value = "item"
+
+    def values_of(p, ix):
+        if value is None:
+            return items(p, ix)
+        if value == "protocol":
+            return [item_bytes(p, it) for it in items(p, ix)]
+        return [it.value for it in items(p, ix) if it.value is not None or kind == "none"]
+
+    if ref.ranges is not None:
+        to_bytes = (lambda v: v) if kind == "protocol" else raw_bytes(kind)
+        if to_bytes is None:
+            raise FilterError(f'"{ref.name}" is a {type_name(spec)} and cannot be sliced into a sequence of bytes.',
+                              ref.pos, len(ref.name))
+        cut = slicer(ref.ranges)
+
+        def sliced(p, ix):
+            out = []
+            for v in values_of(p, ix):
+                s = cut(to_bytes(v))
+                if s is not None:
+                    out.append(s)
+            return out
+        return sliced, "bytes", Spec(ref.name, "bytes", None, "bytes")
+    conv = converter(kind)
+    if conv is None or kind == "protocol":
+        return values_of, kind, spec
+    return (lambda p, ix: [conv(v) for v in values_of(p, ix)]), kind, spec
+
+
+def _operand(value, spec: Spec, name: str):
+    """The right side: a getter for a field, or a constant list for a literal converted to the left's type."""
+    if isinstance(value, Field):
+        return _getter(value)
+    const = [literal(value, spec, name)]
+    return (lambda p, ix: const), spec.kind, spec
+
+
+def _order(family: str):
+    """eq(a, b), lt(a, b) for values of this family; b may be an address literal (network, mask)."""
+    if family in ("ipv4", "ipv6"):
+        def eq(a, b):
+            return (a & b[1]) == b[0] if b.__class__ is tuple else a == b
+
+        def lt(a, b):
+            return a < (b[0] if b.__class__ is tuple else b)
+
+        def gt(a, b):
+            return a > (b[0] if b.__class__ is tuple else b)
+        return eq, lt, gt
+    if family in ("bytes", "ether"):
+        # Wireshark orders byte strings by length first, then bytes
+        return (lambda a, b: a == b, lambda a, b: (len(a), a) < (len(b), b), lambda a, b: (len(a), a) > (len(b), b))
+    return (lambda a, b: a == b, lambda a, b: a < b, lambda a, b: a > b)
+
+
+def _check_types(left: Field, lkind: str, lspec: Spec, right, rkind: str, rspec: Spec, op_text: str, op_tok):
+    if FAMILY[lkind] == "none":
+        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in {op_text} comparison.",
+                          left.pos, left.length)
+    if isinstance(right, Field) and FAMILY[lkind] != FAMILY[rkind]:
+        raise FilterError(f"{left.name} and {right.name} are not of compatible types.", right.pos, right.length)
+
+
+def _comparison(op: str, left: Field, right, op_tok):
+    lget, lkind, lspec = _getter(left)
+    if lkind == "none":
+        _check_types(left, lkind, lspec, right, lkind, lspec, op, op_tok)
+    rget, rkind, _ = _operand(right, lspec, left.name)
+    _check_types(left, lkind, lspec, right, rkind, _, op, op_tok)
+    if op == "&":
+        if lkind not in ("int", "bool"):
+            raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in bitwise and.",
+                              left.pos, left.length)
+        return lambda p, ix: any(a & b for b in rget(p, ix) for a in lget(p, ix))
+    eq, lt, gt = _order(FAMILY[lkind])
+    if op == "==":
+        return lambda p, ix: any(eq(a, b) for b in rget(p, ix) for a in lget(p, ix))
+    if op == "!=":       # all not equal: false when either side is absent, as tshark 4.0
+        def all_ne(p, ix):
+            a_values, b_values = lget(p, ix), rget(p, ix)
+            return bool(a_values and b_values) and not any(eq(a, b) for b in b_values for a in a_values)
+        return all_ne
+    if op == "~=":
+        return lambda p, ix: any(not eq(a, b) for b in rget(p, ix) for a in lget(p, ix))
+    test = {"<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b), ">=": lambda a, b: gt(a, b) or eq(a, b)}[op]
+    return lambda p, ix: any(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
+
+
+def _contains(left: Field, right, op_tok):
+    lget, lkind, lspec = _getter(left)
+    if lkind not in ("string", "bytes", "protocol"):
+        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'contains' comparison.",
+                          left.pos, left.length)
+    rget, rkind, rspec = _operand(right, lspec, left.name)
+    _check_types(left, lkind, lspec, right, rkind, rspec, "contains", op_tok)
+    return lambda p, ix: any(b in a for b in rget(p, ix) for a in lget(p, ix))
+
+
+def _matches(left: Field, right, op_tok):
+    lget, lkind, lspec = _getter(left)
+    if lkind not in ("string", "bytes", "protocol"):
+        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'matches' comparison.",
+                          left.pos, left.length)
+    if not isinstance(right, Literal):
+        raise FilterError(f'Right side of "matches" expression must be a string, not {right.name}.',
+                          right.pos, right.length)
+    pattern, flags = right.text, re.IGNORECASE       # Wireshark 4.0 compiles with PCRE2_CASELESS
+    if pattern.startswith("(?-i)"):
+        pattern, flags = pattern[5:], 0
+    try:
+        regex = re.compile(pattern, flags)
+    except re.error as exc:
+        raise FilterError(f"Invalid regular expression: {exc}.", right.pos, right.length) from None
+    search = regex.search
+    if lkind == "string":
+        return lambda p, ix: any(search(a) for a in lget(p, ix))
+    # bytes are matched as Latin-1 text (one character per byte)
+    return lambda p, ix: any(search(a.decode("latin-1")) for a in lget(p, ix))
+
+
+def _membership(left: Field, elements, op_tok):
+    lget, lkind, lspec = _getter(left)
+    if lkind in ("none",):
+        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'in' comparison.",
+                          left.pos, left.length)
+    eq, lt, gt = _order(FAMILY[lkind])
+    tests = []
+    for low, high in elements:
+        lo = _operand(low, lspec, left.name)
+        _check_types(left, lkind, lspec, low, lo[1], lo[2], "in", op_tok)
+        if high is None:
+            tests.append((lo[0], None))
+        else:
+            hi = _operand(high, lspec, left.name)
+            _check_types(left, lkind, lspec, high, hi[1], hi[2], "in", op_tok)
+            tests.append((lo[0], hi[0]))
+
+    def member(p, ix):
+        values = lget(p, ix)
+        if not values:
+            return False
+        for lo_get, hi_get in tests:
+            for b in lo_get(p, ix):
+                if hi_get is None:
+                    if any(eq(a, b) for a in values):
+                        return True
+                else:
+                    for c in hi_get(p, ix):
+                        if any(not lt(a, b) and not gt(a, c) for a in values):
+                            return True
+        return False
+    return member

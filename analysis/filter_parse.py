@@ -1,0 +1,179 @@
+"""The display-filter parser: recursive descent over filter_lex tokens into a small tree of tuples.
+
+Grammar (Wireshark 4.0; `and` binds tighter than `or`, as in tshark):
+    expr    := and ( ("or" | "||") and )*
+    and     := unary ( ("and" | "&&") unary )*
+    unary   := ("not" | "!") unary | "(" expr ")" | test
+    test    := field [ relop value | "&" value | "contains" value | "matches" value | "in" set ]
+    value   := field | WORD | STRING | CHAR
+    set     := "{" element ( "," element )* "}"        element := value [ ".." value ]
+    field   := WORD [ SLICE ]                             (a WORD naming a known field or protocol)
+Nodes: ("or", a, b) ("and", a, b) ("not", a) ("exists", Field) ("cmp", op, Field, value, op_token)
+("contains"|"matches", Field, value, op_token) ("in", Field, [(value, value|None)], op_token).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .filter_lex import FilterError, Token, tokenize
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    ranges: tuple | None      # a slice: see filter_lex._range
+    pos: int
+    length: int
+
+
+@dataclass(frozen=True)
+class Literal:
+    text: str
+    kind: str                 # WORD (unparsed), STRING, CHAR
+    pos: int
+    length: int
+
+
+class Parser:
+    def __init__(self, text: str, is_field):
+        self.text, self.is_field = text, is_field
+        self.tokens = tokenize(text)
+        self.i = 0
+
+    def parse(self):
+        if self.peek().kind == "EOF":
+            raise FilterError("Empty filter expression.", 0)
+        node = self.expr()
+        tok = self.peek()
+        if tok.kind != "EOF":
+            raise self.unexpected(tok)
+        return node
+
+    # -- token helpers
+    def peek(self) -> Token:
+        return self.tokens[self.i]
+
+    def next(self) -> Token:
+        tok = self.tokens[self.i]
+        self.i += 1
+        return tok
+
+    def unexpected(self, tok: Token) -> FilterError:
+        if tok.kind == "EOF":
+            return FilterError("Unexpected end of filter expression.", tok.pos)
+        shown = f'"{tok.text}"' if tok.kind == "STRING" else self.text[tok.pos:tok.pos + tok.length]
+        return FilterError(f'"{shown}" was unexpected in this context.' if tok.kind != "STRING"
+                           else f"{shown} was unexpected in this context.", tok.pos, tok.length)
+
+    # -- grammar
+    def expr(self):
+        node = self.conj()
+        while self.peek().kind == "OR":
+            self.next()
+            node = ("or", node, self.conj())
+        return node
+
+    def conj(self):
+        node = self.unary()
+        while self.peek().kind == "AND":
+            self.next()
+            node = ("and", node, self.unary())
+        return node
+
+    def unary(self):
+        tok = self.peek()
+        if tok.kind == "NOT":
+            self.next()
+            return ("not", self.unary())
+        if tok.kind == "(":
+            self.next()
+            node = self.expr()
+            close = self.peek()
+            if close.kind != ")":
+                raise (FilterError('Missing closing parenthesis.', tok.pos) if close.kind == "EOF"
+                       else self.unexpected(close))
+            self.next()
+            return node
+        return self.test()
+
+    def test(self):
+        tok = self.peek()
+        field = self.field(tok)
+        op = self.peek()
+        if op.kind == "OP":
+            self.next()
+            return ("cmp", op.text, field, self.value(), op)
+        if op.kind in ("CONTAINS", "MATCHES"):
+            self.next()
+            return (op.kind.lower(), field, self.value(), op)
+        if op.kind == "IN":
+            self.next()
+            return ("in", field, self.set(), op)
+        return ("exists", field)
+
+    def field(self, tok: Token) -> Field:
+        """A field at the left of a test: it must name a known field or protocol."""
+        if tok.kind != "WORD":
+            if tok.kind in ("STRING", "CHAR") and self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN"):
+                raise self.left_side(tok)
+            raise self.unexpected(tok)
+        if not self.is_field(tok.text):
+            if self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN") and not _name_like(tok.text):
+                raise self.left_side(tok)
+            raise FilterError(f"{tok.text} is neither a field nor a protocol name.", tok.pos, tok.length)
+        self.next()
+        return self.sliced(tok)
+
+    def left_side(self, tok: Token) -> FilterError:
+        op = self.tokens[self.i + 1]
+        return FilterError(f'Left side of "{self.text[op.pos:op.pos + op.length]}" expression must be a field, '
+                           f"not {self.text[tok.pos:tok.pos + tok.length]}.", tok.pos, tok.length)
+
+    def sliced(self, tok: Token) -> Field:
+        ranges = None
+        length = tok.length
+        if self.peek().kind == "SLICE":
+            s = self.next()
+            ranges, length = s.ranges, s.pos + s.length - tok.pos
+        return Field(tok.text, ranges, tok.pos, length)
+
+    def value(self):
+        """The right side of a test: a field when the word names one (tshark's rule), else a literal."""
+        tok = self.next()
+        if tok.kind == "WORD":
+            if self.is_field(tok.text):
+                return self.sliced(tok)
+            if self.peek().kind == "SLICE":
+                raise FilterError(f"{tok.text} is neither a field nor a protocol name.", tok.pos, tok.length)
+            return Literal(tok.text, "WORD", tok.pos, tok.length)
+        if tok.kind in ("STRING", "CHAR"):
+            return Literal(tok.text, tok.kind, tok.pos, tok.length)
+        raise self.unexpected(tok)
+
+    def set(self) -> list:
+        tok = self.next()
+        if tok.kind != "{":
+            raise self.unexpected(tok)
+        elements = []
+        while True:
+            low = self.value()
+            high = None
+            if self.peek().kind == "..":
+                self.next()
+                high = self.value()
+            elements.append((low, high))
+            tok = self.next()
+            if tok.kind == "}":
+                return elements
+            if tok.kind != ",":
+                raise self.unexpected(tok)
+
+
+def _name_like(word: str) -> bool:
+    """A word that could only be a (misspelt) field name, not a number, address or byte string."""
+    return (word[0].isalpha() or word[0] == "_") and ":" not in word and "/" not in word \
+        and not all(c in "0123456789abcdefABCDEF.-" for c in word)
+
+
+def parse(text: str, is_field):
+    return Parser(text, is_field).parse()

@@ -1,0 +1,25 @@
+"""Statistics (-z): every tap module registers itself here; `make_taps` turns -z arguments into taps.
+
+One module per idea: stats_base (the tap interface and registry), stats_phs (io,phs), stats_conv (conv,
+endpoints), stats_io (io,stat), stats_expert (expert), stats_blank (blank,types / blank,seq), follow (follow,*).
+"""
+from __future__ import annotations
+
+from . import follow, stats_blank, stats_conv, stats_expert, stats_io, stats_phs  # noqa: F401 - registration
+from .stats_base import TAPS, StatsError, Tap, make_tap
+
+__all__ = ["TAPS", "StatsError", "Tap", "make_tap", "make_taps", "run"]
+
+
+def make_taps(args) -> list[Tap]:
+    """The taps for a list of -z arguments, in order (StatsError for the first bad one)."""
+    return [make_tap(arg) for arg in args]
+
+
+def run(packets, args) -> list[dict]:
+    """Feed packets to the taps of `args`; their results (the Python API's way to get statistics)."""
+    taps = make_taps(args)
+    for packet in packets:
+        for tap in taps:
+            tap.add(packet)
+    return [tap.result() for tap in taps]

@@ -1,0 +1,69 @@
+"""-z expert: expert infos counted by severity, then by (group, protocol, message), as tshark -z expert.
+
+Standard-layer problems come from the decode (Decoded.problems); game-layer ones from the game tree, so the
+standard layers' trees are never built for this statistic.
+"""
+from __future__ import annotations
+
+from ..engine.tree import COMMENT, CHAT, ERROR, GROUP_NAMES, NOTE, WARN
+from .stats_base import Tap, register
+from .stats_phs import compile_optional
+
+# tshark's section order and titles
+SECTIONS = ((ERROR, "Errors"), (WARN, "Warns"), (NOTE, "Notes"), (CHAT, "Chats"), (COMMENT, "Comments"))
+# The Protocol column is the protocol's short name: a Lua plugin's is its name upper-cased ("BLANK")
+SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": "ETH", "frame": "Frame",
+               "sll": "SLL", "vlan": "VLAN"}
+
+
+def short_name(proto: str) -> str:
+    return SHORT_NAMES.get(proto, proto.upper())
+
+
+def packet_experts(packet):
+    """(protocol, ExpertInfo) of every expert item of a packet, in tree order."""
+    for proto, info in packet.decoded.problems:
+        yield proto, info
+    if packet.game is not None:
+        for item in packet.game.item.walk():
+            if item.expert_info is not None:
+                yield packet.game.proto, item.expert_info
+
+
+@register
+class Expert(Tap):
+    name = "expert"
+    kind = "expert"
+    usage = "expert[,error|warn|note|chat|comment][,FILTER]"
+
+    LEVELS = {"error": ERROR, "warn": WARN, "note": NOTE, "chat": CHAT, "comment": COMMENT}
+
+    def __init__(self, args):
+        self.min_severity = COMMENT
+        if args and args[0] in self.LEVELS:
+            self.min_severity = self.LEVELS[args[0]]
+            args = args[1:]
+        self.filter = ",".join(args)
+        self.match = compile_optional(self.filter)
+        self.items: dict[int, dict] = {sev: {} for sev, _ in SECTIONS}
+
+    def add(self, packet):
+        if self.match is not None and not self.match(packet):
+            return
+        for proto, info in packet_experts(packet):
+            if info.severity < self.min_severity:
+                continue
+            key = (info.group, proto, info.message)
+            entry = self.items[info.severity].setdefault(key, [0, packet.number])
+            entry[0] += 1
+
+    def result(self):
+        sections = []
+        for sev, title in SECTIONS:
+            entries = [{"frequency": n, "group": GROUP_NAMES.get(group, "Unknown"), "protocol": short_name(proto),
+                        "summary": msg, "first_frame": first}
+                       for (group, proto, msg), (n, first) in self.items[sev].items()]
+            if entries:
+                sections.append({"severity": title, "total": sum(e["frequency"] for e in entries),
+                                 "items": entries})
+        return {"kind": self.kind, "sections": sections}

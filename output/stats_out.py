@@ -1,0 +1,316 @@
+"""Rendering of statistics results (analysis.stats): tshark's plain-text layouts, rich tables on a terminal,
+JSON for machines. The tap results are plain data; only this module knows how they look."""
+from __future__ import annotations
+
+import base64
+import json
+
+EQ80 = "=" * 80
+EQ67 = "=" * 67
+
+
+def format_size(n: int) -> str:
+    """tshark's format_size(..., FORMAT_SIZE_UNIT_BYTES): SI prefixes from 10000 up, integer division."""
+    for div, prefix in ((10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "k")):
+        if n // div >= 10:
+            return f"{n // div} {prefix}B"
+    return f"{n} bytes"
+
+
+# -- plain text, tshark's layouts ---------------------------------------------------------------------
+
+def text_phs(r) -> list[str]:
+    lines = ["", EQ67, "Protocol Hierarchy Statistics", f"Filter: {r['filter']}", ""]
+
+    def walk(nodes, depth):
+        for n in nodes:
+            lines.append(f"{'  ' * depth + n['protocol']:<40} frames:{n['frames']} bytes:{n['bytes']}")
+            walk(n["children"], depth + 1)
+    walk(r["protocols"], 0)
+    lines.append(EQ67)
+    return lines
+
+
+def text_conv(r) -> list[str]:
+    pad = " " * (59 if r["ports"] else 47)
+    lines = [EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
+             pad + "|       <-      | |       ->      | |     Total     |    Relative    |   Duration   |",
+             pad + "| Frames  Bytes | | Frames  Bytes | | Frames  Bytes |      Start     |              |"]
+    w = 26 if r["ports"] else 20
+    for c in r["conversations"]:
+        lines.append(f"{c['a_name']:<{w}} <-> {c['b_name']:<{w}}"
+                     f"  {c['rx_frames']:6d} {format_size(c['rx_bytes']):<9}"
+                     f"  {c['tx_frames']:6d} {format_size(c['tx_bytes']):<9}"
+                     f"  {c['frames']:6d} {format_size(c['bytes']):<9}"
+                     f"  {c['rel_start']:14.9f}   {c['duration']:12.4f}")
+    lines.append(EQ80)
+    return lines
+
+
+def text_endpoints(r) -> list[str]:
+    ports = r["ports"]
+    lines = [EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
+             "                       |  " + ("Port  ||  " if ports else "") +
+             "Packets  | |  Bytes  | | Tx Packets | | Tx Bytes | | Rx Packets | | Rx Bytes |"]
+    for e in r["endpoints"]:
+        port = f"      {e['port']:>5}" if ports else ""     # "%-20s      %5s     %6lu" / "%-20s      %6lu"
+        lines.append(f"{e['address']:<20}{port}{'     ' if ports else '      '}{e['packets']:6d}     {e['bytes']:9d}     {e['tx_packets']:6d}"
+                     f"       {e['tx_bytes']:9d}      {e['rx_packets']:6d}       {e['rx_bytes']:9d}   ")
+    lines.append(EQ80)
+    return lines
+
+
+def text_expert(r) -> list[str]:
+    lines = []
+    for s in r["sections"]:
+        lines += ["", f"{s['severity']} ({s['total']})", "=============",
+                  "   Frequency      Group           Protocol  Summary"]
+        lines += [f"{e['frequency']:12d} {e['group']:>10} {e['protocol']:>18}  {e['summary']}" for e in s["items"]]
+    return lines
+
+
+def _center(label: str, width: int) -> str:
+    """tshark's printcenter(): a label centred in a column of `width` digits plus a space each side."""
+    gap = width - len(label)
+    left = gap // 2 + 1 + (gap % 2)
+    right = gap // 2 + 1
+    return " " * left + label + " " * right + "|"
+
+
+def text_io_stat(r) -> list[str]:
+    prec, rounded = r["precision"], r["rounded_duration_us"]
+    dv = 10 ** (6 - prec)
+    dur_mag = len(str(rounded // 1_000_000))
+
+    def t(us):      # an interval bound, at the table's precision
+        return f"{us // 1_000_000:{dur_mag}d}" + (f".{us % 1_000_000 // dv:0{prec}d}" if prec else "")
+    invl_col_w = max((2 * dur_mag + 8) if prec == 0 else (2 * dur_mag + 2 * prec + 10), 12)
+    widths = []
+    for j in range(len(r["filters"])):
+        fr = max(6, max((len(str(row["columns"][j]["frames"])) for row in r["rows"]), default=1))
+        val = max(5, max((len(str(row["columns"][j]["bytes"])) for row in r["rows"]), default=1))
+        widths.append((fr, val))
+    tabrow_w = invl_col_w + sum(fr + val + 6 for fr, val in widths)
+    invl_mag = len(str(r["interval_us"] // 1_000_000))
+    if r["whole_capture"]:
+        borderlen = 30 + dur_mag + (prec + 1 if prec else 0)
+    else:
+        borderlen = 25 + max(invl_mag, dur_mag) + (prec + 1 if prec else 0)
+    borderlen = max(borderlen, tabrow_w)
+    fltr_w = max(len(f) + 11 if f else 26 for f in r["filters"])
+    if fltr_w > borderlen and borderlen < 102:
+        borderlen = min(fltr_w, 102)
+    if borderlen - tabrow_w == 1:
+        borderlen += 1
+
+    def boxed(text):
+        return f"{text:<{borderlen - 1}}|"
+    iv = r["interval_us"]
+    interval = t(rounded) if r["whole_capture"] else (
+        f"{iv // 1_000_000}" + (f".{iv % 1_000_000 // dv:0{prec}d}" if prec else ""))
+    dur = r["duration_us"]
+    duration = t(rounded).strip() if prec else f"{dur // 1_000_000}.{dur % 1_000_000:06d}"
+    lines = ["", "=" * borderlen, boxed("| IO Statistics"), boxed("|"), boxed(f"| Duration: {duration} secs"),
+             boxed(f"| Interval: {interval.strip()} secs"), boxed("|")]
+    for j, f in enumerate(r["filters"]):
+        lines.append(boxed(("| Col" if j == 0 else "|    ") + f"{j + 1:2d}: " + (f or "Frames and bytes")))
+    lines.append("|" + "-" * (borderlen - 2) + "|")
+    filler = " " * (borderlen - tabrow_w - 1) + "|" if tabrow_w < borderlen else ""
+    head = "|" + " " * (invl_col_w - 2) + "|" + "".join(f"{j + 1:<2}" + " " * (fr + val + 3) + "|"
+                                                          for j, (fr, val) in enumerate(widths))
+    lines.append(head + filler)
+    lines.append(f"{'| Interval':<{invl_col_w - 1}}|" + "".join(_center("Frames", fr) + _center("Bytes", val)
+                                                              for fr, val in widths) + filler)
+    lines.append("|-" + "-" * (tabrow_w - 3) + "|" + filler)
+    for row in r["rows"]:
+        if prec == 0 and row["last"]:
+            cell = f"| {' ' if dur_mag == 1 else ''}{t(row['start_us'])} <> {'Dur':<{max(dur_mag + 1, 3)}}|"
+        elif prec == 0 and dur_mag == 1:
+            cell = f"|  {t(row['start_us'])} <> {t(row['end_us'])}  |"
+        else:
+            cell = f"| {t(row['start_us'])} <> {t(row['end_us'])} |"
+        cols = "".join(f" {c['frames']:{fr}d} | {c['bytes']:{val}d} |" for c, (fr, val) in zip(row["columns"], widths))
+        lines.append(cell + cols + (f"{'|':>{borderlen - tabrow_w}}" if tabrow_w < borderlen else ""))
+    lines.append("=" * borderlen)
+    return lines
+
+
+def text_blank_types(r) -> list[str]:
+    lines = [EQ80, "blank message types (bytes: blank message bytes)"]
+    for c in r["conversations"]:
+        lines += [f"Client {c['client']} <-> server {c['server']}",
+                  f"{'Type':<28} {'C->S packets':>12} {'C->S bytes':>12} {'S->C packets':>12} {'S->C bytes':>12}"]
+        lines += [f"{t['type']:<28} {t['c2s_packets']:12d} {t['c2s_bytes']:12d} {t['s2c_packets']:12d}"
+                  f" {t['s2c_bytes']:12d}" for t in c["types"]]
+    lines.append(EQ80)
+    return lines
+
+
+def text_blank_seq(r) -> list[str]:
+    lines = [EQ80, "blank sequence analysis (from blank.sequence expert infos)",
+             f"{'Source':<22} {'Destination':<22} {'Packets':>8} {'Lost':>8} {'Duplicate':>9} {'Reordered':>9}"]
+    lines += [f"{d['source']:<22} {d['destination']:<22} {d['packets']:8d} {d['lost']:8d} {d['duplicates']:9d}"
+              f" {d['out_of_order']:9d}" for d in r["directions"]]
+    lines.append(EQ80)
+    return lines
+
+
+# -- follow --------------------------------------------------------------------------------------------
+
+def hex_lines(data: bytes, offset: int, prefix: str) -> list[str]:
+    """tshark's follow hex dump: offset (upper-case hex), 16 bytes in two groups, ASCII in two groups."""
+    out = []
+    for i in range(0, len(data), 16):
+        chunk = data[i:i + 16]
+        hexes = " ".join(f"{b:02x}" for b in chunk[:8])
+        if len(chunk) > 8:
+            hexes += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        if len(chunk) > 8:
+            text = text[:8] + " " + text[8:]
+        out.append(f"{prefix}{offset + i:08X}  {hexes:<49} {text}")
+    return out
+
+
+def _ascii(data: bytes) -> str:
+    return "".join(chr(b) if b in (10, 13) or 32 <= b < 127 else "." for b in data)
+
+
+def _yaml_binary(data: bytes, indent: str) -> list[str]:
+    return [indent + line for line in base64.encodebytes(data).decode().splitlines()]
+
+
+def follow_data(mode: str, data: bytes, offset: int, node: int) -> list[str]:
+    tab = "\t" if node else ""
+    if mode == "hex":
+        return hex_lines(data, offset, tab)
+    if mode == "raw":
+        return [tab + data.hex()]
+    return [f"{tab}{len(data)}", _ascii(data)]          # ascii: the length line alone is indented
+
+
+def text_follow(r) -> list[str]:
+    nodes = r["nodes"]
+    if r["mode"] == "yaml":
+        lines = ["peers:"]
+        for i, n in enumerate(nodes):
+            lines += [f"  - peer: {i}", f"    host: {n['host']}", f"    port: {n['port']}"]
+        lines.append("packets:")
+        for rec in r["records"]:
+            lines += [f"  - packet: {rec['frame']}", f"    peer: {rec['node']}",
+                      f"    timestamp: {rec['ts_ns'] // 10**9 + rec['ts_ns'] % 10**9 / 1e9:.9f}"]   # tshark's double
+            if "info" in rec:
+                lines.append(f"    info: {json.dumps(rec['info'])}")
+            lines += ["    data: !!binary |", *_yaml_binary(rec["data"], "      ")]
+            for buf in rec.get("buffers", ()):
+                lines += [f"    {buf['name'].lower().replace(' ', '_')}: !!binary |",
+                          *_yaml_binary(buf["data"], "      ")]
+        return lines
+    lines = ["", EQ67, f"Follow: {r['proto']},{r['mode']}", f"Filter: {r['filter']}"]
+    lines += [f"Node {i}: {n['host']}:{n['port']}" for i, n in enumerate(nodes)]
+    offsets = [0, 0]
+    for rec in r["records"]:
+        node = rec["node"]
+        if "info" in rec:          # follow,blank: the message summary, then the buffers built from it
+            tab = "\t" if node else ""
+            lines.append(f"{tab}Frame {rec['frame']}: {rec['info']}")
+            for buf in rec["buffers"]:
+                lines.append(f"{tab}[{buf['name']}: {len(buf['data'])} bytes]")
+                lines += follow_data(r["mode"], buf["data"], 0, node)
+            continue
+        lines += follow_data(r["mode"], rec["data"], offsets[node], node)
+        offsets[node] += len(rec["data"])
+    lines.append(EQ67)
+    return lines
+
+
+TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert": text_expert,
+        "io_stat": text_io_stat, "blank_types": text_blank_types, "blank_seq": text_blank_seq,
+        "follow": text_follow}
+
+
+def render_text(result: dict) -> str:
+    return "\n".join(TEXT[result["kind"]](result)) + "\n"
+
+
+# -- JSON ---------------------------------------------------------------------------------------------
+
+def _jsonable(o):
+    if isinstance(o, (bytes, bytearray)):
+        return o.hex()
+    raise TypeError(type(o).__name__)
+
+
+def render_json(results: list[dict]) -> str:
+    return json.dumps({"statistics": results}, indent=2, default=_jsonable) + "\n"
+
+
+# -- rich, on a terminal ------------------------------------------------------------------------------
+
+def _rich_table(result):
+    """A rich Table for tabular results (None: keep tshark's text, e.g. follow and io,phs)."""
+    from rich.table import Table
+    kind = result["kind"]
+    if kind == "conv":
+        t = Table(title=f"{result['title']} ({result['filter'] or 'no filter'})")
+        for col in ("A", "B", "Frames B→A", "Bytes B→A", "Frames A→B", "Bytes A→B", "Frames", "Bytes",
+                    "Rel start", "Duration"):
+            t.add_column(col, justify="left" if col in "AB" else "right")
+        for c in result["conversations"]:
+            t.add_row(c["a_name"], c["b_name"], *map(str, (c["rx_frames"], c["rx_bytes"], c["tx_frames"],
+                      c["tx_bytes"], c["frames"], c["bytes"])), f"{c['rel_start']:.9f}", f"{c['duration']:.4f}")
+        return t
+    if kind == "endpoints":
+        t = Table(title=result["title"])
+        keys = ["address"] + (["port"] if result["ports"] else []) + ["packets", "bytes", "tx_packets",
+                                                                       "tx_bytes", "rx_packets", "rx_bytes"]
+        for k in keys:
+            t.add_column(k.replace("_", " ").title(), justify="left" if k == "address" else "right")
+        for e in result["endpoints"]:
+            t.add_row(*(str(e[k]) for k in keys))
+        return t
+    if kind == "expert":
+        t = Table(title="Expert infos")
+        for col in ("Severity", "Frequency", "Group", "Protocol", "Summary"):
+            t.add_column(col, justify="right" if col == "Frequency" else "left")
+        for s in result["sections"]:
+            for e in s["items"]:
+                t.add_row(s["severity"], str(e["frequency"]), e["group"], e["protocol"], e["summary"])
+        return t
+    if kind == "blank_types":
+        t = Table(title="blank message types")
+        for col in ("Conversation", "Type", "C→S packets", "C→S bytes", "S→C packets", "S→C bytes"):
+            t.add_column(col, justify="left" if col in ("Conversation", "Type") else "right")
+        for c in result["conversations"]:
+            for x in c["types"]:
+                t.add_row(f"{c['client']} ↔ {c['server']}", x["type"], str(x["c2s_packets"]), str(x["c2s_bytes"]),
+                          str(x["s2c_packets"]), str(x["s2c_bytes"]))
+        return t
+    if kind == "blank_seq":
+        t = Table(title="blank sequence analysis")
+        for col in ("Source", "Destination", "Packets", "Lost", "Duplicates", "Out of order"):
+            t.add_column(col, justify="left" if col in ("Source", "Destination") else "right")
+        for d in result["directions"]:
+            t.add_row(d["source"], d["destination"], *map(str, (d["packets"], d["lost"], d["duplicates"],
+                                                                d["out_of_order"])))
+        return t
+    return None
+
+
+def write(results: list[dict], out, fmt: str = "text") -> None:
+    """Print statistics results: JSON, rich tables when `out` is a terminal, else tshark's text."""
+    if not results:
+        return
+    if fmt == "json":
+        out.write(render_json(results))
+        return
+    console = None
+    if out.isatty():
+        from rich.console import Console
+        console = Console(file=out, highlight=False)
+    for result in results:
+        table = _rich_table(result) if console is not None else None
+        if table is not None:
+            console.print(table)
+        else:
+            out.write(render_text(result))
