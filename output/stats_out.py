@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from .text import hex_columns
 
 EQ80 = "=" * 80
 EQ67 = "=" * 67
@@ -162,10 +163,7 @@ def hex_lines(data: bytes, offset: int, prefix: str) -> list[str]:
     out = []
     for i in range(0, len(data), 16):
         chunk = data[i:i + 16]
-        hexes = " ".join(f"{b:02x}" for b in chunk[:8])
-        if len(chunk) > 8:
-            hexes += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
-        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        hexes, text = hex_columns(chunk)
         if len(chunk) > 8:
             text = text[:8] + " " + text[8:]
         out.append(f"{prefix}{offset + i:08X}  {hexes:<49} {text}")

@@ -49,14 +49,18 @@ def layer_lines(packet, only: set[str] | None = None):
             yield from tree_lines(child, 1)
 
 
+def hex_columns(chunk: bytes) -> tuple[str, str]:
+    """The hex and ASCII columns of one 16-byte row, as tshark draws them (two groups of eight)."""
+    hexes = " ".join(f"{b:02x}" for b in chunk[:8])
+    if len(chunk) > 8:
+        hexes += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
+    return hexes, "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+
+
 def hexdump(data: bytes) -> list[str]:
     lines = []
     for off in range(0, len(data), 16):
-        chunk = data[off:off + 16]
-        hexes = " ".join(f"{b:02x}" for b in chunk[:8])
-        if len(chunk) > 8:
-            hexes += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
-        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+        hexes, text = hex_columns(data[off:off + 16])
         lines.append(f"{off:04x}  {hexes:<49}  {text}")
     return lines
 
