@@ -15,6 +15,7 @@ from . import capture_opts
 from . import filter_cli
 from ..analysis import stats
 from ..output import stats_out
+from ..output.progress import track
 
 
 def parse_decode_as(values) -> dict:
@@ -118,23 +119,26 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         raise click.ClickException(str(exc)) from None
     capture_path = path
     try:
-        for packet in source.packets(capture_path, dispatcher):     # a file, or live frames with -i
-            frame = packet.frame
-            if first_ns is None:
-                first_ns = frame.ts_ns
-            n += 1
-            for tap in taps:
-                tap.add(packet)
-            shown = shows is None or shows(packet)
-            if shown and not quiet:
-                if writer is not None:
-                    writer.write(packet)
-                else:
-                    emit_text(out, packet, first_ns, detail, hexdump, only_set)
-            if shown:
-                source.passed(packet, out)    # -w; live: flush now
-            if count and n >= count:
-                break
+        # a progress bar (stderr, terminals only, after a moment) when the packets are not what is printed
+        slow = source.interface is None and (quiet or taps or source.write_path is not None)
+        with track(source.packets(capture_path, dispatcher), capture_path if slow else None) as stream:
+            for packet in stream:     # a file, or live frames with -i
+                frame = packet.frame
+                if first_ns is None:
+                    first_ns = frame.ts_ns
+                n += 1
+                for tap in taps:
+                    tap.add(packet)
+                shown = shows is None or shows(packet)
+                if shown and not quiet:
+                    if writer is not None:
+                        writer.write(packet)
+                    else:
+                        emit_text(out, packet, first_ns, detail, hexdump, only_set)
+                if shown:
+                    source.passed(packet, out)    # -w; live: flush now
+                if count and n >= count:
+                    break
     except CaptureError as exc:
         if writer is not None:
             writer.close()
