@@ -494,7 +494,7 @@ class Generator:
             w(f"local conv, dir = rt.conversation({lua_str(p.name)}, pinfo)")
             w(f"local T = tree:add({var}, tvb())")
             w("local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, "
-              "dir = dir, E = E, notes = {} }")
+              "dir = dir, E = E, notes = {}, visited = pinfo.visited }")
             with w.block("local ok, info = pcall(function()", "end)"):
                 w(f"local okh, eh = pcall({header_fn}, c, T)")
                 w("if not okh then")

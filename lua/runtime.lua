@@ -21,6 +21,21 @@ function rt.need(c, size, what, parent)
   end
 end
 
+-- State that depends on the packets before this one (sequence analysis, reassembly, a revision decided from
+-- earlier lengths) is computed on the first pass only and replayed when Wireshark dissects the frame again
+-- (pinfo.visited: every click in the GUI, tshark -2): running it again would see its own earlier effects.
+function rt.once(c, key, fn)
+  local memo = c.conv.memo
+  if not memo then memo = {}; c.conv.memo = memo end
+  local k = key .. "@" .. string.format("%d", c.frame)
+  local kept = memo[k]
+  if kept == nil or not c.visited then
+    kept = table.pack(fn())
+    memo[k] = kept
+  end
+  return table.unpack(kept, 1, kept.n)
+end
+
 function rt.lookup(c, name)
   for i = #c.sc, 1, -1 do
     local v = c.sc[i][name]
@@ -161,6 +176,12 @@ end
 
 -- Sequence analysis per direction: lost (a gap), duplicate (seen before), out of order (behind, not seen).
 function rt.sequence(c, item, seq, bits)
+  local msg = rt.once(c, "seq", function() return rt.sequence_step(c, seq, bits) end)
+  if msg then rt.expert(c, item, "sequence", msg) end
+end
+
+-- The sequence note for this packet (or nil), updating the direction's state.
+function rt.sequence_step(c, seq, bits)
   local modulo = 2 ^ bits
   c.conv.seq = c.conv.seq or {}
   local st = c.conv.seq[c.dir]
@@ -170,22 +191,23 @@ function rt.sequence(c, item, seq, bits)
     local delta = (seq - last) % modulo
     if delta == 0 or (delta >= modulo / 2 and st.seen[seq] ~= nil) then
       local was = st.seen[seq]
-      rt.expert(c, item, "sequence", string.format("Duplicate of seq %d (frame %s)", seq,
-        was and string.format("%d", was) or "?"))
-      return
+      return string.format("Duplicate of seq %d (frame %s)", seq, was and string.format("%d", was) or "?")
     end
+    local msg
     if delta >= modulo / 2 then
-      rt.expert(c, item, "sequence", string.format("Out of order: seq %d after seq %d", seq, last))
+      msg = string.format("Out of order: seq %d after seq %d", seq, last)
     elseif delta > 1 then
-      rt.expert(c, item, "sequence", string.format("%d lost before seq %d", delta - 1, seq))
+      msg = string.format("%d lost before seq %d", delta - 1, seq)
       st.last = seq
     else
       st.last = seq
     end
-  else
-    st.last = seq
+    st.seen[seq] = c.frame
+    return msg
   end
+  st.last = seq
   st.seen[seq] = c.frame
+  return nil
 end
 
 -- Chunk reassembly: pieces by key, first copy of a byte wins; returns the whole buffer when complete.
@@ -208,10 +230,18 @@ local function covered(pieces)
 end
 
 function rt.chunk_piece(c, item, begin_name, key, at, piece, total_field)
+  local res, done, msg = rt.once(c, "chunk", function()
+    return rt.chunk_step(c, begin_name, key, at, piece, total_field)
+  end)
+  if msg then rt.expert(c, item, "reassembly", msg) end
+  return res, done
+end
+
+-- Place one piece: (whole transfer when complete, frame that completed it earlier, problem message).
+function rt.chunk_step(c, begin_name, key, at, piece, total_field)
   local begin = c.conv.remember and c.conv.remember[begin_name] and c.conv.remember[begin_name][key]
   if not begin then
-    rt.expert(c, item, "reassembly", string.format("No %s for transmission %d", begin_name, key))
-    return nil
+    return nil, nil, string.format("No %s for transmission %d", begin_name, key)
   end
   local total = begin[total_field]
   c.conv.transfers = c.conv.transfers or {}
@@ -219,13 +249,10 @@ function rt.chunk_piece(c, item, begin_name, key, at, piece, total_field)
   if not t or t.begin ~= begin then t = { begin = begin, pieces = {}, done = 0 }; c.conv.transfers[key] = t end
   if t.done ~= 0 then return nil, t.done end
   if total > CHUNK_LIMIT then
-    rt.expert(c, item, "reassembly", string.format("Transfer of %d bytes exceeds the limit of %d", total, CHUNK_LIMIT))
-    return nil
+    return nil, nil, string.format("Transfer of %d bytes exceeds the limit of %d", total, CHUNK_LIMIT)
   end
   if at + #piece > total then
-    rt.expert(c, item, "reassembly",
-      string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, total))
-    return nil
+    return nil, nil, string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, total)
   end
   t.pieces[#t.pieces + 1] = { at, piece, c.frame }
   if covered(t.pieces) < total then return nil end
@@ -255,6 +282,10 @@ end
 -- The revision a (type, length) fits: rules[rev][code] = {min, max, step}
 function rt.pick_revision(c, revisions, rules, code, length, pref)
   if pref ~= "auto" then return pref end
+  return rt.once(c, "revision", function() return rt.fit_revision(c, revisions, rules, code, length) end)
+end
+
+function rt.fit_revision(c, revisions, rules, code, length)
   local fits = {}
   for _, rev in ipairs(revisions) do
     local r = rules[rev][code]
