@@ -9,22 +9,14 @@ import click
 from ..analysis.check import FAIL_ON, check_capture, find_captures
 from ..output.json_out import JsonWriter
 from ..output.progress import track
-from .read_cmd import emit_text
+from ..output.text import TextWriter
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
 
 
-class VerboseWriter:
-    """`protodump -V` as a writer object: the read command's own code path, so the goldens cannot drift."""
-
-    def __init__(self, out):
-        self.out = out
-
-    def write(self, packet) -> None:
-        emit_text(self.out, packet, 0, True, False, None)
-
-    def close(self) -> None:
-        pass
+def VerboseWriter(out):
+    """`protodump -V` as a writer: the read command's own writer, so the goldens cannot drift."""
+    return TextWriter(out, detail=True)
 
 
 # Golden file suffix -> renderer; the same pair as tools/make_captures.py (-V first: expert infos are read from it).

@@ -103,7 +103,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     out = sys.stdout
     only_set = set(only.split(",")) if only else None
     detail = verbose or only_set is not None
-    writer = JsonWriter(out) if output_format == "json" else None
+    writer = (JsonWriter(out) if output_format == "json"
+              else text.TextWriter(out, detail=detail, hexdump=hexdump, only=only_set))
     if output_format == "fields" or fields_e:
         if output_format != "fields":
             raise click.UsageError("-e needs -T fields")
@@ -111,7 +112,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-    first_ns, n = None, 0
+    n = 0
     try:
         if source.interface is None:
             open_capture(path).close()   # a missing or non-capture file: one clear line, before any output
@@ -123,33 +124,25 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         slow = source.interface is None and (quiet or taps or source.write_path is not None)
         with track(source.packets(capture_path, dispatcher), capture_path if slow else None) as stream:
             for packet in stream:     # a file, or live frames with -i
-                frame = packet.frame
-                if first_ns is None:
-                    first_ns = frame.ts_ns
                 n += 1
                 for tap in taps:
                     tap.add(packet)
                 shown = shows is None or shows(packet)
                 if shown and not quiet:
-                    if writer is not None:
-                        writer.write(packet)
-                    else:
-                        emit_text(out, packet, first_ns, detail, hexdump, only_set)
+                    writer.write(packet)
                 if shown:
                     source.passed(packet, out)    # -w; live: flush now
                 if count and n >= count:
                     break
     except CaptureError as exc:
-        if writer is not None:
-            writer.close()
+        writer.close()
         out.flush()
         click.echo(f"protodump: {path}: {exc} after {n} packets", err=True)
         stats_out.write([t.result() for t in taps], out, stats_format)
         sys.exit(1)
     finally:
         source.finish()                   # closes -w; live: "N packets captured"
-    if writer is not None:
-        writer.close()
+    writer.close()
     stats_out.write([t.result() for t in taps], out, stats_format)
 
 
@@ -159,33 +152,3 @@ def stats_taps(args) -> list:
         return stats.make_taps(args)
     except stats.StatsError as exc:
         raise click.UsageError(str(exc)) from None
-
-
-_CONSOLES: dict = {}
-
-
-def _console(out):
-    """A rich console for colours, only when writing to a terminal."""
-    if not out.isatty():
-        return None
-    if id(out) not in _CONSOLES:
-        from rich.console import Console
-        _CONSOLES[id(out)] = Console(file=out, highlight=False)
-    return _CONSOLES[id(out)]
-
-
-def emit_text(out, packet, first_ns, detail, hexdump, only):
-    if not detail:
-        out.write(text.summary_line(packet, first_ns) + "\n")
-        if hexdump:
-            out.write("\n".join(text.hex_lines(packet)) + "\n\n")
-        return
-    console = _console(out)
-    for depth, line, style in text.layer_lines(packet, only):
-        if console is not None and style:
-            console.print("    " * depth + line, style=style, highlight=False, markup=False, soft_wrap=True)
-        else:
-            out.write("    " * depth + line + "\n")
-    if hexdump:
-        out.write("\n" + "\n".join(text.hex_lines(packet)) + "\n")
-    out.write("\n")

@@ -77,3 +77,38 @@ def hex_lines(packet) -> list[str]:
         if i < len(sources) - 1:
             out.append("")
     return out
+
+
+class TextWriter:
+    """The text output of packets: summary lines, or -V trees (colours on a terminal), with -x hex dumps.
+    Same interface as the JSON and fields writers: write(packet), close()."""
+
+    def __init__(self, out, *, detail: bool = False, hexdump: bool = False, only: set[str] | None = None):
+        self.out, self.detail, self.hexdump, self.only = out, detail, hexdump, only
+        self.first_ns: int | None = None
+        self.console = None
+        if out.isatty():
+            from rich.console import Console
+            self.console = Console(file=out, highlight=False)
+
+    def write(self, packet) -> None:
+        if self.first_ns is None:
+            self.first_ns = packet.frame.ts_ns
+        out = self.out
+        if not self.detail:
+            out.write(summary_line(packet, self.first_ns) + "\n")
+            if self.hexdump:
+                out.write("\n".join(hex_lines(packet)) + "\n\n")
+            return
+        for depth, line, style in layer_lines(packet, self.only):
+            if self.console is not None and style:
+                self.console.print("    " * depth + line, style=style, highlight=False, markup=False,
+                                   soft_wrap=True)
+            else:
+                out.write("    " * depth + line + "\n")
+        if self.hexdump:
+            out.write("\n" + "\n".join(hex_lines(packet)) + "\n")
+        out.write("\n")
+
+    def close(self) -> None:
+        pass
