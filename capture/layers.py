@@ -106,7 +106,7 @@ _FROZEN: dict = {}
 def _frozen(key, build):
     kids = _FROZEN.get(key)
     if kids is None:
-        if len(_FROZEN) >= 4096:
+        if len(_FROZEN) >= 1024:
             _FROZEN.clear()
         built = build()
         kids = _FROZEN[key] = built if isinstance(built, tuple) else tuple(built)

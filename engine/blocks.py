@@ -8,13 +8,13 @@ import sys
 import zlib
 
 from ..reassembly.offsets import OffsetReassembly, OutOfRange, TooLarge
-from .context import Ctx, Truncated
+from .context import Ctx, Truncated, bounded_put
 from .fields import F32LE, I8, I32LE, Field, Struct
 from .tree import DataSource, Item, bit_picture
 
 # --- frozen subtrees -------------------------------------------------------------------------------------------
 
-MEMO_LIMIT = 4096
+MEMO_LIMIT = 1024
 
 
 def frozen(memo: dict, key, build, *args) -> tuple:
@@ -313,6 +313,7 @@ class Summary(Field):
 
 # --- chunk reassembly ---------------------------------------------------------------------------------------------
 
+TRANSFER_LIMIT = 1024         # transfers tracked per conversation (the oldest is forgotten)
 CHUNK_LIMIT = 1 << 16          # the largest transfer we reassemble (blank's chunks are < 2 KiB compressed)
 INFLATE_LIMIT = 1 << 20        # the largest inflated chunk we accept
 
@@ -368,7 +369,8 @@ class Chunk(Field):
         transfer = state.get(key)
         if transfer is None or transfer[0] is not begin:       # a new Chunk Begin restarts the transfer
             try:
-                transfer = state[key] = (begin, OffsetReassembly(begin[self.total], CHUNK_LIMIT))
+                transfer = (begin, OffsetReassembly(begin[self.total], CHUNK_LIMIT))
+                bounded_put(state, key, transfer, TRANSFER_LIMIT)
             except TooLarge as exc:
                 ctx.expert(item, "reassembly", str(exc))
                 return

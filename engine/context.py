@@ -4,6 +4,14 @@ from __future__ import annotations
 from .tree import DataSource, ExpertInfo, Item
 
 
+def bounded_put(table: dict, key, value, limit: int) -> None:
+    """Per-conversation tables stay bounded: a new key beyond `limit` evicts the oldest one (insertion order).
+    Its Lua twin is rt.bput; both evict at the same points, so both decode the same."""
+    if key not in table and len(table) >= limit:
+        del table[next(iter(table))]
+    table[key] = value
+
+
 class Truncated(Exception):
     """Raised inside a table decode when a field runs past the end of its data: the packet decode stops there."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import resources
 
 from . import blocks, fields
-from .protocol import EXPERTS, Protocol
+from .protocol import EXPERTS, REMEMBER_LIMIT, Protocol
 from .tree import FieldInfo, GROUP_NAMES, SEVERITY_NAMES
 
 LUA_BASE = {"DEC": "base.DEC", "HEX": "base.HEX", "DEC_HEX": "base.DEC_HEX", "HEX_DEC": "base.HEX_DEC",
@@ -532,10 +532,10 @@ class Generator:
                         w("c.pos = c.stop")
                     with w.block("if pkt.remember then"):
                         w("c.conv.remember = c.conv.remember or {}")
-                        w("c.conv.remember[pkt.name] = c.conv.remember[pkt.name] or {}")
+                        w("c.conv.remember[pkt.name] = c.conv.remember[pkt.name] or rt.btable()")
                         w("local kept = {}")
                         w("for k, v in pairs(values) do kept[k] = v end")
-                        w("c.conv.remember[pkt.name][values[pkt.remember]] = kept")
+                        w(f"rt.bput(c.conv.remember[pkt.name], values[pkt.remember], kept, {REMEMBER_LIMIT})")
                 w("elseif ep ~= rt.TRUNC then error(ep, 0) end")
                 w("local text = pkt.label .. \" \" .. rt.template(HEADER_INFO, values)")
                 w("if pkt.info then text = text .. \" \" .. rt.template(pkt.info, values) end")

@@ -3,10 +3,13 @@ preferences), and the per-conversation analysis every datagram protocol can ask 
 sequence analysis, remembered packets)."""
 from __future__ import annotations
 
-from .context import Ctx, Truncated
+from .context import Ctx, Truncated, bounded_put
 from .fields import Binder, Struct, Switch, accepts, format_template
 from .tree import (CHAT, ERROR, MALFORMED, NOTE, PROTOCOL, REASSEMBLE, SEQUENCE, UNDECODED, WARN, FieldInfo,
                    Item)
+
+REMEMBER_LIMIT = 1024      # remembered packets per conversation and packet type (Chunk Begins in flight)
+SEEN_WINDOW = 2048         # sequence numbers remembered behind the last one, per direction
 
 # The expert kinds every protocol registers: kind -> (group, severity). Abbrev: <proto>.<kind>.
 EXPERTS = {
@@ -120,7 +123,7 @@ class Protocol:
                 self.trailing(ctx, tree)
             if packet.remember is not None:
                 kept = ctx.conv.setdefault("remember", {}).setdefault(packet.name, {})
-                kept[values[packet.remember]] = dict(values)
+                bounded_put(kept, values[packet.remember], dict(values), REMEMBER_LIMIT)
         except Truncated:
             pass
         info = f"{packet.label} " + format_template(self.info_template, values)
@@ -162,3 +165,6 @@ class Protocol:
         else:
             state["last"] = seq
         seen[seq] = ctx.frame
+        if len(seen) > 2 * SEEN_WINDOW:     # keep the window behind the last seq: memory stays bounded
+            last = state["last"]
+            state["seen"] = {s: f for s, f in seen.items() if (last - s) % modulo < SEEN_WINDOW}

@@ -40,6 +40,26 @@ function rt.once(c, key, fn)
   return table.unpack(kept, 1, kept.n)
 end
 
+-- Bounded per-conversation tables (the twin of engine.context.bounded_put): a new key beyond `limit` evicts the
+-- oldest one. t = { map = {}, q = {}, h = 1, t = 0, n = 0 }.
+function rt.btable() return { map = {}, q = {}, h = 1, t = 0, n = 0 } end
+
+function rt.bput(tb, key, value, limit)
+  if tb.map[key] == nil then
+    if tb.n >= limit then
+      local old = tb.q[tb.h]
+      tb.q[tb.h] = nil
+      tb.h = tb.h + 1
+      tb.map[old] = nil
+      tb.n = tb.n - 1
+    end
+    tb.t = tb.t + 1
+    tb.q[tb.t] = key
+    tb.n = tb.n + 1
+  end
+  tb.map[key] = value
+end
+
 function rt.lookup(c, name)
   for i = #c.sc, 1, -1 do
     local v = c.sc[i][name]
@@ -206,16 +226,30 @@ function rt.sequence_step(c, seq, bits)
     else
       st.last = seq
     end
-    st.seen[seq] = c.frame
+    rt.saw(st, seq, c.frame, modulo)
     return msg
   end
   st.last = seq
-  st.seen[seq] = c.frame
+  rt.saw(st, seq, c.frame, modulo)
   return nil
 end
 
+-- Remember a sequence number; keep only the window behind the last one (as engine.protocol does).
+local SEEN_WINDOW = 2048
+function rt.saw(st, seq, frame, modulo)
+  if st.seen[seq] == nil then st.n = (st.n or 0) + 1 end
+  st.seen[seq] = frame
+  if st.n > 2 * SEEN_WINDOW then
+    local kept, n = {}, 0
+    for s, f in pairs(st.seen) do
+      if (st.last - s) % modulo < SEEN_WINDOW then kept[s] = f; n = n + 1 end
+    end
+    st.seen, st.n = kept, n
+  end
+end
+
 -- Chunk reassembly: pieces by key, first copy of a byte wins; returns the whole buffer when complete.
-local CHUNK_LIMIT, INFLATE_LIMIT = 65536, 1048576
+local CHUNK_LIMIT, INFLATE_LIMIT, TRANSFER_LIMIT = 65536, 1048576, 1024
 rt.CHUNK_LIMIT, rt.INFLATE_LIMIT = CHUNK_LIMIT, INFLATE_LIMIT
 
 local function covered(pieces)
@@ -243,14 +277,17 @@ end
 
 -- Place one piece: (whole transfer when complete, frame that completed it earlier, problem message).
 function rt.chunk_step(c, begin_name, key, at, piece, total_field)
-  local begin = c.conv.remember and c.conv.remember[begin_name] and c.conv.remember[begin_name][key]
+  local begin = c.conv.remember and c.conv.remember[begin_name] and c.conv.remember[begin_name].map[key]
   if not begin then
     return nil, nil, string.format("No %s for transmission %d", begin_name, key)
   end
   local total = begin[total_field]
-  c.conv.transfers = c.conv.transfers or {}
-  local t = c.conv.transfers[key]
-  if not t or t.begin ~= begin then t = { begin = begin, pieces = {}, done = 0 }; c.conv.transfers[key] = t end
+  c.conv.transfers = c.conv.transfers or rt.btable()
+  local t = c.conv.transfers.map[key]
+  if not t or t.begin ~= begin then
+    t = { begin = begin, pieces = {}, done = 0 }
+    rt.bput(c.conv.transfers, key, t, TRANSFER_LIMIT)
+  end
   if t.done ~= 0 then return nil, t.done end
   if total > CHUNK_LIMIT then
     return nil, nil, string.format("Transfer of %d bytes exceeds the limit of %d", total, CHUNK_LIMIT)
@@ -271,6 +308,7 @@ function rt.chunk_step(c, begin_name, key, at, piece, total_field)
     if not seen[p[3]] then seen[p[3]] = true; frames[#frames + 1] = p[3] end
   end
   table.sort(frames)
+  t.pieces = {}                     -- done: keep no bytes (memory stays bounded)
   return { buf = buf, frames = frames, begin = begin }
 end
 
@@ -2241,10 +2279,10 @@ local function dissect_blank(tvb, pinfo, tree)
       end
       if pkt.remember then
         c.conv.remember = c.conv.remember or {}
-        c.conv.remember[pkt.name] = c.conv.remember[pkt.name] or {}
+        c.conv.remember[pkt.name] = c.conv.remember[pkt.name] or rt.btable()
         local kept = {}
         for k, v in pairs(values) do kept[k] = v end
-        c.conv.remember[pkt.name][values[pkt.remember]] = kept
+        rt.bput(c.conv.remember[pkt.name], values[pkt.remember], kept, 1024)
       end
     elseif ep ~= rt.TRUNC then error(ep, 0) end
     local text = pkt.label .. " " .. rt.template(HEADER_INFO, values)

@@ -64,7 +64,7 @@ def _format_of(f):
 
 
 _FROZEN: dict[tuple[int, int], tuple] = {}      # (id(frozen children), depth) -> (children, text)
-_FROZEN_LIMIT = 8192
+_FROZEN_LIMIT = 2048
 
 
 def object_text(item, depth: int) -> str:

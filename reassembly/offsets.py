@@ -14,7 +14,7 @@ class OutOfRange(ValueError):
 
 
 class OffsetReassembly:
-    __slots__ = ("total", "pieces", "done")
+    __slots__ = ("total", "pieces", "done", "_frames")
 
     def __init__(self, total: int, limit: int):
         if total > limit:
@@ -22,6 +22,7 @@ class OffsetReassembly:
         self.total = total
         self.pieces: list[tuple[int, bytes, int]] = []   # (offset, data, frame), in arrival order
         self.done = 0                                      # the frame that completed it, once complete
+        self._frames: list[int] = []
 
     def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
         """Place a piece; the whole message when this piece completes it, else None (also for a late copy
@@ -37,6 +38,8 @@ class OffsetReassembly:
         buf = bytearray(self.total)
         for at, piece, _ in reversed(self.pieces):       # reversed: the first copy of a byte wins
             buf[at:at + len(piece)] = piece
+        self._frames = sorted({f for _, _, f in self.pieces})
+        self.pieces = []                                  # done: keep no bytes (memory stays bounded)
         return bytes(buf)
 
     def covered(self) -> int:
@@ -50,4 +53,5 @@ class OffsetReassembly:
         return total
 
     def frames(self) -> list[int]:
-        return sorted({frame for _, _, frame in self.pieces})
+        """The frames whose pieces made the message (so far, or in the end)."""
+        return self._frames if self.done else sorted({frame for _, _, frame in self.pieces})
