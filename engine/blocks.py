@@ -103,6 +103,7 @@ class Vec3(Field):
         if self.absolute:
             absolute = f"{prefix}.{self.absolute}"
             bound.abs_info = b.field(absolute, "Chunk position", "none")
+            bound.abs_info.labeler = lambda item: f"Chunk position: ({', '.join(str(c.value) for c in item.children)})"
             bound.abs_infos = [b.field(f"{absolute}.{n}", n, "int32") for n in self.names]
         return bound
 
@@ -128,11 +129,12 @@ class Vec3(Field):
     def add_absolute(self, ctx, parent, offset, raw):
         """The generated sum with the base vector read earlier (Entity Update's relative chunk positions)."""
         base = ctx.lookup(self.absolute_base) or (0,) * len(raw)
-        total = [a + b for a, b in zip(base, raw)]
-        node = parent.add(Item(self.abs_info, None, offset, self.size,
-                               f"Chunk position: ({', '.join(map(str, total))})", True))
-        for info, v in zip(self.abs_infos, total):
-            node.add(Item(info, v, offset, self.size, None, True))
+        total = tuple(a + b for a, b in zip(base, raw))
+        node = parent.add(Item(self.abs_info, None, offset, self.size, None, True))
+        node.children = frozen(self.memo, ("abs", total, offset), self.absolute_items, total, offset)
+
+    def absolute_items(self, total, offset):
+        return [Item(info, v, offset, self.size, None, True) for info, v in zip(self.abs_infos, total)]
 
     def vector_label(self, item) -> str:
         """"Velocity: (1.5, 0, -2)": the real values (packed elements: the computed one, not the raw)."""

@@ -22,12 +22,19 @@ class Settings:
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layer if any."""
 
-    __slots__ = ("frame", "decoded", "game", "info", "protocol", "sources", "_index")
+    __slots__ = ("frame", "decoded", "game", "_info", "protocol", "sources", "_index")
 
     def __init__(self, frame, decoded, game: Layer | None, info: str, protocol: str, sources):
         self.frame, self.decoded, self.game = frame, decoded, game
-        self.info, self.protocol, self.sources = info, protocol, sources
+        self._info, self.protocol, self.sources = info, protocol, sources
         self._index = None
+
+    @property
+    def info(self) -> str:
+        """The Info column (made on first use: a dissector may hand over a function that makes it)."""
+        if callable(self._info):
+            self._info = self._info()
+        return self._info
 
     @property
     def number(self) -> int:
@@ -130,7 +137,7 @@ class Dispatcher:
         except Exception as exc:  # noqa: BLE001 - a dissector bug must not lose the rest of the capture
             ctx.expert(tree, "malformed", f"Dissector error: {exc!r}")
             info = "Dissector error"
-        return Packet(frame, d, Layer(proto.name, tree, info), info, proto.name, sources)
+        return Packet(frame, d, Layer(proto.name, tree), info, proto.name, sources)
 
 
 def _plain_info(d) -> str:

@@ -96,8 +96,9 @@ class Protocol:
             return fits[0]
         return conv.get("revision", self.revisions[0])
 
-    def dissect(self, ctx: Ctx, prefs: dict) -> str:
-        """Decode one datagram into ctx.tree; return the Info column text."""
+    def dissect(self, ctx: Ctx, prefs: dict):
+        """Decode one datagram into ctx.tree; return the Info column text, or a function making it (only the
+        summary prints it: JSON and -V runs never pay for formatting it)."""
         tree = ctx.tree
         try:
             self.header.decode(ctx, tree)
@@ -126,10 +127,13 @@ class Protocol:
                 bounded_put(kept, values[packet.remember], dict(values), REMEMBER_LIMIT)
         except Truncated:
             pass
+        return lambda: self.info_text(packet, values, ctx.notes)
+
+    def info_text(self, packet, values: dict, notes: list[str]) -> str:
         info = f"{packet.label} " + format_template(self.info_template, values)
         if packet.info_template:
             info += " " + format_template(packet.info_template, values)
-        return " ".join([info, *ctx.notes])
+        return " ".join([info, *notes])
 
     def rest(self, ctx: Ctx, tree: Item, info: FieldInfo) -> None:
         if ctx.pos < ctx.end:
