@@ -22,6 +22,19 @@ EXPERTS = {
 }
 
 
+def classify_sequence_note(message: str) -> tuple[str, int] | None:
+    """The kind of a sequence expert note written by Protocol.analyse_sequence (and rt.sequence_step):
+    ("lost", n), ("duplicate", 1) or ("out_of_order", 1). Statistics read notes back through this."""
+    if message.startswith("Duplicate of seq "):
+        return ("duplicate", 1)
+    if message.startswith("Out of order: "):
+        return ("out_of_order", 1)
+    count, sep, _ = message.partition(" lost before seq ")
+    if sep and count.isdigit():
+        return ("lost", int(count))
+    return None
+
+
 class Protocol:
     def __init__(self, name, description, *, header: Struct, body: dict[str, Switch], revision_pref=None,
                  udp_ports=(), heuristic=None, sequence=None, info="seq={seq} ack={ack}"):

@@ -136,8 +136,8 @@ def text_io_stat(r) -> list[str]:
     return lines
 
 
-def text_blank_types(r) -> list[str]:
-    lines = [EQ80, "blank message types (bytes: blank message bytes)"]
+def text_game_types(r) -> list[str]:
+    lines = [EQ80, f"{r['proto']} message types (bytes: {r['proto']} message bytes)"]
     for c in r["conversations"]:
         lines += [f"Client {c['client']} <-> server {c['server']}",
                   f"{'Type':<28} {'C->S packets':>12} {'C->S bytes':>12} {'S->C packets':>12} {'S->C bytes':>12}"]
@@ -147,8 +147,8 @@ def text_blank_types(r) -> list[str]:
     return lines
 
 
-def text_blank_seq(r) -> list[str]:
-    lines = [EQ80, "blank sequence analysis (from blank.sequence expert infos)",
+def text_game_seq(r) -> list[str]:
+    lines = [EQ80, f"{r['proto']} sequence analysis (from {r['proto']}.sequence expert infos)",
              f"{'Source':<22} {'Destination':<22} {'Packets':>8} {'Lost':>8} {'Duplicate':>9} {'Reordered':>9}"]
     lines += [f"{d['source']:<22} {d['destination']:<22} {d['packets']:8d} {d['lost']:8d} {d['duplicates']:9d}"
               f" {d['out_of_order']:9d}" for d in r["directions"]]
@@ -223,12 +223,12 @@ def text_follow(r) -> list[str]:
 
 
 TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert": text_expert,
-        "io_stat": text_io_stat, "blank_types": text_blank_types, "blank_seq": text_blank_seq,
+        "io_stat": text_io_stat, "game_types": text_game_types, "game_seq": text_game_seq,
         "follow": text_follow}
 
 
 def render_text(result: dict) -> str:
-    return "\n".join(TEXT[result["kind"]](result)) + "\n"
+    return "\n".join(TEXT[result.get("layout", result["kind"])](result)) + "\n"
 
 
 # -- JSON ---------------------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ def render_json(results: list[dict]) -> str:
 def _rich_table(result):
     """A rich Table for tabular results (None: keep tshark's text, e.g. follow and io,phs)."""
     from rich.table import Table
-    kind = result["kind"]
+    kind = result.get("layout", result["kind"])    # game taps share one layout per kind of statistic
     if kind == "conv":
         t = Table(title=f"{result['title']} ({result['filter'] or 'no filter'})")
         for col in ("A", "B", "Frames B→A", "Bytes B→A", "Frames A→B", "Bytes A→B", "Frames", "Bytes",
@@ -275,8 +275,8 @@ def _rich_table(result):
             for e in s["items"]:
                 t.add_row(s["severity"], str(e["frequency"]), e["group"], e["protocol"], e["summary"])
         return t
-    if kind == "blank_types":
-        t = Table(title="blank message types")
+    if kind == "game_types":
+        t = Table(title=f"{result['proto']} message types")
         for col in ("Conversation", "Type", "C→S packets", "C→S bytes", "S→C packets", "S→C bytes"):
             t.add_column(col, justify="left" if col in ("Conversation", "Type") else "right")
         for c in result["conversations"]:
@@ -284,8 +284,8 @@ def _rich_table(result):
                 t.add_row(f"{c['client']} ↔ {c['server']}", x["type"], str(x["c2s_packets"]), str(x["c2s_bytes"]),
                           str(x["s2c_packets"]), str(x["s2c_bytes"]))
         return t
-    if kind == "blank_seq":
-        t = Table(title="blank sequence analysis")
+    if kind == "game_seq":
+        t = Table(title=f"{result['proto']} sequence analysis")
         for col in ("Source", "Destination", "Packets", "Lost", "Duplicates", "Out of order"):
             t.add_column(col, justify="left" if col in ("Source", "Destination") else "right")
         for d in result["directions"]:

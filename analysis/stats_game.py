@@ -1,0 +1,112 @@
+"""Statistics of a game layer, per conversation and direction, for every protocol a field table defines:
+
+-z <proto>,types  message-type counts and bytes (game message bytes = UDP payload) by direction, from the
+                  protocol's type field and its value names
+-z <proto>,seq    packets, lost, duplicated and out-of-order messages per direction, from the <proto>.sequence
+                  expert infos (only for protocols that declare sequence analysis): what tshark shows through
+                  the plugin
+
+A conversation's client is the source of its first packet (a session starts with the client's login), so "c2s"
+is client to server.
+"""
+from __future__ import annotations
+
+from ..dissectors import PROTOCOLS
+from ..engine.protocol import classify_sequence_note
+from .stats_base import Tap, register
+
+
+def _conversation(table: dict, packet):
+    """The conversation record of a packet and the packet's direction ("c2s" / "s2c")."""
+    d = packet.decoded
+    a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
+    key = (a, b) if a < b else (b, a)
+    conv = table.get(key)
+    if conv is None:
+        conv = table[key] = {"client": a, "server": b, "c2s": {}, "s2c": {}}
+    return conv, ("c2s" if a == conv["client"] else "s2c")
+
+
+class MessageTypes(Tap):
+    proto = type_abbrev = ""     # set per protocol by register_game_taps
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.convs: dict = {}
+
+    def add(self, packet):
+        if packet.protocol != self.proto or packet.game is None:
+            return
+        conv, direction = _conversation(self.convs, packet)
+        items = packet.index().get(self.type_abbrev)
+        if items:
+            field, value = items[0].field, items[0].value
+            key = f"{(field.values or {}).get(value, 'Unknown')} ({value})"
+        else:
+            key = "[no type: malformed]"
+        counts = conv[direction].setdefault(key, [0, 0])
+        counts[0] += 1
+        counts[1] += len(packet.decoded.payload)
+
+    def result(self):
+        out = []
+        for conv in self.convs.values():
+            types = {}
+            for direction in ("c2s", "s2c"):
+                for key, (n, size) in conv[direction].items():
+                    t = types.setdefault(key, {"type": key, "c2s_packets": 0, "c2s_bytes": 0,
+                                               "s2c_packets": 0, "s2c_bytes": 0})
+                    t[f"{direction}_packets"], t[f"{direction}_bytes"] = n, size
+            rows = sorted(types.values(), key=lambda t: -(t["c2s_packets"] + t["s2c_packets"]))
+            out.append({"client": conv["client"], "server": conv["server"], "types": rows})
+        return {"kind": self.kind, "layout": "game_types", "proto": self.proto, "conversations": out}
+
+
+class SequenceAnalysis(Tap):
+    proto = expert_abbrev = ""   # set per protocol by register_game_taps
+
+    def __init__(self, args):
+        super().__init__(args)
+        self.convs: dict = {}
+
+    def add(self, packet):
+        if packet.protocol != self.proto or packet.game is None:
+            return
+        conv, direction = _conversation(self.convs, packet)
+        s = conv[direction]
+        if not s:
+            s.update(packets=0, lost=0, duplicate=0, out_of_order=0)
+        s["packets"] += 1
+        for item in packet.game.item.walk():
+            info = item.expert_info
+            if info is not None and info.abbrev == self.expert_abbrev:
+                note = classify_sequence_note(info.message)
+                if note is not None:
+                    s[note[0]] += note[1]
+
+    def result(self):
+        rows = []
+        for conv in self.convs.values():
+            for direction, (src, dst) in (("c2s", (conv["client"], conv["server"])),
+                                          ("s2c", (conv["server"], conv["client"]))):
+                s = conv[direction]
+                if s:
+                    rows.append({"source": src, "destination": dst, "direction": direction,
+                                 "packets": s["packets"], "lost": s["lost"], "duplicates": s["duplicate"],
+                                 "out_of_order": s["out_of_order"]})
+        return {"kind": self.kind, "layout": "game_seq", "proto": self.proto, "directions": rows}
+
+
+def register_game_taps(protocols) -> None:
+    """`-z <proto>,types` for every table-defined protocol, `-z <proto>,seq` for those with sequence analysis."""
+    for p in protocols:
+        register(type(f"{p.name}Types", (MessageTypes,), {
+            "name": f"{p.name},types", "kind": f"{p.name}_types", "proto": p.name,
+            "type_abbrev": f"{p.name}.{p.type_field}"}))
+        if p.sequence:
+            register(type(f"{p.name}Sequence", (SequenceAnalysis,), {
+                "name": f"{p.name},seq", "kind": f"{p.name}_seq", "proto": p.name,
+                "expert_abbrev": f"{p.name}.sequence"}))
+
+
+register_game_taps(PROTOCOLS)
