@@ -431,4 +431,4 @@ def _inflate(data: bytes, limit: int) -> bytes | None:
 
 
 __all__ = ["PackN", "PackU", "Vec3", "Vec3I", "Vec3F", "Vec3B", "Vec3N", "Vec3U", "QuatSmallest3",
-           "AckHistory", "Summary", "Chunk", "Packed", "Struct"]
+           "AckHistory", "Summary", "Chunk", "Packed"]

@@ -24,7 +24,7 @@ class Ctx:
     """
 
     __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
-                 "source", "visited", "notes")
+                 "source", "notes")
 
     def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
                  frame: int = 0, sources: list[DataSource] | None = None):

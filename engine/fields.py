@@ -571,4 +571,6 @@ def template_parts(template: str) -> list[tuple[bool, str]]:
     return parts
 
 
-__all__ = [name for name in dir() if not name.startswith("_")] + ["INTEGER_TYPES"]
+__all__ = ["Binder", "Field", "Number", "Flag", "Flags", "Padding", "CString", "Bytes", "Struct", "Packet",
+           "Array", "Switch", "U8", "I8", "U16LE", "U16BE", "I16LE", "I16BE", "U32LE", "U32BE", "I32LE", "I32BE",
+           "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "combine", "accepts", "format_template", "template_parts"]

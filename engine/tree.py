@@ -140,40 +140,7 @@ class DataSource:
 
 @dataclass(eq=False)
 class Layer:
-    """A protocol layer of one packet: its top item (a protocol item) and the columns it sets."""
+    """A protocol layer of one packet: its name (the JSON layer key) and its top (protocol) item."""
 
     proto: str
     item: Item
-    info: str | None = None            # replaces the Info column when set
-    protocol_column: str | None = None
-
-
-@dataclass(eq=False)
-class Packet:
-    """One decoded frame: layers in order, data sources, columns."""
-
-    number: int
-    timestamp: float
-    caplen: int
-    length: int
-    interface: int = 0
-    linktype: int = 1
-    layers: list[Layer] = dc_field(default_factory=list)
-    sources: list[DataSource] = dc_field(default_factory=list)
-    src: str = ""
-    dst: str = ""
-    protocol: str = ""
-    info: str = ""
-    ts_ns: int = 0
-
-    def layer(self, proto: str) -> Layer | None:
-        for layer in self.layers:
-            if layer.proto == proto:
-                return layer
-        return None
-
-    def experts(self):
-        for layer in self.layers:
-            for item in layer.item.walk():
-                if item.expert_info is not None:
-                    yield item.expert_info
