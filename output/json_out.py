@@ -4,37 +4,11 @@ from __future__ import annotations
 
 import time
 
-from ..engine.tree import Item
 from . import tshark_values as tv
 
 
-def item_pairs(item: Item) -> list:
-    """The (key, value) members of an item's children object, in tshark's order and with its keys."""
-    pairs = []
-    for child in item.children or ():
-        info = child.expert_info
-        if info is not None:
-            pairs.extend(tv.expert_pairs(info))
-            continue
-        f = child.field
-        if f is None:
-            pairs.append((tv.LUA_TEXT_KEY, item_pairs(child) if child.children else ""))
-        elif child.children:
-            if f.ftype in ("none", "protocol"):
-                pairs.append((f.abbrev, item_pairs(child)))
-            else:
-                pairs.append((f.abbrev, tv.json_value(f, child.value)))
-                pairs.append((f.abbrev + "_tree", item_pairs(child)))
-        elif f.ftype == "protocol":
-            pairs.append((f.abbrev, child.label or f.name))
-        else:
-            pairs.append((f.abbrev, tv.json_value(f, child.value)))
-    return pairs
-
-
-# --- the fast path: items straight to text -------------------------------------------------------------------
-# Keys are field abbrevs (plain ASCII, never escaped); most values are numbers (never escaped). So each field gets
-# its key prefix and a value formatter once, and only strings go through the escaper.
+# Items go straight to text. Keys are field abbrevs (plain ASCII, never escaped); most values are numbers (never
+# escaped). So each field gets its key prefix and a value formatter once; only strings go through the escaper.
 
 _INDENT = [tv.indent(d) for d in range(64)]
 
@@ -143,14 +117,6 @@ def layer_text(packet) -> str:
         else:
             out.append('"' + tv.json_escape(top.label or "") + '"')
     return "".join(out)
-
-
-def layer_pairs(packet) -> list:
-    pairs = []
-    for layer in packet.layers():
-        top = layer.item
-        pairs.append((layer.proto, item_pairs(top) if top.children else (top.label or "")))
-    return pairs
 
 
 def packet_text(packet) -> str:
