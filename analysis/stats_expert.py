@@ -24,10 +24,10 @@ def packet_experts(packet):
     """(protocol, ExpertInfo) of every expert item of a packet, in tree order."""
     for proto, info in packet.decoded.problems:
         yield proto, info
-    if packet.game is not None:
-        for item in packet.game.item.walk():
+    for layer in packet.games:
+        for item in layer.item.walk():
             if item.expert_info is not None:
-                yield packet.game.proto, item.expert_info
+                yield layer.proto, item.expert_info
 
 
 @register

@@ -35,7 +35,7 @@ class MessageTypes(Tap):
         self.convs: dict = {}
 
     def add(self, packet):
-        if packet.protocol != self.proto or packet.game is None:
+        if not any(layer.proto == self.proto for layer in packet.games):
             return
         conv, direction = _conversation(self.convs, packet)
         items = packet.index().get(self.type_abbrev)
@@ -70,19 +70,21 @@ class SequenceAnalysis(Tap):
         self.convs: dict = {}
 
     def add(self, packet):
-        if packet.protocol != self.proto or packet.game is None:
+        layers = [layer for layer in packet.games if layer.proto == self.proto]
+        if not layers:
             return
         conv, direction = _conversation(self.convs, packet)
         s = conv[direction]
         if not s:
             s.update(packets=0, lost=0, duplicate=0, out_of_order=0)
         s["packets"] += 1
-        for item in packet.game.item.walk():
-            info = item.expert_info
-            if info is not None and info.abbrev == self.expert_abbrev:
-                note = classify_sequence_note(info.message)
-                if note is not None:
-                    s[note[0]] += note[1]
+        for layer in layers:
+            for item in layer.item.walk():
+                info = item.expert_info
+                if info is not None and info.abbrev == self.expert_abbrev:
+                    note = classify_sequence_note(info.message)
+                    if note is not None:
+                        s[note[0]] += note[1]
 
     def result(self):
         rows = []

@@ -19,18 +19,19 @@ from ..output.progress import track
 
 
 def parse_decode_as(values) -> dict:
-    """-d udp.port==23456,blank (tshark's syntax)."""
+    """-d udp.port==23456,blank (tshark's syntax): any dissector table (udp.port, tcp.port, sctp.port, ws.port,
+    enet.connect_data, enet.port) and key."""
     table = {}
     for value in values:
         try:
             selector, proto = value.split(",", 1)
-            layer, port = selector.split("==", 1)
-            transport = layer.split(".")[0]
-            if layer != f"{transport}.port" or transport not in ("udp", "tcp"):
+            name, key = selector.split("==", 1)
+            if "." not in name:
                 raise ValueError
-            table[(transport, int(port, 0))] = proto.strip()
+            table[(name.strip(), int(key, 0))] = proto.strip()
         except ValueError:
-            raise click.BadParameter(f"{value!r}: expected udp.port==PORT,PROTOCOL", param_hint="-d") from None
+            raise click.BadParameter(f"{value!r}: expected TABLE==VALUE,PROTOCOL (udp.port==PORT,PROTOCOL)",
+                                     param_hint="-d") from None
     return table
 
 

@@ -24,7 +24,7 @@ class Ctx:
     """
 
     __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
-                 "source", "notes")
+                 "source", "notes", "stack", "meta")
 
     def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
                  frame: int = 0, sources: list[DataSource] | None = None):
@@ -40,6 +40,25 @@ class Ctx:
         self.sources = sources if sources is not None else []
         self.source = 0
         self.notes: list[str] = []     # extra Info column text (e.g. "[Chunk 3 reassembled]")
+        self.stack = None              # the frame's layer stack (engine.dispatch.Stack): handoff() goes through it
+        self.meta: dict = {}           # facts a lower layer passes up with a handoff (ENet's channel, ...)
+
+    def new_source(self, name: str, data: bytes) -> int:
+        """Add a data source (a decompressed or reassembled buffer) to the packet; its index for Item.source."""
+        self.sources.append(DataSource(name, data))
+        return len(self.sources) - 1
+
+    def handoff(self, table: str, keys, start: int, end: int, data: bytes | None = None, source: int | None = None,
+                meta: dict | None = None) -> str | None:
+        """Decode bytes [start, end) of `data` (default: this layer's data) as a new layer, with the protocol
+        chosen by decode-as, then registration ports[table] for one of `keys`, then the heuristics of list
+        `table` (Wireshark's dissector table then heuristic list). `source`: the data source index the bytes
+        belong to (default this layer's). `meta`: facts for the new layer (ctx.meta). Returns the name of the
+        protocol that took it, or None."""
+        if self.stack is None:
+            return None
+        return self.stack.handoff(table, keys, self.data if data is None else data, start, end,
+                                  self.source if source is None else source, self.direction, meta or {})
 
     @property
     def values(self) -> dict:

@@ -16,18 +16,27 @@ class DispatchError(ValueError):
 @dataclass
 class Settings:
     prefs: dict[str, str] = field(default_factory=dict)        # "blank.revision" -> "2015"
-    decode_as: dict[tuple[str, int], str] = field(default_factory=dict)   # ("udp", 23456) -> "blank"
+    decode_as: dict[tuple[str, int], str] = field(default_factory=dict)   # ("udp.port", 23456) -> "blank"
+
+
+MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heuristics must end)
 
 
 class Packet:
-    """One frame after dissection: the capture frame, the standard-layer decode, the game layer if any."""
+    """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
+    (several: ENet under Iceball, several PDUs of one TCP segment)."""
 
-    __slots__ = ("frame", "decoded", "game", "_info", "protocol", "sources", "_index")
+    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index")
 
-    def __init__(self, frame, decoded, game: Layer | None, info: str, protocol: str, sources):
-        self.frame, self.decoded, self.game = frame, decoded, game
+    def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources):
+        self.frame, self.decoded, self.games = frame, decoded, games
         self._info, self.protocol, self.sources = info, protocol, sources
         self._index = None
+
+    @property
+    def game(self) -> Layer | None:
+        """The first game layer (the outermost), or None."""
+        return self.games[0] if self.games else None
 
     @property
     def info(self) -> str:
@@ -41,10 +50,7 @@ class Packet:
         return self.frame.number
 
     def layers(self) -> list[Layer]:
-        layers = list(self.decoded.layers())
-        if self.game is not None:
-            layers.append(self.game)
-        return layers
+        return [*self.decoded.layers(), *self.games]
 
     def index(self) -> dict[str, list]:
         """Every item of every layer by field abbrev, in tree order; protocols (layer names) map to their top
@@ -78,17 +84,93 @@ class Packet:
         return abbrev in self.index()
 
 
+class Stack:
+    """The game layers of one frame, built outwards: the first one chosen from the transport, each further one
+    by a handoff from the layer below it (engine.context.Ctx.handoff)."""
+
+    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth")
+
+    def __init__(self, dispatcher: Dispatcher, frame, d):
+        self.dispatcher, self.frame, self.d = dispatcher, frame, d
+        self.layers: list[Layer] = []
+        self.infos: list[tuple[str, object]] = []      # (protocol, info or a function making it), per layer
+        self.sources: list[DataSource] = [DataSource("Frame", frame.data)]
+        self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
+        self.depth = 0
+
+    @property
+    def direction(self) -> str:
+        return f"{self.endpoints[0]}>{self.endpoints[1]}"
+
+    def conversation(self, proto: Protocol, extra=()) -> dict:
+        """The per-conversation state of `proto` between this frame's endpoints (either direction)."""
+        a, b = self.endpoints
+        key = (proto.name, a, b, *extra) if a < b else (proto.name, b, a, *extra)
+        return self.dispatcher.conversations.setdefault(key, {})
+
+    def dissect(self, proto: Protocol, data: bytes, start: int, end: int, source: int = 0,
+                direction: str | None = None, meta: dict | None = None, conv: dict | None = None) -> Layer:
+        """Decode data[start:end] with `proto` as this frame's next layer. Never raises for any content."""
+        tree = Item(proto.info, proto.description, start, end - start, proto.description, False, source)
+        layer = Layer(proto.name, tree)
+        self.layers.append(layer)
+        ctx = Ctx(data, start, end, tree, proto, self.conversation(proto) if conv is None else conv,
+                  direction or self.direction, self.frame.number, self.sources)
+        ctx.source, ctx.stack = source, self
+        if meta:
+            ctx.meta = meta
+        self.depth += 1
+        try:
+            info = proto.dissect(ctx, self.dispatcher.settings.prefs)
+        except Exception as exc:  # noqa: BLE001 - a dissector bug must not lose the rest of the capture
+            ctx.expert(tree, "malformed", f"Dissector error: {exc!r}")
+            info = "Dissector error"
+        finally:
+            self.depth -= 1
+        self.infos.append((proto.name, info))
+        return layer
+
+    def handoff(self, table: str, keys, data: bytes, start: int, end: int, source: int, direction: str,
+                meta: dict) -> str | None:
+        if self.depth >= MAX_DEPTH or start >= end:
+            return None
+        proto = self.dispatcher.lookup(table, keys, data[start:end])
+        if proto is None:
+            return None
+        self.dissect(proto, data, start, end, source, direction, meta)
+        return proto.name
+
+    def packet(self) -> Packet:
+        d = self.d
+        if not self.layers:
+            protocol = (d.protocols[-1] if d.protocols else "frame").upper()
+            return Packet(self.frame, d, [], _plain_info(d), protocol, [])
+        d.protocols.extend(layer.proto for layer in self.layers)    # frame.protocols: "eth:...:udp:enet:iceball"
+        last = self.infos[-1][0]
+        infos = [info for proto, info in self.infos if proto == last]
+        info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        return Packet(self.frame, d, self.layers, info, last, self.sources)
+
+
 class Dispatcher:
     def __init__(self, protocols: list[Protocol], settings: Settings | None = None):
         self.protocols = {p.name: p for p in protocols}
         self.settings = settings or Settings()
-        self.udp_ports = {port: p for p in protocols for port in p.udp_ports}
-        self.heuristics = [p for p in protocols if p.heuristic]
+        # Wireshark's dissector tables and heuristic lists, filled from each protocol's registration.
+        self.tables: dict[str, dict] = {}
+        self.heuristic_lists: dict[str, list] = {}
+        for p in protocols:
+            for table, keys in getattr(p, "ports", {}).items():
+                for key in keys:
+                    self.tables.setdefault(table, {}).setdefault(key, p)
+            for name, match in getattr(p, "heuristics", {}).items():
+                self.heuristic_lists.setdefault(name, []).append((p, match))
         self.conversations: dict[tuple, dict] = {}
+        self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
         self.check_settings()
 
     def check_settings(self) -> None:
-        for (transport, port), name in self.settings.decode_as.items():
+        for (table, key), name in self.settings.decode_as.items():
             if name not in self.protocols:
                 raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})")
         for key, value in self.settings.prefs.items():
@@ -97,47 +179,44 @@ class Dispatcher:
             if p is None or pref not in p.preferences():
                 raise DispatchError(f"unknown preference {key!r}")
             choices = p.preferences()[pref][2]
-            if value not in choices:
+            if choices and value not in choices:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
 
-    def choose(self, d) -> Protocol | None:
-        if d.transport != "udp" or not d.payload:    # tshark hands no empty payload to a sub-dissector
-            return None
+    def lookup(self, table: str, keys, payload: bytes) -> Protocol | None:
+        """The protocol for a payload: decode-as (table, key), then the table's registrations, then the
+        heuristic list named by the table's first part ("udp.port" -> "udp")."""
         decode_as = self.settings.decode_as
         if decode_as:
-            for port in (d.sport, d.dport):
-                name = decode_as.get(("udp", port))
+            for key in keys:
+                name = decode_as.get((table, key))
                 if name:
                     return self.protocols[name]
-        p = self.udp_ports.get(d.sport) or self.udp_ports.get(d.dport)
-        if p is not None:
-            return p
-        for p in self.heuristics:
-            if p.heuristic_match(d.payload):
+        registered = self.tables.get(table)
+        if registered:
+            for key in keys:
+                p = registered.get(key)
+                if p is not None:
+                    return p
+        for p, match in self.heuristic_lists.get(table.split(".")[0], ()):
+            if match(payload):
                 return p
         return None
 
     def dissect(self, frame, d) -> Packet:
-        """Dissect one frame's game layer (if any). Never raises for any packet content."""
-        proto = self.choose(d)
-        if proto is None:
-            protocol = (d.protocols[-1] if d.protocols else "frame").upper()
-            return Packet(frame, d, None, _plain_info(d), protocol, [])
-        d.protocols.append(proto.name)        # frame.protocols, as tshark shows it ("eth:ethertype:ip:udp:blank")
-        a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
-        key = (proto.name, a, b) if a < b else (proto.name, b, a)
-        conv = self.conversations.setdefault(key, {})
-        start = d.payload_offset
-        end = start + len(d.payload)
-        tree = Item(proto.info, proto.description, start, end - start, proto.description)
-        sources: list[DataSource] = [DataSource("Frame", frame.data)]
-        ctx = Ctx(frame.data, start, end, tree, proto, conv, f"{a}>{b}", frame.number, sources)
-        try:
-            info = proto.dissect(ctx, self.settings.prefs)
-        except Exception as exc:  # noqa: BLE001 - a dissector bug must not lose the rest of the capture
-            ctx.expert(tree, "malformed", f"Dissector error: {exc!r}")
-            info = "Dissector error"
-        return Packet(frame, d, Layer(proto.name, tree), info, proto.name, sources)
+        """Dissect one frame's game layers (if any). Never raises for any packet content."""
+        stack = Stack(self, frame, d)
+        if d.transport == "udp":
+            if d.payload:                 # tshark hands no empty payload to a sub-dissector
+                proto = self.lookup("udp.port", (d.sport, d.dport), d.payload)
+                if proto is not None:
+                    start = d.payload_offset
+                    stack.dissect(proto, frame.data, start, start + len(d.payload))
+        elif d.transport in ("tcp", "sctp"):
+            if self.streams is None:
+                from .streams import Streams
+                self.streams = Streams(self)
+            self.streams.dissect(stack, d)
+        return stack.packet()
 
 
 def _plain_info(d) -> str:

@@ -37,11 +37,15 @@ def classify_sequence_note(message: str) -> tuple[str, int] | None:
 
 class Protocol:
     def __init__(self, name, description, *, header: Struct, body: dict[str, Switch], revision_pref=None,
-                 udp_ports=(), heuristic=None, sequence=None, info="seq={seq} ack={ack}"):
+                 udp_ports=(), ports=None, heuristic=None, sequence=None, info="seq={seq} ack={ack}"):
         self.name, self.description = name, description
         self.experts = EXPERTS
         self.udp_ports = tuple(udp_ports)
+        # Registration, as Wireshark's dissector tables: table name -> keys ("udp.port", "tcp.port", "ws.port",
+        # "enet.connect_data", ...), and heuristic lists -> match function (bytes -> bool).
+        self.ports: dict[str, tuple] = {"udp.port": self.udp_ports, **(ports or {})}
         self.heuristic = heuristic           # (header field, value): the first bytes must hold this value
+        self.heuristics: dict = {"udp": self.heuristic_match} if heuristic else {}
         self.sequence = sequence             # (field, bits): per-direction sequence analysis
         self.info_template = info
         self.revision_pref = revision_pref   # (pref name, description, default)

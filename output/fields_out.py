@@ -120,7 +120,7 @@ def check_fields(names, known) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # Values
 
-def item_value(item, game_top) -> str:
+def item_value(item, game_tops=()) -> str:
     """The -T fields text of one occurrence."""
     f = item.field
     if f is None:                                   # an expert item under its own abbrev: a Lua ProtoExpert, FT_NONE
@@ -133,7 +133,7 @@ def item_value(item, game_top) -> str:
     if t == "protocol":
         # tshark prints the item's representation if the dissector set one, else the abbrev: a Lua protocol's
         # top item has none (its -V line is made from the name only when displayed)
-        return f.abbrev if item is game_top or not item.label else item.label
+        return f.abbrev if item in game_tops or not item.label else item.label
     return tv.json_value(f, item.value)
 
 
@@ -164,8 +164,8 @@ def field_values(packet, abbrev: str) -> list[str]:
     items = index.get(abbrev)
     if not items:
         return []
-    game_top = packet.game.item if packet.game is not None else None
-    return [item_value(i, game_top) for i in items]
+    game_tops = [layer.item for layer in packet.games]
+    return [item_value(i, game_tops) for i in items]
 
 
 class FieldsWriter:

@@ -11,7 +11,7 @@ def read(path, filter=None, prefs: dict | None = None, decode_as: dict | None = 
     """Decode a capture file (pcap, pcapng, gzip) and yield its packets, only those matching `filter` if given.
 
     filter: a display filter in Wireshark syntax (str, or one compiled by compile_filter); a bad one raises
-    FilterError before any packet is read. prefs: {"blank.revision": "2015"}. decode_as: {("udp", 23456):
+    FilterError before any packet is read. prefs: {"blank.revision": "2015"}. decode_as: {("udp.port", 23456):
     "blank"} (or {23456: "blank"} for UDP). Each packet's fields are reachable by abbrev: packet["blank.seq"] is
     the first value (KeyError if absent), packet.values("blank.seq") all of them, "blank" in packet tests a
     protocol or field; packet.number, packet.info, packet.protocol, packet.layers() are there too.
@@ -34,7 +34,7 @@ def read(path, filter=None, prefs: dict | None = None, decode_as: dict | None = 
         shows = filter if isinstance(filter, DisplayFilter) else _compile(filter)
     table = {}
     for key, proto in (decode_as or {}).items():
-        table[key if isinstance(key, tuple) else ("udp", int(key))] = proto
+        table[key if isinstance(key, tuple) else ("udp.port", int(key))] = proto
     settings = Settings(dict(prefs or {}), table)
 
     def generate():

@@ -8,6 +8,8 @@ command -v tcpdump >/dev/null || need+=(tcpdump)
 command -v luac5.2 >/dev/null || need+=(lua5.2)
 command -v luac5.4 >/dev/null || need+=(lua5.4)
 command -v ip >/dev/null || need+=(iproute2)
+command -v ethtool >/dev/null || need+=(ethtool)
+ldconfig -p 2>/dev/null | grep -q 'libenet\.so\.7' || need+=(libenet7)     # the range coder's exact oracle
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
