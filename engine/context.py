@@ -24,7 +24,7 @@ class Ctx:
     """
 
     __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
-                 "source", "notes", "stack", "meta")
+                 "source", "notes", "stack", "meta", "time")
 
     def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
                  frame: int = 0, sources: list[DataSource] | None = None):
@@ -42,6 +42,7 @@ class Ctx:
         self.notes: list[str] = []     # extra Info column text (e.g. "[Chunk 3 reassembled]")
         self.stack = None              # the frame's layer stack (engine.dispatch.Stack): handoff() goes through it
         self.meta: dict = {}           # facts a lower layer passes up with a handoff (ENet's channel, ...)
+        self.time: float | None = None # the frame's capture time, as wslua's pinfo.abs_ts (secs + nsecs / 1e9)
 
     def new_source(self, name: str, data: bytes) -> int:
         """Add a data source (a decompressed or reassembled buffer) to the packet; its index for Item.source."""

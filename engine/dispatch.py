@@ -117,6 +117,8 @@ class Stack:
         ctx = Ctx(data, start, end, tree, proto, self.conversation(proto) if conv is None else conv,
                   direction or self.direction, self.frame.number, self.sources)
         ctx.source, ctx.stack = source, self
+        ns = self.frame.ts_ns
+        ctx.time = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         if meta:
             ctx.meta = meta
         self.depth += 1
@@ -134,7 +136,7 @@ class Stack:
                 meta: dict) -> str | None:
         if self.depth >= MAX_DEPTH or start >= end:
             return None
-        proto = self.dispatcher.lookup(table, keys, data[start:end])
+        proto = self.dispatcher.lookup(table, keys, data[start:end], self.conversation)
         if proto is None:
             return None
         self.dissect(proto, data, start, end, source, direction, meta)
@@ -165,7 +167,13 @@ class Dispatcher:
                     self.tables.setdefault(table, {}).setdefault(key, p)
             for name, match in getattr(p, "heuristics", {}).items():
                 self.heuristic_lists.setdefault(name, []).append((p, match))
+        for p in protocols:          # a port preference (-o freeblox.ws_port:8765) registers its key first
+            for pname, table in getattr(p, "port_prefs", {}).items():
+                value = self.settings.prefs.get(f"{p.name}.{pname}", "")
+                if value.isdigit() and int(value):
+                    self.tables.setdefault(table, {})[int(value)] = p
         self.conversations: dict[tuple, dict] = {}
+        self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
         self.check_settings()
 
@@ -182,9 +190,10 @@ class Dispatcher:
             if choices and value not in choices:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
 
-    def lookup(self, table: str, keys, payload: bytes) -> Protocol | None:
+    def lookup(self, table: str, keys, payload: bytes, conv_of=None) -> Protocol | None:
         """The protocol for a payload: decode-as (table, key), then the table's registrations, then the
-        heuristic list named by the table's first part ("udp.port" -> "udp")."""
+        heuristic list named by the table's first part ("udp.port" -> "udp"). A protocol whose heuristic decides
+        per connection (`heuristic_wants_conv`) is given its conversation dict: conv_of(proto) -> dict."""
         decode_as = self.settings.decode_as
         if decode_as:
             for key in keys:
@@ -198,7 +207,10 @@ class Dispatcher:
                 if p is not None:
                     return p
         for p, match in self.heuristic_lists.get(table.split(".")[0], ()):
-            if match(payload):
+            if getattr(p, "heuristic_wants_conv", False) and conv_of is not None:
+                if match(payload, conv_of(p)):
+                    return p
+            elif match(payload):
                 return p
         return None
 
@@ -207,7 +219,7 @@ class Dispatcher:
         stack = Stack(self, frame, d)
         if d.transport == "udp":
             if d.payload:                 # tshark hands no empty payload to a sub-dissector
-                proto = self.lookup("udp.port", (d.sport, d.dport), d.payload)
+                proto = self.udp_protocol(stack, d)
                 if proto is not None:
                     start = d.payload_offset
                     stack.dissect(proto, frame.data, start, start + len(d.payload))
@@ -217,6 +229,21 @@ class Dispatcher:
                 self.streams = Streams(self)
             self.streams.dissect(stack, d)
         return stack.packet()
+
+
+    def udp_protocol(self, stack: Stack, d) -> Protocol | None:
+        """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then
+        heuristics."""
+        a, b = stack.endpoints
+        key = (a, b) if a < b else (b, a)
+        proto = self.claimed.get(key)
+        if proto is not None:
+            return proto
+        proto = self.lookup("udp.port", (d.sport, d.dport), d.payload, stack.conversation)
+        if proto is not None and getattr(proto, "heuristic_claims", False) and \
+                not any(proto is self.tables.get("udp.port", {}).get(port) for port in (d.sport, d.dport)):
+            self.claimed[key] = proto
+        return proto
 
 
 def _plain_info(d) -> str:

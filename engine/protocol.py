@@ -147,10 +147,10 @@ class Protocol:
         return lambda: self.info_text(packet, values, ctx.notes)
 
     def info_text(self, packet, values: dict, notes: list[str]) -> str:
-        info = f"{packet.label} " + format_template(self.info_template, values)
+        parts = [packet.label, format_template(self.info_template, values)]
         if packet.info_template:
-            info += " " + format_template(packet.info_template, values)
-        return " ".join([info, *notes])
+            parts.append(format_template(packet.info_template, values))
+        return " ".join(p for p in [*parts, *notes] if p)
 
     def rest(self, ctx: Ctx, tree: Item, info: FieldInfo) -> None:
         if ctx.pos < ctx.end:

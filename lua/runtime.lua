@@ -68,6 +68,13 @@ function rt.set(c, name, value) c.sc[#c.sc][name] = value end
 function rt.push(c, name) local s = {}; c.sc[#c.sc][name] = s; c.sc[#c.sc + 1] = s; return s end
 function rt.pop(c) c.sc[#c.sc] = nil end
 
+-- The non-empty strings of a list joined by single spaces (the Info column: label, header info, packet info, notes).
+function rt.join_nonempty(parts)
+  local out = {}
+  for _, p in ipairs(parts) do if p ~= nil and p ~= "" then out[#out + 1] = p end end
+  return table.concat(out, " ")
+end
+
 -- Python's "{:.6g}" and str(int) for labels.
 function rt.short(v, is_float)
   if is_float then return string.format("%.6g", v) end

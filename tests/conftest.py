@@ -96,30 +96,34 @@ def packet_layers(text: str) -> list:
 
 
 def layer_of(layers, proto: str):
-    found = [v for k, v in layers if k == proto]
+    found = layers_of(layers, proto)
     assert len(found) <= 1, f"{len(found)} {proto} layers in one packet"
     return found[0] if found else None
+
+
+def layers_of(layers, proto: str) -> list:
+    """Every layer named `proto` of one packet, in order (a frame may carry several: PDUs of one segment)."""
+    return [v for k, v in layers if k == proto]
 
 
 _PACKET_START = re.compile(r"^  \{$", re.M)
 
 
 def raw_layers(text: str, proto: str) -> list[str | None]:
-    """Per packet: the raw JSON text of the layer `proto` (from its key line to its closing brace), or None.
-    tshark and protodump both indent layers by 8 spaces inside `_source.layers`."""
+    """Per packet: the raw JSON text of the layers `proto` (from the first key line to the last one's closing
+    brace, joined by newlines), or None. tshark and protodump both indent layers by 8 spaces."""
     out = []
     starts = [m.start() for m in _PACKET_START.finditer(text)]
     for i, start in enumerate(starts):
         chunk = text[start:starts[i + 1] if i + 1 < len(starts) else len(text)]
-        m = re.search(rf'^        "{re.escape(proto)}": ', chunk, re.M)
-        if m is None:
-            out.append(None)
-            continue
-        rest = chunk[m.start():]
-        first = rest.split("\n", 1)[0]
-        if not first.rstrip().endswith("{"):           # a layer without children: one line
-            out.append(first.rstrip().rstrip(","))
-            continue
-        end = re.search(r"^        \}", rest, re.M)
-        out.append(rest[:end.end()] if end else rest)
+        found = []
+        for m in re.finditer(rf'^        "{re.escape(proto)}": ', chunk, re.M):
+            rest = chunk[m.start():]
+            first = rest.split("\n", 1)[0]
+            if not first.rstrip().endswith("{"):           # a layer without children: one line
+                found.append(first.rstrip().rstrip(","))
+                continue
+            end = re.search(r"^        \}", rest, re.M)
+            found.append(rest[:end.end()] if end else rest)
+        out.append("\n".join(found) if found else None)
     return out

@@ -5,6 +5,7 @@
     python tools/bench.py --source synthetic   # the synthetic session instead (random values every packet)
     python tools/bench.py -n 5 --packets 200000 --capture /tmp/big.pcap
     python tools/bench.py --only json,summary  # a subset of the pairs
+    python tools/bench.py --file captures/iceball-enet-session.pcap --repeat 20   # any capture, replayed K times
 
 The default capture is REAL traffic: the real server session (captures/blank-server-session.pcap, 1,342
 datagrams) replayed until the count is reached, each round's sequence numbers, acks and chunk transmission ids
@@ -254,6 +255,26 @@ def capture_stats(path: Path) -> tuple[int, int, dict[int, int]]:
     return n, size, types
 
 
+def repeat_capture(path: Path, times: int) -> Path:
+    """The frames of `path` (pcap or pcapng) K times over, each round later than the last, as a pcap in /tmp."""
+    if times <= 1:
+        return path
+    out = Path("/tmp/bench") / f"{path.stem}-x{times}.pcap"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "rb") as f:
+        reader = dpkt.pcapng.Reader(f) if f.read(4) == b"\x0a\x0d\x0d\x0a" else None
+        f.seek(0)
+        reader = reader or dpkt.pcap.Reader(f)
+        frames, linktype = list(reader), reader.datalink()
+    span = (frames[-1][0] - frames[0][0]) + 1 if frames else 1
+    with open(out, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=linktype)
+        for k in range(times):
+            for ts, buf in frames:
+                w.writepkt(buf, ts + k * span)
+    return out
+
+
 # --- timing -------------------------------------------------------------------------------------------------------
 
 def protodump_cmd() -> list[str]:
@@ -295,14 +316,22 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default=",".join(PAIRS), help=f"comma-separated pairs among {','.join(PAIRS)}")
     ap.add_argument("--tshark", default=shutil.which("tshark") or "tshark")
     ap.add_argument("--lua", type=Path, default=LUA)
+    ap.add_argument("--file", type=Path, help="time this capture (any protocol) instead of a blank one")
+    ap.add_argument("--repeat", type=int, default=1, help="with --file: replay its frames K times, one after another")
     args = ap.parse_args(argv)
 
-    args.capture = args.capture or DEFAULT_CAPTURE[args.source]
-    ensure_capture(args.capture, args.packets, args.rebuild, args.source)
-    n, size, types = capture_stats(args.capture)
-    from protodump.dissectors.blank import PACKET_NAMES
-    mix = ", ".join(f"{PACKET_NAMES.get(k, k)} {v / n:.1%}" for k, v in sorted(types.items(), key=lambda kv: -kv[1]))
-    print(f"{n:,} frames, {size / 1e6:.1f} MB: {mix}")
+    if args.file:
+        args.capture = repeat_capture(args.file, args.repeat)
+        n, size, _ = capture_stats(args.capture)
+        print(f"{n:,} frames, {size / 1e6:.1f} MB: {args.file.name} x {args.repeat}")
+    else:
+        args.capture = args.capture or DEFAULT_CAPTURE[args.source]
+        ensure_capture(args.capture, args.packets, args.rebuild, args.source)
+        n, size, types = capture_stats(args.capture)
+        from protodump.dissectors.blank import PACKET_NAMES
+        mix = ", ".join(f"{PACKET_NAMES.get(k, k)} {v / n:.1%}"
+                        for k, v in sorted(types.items(), key=lambda kv: -kv[1]))
+        print(f"{n:,} frames, {size / 1e6:.1f} MB: {mix}")
     tshark_ver = subprocess.run([args.tshark, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
     print(f"{tshark_ver}; python {sys.version.split()[0]}; best of {args.runs}\n")
 
