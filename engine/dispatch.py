@@ -121,6 +121,8 @@ class Stack:
         ctx.time = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         if meta:
             ctx.meta = meta
+        slot = len(self.infos)               # infos in layer order: the layers this one hands up come after it
+        self.infos.append((proto.name, ""))
         self.depth += 1
         try:
             info = proto.dissect(ctx, self.dispatcher.settings.prefs)
@@ -129,7 +131,7 @@ class Stack:
             info = "Dissector error"
         finally:
             self.depth -= 1
-        self.infos.append((proto.name, info))
+        self.infos[slot] = (proto.name, info)
         return layer
 
     def handoff(self, table: str, keys, data: bytes, start: int, end: int, source: int, direction: str,

@@ -256,7 +256,10 @@ def label(field: FieldInfo, value, *, length_bits: int | None = None) -> str:
     if t == "string":
         return name + ": " + format_text(json_value(field, value))
     if t == "bytes":
-        return name + ": " + (value.hex() if value else "<MISSING>")
+        if not value:
+            return name + ": <MISSING>"
+        # tshark's label shows at most 36 bytes, then an ellipsis (measured: 108,278 bytes -> 72 hex digits + …)
+        return name + ": " + (value.hex() if len(value) <= 36 else value[:36].hex() + "\u2026")
     if t == "protocol":
         return value if isinstance(value, str) else name
     return name                  # none
