@@ -1,6 +1,6 @@
 """Statistics of a game layer, per conversation and direction, for every protocol a field table defines:
 
--z <proto>,types  message-type counts and bytes (game message bytes = UDP payload) by direction, from the
+-z <proto>,types  message-type counts and bytes (the game layer's bytes, once per layer) by direction, from the
                   protocol's type field and its value names
 -z <proto>,seq    packets, lost, duplicated and out-of-order messages per direction, from the <proto>.sequence
                   expert infos (only for protocols that declare sequence analysis): what tshark shows through
@@ -28,25 +28,38 @@ def _conversation(table: dict, packet):
 
 
 class MessageTypes(Tap):
-    proto = type_abbrev = ""     # set per protocol by register_game_taps
+    proto = ""                   # set per protocol by register_game_taps
+    type_abbrevs: tuple = ()
 
     def __init__(self, args):
         super().__init__(args)
         self.convs: dict = {}
 
     def add(self, packet):
-        if not any(layer.proto == self.proto for layer in packet.games):
+        layers = [layer for layer in packet.games if layer.proto == self.proto]
+        if not layers:
             return
         conv, direction = _conversation(self.convs, packet)
-        items = packet.index().get(self.type_abbrev)
-        if items:
-            field, value = items[0].field, items[0].value
-            key = f"{(field.values or {}).get(value, 'Unknown')} ({value})"
-        else:
-            key = "[no type: malformed]"
-        counts = conv[direction].setdefault(key, [0, 0])
-        counts[0] += 1
-        counts[1] += len(packet.decoded.payload)
+        counts = conv[direction]
+        for layer in layers:
+            for n, key in enumerate(self.layer_types(layer)):
+                c = counts.setdefault(key, [0, 0])
+                c[0] += 1
+                c[1] += layer.item.length if n == 0 else 0     # a layer's bytes count once
+
+    def layer_types(self, layer) -> list[str]:
+        """The message types of one layer: every item of the most specific type field present (the last of
+        `type_abbrevs` found: an Iceball Lua packet framed inside a system id counts as its Lua id; ENet's
+        several commands each count)."""
+        found: dict[str, list] = {}
+        for node in layer.item.walk():
+            f = node.field
+            if f is not None and f.abbrev in self.type_abbrevs:
+                found.setdefault(f.abbrev, []).append(node)
+        for abbrev in reversed(self.type_abbrevs):
+            if abbrev in found:
+                return [f"{(n.field.values or {}).get(n.value, 'Unknown')} ({n.value})" for n in found[abbrev]]
+        return ["[no type: malformed]"]
 
     def result(self):
         out = []
@@ -104,7 +117,7 @@ def register_game_taps(protocols) -> None:
     for p in protocols:
         register(type(f"{p.name}Types", (MessageTypes,), {
             "name": f"{p.name},types", "kind": f"{p.name}_types", "proto": p.name,
-            "type_abbrev": f"{p.name}.{p.type_field}"}))
+            "type_abbrevs": tuple(f"{p.name}.{t}" for t in getattr(p, "type_fields", None) or (p.type_field,))}))
         if p.sequence:
             register(type(f"{p.name}Sequence", (SequenceAnalysis,), {
                 "name": f"{p.name},seq", "kind": f"{p.name}_seq", "proto": p.name,

@@ -22,7 +22,7 @@ class Decoded:
 
     __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
-                 "spans", "problems", "_layers")
+                 "spans", "problems", "_layers", "reassembled", "chunks")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -44,6 +44,10 @@ class Decoded:
         self.protocols: list[str] = []       # frame.protocols, e.g. ["eth", "ethertype", "ip", "udp"]
         self.spans: list[tuple] = []         # (proto, offset, length, *extra) per header, for layers()
         self.problems: list[tuple[str, ExpertInfo]] = []  # (proto of the layer it belongs to, info)
+        # TCP PDUs completed in this frame from several segments: (pieces ((frame, length), ...), data), set by
+        # engine.streams; shown as tshark's "tcp.segments" layer before the game layers
+        self.reassembled: list | None = None
+        self.chunks: list | None = None      # SCTP: capture.sctp.Chunk per chunk
         self._layers: list[Layer] | None = None
 
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
@@ -101,7 +105,7 @@ def decode(frame: RawFrame) -> Decoded:
             d.dport = dport
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
-            d.seq = d.ack = d.flags = d.window = d._layers = None
+            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = None
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []

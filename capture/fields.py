@@ -159,6 +159,52 @@ TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.opti
                8: ("tcp.options.timestamp", "Timestamps")}
 tcp_option = {kind: F(abbrev, name, "bytes") for kind, (abbrev, name) in TCP_OPTIONS.items()}
 tcp_option_unknown = F("tcp.options.unknown", "Unknown", "bytes")
+# a PDU reassembled from several segments (tshark's top-level "tcp.segments" tree in the completing frame)
+tcp_segments = F("tcp.segments", "Reassembled TCP Segments", "none")
+tcp_segment = F("tcp.segment", "TCP Segment", "uint32")
+tcp_segment_count = F("tcp.segment.count", "Segment count", "uint32")
+tcp_reassembled_length = F("tcp.reassembled.length", "Reassembled TCP length", "uint32")
+tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes")
+
+# SCTP (capture/sctp.py)
+sctp = F("sctp", "Stream Control Transmission Protocol", "protocol")
+sctp_srcport = F("sctp.srcport", "Source port", "uint16")
+sctp_dstport = F("sctp.dstport", "Destination port", "uint16")
+sctp_verification_tag = F("sctp.verification_tag", "Verification tag", "uint32", "HEX")
+sctp_checksum = F("sctp.checksum", "Checksum", "uint32", "HEX")
+sctp_checksum_status = F("sctp.checksum.status", "Checksum Status", "uint8")
+sctp_chunk = F("sctp.chunk", "Chunk", "none")
+sctp_chunk_type = F("sctp.chunk_type", "Chunk type", "uint8")
+sctp_chunk_bit_1 = F("sctp.chunk_bit_1", "Bit", "bool", mask=0x80, bits=8)
+sctp_chunk_bit_2 = F("sctp.chunk_bit_2", "Bit", "bool", mask=0x40, bits=8)
+sctp_chunk_flags = F("sctp.chunk_flags", "Chunk flags", "uint8", "HEX")
+sctp_chunk_length = F("sctp.chunk_length", "Chunk length", "uint16")
+sctp_chunk_value = F("sctp.chunk_value", "Chunk value", "bytes")
+sctp_chunk_padding = F("sctp.chunk_padding", "Chunk padding", "bytes")
+sctp_cookie = F("sctp.cookie", "Cookie", "bytes")
+sctp_data_i_bit = F("sctp.data_i_bit", "I-Bit", "bool", mask=0x08, bits=8)
+sctp_data_u_bit = F("sctp.data_u_bit", "U-Bit", "bool", mask=0x04, bits=8)
+sctp_data_b_bit = F("sctp.data_b_bit", "B-Bit", "bool", mask=0x02, bits=8)
+sctp_data_e_bit = F("sctp.data_e_bit", "E-Bit", "bool", mask=0x01, bits=8)
+sctp_data_tsn_raw = F("sctp.data_tsn_raw", "Transmission sequence number (absolute)", "uint32")
+sctp_data_sid = F("sctp.data_sid", "Stream identifier", "uint16", "HEX")
+sctp_data_ssn = F("sctp.data_ssn", "Stream sequence number", "uint16")
+sctp_data_ppid = F("sctp.data_payload_proto_id", "Payload protocol identifier", "uint32")
+sctp_init_fields = [F("sctp.init_initiate_tag", "Initiate tag", "uint32", "HEX"),
+                    F("sctp.init_credit", "Advertised receiver window credit (a_rwnd)", "uint32"),
+                    F("sctp.init_nr_out_streams", "Number of outbound streams", "uint16"),
+                    F("sctp.init_nr_in_streams", "Number of inbound streams", "uint16"),
+                    F("sctp.init_initial_tsn", "Initial TSN", "uint32")]
+sctp_initack_fields = [F("sctp.initack_initiate_tag", "Initiate tag", "uint32", "HEX"),
+                       F("sctp.initack_credit", "Advertised receiver window credit (a_rwnd)", "uint32"),
+                       F("sctp.initack_nr_out_streams", "Number of outbound streams", "uint16"),
+                       F("sctp.initack_nr_in_streams", "Number of inbound streams", "uint16"),
+                       F("sctp.initack_initial_tsn", "Initial TSN", "uint32")]
+sctp_sack_cumulative_tsn_ack_raw = F("sctp.sack_cumulative_tsn_ack_raw", "Cumulative TSN ACK (absolute)", "uint32")
+sctp_sack_a_rwnd = F("sctp.sack_a_rwnd", "Advertised receiver window credit (a_rwnd)", "uint32")
+sctp_sack_gap_blocks = F("sctp.sack_number_of_gap_blocks", "Number of gap acknowledgement blocks", "uint16")
+sctp_sack_dup_tsns = F("sctp.sack_number_of_duplicated_tsns", "Number of duplicated TSNs", "uint16")
+sctp_shutdown_cumulative_tsn_ack = F("sctp.shutdown_cumulative_tsn_ack", "Cumulative TSN Ack", "uint32")
 
 # Experts: the MALFORMED ones Decoded.bad() uses (abbrev -> description), for registration by outputs.
 EXPERTS = {

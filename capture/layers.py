@@ -11,6 +11,7 @@ import struct
 
 from ..engine.tree import Item, Layer, bit_picture
 from . import fields as f
+from .sctp import sctp_layer
 
 DSCP_SHORT = {0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7", 1: "LE",
               10: "AF11", 12: "AF12", 14: "AF13", 18: "AF21", 20: "AF22", 22: "AF23", 26: "AF31", 28: "AF32",
@@ -425,7 +426,8 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
 
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
             "sll2": sll2_layer, "null": null_layer,
-            "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer}
+            "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer,
+            "sctp": sctp_layer}
 
 
 def build(d) -> list[Layer]:
@@ -443,4 +445,23 @@ def build(d) -> list[Layer]:
         by_proto[proto] = layer
     for proto, info in d.problems:
         (by_proto.get(proto) or layers[-1]).item.expert(info)
+    for pieces, whole in getattr(d, "reassembled", None) or ():
+        layers.append(tcp_segments_layer(pieces, whole))
     return layers
+
+
+def tcp_segments_layer(pieces, whole: bytes) -> Layer:
+    """tshark's summary of a PDU reassembled from segments, shown in the frame that completed it."""
+    parts = ", ".join(f"#{frame}({length})" for frame, length in pieces)
+    top = Item(f.tcp_segments, None, 0, 0, f"[{len(pieces)} Reassembled TCP Segments ({len(whole)} bytes): {parts}]",
+               generated=True)
+    at = 0
+    for frame, length in pieces:
+        top.add(Item(f.tcp_segment, frame, 0, 0, f"[Frame: {frame}, payload: {at}-{at + length - 1} ({length} bytes)]",
+                     generated=True))
+        at += length
+    top.add(Item(f.tcp_segment_count, len(pieces), 0, 0, f"[Segment count: {len(pieces)}]", generated=True))
+    top.add(Item(f.tcp_reassembled_length, len(whole), 0, 0, f"[Reassembled TCP length: {len(whole)}]",
+                 generated=True))
+    top.add(Item(f.tcp_reassembled_data, whole, 0, 0, None, generated=True))     # tshark's bytes label (cut)
+    return Layer("tcp.segments", top)

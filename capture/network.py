@@ -158,6 +158,9 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
         udp(d, data, off, end)
     elif proto == 6:
         tcp(d, data, off, end)
+    elif proto == 132:
+        from .sctp import decode as sctp
+        sctp(d, data, off, end)
     else:
         d.payload_offset = off
         d.payload = data[off:end]

@@ -150,8 +150,9 @@ class Stack:
             protocol = (d.protocols[-1] if d.protocols else "frame").upper()
             return Packet(self.frame, d, [], _plain_info(d), protocol, [])
         d.protocols.extend(layer.proto for layer in self.layers)    # frame.protocols: "eth:...:udp:enet:iceball"
-        last = self.infos[-1][0]
-        infos = [info for proto, info in self.infos if proto == last]
+        # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
+        last = self.layers[-1].proto
+        infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
         return Packet(self.frame, d, self.layers, info, last, self.sources)
 
@@ -253,4 +254,6 @@ def _plain_info(d) -> str:
         return f"[Malformed: {d.error}]"
     if d.transport in ("udp", "tcp"):
         return f"{d.sport} → {d.dport} Len={len(d.payload)}"
+    if d.transport == "sctp":          # the chunk names, as tshark's Info column lists them
+        return " ".join(c.name for c in getattr(d, "chunks", None) or ())
     return ""

@@ -72,6 +72,13 @@ function rt.set(c, name, value) c.sc[#c.sc][name] = value end
 function rt.push(c, name) local s = {}; c.sc[#c.sc][name] = s; c.sc[#c.sc + 1] = s; return s end
 function rt.pop(c) c.sc[#c.sc] = nil end
 
+-- The non-empty strings of a list joined by single spaces (the Info column: label, header info, packet info, notes).
+function rt.join_nonempty(parts)
+  local out = {}
+  for _, p in ipairs(parts) do if p ~= nil and p ~= "" then out[#out + 1] = p end end
+  return table.concat(out, " ")
+end
+
 -- Python's "{:.6g}" and str(int) for labels.
 function rt.short(v, is_float)
   if is_float then return string.format("%.6g", v) end
@@ -351,12 +358,2361 @@ function rt.conversation(proto, pinfo)
   return conv, a .. ">" .. b
 end
 function rt.reset() conversations = {} end
+-- ENet (libenet 1.3.x) for the generated plugin: the twin of dissectors/enet.py (heuristic) and
+-- dissectors/enet_analysis.py (the datagram walk, checksum, conversation memory, acknowledgements, fragment
+-- reassembly, hand-off). Same items in the same order, same texts, same limits. No bit operators (Lua 5.2 and 5.4).
+do
+  local floor = math.floor
+  local SIZES = { [1] = 8, [2] = 48, [3] = 44, [4] = 8, [5] = 4, [6] = 6, [7] = 8, [8] = 24, [9] = 8, [10] = 12,
+                  [11] = 16, [12] = 24 }
+  local DATA_LENGTH_AT = { [6] = 4, [7] = 6, [8] = 6, [9] = 6, [12] = 6 }
+  local CONNECTION = { [2] = true, [3] = true, [4] = true, [5] = true, [10] = true, [11] = true }
+  local NAMES = { "ACKNOWLEDGE", "CONNECT", "VERIFY_CONNECT", "DISCONNECT", "PING", "SEND_RELIABLE",
+                  "SEND_UNRELIABLE", "SEND_FRAGMENT", "SEND_UNSEQUENCED", "BANDWIDTH_LIMIT", "THROTTLE_CONFIGURE",
+                  "SEND_UNRELIABLE_FRAGMENT" }
+  local PAYLOAD = { [6] = true, [7] = true, [9] = true }
+  local MTU_MAX, PEER_NONE = 4096, 4095
+  local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX, FRAGMENT_COUNT_MAX = 4096, 256, 33554432, 1048576
+  local FRAGMENT_LIMIT = 4096
+
+  local function u16(s, i) return string.byte(s, i) * 256 + string.byte(s, i + 1) end
+
+  -- libenet's receiver, as a check: commands of valid types, complete, exact data lengths, to the last byte
+  local function command_walk(s, pos)
+    local n, count = #s, 0
+    while pos < n do
+      local code = string.byte(s, pos + 1)
+      local kind = code % 16
+      local size = SIZES[kind]
+      if size == nil or pos + size > n then return false end
+      if (floor(code / 64) % 2 == 1 and kind ~= 9) or (code >= 128 and kind == 1) then return false end
+      if (string.byte(s, pos + 2) == 255) ~= (CONNECTION[kind] == true) and kind ~= 1 then return false end
+      if DATA_LENGTH_AT[kind] then
+        size = size + u16(s, pos + DATA_LENGTH_AT[kind] + 1)
+        if pos + size > n then return false end
+      end
+      pos = pos + size
+      count = count + 1
+    end
+    return count > 0
+  end
+
+  -- the heuristic (dissectors/enet.py looks_like_enet)
+  function rt.enet_looks(s)
+    if #s < 2 then return false end
+    local word = u16(s, 1)
+    local at = word >= 32768 and 4 or 2
+    for _, start in ipairs({ at, at + 4 }) do
+      local body = s
+      local ok = true
+      if floor(word / 16384) % 2 == 1 then
+        ok = false
+        if rt.range_decompress and start < #s then
+          local plain = rt.range_decompress(string.sub(s, start + 1), MTU_MAX - start)
+          if plain then body = string.sub(s, 1, start) .. plain; ok = true end
+        end
+      end
+      if ok and start < #body and command_walk(body, start) then
+        if not (word % 4096 == PEER_NONE and string.byte(body, start + 1) % 16 ~= 2) then return true end
+      end
+    end
+    return false
+  end
+
+  -- CRC-32 (zlib's) with arithmetic only: bytes xor-ed through a nibble table
+  local X4 = {}
+  for a = 0, 15 do
+    for b = 0, 15 do
+      local r, bit = 0, 1
+      for _ = 1, 4 do
+        if (floor(a / bit) + floor(b / bit)) % 2 == 1 then r = r + bit end
+        bit = bit * 2
+      end
+      X4[a * 16 + b] = r
+    end
+  end
+  local function xor8(a, b) return X4[floor(a / 16) * 16 + floor(b / 16)] * 16 + X4[(a % 16) * 16 + b % 16] end
+  local function xor32(a, b)
+    local r, m = 0, 1
+    for _ = 1, 4 do
+      r = r + xor8(a % 256, b % 256) * m
+      a, b, m = floor(a / 256), floor(b / 256), m * 256
+    end
+    return r
+  end
+  local CRC = {}
+  for i = 0, 255 do
+    local c = i
+    for _ = 1, 8 do
+      if c % 2 == 1 then c = xor32(3988292384, floor(c / 2)) else c = floor(c / 2) end
+    end
+    CRC[i] = c
+  end
+  function rt.crc32(s)
+    local crc = 4294967295
+    for i = 1, #s do
+      crc = xor32(CRC[xor8(crc % 256, string.byte(s, i))], floor(crc / 256))
+    end
+    return 4294967295 - crc
+  end
+
+  local function be32(v)
+    return string.char(floor(v / 16777216) % 256, floor(v / 65536) % 256, floor(v / 256) % 256, v % 256)
+  end
+
+  -- Reassembly at byte offsets (reassembly/offsets.py OffsetReassembly): first copy of a byte wins, complete
+  -- when the pieces cover the total. Returns the whole buffer once, when complete.
+  function rt.offsets_new(total) return { total = total, pieces = {}, done = 0, spans = {}, covered = 0 } end
+
+  -- Bytes covered by the union of the pieces, kept up to date one piece at a time: r.spans holds the disjoint
+  -- covered intervals in offset order.
+  local function cover(r, a, b)
+    local kept, merged_a, merged_b, placed = {}, a, b, false
+    for _, sp in ipairs(r.spans) do
+      if sp[2] < merged_a or sp[1] > merged_b then
+        if not placed and sp[1] > merged_b then kept[#kept + 1] = { merged_a, merged_b }; placed = true end
+        kept[#kept + 1] = sp
+      else
+        r.covered = r.covered - (sp[2] - sp[1])
+        merged_a, merged_b = math.min(merged_a, sp[1]), math.max(merged_b, sp[2])
+      end
+    end
+    if not placed then kept[#kept + 1] = { merged_a, merged_b } end
+    r.covered = r.covered + (merged_b - merged_a)
+    r.spans = kept
+  end
+
+  -- The usual case: pieces that do not overlap (exact duplicates aside): concatenated in offset order.
+  local function assemble_disjoint(pieces)
+    local order = {}
+    for i, p in ipairs(pieces) do order[i] = { p[1], i, p[2] } end
+    table.sort(order, function(x, y) return x[1] < y[1] or (x[1] == y[1] and x[2] < y[2]) end)
+    local out, stop, last_at, last_len = {}, 0, -1, 0
+    for _, o in ipairs(order) do
+      if o[1] == last_at and #o[3] <= last_len then
+        -- a later copy inside the first one: the first copy wins
+      elseif o[1] < stop then
+        return nil                      -- a real overlap: the general rule below
+      else
+        out[#out + 1] = o[3]
+        stop, last_at, last_len = o[1] + #o[3], o[1], #o[3]
+      end
+    end
+    return table.concat(out)
+  end
+
+  local function assemble(pieces)
+    local fast = assemble_disjoint(pieces)
+    if fast then return fast end
+    local spans, segs = {}, {}         -- spans: covered intervals so far, sorted; segs: {offset, bytes}
+    for _, p in ipairs(pieces) do      -- arrival order: earlier pieces keep their bytes
+      local a, b, cur = p[1], p[1] + #p[2], p[1]
+      local gaps = {}
+      for _, sp in ipairs(spans) do
+        if sp[2] > cur and sp[1] < b then
+          if sp[1] > cur then gaps[#gaps + 1] = { cur, sp[1] } end
+          if sp[2] > cur then cur = sp[2] end
+        end
+      end
+      if cur < b then gaps[#gaps + 1] = { cur, b } end
+      for _, g in ipairs(gaps) do
+        segs[#segs + 1] = { g[1], string.sub(p[2], g[1] - a + 1, g[2] - a) }
+        spans[#spans + 1] = { g[1], g[2] }
+      end
+      table.sort(spans, function(x, y) return x[1] < y[1] end)
+    end
+    table.sort(segs, function(x, y) return x[1] < y[1] end)
+    local out = {}
+    for i, sg in ipairs(segs) do out[i] = sg[2] end
+    return table.concat(out)
+  end
+
+  function rt.offsets_add(r, at, piece, frame)
+    if r.done ~= 0 then return nil end
+    r.pieces[#r.pieces + 1] = { at, piece, frame }
+    cover(r, at, at + #piece)
+    if r.covered < r.total then return nil end
+    r.done = frame
+    local buf = assemble(r.pieces)
+    local frames, seen = {}, {}
+    for _, p in ipairs(r.pieces) do
+      if not seen[p[3]] then seen[p[3]] = true; frames[#frames + 1] = p[3] end
+    end
+    table.sort(frames)
+    r.frames, r.pieces = frames, {}
+    return buf
+  end
+
+  -- --- the datagram ---------------------------------------------------------------------------------------------
+  -- D: the protocol's pieces made by the generator: proto, F, E, header/sent_time/checksum/command functions,
+  -- cmds[type] = { fn, label }, tables t_connect / t_port, checksum_on(), handoff_mode(), rtt.
+
+  local function command_label(scope)
+    local kind = scope.type
+    local name = kind == nil and "Truncated" or NAMES[kind] or string.format("Invalid (%d)", kind)
+    local text = "Command: " .. name
+    if scope.channel ~= nil then
+      text = text .. ", channel " .. (scope.channel == 255 and "none" or string.format("%d", scope.channel))
+    end
+    if scope.reliable_seq ~= nil then text = text .. string.format(", seq %d", scope.reliable_seq) end
+    return text
+  end
+
+  local function gen(tree, f, range, value, text)
+    local it = value == nil and tree:add(f, range) or tree:add(f, range, value)
+    if text then it:set_text(text) end
+    it:set_generated()
+    return it
+  end
+
+  local function show_connection(D, c, T, connect)
+    if connect == nil or connect.frame >= c.frame then return end
+    local F, r = D.F, c.tvb(c.pos, 0)
+    local node = gen(T, F["enet.connection"], r, nil, string.format("Connection (CONNECT in frame %d)", connect.frame))
+    gen(node, F["enet.connection.frame"], r, connect.frame)
+    gen(node, F["enet.connection.connect_data"], r, connect.data)
+    gen(node, F["enet.connection.channel_count"], r, connect.channel_count)
+    gen(node, F["enet.connection.mtu"], r, connect.mtu)
+  end
+
+  local function reverse(dir)
+    local a, b = string.match(dir, "^(.*)>(.*)$")
+    return b .. ">" .. a
+  end
+
+  local function port_of(endpoint) return tonumber(string.match(endpoint, ":(%d+)$")) end
+
+  -- Give one message to the protocol above: by the CONNECT's data, then by UDP port (lowest first).
+  local function hand_up(D, c, tvb, scope, connect)
+    local mode = D.handoff_mode()
+    if tvb:len() == 0 or mode == "off" then return end
+    local d
+    local chosen = D.payload_choice()
+    if chosen ~= "" then         -- the preference names the protocol (tshark 4.0 has no Decode As for our tables)
+      local ok, named = pcall(Dissector.get, chosen)
+      if ok then d = named end
+    end
+    if d == nil and mode == "auto" and connect ~= nil then d = D.t_connect:get_dissector(connect.data) end
+    if d == nil then
+      local a, b = string.match(c.dir, "^(.*)>(.*)$")
+      local pa, pb = port_of(a), port_of(b)
+      local lo, hi = math.min(pa, pb), math.max(pa, pb)
+      d = D.t_port:get_dissector(lo) or D.t_port:get_dissector(hi)
+    end
+    if d == nil then return end
+    rt.meta = { channel = scope.channel, enet_command = NAMES[scope.type] }
+    pcall(function() d:call(tvb, c.pinfo, c.root) end)
+    rt.meta = nil
+    c.handed = true
+  end
+
+  local function fragment_problem(count, number, total, offset, length)
+    if count == 0 or count > FRAGMENT_COUNT_MAX then
+      return string.format("Fragment count %d is outside 1..%d", count, FRAGMENT_COUNT_MAX)
+    end
+    if number >= count then
+      return string.format("Fragment number %d is not below the fragment count %d", number, count)
+    end
+    if total > MESSAGE_MAX then return string.format("Total length %d exceeds the limit of %d", total, MESSAGE_MAX) end
+    if total < count then
+      return string.format("Total length %d is smaller than the fragment count %d", total, count)
+    end
+    if offset >= total or length > total - offset then
+      return string.format("Fragment %d+%d lies beyond the total length %d", offset, length, total)
+    end
+    return nil
+  end
+
+  -- One fragment: (kind of result, value): "problem"/"mismatch" + message, "in" + frame, "whole" + {buf, frames}
+  local function fragment_step(c, kind, scope)
+    local count, number, total = scope.fragment_count, scope.fragment_number, scope.total_length
+    local problem = fragment_problem(count, number, total, scope.fragment_offset, #scope.data)
+    if problem then return "problem", problem end
+    if count > FRAGMENT_LIMIT then
+      return "mismatch", string.format("Not reassembled: %d fragments exceed the limit of %d", count, FRAGMENT_LIMIT)
+    end
+    local key = string.format("%s|%d|%d", c.dir, scope.channel, scope.start_seq)
+    if kind == 12 then key = key .. string.format("|%d", scope.reliable_seq) end
+    c.conv.enet_messages = c.conv.enet_messages or rt.btable()
+    local messages = c.conv.enet_messages
+    local entry = messages.map[key]
+    if entry ~= nil and (entry.count ~= count or entry.total ~= total) then
+      if entry.r.done == 0 then
+        return "mismatch", string.format("Fragment count %d / total %d differ from the message's %d / %d",
+          count, total, entry.count, entry.total)
+      end
+      entry = nil
+    end
+    if entry == nil then
+      entry = { r = rt.offsets_new(total), count = count, total = total, numbers = {} }
+      rt.bput(messages, key, entry, MESSAGE_LIMIT)
+    end
+    if entry.r.done ~= 0 then return "in", entry.r.done end
+    if entry.numbers[number] then return nil end      -- a fragment number seen before: ignored, as libenet does
+    entry.numbers[number] = true
+    local whole = rt.offsets_add(entry.r, scope.fragment_offset, scope.data, c.frame)
+    if whole then return "whole", { buf = whole, frames = entry.r.frames } end
+    return nil
+  end
+
+  local function show_fragment(D, c, item, kind, scope, idx, connect)
+    local F = D.F
+    local what, v = rt.once(c, "enet_frag" .. idx, function() return fragment_step(c, kind, scope) end)
+    if what == "problem" then rt.expert(c, item, "malformed", v)
+    elseif what == "mismatch" then rt.expert(c, item, "reassembly", v)
+    elseif what == "in" then
+      gen(item, F["enet.reassembled_in"], c.cmd_range, v, string.format("Reassembled in frame %d", v))
+    elseif what == "whole" then
+      local parts = {}
+      for i, fr in ipairs(v.frames) do parts[i] = string.format("%d", fr) end
+      local node = gen(item, F["enet.reassembled"], c.cmd_range, nil,
+        string.format("Reassembled from frames %s (%d bytes)", table.concat(parts, ", "), #v.buf))
+      for _, fr in ipairs(v.frames) do gen(node, F["enet.reassembled.frame"], c.cmd_range, fr) end
+      gen(node, F["enet.reassembled.length"], c.cmd_range, #v.buf)
+      c.notes[#c.notes + 1] = string.format("[%d bytes reassembled]", #v.buf)
+      local tvb = ByteArray.new(v.buf, true):tvb("Reassembled ENet")
+      hand_up(D, c, tvb, scope, connect)
+    end
+  end
+
+  local function analyse(D, c, s, item, kind, scope, idx, connect)
+    local F, values = D.F, c.sc[1]
+    local key = "enet_cmd" .. idx
+    local acked = rt.once(c, key, function()
+      if kind == 2 then
+        c.conv.enet_connect = { frame = c.frame, data = scope.data, channel_count = scope.channel_count,
+                                mtu = scope.mtu, connect_id = scope.connect_id }
+      end
+      if scope.acknowledge == 1 and values.sent_time ~= nil then
+        c.conv.enet_sent = c.conv.enet_sent or rt.btable()
+        rt.bput(c.conv.enet_sent, string.format("%s|%d|%d|%d", c.dir, scope.channel, scope.reliable_seq,
+          values.sent_time), { c.frame, c.time }, SENT_LIMIT)
+      end
+      if kind == 1 and c.conv.enet_sent then
+        return c.conv.enet_sent.map[string.format("%s|%d|%d|%d", reverse(c.dir), scope.channel,
+          scope.received_reliable_seq, scope.received_sent_time)]
+      end
+      return nil
+    end)
+    if acked then
+      gen(item, F["enet.acknowledge.frame"], c.cmd_range, acked[1], string.format("Acknowledges frame %d", acked[1]))
+      if D.rtt and acked[2] ~= nil then
+        local rtt = (c.time - acked[2]) * 1000.0
+        gen(item, F["enet.acknowledge.rtt"], c.cmd_range, rtt, string.format("Round-trip time: %.3f ms", rtt))
+      end
+    end
+    if PAYLOAD[kind] then
+      local n = #scope.data
+      if n > 0 then hand_up(D, c, s.tvb(s.pos - n, n):tvb(), scope, connect) end
+    elseif kind == 8 or kind == 12 then
+      show_fragment(D, c, item, kind, scope, idx, connect)
+    end
+  end
+
+  local function walk_commands(D, c, T, s, connect)
+    local F, names, idx = D.F, {}, 0
+    while s.pos < s.stop do
+      local at = s.pos
+      local item = T:add(F["enet.command"], s.tvb(at, 0))
+      c.cmd_range = s.tvb(at, 0)
+      local scope = {}
+      s.sc[#s.sc + 1] = scope
+      local stop = true
+      idx = idx + 1
+      local ok, err = pcall(function()
+        D.command(s, item)
+        local kind = scope.type
+        local cmd = D.cmds[kind]
+        if cmd == nil then
+          rt.expert(c, item, "malformed", string.format("Invalid command type %d: the receiver stops here", kind))
+          item:add(F["enet.data"], s.tvb(s.pos, s.stop - s.pos))
+          s.pos = s.stop
+        else
+          names[#names + 1] = cmd.label
+          cmd.fn(s, item)
+          analyse(D, c, s, item, kind, scope, idx, connect)
+          stop = false
+        end
+      end)
+      rt.pop(s)
+      item:set_len(s.pos - at)
+      item:set_text(command_label(scope))
+      if not ok and err ~= rt.TRUNC then error(err, 0) end
+      if stop then break end
+    end
+    return names
+  end
+
+  local function check_crc(D, c, T, values, head, commands, connect)
+    local status = 2
+    if commands ~= nil and (values.peer_id == PEER_NONE or connect ~= nil) then
+      local cid = values.peer_id == PEER_NONE and 0 or connect.connect_id
+      local crc = rt.crc32(string.sub(head, 1, #head - 4) .. be32(cid) .. commands)
+      status = crc == values.checksum and 1 or 0
+    end
+    gen(T, D.F["enet.checksum.status"], c.tvb(c.pos - 4, 4), status)
+    if status == 0 then rt.expert(c, T, "checksum", "Bad checksum") end
+  end
+
+  local function body(D, c, T)
+    local F, values = D.F, c.sc[1]
+    local okh, eh = pcall(function()
+      D.header(c, T)
+      if values.sent_time_flag == 1 then D.sent_time(c, T) end
+      if D.checksum_on() then D.checksum(c, T) end
+    end)
+    if not okh then
+      if eh ~= rt.TRUNC then error(eh, 0) end
+      return "Malformed (truncated header)"
+    end
+    local head_end = c.pos
+    local connect = rt.once(c, "enet_conn", function() return c.conv.enet_connect end)
+    local plain, coded
+    if values.compressed == 1 then
+      coded = c.tvb:raw(c.pos, c.stop - c.pos)
+      if #coded > 0 and rt.range_decompress then plain = rt.range_decompress(coded, MTU_MAX - head_end) end
+    else
+      plain = c.stop > c.pos and c.tvb:raw(c.pos, c.stop - c.pos) or ""
+    end
+    if D.checksum_on() then
+      check_crc(D, c, T, values, c.tvb:raw(0, head_end), plain, connect)
+    end
+    show_connection(D, c, T, connect)
+    local s = { tvb = c.tvb, pos = c.pos, stop = c.stop, sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir,
+                E = c.E, notes = c.notes, visited = c.visited }
+    if coded ~= nil then
+      local r = c.tvb(c.pos, c.stop - c.pos)
+      local it = T:add(F["enet.compressed_data"], r)
+      c.pos = c.stop
+      if plain == nil then
+        rt.expert(c, it, "malformed", "Range-coded data does not decompress")
+        return "Malformed (range coder)"
+      end
+      local dtvb = ByteArray.new(plain, true):tvb("Decompressed ENet")
+      gen(T, F["enet.decompressed_length"], r, #plain)
+      gen(T, F["enet.compression_ratio"], r, #plain / #coded)
+      c.notes[#c.notes + 1] = string.format("[range coder %d\226\134\146%d bytes]", #coded, #plain)
+      s.tvb, s.pos, s.stop = dtvb, 0, dtvb:len()
+    end
+    local names = walk_commands(D, c, T, s, connect)
+    local text = #names > 0 and table.concat(names, ", ") or "No command"
+    for _, n in ipairs(c.notes) do text = text .. " " .. n end
+    return text
+  end
+
+  function rt.enet_dissect(D, tvb, pinfo, tree)
+    pinfo.cols.protocol:set("enet")
+    local conv, dir = rt.conversation("enet", pinfo)
+    local T = tree:add(D.proto, tvb())
+    local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, dir = dir,
+                E = D.E, notes = {}, visited = pinfo.visited, time = pinfo.abs_ts, pinfo = pinfo, root = tree }
+    local ok, info = pcall(body, D, c, T)
+    if not ok then
+      rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
+    elseif not c.handed then
+      pinfo.cols.info:set(info)
+    end
+    return tvb:len()
+  end
+end
+-- Building blocks of engine/blocks_iceball.py (Framed, Dispatch, Transfer, stream framing): the same trees.
+
+-- Framed: decode `body` inside the next n bytes; what it leaves is trailing data.
+function rt.framed(c, T, n, body, f_trailing)
+  local start, stop = c.pos, c.stop
+  c.stop = start + n
+  local ok, err = pcall(body, c, T)
+  if ok and c.pos < c.stop then
+    T:add(f_trailing, c.tvb(c.pos, c.stop - c.pos))
+    rt.expert(c, T, "trailing", string.format("%d bytes after the inner packet", c.stop - c.pos))
+  end
+  c.stop = stop
+  c.pos = start + n
+  if not ok then error(err, 0) end
+end
+
+-- A constant table built on first use (generated code refers to functions defined after the caller).
+local CACHE = {}
+function rt.cached(key, build)
+  local t = CACHE[key]
+  if t == nil then t = build(); CACHE[key] = t end
+  return t
+end
+
+-- Dispatch: tables[variant] = { code field, { [code] = { fn, label, info template } } }.
+function rt.dispatch(c, T, name, label, tables, first, key, unknown, f_data)
+  rt.need(c, 1, label, T)
+  local variant = key and rt.lookup(c, key)
+  if variant == nil or tables[variant] == nil then variant = first end
+  local t = tables[variant]
+  local code = c.tvb(c.pos, 1):uint()
+  c.sc[#c.sc][name] = code
+  local it = T:add(t[1], c.tvb(c.pos, 1))
+  c.pos = c.pos + 1
+  local pkt = t[2][code]
+  if pkt == nil then
+    local msg = string.gsub(unknown, "{}", string.format("%d", code))
+    rt.expert(c, it, "undecoded", msg)
+    c.sc[1]._info = msg
+    if c.pos < c.stop then
+      T:add(f_data, c.tvb(c.pos, c.stop - c.pos))
+      c.pos = c.stop
+    end
+    return
+  end
+  local values = c.sc[#c.sc]
+  c.sc[1]._info = pkt[2]
+  pkt[1](c, T)
+  if pkt[3] then c.sc[1]._info = pkt[2] .. " " .. rt.template(pkt[3], values) end
+end
+
+-- Stream framing from the tables (engine.blocks_iceball.measure): steps { "fixed", size, code, name } and
+-- { "counted", name, delta }; the length may run past the data; -1 cannot tell, 0 more bytes needed to tell.
+local function read_int(tvb, at, size, code)
+  local r = tvb(at, size)
+  local little = string.sub(code, 1, 1) ~= ">"
+  local signed = string.find(code, "[bhi]") ~= nil
+  if little then return signed and r:le_int() or r:le_uint() end
+  return signed and r:int() or r:uint()
+end
+
+function rt.measure(steps, tvb, pos, values)
+  if not steps then return -1 end
+  local at, len = pos, tvb:len()
+  for _, s in ipairs(steps) do
+    if s[1] == "counted" then
+      local n = values[s[2]]
+      if n == nil or n + s[3] < 0 then return -1 end
+      at = at + n + s[3]
+    else
+      if s[3] ~= "" then
+        if at + s[2] > len then return 0 end
+        values[s[4]] = read_int(tvb, at, s[2], s[3])
+      end
+      at = at + s[2]
+    end
+  end
+  return at - pos
+end
+
+-- The "tcp" heuristic (ChannelProtocol.starts_stream): the stream starts with packet `code`, whole, holding
+-- printable text from `text_at` to its last byte, a NUL.
+function rt.stream_start(tvb, len_fn, code, text_at)
+  local size = tvb:len()
+  if size < text_at + 2 or tvb(0, 1):uint() ~= code then return false end
+  local n = len_fn(tvb, 0)
+  if n <= text_at + 1 or n > size or tvb(n - 1, 1):uint() ~= 0 then return false end
+  return string.find(tvb:raw(text_at, n - 1 - text_at), "^[\32-\126]+$") ~= nil
+end
+
+-- The n-th layer of this protocol in this frame (several messages per ENet datagram): keys the state replayed on
+-- re-dissection. The first pass counts the layers of each frame; a later pass (tshark -2, a GUI click, even on the
+-- same frame twice in a row) starts again at 1 once it has seen them all.
+function rt.layer_index(c)
+  local conv = c.conv
+  conv.layers_in = conv.layers_in or {}
+  if conv.layer_frame ~= c.frame or (c.visited and conv.layer_n >= (conv.layers_in[c.frame] or 1)) then
+    conv.layer_frame, conv.layer_n = c.frame, 0
+  end
+  conv.layer_n = conv.layer_n + 1
+  if not c.visited then conv.layers_in[c.frame] = conv.layer_n end
+  return conv.layer_n
+end
+
+-- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks).
+function rt.inflate_capped(tvb, name, limit)
+  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
+  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
+  if not ok or r == nil or r:len() > limit then return nil end
+  return r:tvb()
+end
+
+-- File transfers (engine.blocks_iceball.Transfer): the state steps run on the first pass only (rt.once).
+local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = 16777216, 67108864, 16, 65536
+
+-- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
+-- covered are kept, so the parts never overlap; returns the bytes added.
+local function place(parts, at, piece)
+  local todo = { { at, at + #piece } }
+  for _, q in ipairs(parts) do
+    local qs, qe, left = q[1], q[1] + #q[2], {}
+    for _, span in ipairs(todo) do
+      local s, e = span[1], span[2]
+      if qe <= s or qs >= e then left[#left + 1] = span
+      else
+        if s < qs then left[#left + 1] = { s, qs } end
+        if qe < e then left[#left + 1] = { qe, e } end
+      end
+    end
+    todo = left
+  end
+  local added = 0
+  for _, span in ipairs(todo) do
+    parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
+    added = added + span[2] - span[1]
+  end
+  return added
+end
+
+local function joined(parts)
+  table.sort(parts, function(a, b) return a[1] < b[1] end)
+  local out = {}
+  for i, q in ipairs(parts) do out[i] = q[2] end
+  return table.concat(out)
+end
+
+local STEPS = {}
+
+function STEPS.request(c, st, names, mask)
+  if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
+  local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
+  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind }
+  return {}
+end
+
+function STEPS.start(c, st, names)
+  local total, size = rt.lookup(c, names.total), rt.lookup(c, names.size)
+  local req = table.remove(st.requests, 1)
+  local res = { name = req and req[1] or "?", kind = req and req[2] or 0, noreq = req == nil }
+  if total > FILE_LIMIT then
+    res.toolarge = string.format("Transfer of %d bytes exceeds the limit of %d", total, FILE_LIMIT)
+    st.current = nil
+    return res
+  end
+  st.current = { name = res.name, kind = res.kind, total = total, size = size, parts = {}, got = 0, frames = {},
+                 seen = {}, blocks = 0 }
+  return res
+end
+
+function STEPS.piece(c, st, names)
+  local cur = st.current
+  if cur == nil then return { none = true } end
+  local res = { name = cur.name, kind = cur.kind }
+  local at, piece = rt.lookup(c, names.at), rt.lookup(c, names.data)
+  if cur.blocks >= BLOCK_LIMIT then
+    res.toomany = string.format("More than %d blocks: the transfer is dropped", BLOCK_LIMIT)
+    st.current = nil
+    return res
+  end
+  if cur.whole == nil then
+    if at + #piece > cur.total then
+      res.err = string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, cur.total)
+      return res
+    end
+    cur.got = cur.got + place(cur.parts, at, piece)
+    if not cur.seen[c.frame] then cur.seen[c.frame] = true; cur.frames[#cur.frames + 1] = c.frame end
+    if cur.got >= cur.total then
+      cur.whole = joined(cur.parts)
+      table.sort(cur.frames)
+      cur.parts, cur.seen = {}, {}            -- done: keep no pieces
+    end
+  end
+  cur.blocks = cur.blocks + 1
+  return res
+end
+
+function STEPS.finish(c, st)
+  local cur = st.current
+  st.current = nil
+  if cur == nil then return { none = true } end
+  local res = { name = cur.name, kind = cur.kind, total = cur.total, size = cur.size }
+  if cur.whole == nil then
+    res.got = cur.got
+    return res
+  end
+  res.whole, res.blocks, res.first, res.last = cur.whole, cur.blocks, cur.frames[1], cur.frames[#cur.frames]
+  return res
+end
+
+function STEPS.abort(c, st)
+  local cur = st.current
+  st.current = nil
+  if cur == nil then return { none = true } end
+  return { name = cur.name, kind = cur.kind, total = cur.total,
+           got = cur.whole and cur.total or cur.got }
+end
+
+local function file_node(c, T, F, label, res)
+  local r = c.tvb(c.pos, 0)
+  local node = T:add(F.node, r)
+  node:set_text(label .. ": " .. res.name)
+  node:set_generated()
+  node:add(F.name, r, res.name):set_generated()
+  node:add(F.kind, r, res.kind):set_generated()
+  return node, r
+end
+
+local function show_end(c, T, F, label, res, inside)
+  if res.none then
+    rt.expert(c, T, "unexpected", "File end with no file transfer active")
+    c.sc[1].file = "no transfer active"
+    return
+  end
+  local node, r = file_node(c, T, F, label, res)
+  node:add(F.total, r, res.total):set_generated()
+  node:add(F.size, r, res.size):set_generated()
+  if res.whole == nil then
+    node:add(F.received, r, res.got):set_generated()
+    rt.expert(c, node, "reassembly", string.format("File transfer ended with %d of %d bytes", res.got, res.total))
+    c.sc[1].file = res.name .. " incomplete"
+    return
+  end
+  node:add(F.blocks, r, res.blocks):set_generated()
+  node:add(F.first, r, res.first):set_generated()
+  node:add(F.last, r, res.last):set_generated()
+  local data = nil
+  if #res.whole > 0 then
+    data = rt.inflate_capped(ByteArray.new(res.whole, true):tvb("Reassembled file"), "Inflated file", INFLATED_LIMIT)
+  end
+  if data == nil then
+    rt.expert(c, node, "malformed", "File does not inflate (zlib)")
+    c.sc[1].file = res.name .. " (does not inflate)"
+    return
+  end
+  node:add(F.inflated, r, data:len()):set_generated()
+  if data:len() ~= res.size then
+    rt.expert(c, node, "unexpected", string.format("Inflated to %d bytes, %d announced", data:len(), res.size))
+  end
+  c.sc[1].file = string.format("%s (%d -> %d bytes)", res.name, #res.whole, data:len())
+  local fn = inside[res.kind]
+  if fn then
+    local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir,
+                  E = c.E, notes = c.notes }
+    pcall(fn, sub, node)
+  end
+end
+
+function rt.transfer(c, T, step, label, F, names, inside, mask, who)
+  c.conv.files = c.conv.files or { requests = {} }
+  local st = c.conv.files
+  local name = step == "end" and "finish" or step
+  local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
+    return STEPS[name](c, st, names, mask)
+  end)
+  if step == "request" then return end
+  if step == "end" then return show_end(c, T, F, label, res, inside) end
+  if res.none then
+    local msg = step == "piece" and "File block with no file transfer active"
+      or (step == "abort" and (who .. " aborts with no file transfer active")) or nil
+    if msg then rt.expert(c, T, "unexpected", msg) end
+    return
+  end
+  local node, r = file_node(c, T, F, label, res)
+  if step == "start" then
+    if res.noreq then rt.expert(c, node, "unexpected", "File transfer started without a request") end
+    if res.toolarge then rt.expert(c, node, "reassembly", res.toolarge) end
+  elseif step == "piece" then
+    if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
+    if res.err then rt.expert(c, node, "malformed", res.err) end
+  elseif step == "abort" then
+    node:add(F.received, r, res.got):set_generated()
+    rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
+      res.name, res.got, res.total))
+  end
+end
+-- JSON text as a subtree: the parser of engine/jsonscan.py byte for byte (0-based offsets), and JsonString's items.
+local JSON_DEPTH, JSON_VALUES = 32, 1000
+local function jfail(pos) error({ msg = string.format("invalid JSON at byte %d", pos) }, 0) end
+local WS = { [32] = true, [9] = true, [10] = true, [13] = true }
+local ESC = { [34] = true, [92] = true, [47] = true, [98] = true, [102] = true, [110] = true, [114] = true,
+  [116] = true }
+
+local function jparse(raw)
+  local n, count = #raw, 0
+  local function at(i) return string.byte(raw, i + 1) end
+  local function ws(i) while i < n and WS[at(i)] do i = i + 1 end return i end
+  local function isdigit(i) local b = at(i); return b ~= nil and b >= 48 and b <= 57 end
+  local function digits(i) while i < n and isdigit(i) do i = i + 1 end return i end
+  local function str(pos)
+    local i = pos + 1
+    while i < n do
+      local ch = at(i)
+      if ch == 34 then return i + 1 end
+      if ch == 92 then
+        if i + 1 < n and ESC[at(i + 1)] then i = i + 2
+        elseif i + 1 < n and at(i + 1) == 117 and string.find(string.sub(raw, i + 3, i + 6), "^%x%x%x%x$") then
+          i = i + 6
+        else jfail(i) end
+      elseif ch < 32 then jfail(i)
+      else i = i + 1 end
+    end
+    jfail(n)
+  end
+  local function num(pos)
+    local i = pos
+    if at(i) == 45 then i = i + 1 end
+    if i < n and at(i) == 48 then i = i + 1
+    elseif i < n and at(i) >= 49 and at(i) <= 57 then i = digits(i)
+    else jfail(i) end
+    if i < n and at(i) == 46 then
+      if not (i + 1 < n and isdigit(i + 1)) then jfail(i + 1) end
+      i = digits(i + 1)
+    end
+    if i < n and (at(i) == 101 or at(i) == 69) then
+      i = i + 1
+      if i < n and (at(i) == 43 or at(i) == 45) then i = i + 1 end
+      if not (i < n and isdigit(i)) then jfail(i) end
+      i = digits(i)
+    end
+    return i
+  end
+  local value
+  local function container(start, depth, close, is_object)
+    local kids, pos = {}, ws(start + 1)
+    local kind = is_object and "object" or "array"
+    if pos < n and at(pos) == close then return { kind, start, pos + 1, kids }, pos + 1 end
+    while true do
+      local node, after
+      if is_object then
+        if pos >= n or at(pos) ~= 34 then jfail(pos) end
+        local key_end = str(pos)
+        local colon = ws(key_end)
+        if colon >= n or at(colon) ~= 58 then jfail(colon) end
+        node, after = value(ws(colon + 1), depth + 1)
+        kids[#kids + 1] = { pos, key_end, node }
+      else
+        node, after = value(pos, depth + 1)
+        kids[#kids + 1] = node
+      end
+      pos = ws(after)
+      if pos < n and at(pos) == 44 then
+        pos = ws(pos + 1)
+      elseif pos < n and at(pos) == close then
+        return { kind, start, pos + 1, kids }, pos + 1
+      else
+        jfail(pos)
+      end
+    end
+  end
+  value = function(pos, depth)
+    count = count + 1
+    if count > JSON_VALUES then error({ msg = string.format("more than %d JSON values", JSON_VALUES) }, 0) end
+    if depth > JSON_DEPTH then error({ msg = string.format("JSON nested deeper than %d", JSON_DEPTH) }, 0) end
+    if pos >= n then jfail(pos) end
+    local ch = at(pos)
+    if ch == 123 then return container(pos, depth, 125, true) end
+    if ch == 91 then return container(pos, depth, 93, false) end
+    if ch == 34 then local e = str(pos); return { "string", pos, e }, e end
+    if ch == 45 or (ch >= 48 and ch <= 57) then local e = num(pos); return { "number", pos, e }, e end
+    for _, word in ipairs({ "true", "false", "null" }) do
+      if string.sub(raw, pos + 1, pos + #word) == word then return { word, pos, pos + #word }, pos + #word end
+    end
+    jfail(pos)
+  end
+  local node, pos = value(ws(0), 1)
+  pos = ws(pos)
+  if pos ~= n then jfail(pos) end
+  return node
+end
+rt.json_parse = jparse
+
+local function jadd(c, parent, node, raw, base, F)
+  local kind, s, e, kids = node[1], node[2], node[3], node[4]
+  if kind == "string" then
+    return parent:add_packet_field(F.string, c.tvb(base + s + 1, e - s - 2), ENC_UTF_8)
+  end
+  local r = c.tvb(base + s, e - s)
+  if kind == "number" then
+    return parent:add(F.number, r, tonumber(string.sub(raw, s + 1, e)))
+  end
+  local it = parent:add(F[kind], r)
+  if kind == "object" or kind == "array" then it:set_text(kind == "object" and "Object" or "Array") end
+  if kind == "true" or kind == "false" or kind == "null" then it:set_text(kind) end
+  for _, kid in ipairs(kids or {}) do
+    if kind == "object" then
+      local ks, ke, v = kid[1], kid[2], kid[3]
+      local key = rt.utf8(string.sub(raw, ks + 2, ke - 1))
+      local m = it:add(F.member, c.tvb(base + ks, v[3] - ks))
+      m:set_text("Member: " .. key)
+      m:add_packet_field(F.key, c.tvb(base + ks + 1, ke - ks - 2), ENC_UTF_8)
+      jadd(c, m, v, raw, base, F)
+    else
+      jadd(c, it, kid, raw, base, F)
+    end
+  end
+  return it
+end
+
+function rt.json(c, it, s, at, F, label)
+  local ok, res = pcall(jparse, s)
+  if not ok then
+    if type(res) ~= "table" then error(res, 0) end
+    rt.expert(c, it, "unexpected", label .. ": " .. res.msg)
+    return
+  end
+  jadd(c, it, res, s, at, F)
+end
+-- libenet's range coder decoder (compress.c): the twin of engine/rangecoder.py, bit-exact with libenet,
+-- including its failures (nil + message where libenet returns 0). Lua 5.2 numbers are doubles: every C integer
+-- width (uint32 coder state, uint16 totals, uint8 values and counts) is emulated with % and math.floor, and no
+-- intermediate value reaches 2^53. Symbols are numbered from 1 here (the root context is 1; 0 means none).
+do
+  local floor, byte, char, concat = math.floor, string.byte, string.char, table.concat
+  local SYMBOLS = 4096                 -- symbols in ENetRangeCoder; the model restarts when nearly all are used
+  local TOP, BOTTOM, M32 = 16777216, 65536, 4294967296
+  local RESCALE_TOTAL = 65536 - 256    -- ENET_RANGE_CODER_BOTTOM - 0x100
+  local SUB_DELTA, SUB_ESC_DELTA, SUB_LIMIT = 2, 5, 251     -- subcontexts (orders 1 and 2), minimum 0
+  local ROOT_DELTA, ROOT_LIMIT = 3, 250                     -- the order-0 context, minimum 1
+
+  -- m: parallel arrays, one per ENetSymbol member, plus m.next (the next free symbol).
+  local function create(m, v, cnt)
+    local s = m.next
+    m.next = s + 1
+    m.value[s] = v; m.count[s] = cnt; m.under[s] = cnt
+    m.left[s] = 0; m.right[s] = 0; m.symbols[s] = 0; m.escapes[s] = 0; m.total[s] = 0; m.parent[s] = 1
+    return s
+  end
+
+  local function restart(m)
+    m.next = 1
+    create(m, 0, 0)
+    m.escapes[1] = 1
+    m.total[1] = 1 + 256
+  end
+
+  -- ENET_CONTEXT_RESCALE: halve counts (rounding up) and escapes; under = own count + the left subtree's counts,
+  -- total = all counts (mod 2^16). libenet recurses; garbage can make trees deep, so walk with a stack.
+  local function rescale(m, ctx, minimum)
+    local total, root = 0, m.symbols[ctx]
+    if root ~= 0 then
+      local counts, lefts, rights, unders = m.count, m.left, m.right, m.under
+      local order, stack, sp, no, sums = {}, { root }, 1, 0, {}
+      while sp > 0 do
+        local node = stack[sp]; stack[sp] = nil; sp = sp - 1
+        no = no + 1; order[no] = node
+        counts[node] = counts[node] - floor(counts[node] / 2)
+        if lefts[node] ~= 0 then sp = sp + 1; stack[sp] = lefts[node] end
+        if rights[node] ~= 0 then sp = sp + 1; stack[sp] = rights[node] end
+      end
+      for i = no, 1, -1 do           -- children before parents
+        local node = order[i]
+        local l, r = lefts[node], rights[node]
+        local ls = l ~= 0 and sums[l] or 0
+        local rs = r ~= 0 and sums[r] or 0
+        unders[node] = (counts[node] + ls) % 65536
+        sums[node] = (counts[node] + ls + rs) % 65536
+      end
+      total = sums[root]
+    end
+    local e = m.escapes[ctx]
+    e = e - floor(e / 2)
+    m.escapes[ctx] = e
+    m.total[ctx] = (total + e + 256 * minimum) % 65536
+  end
+
+  -- enet_range_coder_decompress: the bytes, or nil and why. Model updates are inlined (as libenet's macros are);
+  -- the model's uint16/uint8 members never wrap (see engine/rangecoder.py), the coder state and code do.
+  local function decode(s, limit)
+    local n = #s
+    if n <= 0 then return nil, "no compressed data" end
+    local m = { value = {}, count = {}, under = {}, left = {}, right = {}, symbols = {}, escapes = {}, total = {},
+                parent = {}, next = 1 }
+    restart(m)
+    local values, counts, unders, lefts, rights = m.value, m.count, m.under, m.left, m.right
+    local symbols, escapes, totals, parents = m.symbols, m.escapes, m.total, m.parent
+    local nxt = m.next
+    local b1, b2, b3, b4 = byte(s, 1, 4)   -- ENET_RANGE_CODER_SEED
+    local code = (b1 or 0) * 16777216 + (b2 or 0) * 65536 + (b3 or 0) * 256 + (b4 or 0)
+    local pos = 5
+    local low, rng = 0, M32 - 1
+    local out, nout = {}, 0
+    local predicted, order = 1, 0
+
+    while true do
+      -- Escape down from the order-2/1 contexts until one holds the symbol; an escape from the order-0 context
+      -- (symbol 1) ends the data.
+      local sub, value, node, bottom = predicted, 0, 0, 0
+      while true do
+        local e, total = escapes[sub], totals[sub]
+        if sub ~= 1 and (e <= 0 or e >= total) then
+          sub = parents[sub]
+        else
+          rng = floor(rng / total)                                  -- ENET_RANGE_CODER_READ
+          local c = floor(((code - low) % M32) / rng) % 65536
+          local escaped = c < e
+          local under, cnt
+          if escaped then
+            if sub == 1 then
+              if nout == 0 then return nil, "no data before the end symbol" end
+              local parts = {}
+              for i = 1, nout, 4096 do
+                parts[#parts + 1] = char(table.unpack(out, i, math.min(i + 4095, nout)))
+              end
+              return concat(parts)
+            end
+            under, cnt = 0, e
+          elseif sub ~= 1 then                  -- ENET_CONTEXT_TRY_DECODE: a symbol not in the tree is an error
+            c = c - e
+            under, node = 0, symbols[sub]
+            if node == 0 then return nil, "symbol missing from an empty context" end
+            local u, after, before
+            while true do
+              u = unders[node]
+              after = under + u
+              if c >= after then
+                under = after
+                node = rights[node]
+              else
+                before = counts[node]
+                if c >= after - before then break end
+                unders[node] = u + SUB_DELTA
+                node = lefts[node]
+              end
+              if node == 0 then return nil, "symbol missing from a context" end
+            end
+            value, cnt = values[node], before
+            unders[node] = u + SUB_DELTA
+            counts[node] = before + SUB_DELTA
+            under = e + after - before
+          else                                  -- ENET_CONTEXT_ROOT_DECODE: a value not in the tree is new
+            c = c - e
+            under, cnt, node = 0, 1, symbols[1]
+            if node == 0 then
+              value, under = c % 256, c
+              symbols[1] = nxt
+            else
+              while true do
+                local u = unders[node]
+                local after = under + u + values[node] + 1
+                if c >= after then
+                  under = under + u
+                  if rights[node] == 0 then
+                    value, under = (values[node] + 1 + c - after) % 256, c
+                    rights[node] = nxt; node = 0
+                    break
+                  end
+                  node = rights[node]
+                else
+                  local before = counts[node] + 1
+                  if c < after - before then
+                    unders[node] = u + ROOT_DELTA
+                    if lefts[node] == 0 then
+                      value, under = (values[node] - 1 - (after - before - c - 1)) % 256, c
+                      lefts[node] = nxt; node = 0
+                      break
+                    end
+                    node = lefts[node]
+                  else
+                    value, cnt = values[node], before
+                    under = after - before
+                    unders[node] = u + ROOT_DELTA
+                    counts[node] = before - 1 + ROOT_DELTA
+                    break
+                  end
+                end
+              end
+            end
+            if node == 0 then                   -- ENET_SYMBOL_CREATE
+              node, nxt = nxt, nxt + 1
+              values[node] = value; counts[node] = ROOT_DELTA; unders[node] = ROOT_DELTA
+              lefts[node] = 0; rights[node] = 0; symbols[node] = 0; escapes[node] = 0; totals[node] = 0
+              parents[node] = 1
+            end
+            under = under + e
+          end
+          -- ENET_RANGE_CODER_DECODE(under, cnt, total)
+          low = (low + under * rng) % M32
+          rng = (rng * cnt) % M32
+          while true do
+            if floor(low / TOP) ~= floor(((low + rng) % M32) / TOP) then
+              if rng >= BOTTOM then break end
+              rng = (BOTTOM - low % BOTTOM) % BOTTOM
+            end
+            code = (code % TOP) * 256 + (byte(s, pos) or 0)
+            pos = pos + 1
+            rng = (rng % TOP) * 256
+            low = (low % TOP) * 256
+            if rng == 0 then return nil, "range collapsed to 0 (libenet would loop forever)" end
+          end
+          if escaped then
+            sub = parents[sub]
+          else
+            bottom = node
+            if sub ~= 1 then
+              local t = totals[sub] + SUB_DELTA
+              totals[sub] = t
+              if cnt > SUB_LIMIT or t > RESCALE_TOTAL then rescale(m, sub, 0) end
+            else
+              local t = totals[1] + ROOT_DELTA
+              totals[1] = t
+              if cnt > ROOT_LIMIT or t > RESCALE_TOTAL then rescale(m, 1, 1) end
+            end
+            break
+          end
+        end
+      end
+
+      -- patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
+      -- becomes the context of the next order: `link` is where its index goes (0: `predicted`).
+      local link, patch = 0, predicted
+      while patch ~= sub do
+        local pc = 0
+        node = symbols[patch]
+        if node == 0 then
+          symbols[patch] = nxt
+        else
+          while true do
+            local v = values[node]
+            if value < v then
+              unders[node] = unders[node] + SUB_DELTA
+              if lefts[node] == 0 then lefts[node] = nxt; node = 0; break end
+              node = lefts[node]
+            elseif value > v then
+              if rights[node] == 0 then rights[node] = nxt; node = 0; break end
+              node = rights[node]
+            else
+              pc = counts[node]
+              unders[node] = unders[node] + SUB_DELTA
+              counts[node] = pc + SUB_DELTA
+              break
+            end
+          end
+        end
+        if node == 0 then
+          node, nxt = nxt, nxt + 1
+          values[node] = value; counts[node] = SUB_DELTA; unders[node] = SUB_DELTA
+          lefts[node] = 0; rights[node] = 0; symbols[node] = 0; escapes[node] = 0; totals[node] = 0
+          parents[node] = 1
+        end
+        if link == 0 then predicted = node else parents[link] = node end
+        link = node
+        local t
+        if pc <= 0 then
+          escapes[patch] = escapes[patch] + SUB_ESC_DELTA
+          t = totals[patch] + SUB_ESC_DELTA + SUB_DELTA
+        else
+          t = totals[patch] + SUB_DELTA
+        end
+        totals[patch] = t
+        if pc > SUB_LIMIT or t > RESCALE_TOTAL then rescale(m, patch, 0) end
+        patch = parents[patch]
+      end
+      if link == 0 then predicted = bottom else parents[link] = bottom end
+
+      if nout >= limit then return nil, string.format("decompressed data longer than %d bytes", limit) end
+      nout = nout + 1
+      out[nout] = value
+      if order >= 2 then predicted = parents[predicted] else order = order + 1 end
+      if nxt - 1 >= SYMBOLS - 2 then          -- ENET_RANGE_CODER_FREE_SYMBOLS
+        restart(m)
+        nxt = m.next
+        predicted, order = 1, 0
+      end
+    end
+  end
+
+  -- Decompress one ENet datagram's payload: the bytes, or nil and why (never raises, always ends; output is at
+  -- most `limit` bytes, more is an error as in libenet).
+  function rt.range_decompress(s, limit)
+    if type(s) ~= "string" or type(limit) ~= "number" or limit ~= limit then return nil, "bad arguments" end
+    local ok, res, err = pcall(decode, s, limit)
+    if not ok then return nil, "range decoder error: " .. tostring(res) end
+    return res, err
+  end
+end
+-- Building blocks first needed by Rutentoy (engine/blocks_rutentoy.py): bit fields, text and images reassembled
+-- by cookie, QOI checks, xxHash32, the voxel chunk summary.
+-- Lua 5.2 has no bit operators: 32-bit arithmetic is done on doubles, exact below 2^53.
+
+local floor = math.floor
+local TWO32 = 4294967296
+
+-- width bits from bit `shift` of the little-endian bytes `s` (width <= 32), sign-extended when signed
+function rt.bits(s, shift, width, signed)
+  local first, last = floor(shift / 8), floor((shift + width - 1) / 8)
+  local v, scale = 0, 1
+  for i = first, last do
+    v = v + string.byte(s, i + 1) * scale
+    scale = scale * 256
+  end
+  v = floor(v / 2 ^ (shift - first * 8)) % 2 ^ width
+  if signed and v >= 2 ^ (width - 1) then v = v - 2 ^ width end
+  return v
+end
+
+-- Ordered bounded table (insertion order, like a Python dict with bounded_put / pop): { map, q, h, t, n }
+function rt.otable() return { map = {}, q = {}, h = 1, t = 0, n = 0, stamp = 0 } end
+
+function rt.oget(tb, key) local e = tb.map[key]; return e and e[1] end
+
+function rt.odel(tb, key)
+  if tb.map[key] ~= nil then tb.map[key] = nil; tb.n = tb.n - 1 end
+end
+
+function rt.oput(tb, key, value, limit)
+  local e = tb.map[key]
+  if e then e[1] = value; return end
+  while tb.n >= limit and tb.h <= tb.t do     -- evict the oldest live entry
+    local old = tb.q[tb.h]
+    tb.q[tb.h] = nil
+    tb.h = tb.h + 1
+    local live = tb.map[old[1]]
+    if live and live[2] == old[2] then tb.map[old[1]] = nil; tb.n = tb.n - 1 end
+  end
+  tb.stamp = tb.stamp + 1
+  tb.t = tb.t + 1
+  tb.q[tb.t] = { key, tb.stamp }
+  tb.map[key] = { value, tb.stamp }
+  tb.n = tb.n + 1
+end
+
+local function role_table(c, name)
+  local role = c.sc[1]._role or "c2s"
+  c.conv[name] = c.conv[name] or {}
+  local t = c.conv[name][role]
+  if not t then t = rt.otable(); c.conv[name][role] = t end
+  return t, role
+end
+
+local function peer(role) return role == "c2s" and "s2c" or "c2s" end
+
+local function add_frame(state, frame)
+  for _, f in ipairs(state.frames) do if f == frame then return end end
+  state.frames[#state.frames + 1] = frame
+end
+
+-- A new tvb holding `s` (nil for an empty string: Wireshark makes no empty data source)
+local function new_tvb(s, name)
+  if #s == 0 then return nil end
+  return ByteArray.new(s, true):tvb(name)
+end
+
+-- a text as a string field shows it: up to its first NUL (engine.blocks_rutentoy.until_nul)
+local function until_nul(raw)
+  local nul = string.find(raw, "\0", 1, true)
+  return nul and string.sub(raw, 1, nul - 1) or raw
+end
+
+-- --- text reassembly (TextReassembly) --------------------------------------------------------------------------
+
+function rt.split_command(text, cmd)
+  local pos = #cmd.word + 1                  -- 0-based offset of the first argument
+  if pos > #text then return {} end
+  local spans, count = {}, 0
+  while true do
+    if cmd.maxsplit >= 0 and count >= cmd.maxsplit then spans[#spans + 1] = { pos, #text }; break end
+    local nxt = string.find(text, cmd.sep, pos + 1, true)
+    if not nxt then spans[#spans + 1] = { pos, #text }; break end
+    spans[#spans + 1] = { pos, nxt - 1 }
+    pos, count = nxt - 1 + #cmd.sep, count + 1
+  end
+  if #spans > 1 and spans[#spans][1] == spans[#spans][2] then spans[#spans] = nil end
+  return spans
+end
+
+local function find_command(s, text)
+  local word = string.match(text, "^[^ ]*")
+  for _, cmd in ipairs(s.commands) do
+    if cmd.word == word then return cmd, word end
+  end
+  return nil, word
+end
+
+-- the arguments of a command: { name = value } and per argument its span / value / problem
+local function command_args(cmd, text)
+  local spans, args, shown = rt.split_command(text, cmd), {}, {}
+  for i, a in ipairs(cmd.args) do
+    local sp = spans[i]
+    if not sp then break end
+    local raw = string.sub(text, sp[1] + 1, sp[2])
+    local entry = { a = a, s = sp[1], n = sp[2] - sp[1] }
+    if a.kind == "string" then
+      raw = until_nul(raw)
+      args[a.name] = rt.utf8(raw); entry.n = #raw
+    elseif string.match(raw, "^[ \t\r\n]*[0-9]+[ \t\r\n]*$") and tonumber(raw) < TWO32 then
+      args[a.name] = tonumber(raw); entry.v = tonumber(raw)
+    else
+      entry.bad = string.format("%s: '%s' is not a number", a.label, rt.utf8(until_nul(raw)))
+    end
+    shown[#shown + 1] = entry
+  end
+  return args, shown, spans
+end
+
+-- Add a piece to the transfer `key` of this direction (engine.blocks_rutentoy.collect_piece): its state when
+-- `last` completes it, else nil; over `limit` bytes it is dropped (the message) and later pieces ignored.
+function rt.collect_piece(c, kind, key, piece, last, limit, pending, noun)
+  local tb = role_table(c, kind)
+  local state = rt.oget(tb, key) or { parts = {}, frames = {}, size = 0 }
+  rt.odel(tb, key)
+  local msg
+  if state.size >= 0 then
+    state.parts[#state.parts + 1] = piece
+    state.size = state.size + #piece
+    add_frame(state, c.frame)
+    if state.size > limit then
+      msg = string.format("%s %d exceeds %d bytes: dropped", noun, key, limit)
+      state = { parts = {}, frames = {}, size = -1 }
+    end
+  end
+  if not last then rt.oput(tb, key, state, pending); return nil, msg end
+  if state.size < 0 then return nil, msg end
+  return state, msg
+end
+
+-- First pass only: the whole text when the final chunk arrives; Client IPC commands update the conversation.
+local function text_step(c, s, piece)
+  local role = c.sc[1]._role or "c2s"
+  local last = rt.lookup(c, s.final) ~= 0
+  local state, msg = rt.collect_piece(c, "texts", rt.lookup(c, s.key), piece, last, s.limit, s.pending, "Message")
+  if not state then return nil, msg end
+  local res = { text = table.concat(state.parts), frames = state.frames, chunks = #state.parts }
+  if rt.lookup(c, s.channel) == s.command_channel then
+    local cmd = find_command(s, res.text)
+    if cmd then
+      local args = command_args(cmd, res.text)
+      c.conv.ipc = c.conv.ipc or {}
+      c.conv.ipc[role] = c.conv.ipc[role] or {}
+      c.conv.ipc[role][cmd.word] = args
+      if cmd.sets and args[cmd.sets[1]] == cmd.sets[2] then
+        c.conv.flags = c.conv.flags or {}
+        c.conv.flags[cmd.sets[3] .. ":" .. peer(role)] = true
+      end
+    end
+  end
+  return res, msg
+end
+
+local function show_command(c, s, node, tv, text)
+  local cmd, word = find_command(s, text)
+  if not cmd then return end
+  local _, shown, spans = command_args(cmd, text)
+  local label = (#spans == 0 and cmd.alone) and cmd.alone or cmd.label
+  local it = node:add(s.cmd, tv:range(0, #word), cmd.word)
+  it:set_text("IPC command: " .. label)
+  for _, e in ipairs(shown) do
+    if e.bad then
+      rt.expert(c, it, "malformed", e.bad)
+    elseif e.a.kind == "string" then
+      it:add_packet_field(e.a.f, tv:range(e.s, e.n), ENC_UTF_8)
+    else
+      it:add(e.a.f, tv:range(e.s, e.n), e.v)
+    end
+  end
+  c.notes[#c.notes + 1] = label
+end
+
+function rt.text_reassembly(c, T, s)
+  rt.need(c, s.size, s.label, T)
+  local r = c.tvb(c.pos, s.size)
+  local chunk = r:raw()
+  c.sc[#c.sc][s.name] = chunk
+  local item = T:add(s.f, r)
+  c.pos = c.pos + s.size
+  local piece = string.gsub(chunk, "%z+$", "")
+  local res, msg = rt.once(c, "text#" .. c.pdu, function() return text_step(c, s, piece) end)
+  if msg then rt.expert(c, item, "reassembly", msg) end
+  if not res then return end
+  local node = item:add(s.r)
+  node:set_text("Reassembled message")
+  node:set_generated()
+  for _, fr in ipairs(res.frames) do node:add(s.frame, fr):set_generated() end
+  node:add(s.chunks, res.chunks):set_generated()
+  node:add(s.length, #res.text):set_generated()
+  local tv = new_tvb(res.text, "Reassembled message")
+  local shown = until_nul(res.text)
+  c.sc[#c.sc].text = rt.utf8(shown)
+  if not tv then node:add(s.text, ""); c.notes[#c.notes + 1] = '""'; return end
+  node:add_packet_field(s.text, tv:range(0, #shown), ENC_UTF_8)
+  c.notes[#c.notes + 1] = '"' .. c.sc[#c.sc].text .. '"'
+  if rt.lookup(c, s.channel) == s.command_channel then show_command(c, s, node, tv, res.text) end
+end
+
+-- --- images (ImageReassembly): QOI checks and xxHash32 --------------------------------------------------------
+
+local function u32be(s, i) -- 1-based
+  local a, b, c2, d = string.byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c2) * 256 + d
+end
+
+-- Walk the QOI chunk stream: nil when it holds exactly w*h pixels then the end marker, else the problem.
+function rt.qoi_walk(data, w, h)
+  local pos, pixels, want, stop = 14, 0, w * h, #data - 8
+  while pixels < want and pos < stop do
+    local b = string.byte(data, pos + 1)
+    if b == 0xFE then pos, pixels = pos + 4, pixels + 1
+    elseif b == 0xFF then pos, pixels = pos + 5, pixels + 1
+    elseif b >= 0xC0 then pos, pixels = pos + 1, pixels + (b % 64) + 1
+    elseif b >= 0x80 then pos, pixels = pos + 2, pixels + 1
+    else pos, pixels = pos + 1, pixels + 1 end
+  end
+  if pixels < want then return string.format("QOI data ends after %d of %d pixels", pixels, want) end
+  if pixels > want then return string.format("QOI run overshoots: %d pixels for %d", pixels, want) end
+  if string.sub(data, pos + 1) ~= "\0\0\0\0\0\0\0\1" then
+    return string.format("QOI stream does not end with the end marker at byte %d (%d bytes left)", pos, #data - pos)
+  end
+  return nil
+end
+
+local P1, P2, P3, P4, P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+
+local function mul32(a, b)
+  local ah, al = floor(a / 65536), a % 65536
+  local bh, bl = floor(b / 65536), b % 65536
+  return (al * bl + ((ah * bl + al * bh) % 65536) * 65536) % TWO32
+end
+
+local function rotl(x, r) return (x * 2 ^ r) % TWO32 + floor(x / 2 ^ (32 - r)) end
+
+local XOR4 = {}
+for a = 0, 15 do
+  XOR4[a] = {}
+  for b = 0, 15 do
+    local v, bit = 0, 1
+    for _ = 1, 4 do
+      if (floor(a / bit) % 2) ~= (floor(b / bit) % 2) then v = v + bit end
+      bit = bit * 2
+    end
+    XOR4[a][b] = v
+  end
+end
+
+local function xor32(a, b)
+  local v, scale = 0, 1
+  for _ = 1, 8 do
+    v = v + XOR4[a % 16][b % 16] * scale
+    a, b, scale = floor(a / 16), floor(b / 16), scale * 16
+  end
+  return v
+end
+
+local function u32le(s, i) -- 1-based
+  local a, b, c2, d = string.byte(s, i, i + 3)
+  return ((d * 256 + c2) * 256 + b) * 256 + a
+end
+
+local function round(acc, input)
+  return mul32(rotl((acc + mul32(input, P2)) % TWO32, 13), P1)
+end
+
+-- xxHash32 of a string, seed 0, as 8 lowercase hex digits
+function rt.xxh32(s)
+  local n, p, h = #s, 1, nil
+  if n >= 16 then
+    local v1, v2, v3, v4 = (P1 + P2) % TWO32, P2, 0, TWO32 - P1
+    while p + 15 <= n do
+      v1 = round(v1, u32le(s, p)); v2 = round(v2, u32le(s, p + 4))
+      v3 = round(v3, u32le(s, p + 8)); v4 = round(v4, u32le(s, p + 12))
+      p = p + 16
+    end
+    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) % TWO32
+  else
+    h = P5
+  end
+  h = (h + n) % TWO32
+  while p + 3 <= n do
+    h = mul32(rotl((h + mul32(u32le(s, p), P3)) % TWO32, 17), P4)
+    p = p + 4
+  end
+  while p <= n do
+    h = mul32(rotl((h + string.byte(s, p) * P5) % TWO32, 11), P1)
+    p = p + 1
+  end
+  h = mul32(xor32(h, floor(h / 32768)), P2)
+  h = mul32(xor32(h, floor(h / 8192)), P3)
+  h = xor32(h, floor(h / 65536))
+  return string.format("%08x", h)
+end
+
+-- the announced hex digest names this one (any case, leading zeros optional)
+function rt.same_digest(announced, digest)
+  local text = string.lower(string.match(announced, "^%s*(.-)%s*$"))
+  return #text > 0 and #text <= 8 and string.match(text, "^[0-9a-f]+$") ~= nil
+    and tonumber(text, 16) == tonumber(digest, 16)
+end
+
+local function image_step(c, s, piece, last)
+  local role = c.sc[1]._role or "c2s"
+  if last then
+    c.conv.flags = c.conv.flags or {}
+    c.conv.flags[s.clears .. ":" .. role] = false
+  end
+  local state, msg = rt.collect_piece(c, "images", rt.lookup(c, s.key), piece, last, s.limit, s.pending, "Image")
+  if not state then return nil, msg end
+  local ipc = c.conv.ipc and c.conv.ipc[role] and c.conv.ipc[role][s.digest_cmd]
+  return { data = table.concat(state.parts), frames = state.frames, announced = ipc and ipc[s.digest_arg] }, msg
+end
+
+local function is_side(v, max) -- a power of two up to max
+  if v == 0 or v > max then return false end
+  while v % 2 == 0 do v = v / 2 end
+  return v == 1
+end
+
+-- header items, then the problem (nil: a valid QOI within the limits)
+local function image_check(c, s, node, tv, data)
+  if #data < 22 then return string.format("Image of %d bytes is too short for QOI", #data) end
+  local w, h = u32be(data, 5), u32be(data, 9)
+  local ch, cs = string.byte(data, 13), string.byte(data, 14)
+  node:add(s.magic, tv:range(0, 4))
+  local wi = node:add(s.width, tv:range(4, 4))
+  local hi = node:add(s.height, tv:range(8, 4))
+  node:add(s.channels, tv:range(12, 1))
+  node:add(s.colorspace, tv:range(13, 1))
+  if string.sub(data, 1, 4) ~= "qoif" then return "Not a QOI image (magic is not qoif)" end
+  for _, p in ipairs({ { wi, w }, { hi, h } }) do
+    if not is_side(p[2], s.max_side) then
+      rt.expert(c, p[1], "malformed", string.format("Side %d is not a power of two up to %d", p[2], s.max_side))
+    end
+  end
+  if w == 0 or h == 0 or w > s.max_side or h > s.max_side then
+    return string.format("Texture %dx%d is outside the spec's limits", w, h)
+  end
+  if (ch ~= 3 and ch ~= 4) or cs > 1 then
+    return string.format("Bad QOI header: %d channels, colour space %d", ch, cs)
+  end
+  return rt.qoi_walk(data, w, h)
+end
+
+function rt.image_reassembly(c, T, s)
+  rt.need(c, s.size, s.label, T)
+  local r = c.tvb(c.pos, s.size)
+  local n = rt.lookup(c, s.len_field)
+  local item = T:add(s.f, r)
+  c.pos = c.pos + s.size
+  if n > s.size then
+    rt.expert(c, item, "malformed", string.format("%s: %d bytes used of a %d-byte chunk", s.label, n, s.size))
+    n = s.size
+  end
+  local piece = n > 0 and r:range(0, n):raw() or ""
+  local res, msg = rt.once(c, "image#" .. c.pdu, function() return image_step(c, s, piece, n < s.size) end)
+  if msg then rt.expert(c, item, "reassembly", msg) end
+  if not res then return end
+  local data = res.data
+  local node = item:add(s.r)
+  node:set_text("Reassembled image")
+  node:set_generated()
+  for _, fr in ipairs(res.frames) do node:add(s.frame, fr):set_generated() end
+  node:add(s.length, #data):set_generated()
+  c.notes[#c.notes + 1] = string.format("[image %d bytes]", #data)
+  local tv = new_tvb(data, "Reassembled image")
+  local whole = tv and tv:range(0, #data) or c.tvb(c.pos, 0)
+  local digest = rt.xxh32(data)
+  node:add(s.hash, whole, digest):set_generated()
+  if res.announced then
+    node:add(s.announced, whole:range(0, 0), res.announced):set_generated()
+    local same = rt.same_digest(res.announced, digest)
+    local ok = node:add(s.match, whole:range(0, 0), same)
+    ok:set_generated()
+    if not same then
+      rt.expert(c, ok, "sequence", string.format("xxHash32 %s does not match the announced digest %s", digest,
+        res.announced))
+    end
+  end
+  local problem = "Image of 0 bytes is too short for QOI"
+  if tv then problem = image_check(c, s, node, tv, data) end
+  local v = node:add(s.valid, whole, problem == nil)
+  v:set_generated()
+  if problem then rt.expert(c, v, "malformed", problem) end
+end
+
+-- --- voxel chunk summary (SplitIdGrid) -------------------------------------------------------------------------
+
+function rt.split_id_grid(c, T, count, max_listed, label, names, f)
+  rt.need(c, 2 * count, label, T)
+  local r = c.tvb(c.pos, 2 * count)
+  local raw = r:raw()
+  T:add(f.high, c.tvb(c.pos, count))
+  T:add(f.low, c.tvb(c.pos + count, count))
+  local counts, ids, lit, maxl = {}, {}, 0, 0
+  for i = 1, count do
+    local hi, m = string.byte(raw, i), string.byte(raw, count + i)
+    local id = hi * 16 + floor(m / 16)
+    if not counts[id] then counts[id] = 0; ids[#ids + 1] = id end
+    counts[id] = counts[id] + 1
+    local l = m % 16
+    if l > 0 then lit = lit + 1 end
+    if l > maxl then maxl = l end
+  end
+  table.sort(ids)
+  local non_air, unknown = count - (counts[0] or 0), 0
+  for _, id in ipairs(ids) do if names[id] == nil then unknown = unknown + counts[id] end end
+  local node = T:add(f.summary, r)
+  node:set_generated()
+  node:set_text(string.format("%s: %d non-air, %d distinct, %d lit", label, non_air, #ids, lit))
+  node:add(f.non_air, r, non_air):set_generated()
+  node:add(f.distinct, r, #ids):set_generated()
+  for i = 1, math.min(#ids, max_listed) do
+    local it = node:add(f.block, r, ids[i])
+    it:set_generated()
+    it:add(f.count, r, counts[ids[i]]):set_generated()
+  end
+  node:add(f.lit, r, lit):set_generated()
+  node:add(f.max_light, r, maxl):set_generated()
+  if unknown > 0 then
+    local it = node:add(f.unknown, r, unknown)
+    it:set_generated()
+    rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
+  end
+  c.pos = c.pos + 2 * count
+end
+-- What a buffer holds, from its first bytes (engine/sniff.py): image formats with their dimensions, glTF.
+local function be(s, i, n) local v = 0; for k = 1, n do v = v * 256 + string.byte(s, i + k) end return v end
+local function le(s, i, n) local v = 0; for k = n, 1, -1 do v = v * 256 + string.byte(s, i + k) end return v end
+local function starts(s, p, at) return string.sub(s, (at or 0) + 1, (at or 0) + #p) == p end
+
+local function jpeg_size(b)
+  local pos, n, steps = 2, #b, 0
+  while pos + 4 <= n and steps < 1000 do
+    steps = steps + 1
+    if string.byte(b, pos + 1) ~= 0xFF then return nil end
+    local m = string.byte(b, pos + 2)
+    if m == 0xFF then pos = pos + 1
+    elseif m == 0x01 or (m >= 0xD0 and m <= 0xD9) then pos = pos + 2
+    elseif m >= 0xC0 and m <= 0xCF and m ~= 0xC4 and m ~= 0xC8 and m ~= 0xCC then
+      if pos + 9 <= n then return be(b, pos + 7, 2), be(b, pos + 5, 2) end
+      return nil
+    else pos = pos + 2 + be(b, pos + 2, 2) end
+  end
+  return nil
+end
+
+local function webp(b)
+  local n, chunk = #b, string.sub(b, 13, 16)
+  if chunk == "VP8 " and n >= 30 then return "WebP", le(b, 26, 2) % 16384, le(b, 28, 2) % 16384 end
+  if chunk == "VP8L" and n >= 25 then
+    local b0, b1, b2, b3 = string.byte(b, 22, 25)
+    return "WebP", 1 + (b1 % 64) * 256 + b0, 1 + (b3 % 16) * 1024 + b2 * 4 + math.floor(b1 / 64)
+  end
+  if chunk == "VP8X" and n >= 30 then return "WebP", 1 + le(b, 24, 3), 1 + le(b, 27, 3) end
+  return "WebP"
+end
+
+-- Formats whose header holds the dimensions at fixed places (engine/sniff.py HEADERS).
+local HEADERS = {
+  { "PNG", "\137PNG\r\n\26\n", 16, 20, 4, be },
+  { "GIF", "GIF87a", 6, 8, 2, le }, { "GIF", "GIF89a", 6, 8, 2, le },
+  { "QOI", "qoif", 4, 8, 4, be },
+  { "DDS", "DDS ", 16, 12, 4, le },
+  { "KTX2", "\171KTX 20\187\r\n\26\n", 20, 24, 4, le },
+}
+
+function rt.sniff(b)
+  local n = #b
+  for _, h in ipairs(HEADERS) do
+    if starts(b, h[2]) then
+      if n < math.max(h[3], h[4]) + h[5] then return h[1] end
+      return h[1], h[6](b, h[3], h[5]), h[6](b, h[4], h[5])
+    end
+  end
+  if starts(b, "\255\216\255") then return "JPEG", jpeg_size(b) end
+  if starts(b, "BM") and n >= 26 and le(b, 14, 4) >= 12 then
+    local w, h = le(b, 18, 4), le(b, 22, 4)
+    if w >= 2147483648 then w = 4294967296 - w end
+    if h >= 2147483648 then h = 4294967296 - h end
+    return "BMP", w, h
+  end
+  if starts(b, "RIFF") and string.sub(b, 9, 12) == "WEBP" then return webp(b) end
+  if starts(b, "glTF") then return "glTF binary" end
+  return nil
+end
+-- Stream protocols over TCP and SCTP (the twin of engine/streams.py, reassembly/tcp.py, reassembly/sctp.py).
+--
+-- The plugin does its own stream reassembly instead of dissect_tcp_pdus: from tcp.seq / tcp.len (and
+-- sctp.data_sid / sctp.data_ssn) it places every PDU in the frame where tshark's own reassembly would (measured:
+-- docs/tshark-formats.md section 6), resynchronises after a gap, and stops a direction that cannot be framed.
+-- Why not dissect_tcp_pdus: `tshark -2` builds no tree on its first pass, so a Lua dissector cannot see the TCP
+-- analysis there, and the cuts dissect_tcp_pdus made blind would be replayed on the second pass. Here a frame is
+-- computed at its first dissection that has the fields (the first pass normally, the second one under -2: on a
+-- blind pass nothing is done), and replayed from a record on every later one (GUI clicks), so every run shows
+-- the same.
+
+local STREAM_MAX_PDU = 1048576      -- reassembly.tcp.MAX_PDU
+local STREAM_RESYNC_LIMIT = 65536   -- engine.streams.RESYNC_LIMIT
+
+local function stream_field(name)
+  local ok, f = pcall(Field.new, name)
+  if ok then return f end
+  return nil
+end
+local F_TCP_SEQ = stream_field("tcp.seq")
+local F_TCP_LOST = stream_field("tcp.analysis.lost_segment")
+local F_TCP_LEN = stream_field("tcp.len")
+local F_TCP_COMPLETE = stream_field("tcp.completeness")
+local F_SCTP_SID = stream_field("sctp.data_sid")
+local F_SCTP_SSN = stream_field("sctp.data_ssn")
+local F_SCTP_U = stream_field("sctp.data_u_bit")
+
+-- the value of the last occurrence of a field in this frame so far (nil: none, or no tree on this pass)
+local function last_value(f)
+  if f == nil then return nil end
+  local ok, all = pcall(function() return { f() } end)
+  if not ok or #all == 0 then return nil end
+  return all[#all].value
+end
+
+-- The first position where a whole PDU starts and the PDUs chained from it end exactly at the end of the data
+-- or with one running past it (engine.streams.default_resync). len_at(pos) = pdu length at pos.
+function rt.stream_default_resync(len_at, size)
+  if size > STREAM_RESYNC_LIMIT then size = STREAM_RESYNC_LIMIT end
+  local good, tail = {}, {}
+  for pos = size - 1, 0, -1 do
+    local n = len_at(pos)
+    if n == 0 or (n > 0 and pos + n > size) then
+      tail[pos] = n <= STREAM_MAX_PDU
+    elseif n > 0 then
+      local after = pos + n
+      good[pos] = after == size or good[after] or tail[after] or false
+    end
+  end
+  for pos = 0, size - 1 do
+    if good[pos] then return pos end
+  end
+  return nil
+end
+
+local function stream_state(conv, key)
+  conv.stream = conv.stream or {}
+  local st = conv.stream[key]
+  if not st then
+    st = { recs = {}, nxt = 0, stopped = false, resyncing = false, started = false, next_ssn = 0, carry = "" }
+    conv.stream[key] = st
+  end
+  return st
+end
+
+-- The record of one call in frame pinfo.number: { entries = layers to show, in order }, computed once and replayed
+-- on every later dissection of the frame. index: which call of the frame this is (SCTP: the DATA chunk's number
+-- in the packet; TCP: 1), nil on a tree-less pass (then the order of the calls counts).
+local function stream_record(st, pinfo, index)
+  local frame = pinfo.number
+  if st.cur_frame ~= frame then st.cur_frame, st.ordinal = frame, 0 end
+  st.ordinal = st.ordinal + 1
+  local recs = st.recs[frame]
+  if recs == nil then recs = {}; st.recs[frame] = recs end
+  local k = index or st.ordinal
+  local rec = recs[k]
+  if rec and pinfo.visited then return rec, true end
+  local before = 0
+  for i, r in pairs(recs) do if i < k then before = before + r.pdus end end
+  rec = { entries = {}, pdus = 0, first_pdu = before }
+  recs[k] = rec
+  return rec, false
+end
+
+-- --- showing a record ------------------------------------------------------------------------------------------
+
+-- the tvb of a recorded layer; made: reassembled buffers already turned into a tvb (one data source each)
+local function stream_tvb(e, seg_tvb, made)
+  if e.buf == nil then return seg_tvb(e.off, e.n):tvb() end
+  local t = made[e.buf]
+  if t == nil then t = ByteArray.new(e.buf, true):tvb(e.source); made[e.buf] = t end
+  return t(e.off, e.n):tvb()
+end
+
+local function stream_show(spec, e, t, pinfo, tree, conv, st)
+  local info, T
+  if e.kind == "pdu" then
+    local ok, i, item = pcall(spec.pdu_fn, t, pinfo, tree, conv, e.index)
+    if ok then info, T = i, item end
+  else
+    T = tree:add(spec.proto, t())
+    if spec.opts.data then T:add(spec.opts.data, t()) end
+    if e.msg and spec.opts.E then T:add_proto_expert_info(spec.opts.E[e.ekind], e.msg) end
+    info = string.format("[Undecoded: %d bytes]", t:len())
+  end
+  if e.note and T and spec.opts.E then T:add_proto_expert_info(spec.opts.E["sequence"], e.note) end
+  pinfo.cols.protocol:set(spec.name)       -- only frames with a layer of ours (Python: Packet.protocol)
+  if info ~= nil then
+    st.infos = st.infos + 1
+    if st.infos == 1 then pinfo.cols.info:set(tostring(info)) else pinfo.cols.info:append(", " .. tostring(info)) end
+  end
+end
+
+-- --- cutting one handover into PDUs (engine.streams.Cutter) -----------------------------------------------------
+-- h = { buf = string (reassembled bytes) | nil (the segment tvb from seg_offset on), seg_offset, size, lost }
+
+local function stream_cut(spec, h, seg_tvb, pinfo, tree, conv, st, rec)
+  local src = h.buf and ByteArray.new(h.buf, true):tvb(spec.source) or seg_tvb
+  local base = h.buf and 0 or h.seg_offset
+  local size = h.size
+  local note = nil
+  local function len_at(pos)
+    local ok, n = pcall(spec.len_fn, src, pinfo, base + pos, conv)
+    if not ok or type(n) ~= "number" then return -1 end
+    return n
+  end
+  local function emit(kind, pos, n, msg, ekind)
+    local e = { kind = kind, off = base + pos, n = n, msg = msg, ekind = ekind }
+    if h.buf then e.buf, e.source = h.buf, spec.source end
+    if kind == "pdu" or msg == nil then e.note = note end
+    note = nil
+    if kind == "pdu" then rec.pdus = rec.pdus + 1; e.index = rec.first_pdu + rec.pdus end
+    rec.entries[#rec.entries + 1] = e
+    stream_show(spec, e, src(base + pos, n):tvb(), pinfo, tree, conv, st)
+  end
+  if st.stopped then emit("undecoded", 0, size); return end
+  local pos = 0
+  if h.lost or st.resyncing then
+    if h.lost then note = "Previous segment(s) not captured: resynchronising" end
+    local found
+    local ok, r = pcall(function()
+      if spec.opts.resync then
+        local at = spec.opts.resync(src, pinfo, base, conv)
+        return at and at - base
+      end
+      return rt.stream_default_resync(len_at, size)
+    end)
+    if ok and type(r) == "number" and r >= 0 and r <= size then found = r end
+    if found == nil then
+      st.resyncing = true
+      emit("undecoded", 0, size, string.format(
+        "Previous segment(s) not captured: no PDU start found in %d bytes, skipped", size), "sequence")
+      return
+    end
+    st.resyncing = false
+    if found > 0 then
+      emit("undecoded", 0, found, string.format(
+        "Previous segment(s) not captured: %d bytes skipped to resynchronise", found), "sequence")
+    end
+    pos = found
+  end
+  while pos < size do
+    local n = len_at(pos)
+    if n < 0 or n > STREAM_MAX_PDU or (n == 0 and size - pos > STREAM_MAX_PDU) then
+      st.stopped = true
+      local why = n > 0 and string.format("a PDU of %d bytes exceeds the limit of %d", n, STREAM_MAX_PDU)
+        or "no PDU can start here"
+      emit("undecoded", pos, size - pos,
+        "Cannot frame the stream (" .. why .. "): the rest of this direction is not decoded", "malformed")
+      return
+    end
+    if n == 0 or pos + n > size then
+      return { pos = pos, need = n }                -- desegment: the PDU at pos needs more bytes
+    end
+    emit("pdu", pos, n)
+    pos = pos + n
+  end
+end
+
+-- the bytes of a handover from pos on, as a string
+local function stream_rest(h, seg_tvb, pos)
+  if h.buf then return string.sub(h.buf, pos + 1) end
+  return seg_tvb:raw(h.seg_offset + pos, h.size - pos)
+end
+
+-- --- TCP: one direction's byte stream (reassembly.tcp.TcpDirection) ------------------------------------------
+
+-- The handovers of one segment at stream offset `offset`, cut as they come (a cut may leave a pending PDU:
+-- st.pending = { start, stop (nil: open), parts (strings), len, hole }: parts joined once, when complete).
+local function stream_tcp_segment(spec, st, offset, tvb, pinfo, tree, conv, rec, synced)
+  local size = tvb:len()
+  if offset < st.nxt then                       -- a retransmission / late segment: never handed over
+    if offset + size > st.nxt then st.nxt = offset + size end
+    return
+  end
+  -- a gap, as TCP's analysis says: a retransmission that carried new bytes (never handed over) may have
+  -- moved TCP's next expected sequence number past what this side saw (reassembly.tcp keeps the maximum)
+  local lost = offset > st.nxt and F_TCP_LOST ~= nil and pcall(F_TCP_LOST) and F_TCP_LOST() ~= nil
+  st.nxt = offset + size
+  local function hand(h)
+    if not st.started then
+      st.started = true
+      if not synced then h.lost = true end
+    end
+    local more = stream_cut(spec, h, tvb, pinfo, tree, conv, st, rec)
+    if more then
+      local start = h.offset + more.pos
+      local rest = stream_rest(h, tvb, more.pos)
+      st.pending = { start = start, stop = more.need > 0 and start + more.need or nil,
+                     parts = { rest }, len = #rest, hole = false }
+    end
+  end
+  local pos = 0
+  local pend = st.pending
+  if pend then
+    if pend.stop == nil and offset == pend.start + pend.len then
+      st.pending = nil
+      pend.parts[#pend.parts + 1] = tvb:raw()
+      hand({ buf = table.concat(pend.parts), size = pend.len + size, offset = pend.start, lost = false })
+      return
+    end
+    if pend.stop and pend.start <= offset and offset < pend.stop then
+      if not pend.hole then
+        if offset == pend.start + pend.len then
+          local n = math.min(size, pend.stop - offset)
+          pend.parts[#pend.parts + 1] = tvb:raw(0, n)
+          pend.len = pend.len + n
+        else
+          pend.hole = true                       -- a segment missing inside: this PDU never completes
+        end
+      end
+      local complete = not pend.hole and pend.len == pend.stop - pend.start
+      if not complete and offset + size <= pend.stop then return end
+      st.pending = nil
+      pos = pend.stop - offset
+      if complete then
+        hand({ buf = table.concat(pend.parts), size = pend.len, offset = pend.start, lost = false })
+        if st.pending then                       -- the reassembled PDU asked for more: the rest joins it
+          if pos < size then
+            local p2 = st.pending
+            local more = tvb:raw(pos)
+            if p2.stop then more = string.sub(more, 1, p2.stop - (p2.start + p2.len)) end
+            p2.parts[#p2.parts + 1] = more
+            p2.len = p2.len + #more
+          end
+          return
+        end
+      end
+      lost = false
+    else
+      st.pending = nil                           -- past it: abandoned
+    end
+  end
+  if pos < size then hand({ seg_offset = pos, size = size - pos, offset = offset + pos, lost = lost }) end
+end
+
+-- Whether the conversation's handshake (SYN and SYN-ACK) was captured (Python: Connection.synced).
+local function stream_synced()
+  local v = last_value(F_TCP_COMPLETE)
+  return v ~= nil and (tonumber(tostring(v)) or 0) % 4 == 3
+end
+
+-- --- SCTP: each message continues the byte stream of its stream id (reassembly.sctp.Stream) ------------------
+
+local function stream_sctp_message(spec, st, tvb, pinfo, tree, conv, rec, ssn, ordered)
+  local lost = false
+  if ordered then
+    local delta = (ssn - st.next_ssn) % 65536
+    if delta >= 32768 then return end             -- late: its place in the stream is gone
+    lost = delta > 0
+    st.next_ssn = (ssn + 1) % 65536
+  end
+  if lost then st.carry = "" end
+  local h
+  if st.carry ~= "" then
+    h = { buf = st.carry .. tvb:raw(), lost = lost }
+    h.size = #h.buf
+  else
+    h = { seg_offset = 0, size = tvb:len(), lost = lost }
+  end
+  st.carry = ""
+  local more = stream_cut(spec, h, tvb, pinfo, tree, conv, st, rec)
+  if more then st.carry = stream_rest(h, tvb, more.pos) end
+end
+
+-- --- the dissector -------------------------------------------------------------------------------------------
+
+-- The dissector of a stream protocol over TCP and SCTP.
+--   len_fn(tvb, pinfo, offset, conv) -> n   the PDU at offset (the bytes from offset to the end of tvb are all
+--                                             there is): > 0 its length, 0 need more, -1 cannot frame
+--   pdu_fn(tvb, pinfo, tree, conv, index) -> info, T   dissects one PDU (the whole tvb), returns its Info text
+--                                             and its layer item; index: the PDU's number within the frame
+--                                             (1, 2, ...) for rt.once keys
+--   opts = { data = F["<proto>.data"], E = E, resync = fn(tvb, pinfo, offset, conv) -> absolute pos | nil }
+function rt.stream_dissector(proto, name, len_fn, pdu_fn, opts)
+  local spec = { proto = proto, name = name, len_fn = len_fn, pdu_fn = pdu_fn, opts = opts or {} }
+  return function(tvb, pinfo, tree)
+    local conv, dir = rt.conversation(name, pinfo)
+    local sctp = pinfo.port_type == 1            -- PT_SCTP
+    local key, seq, sid, ssn, unordered, index
+    if sctp then
+      local ok, all = pcall(function() return { F_SCTP_SID() } end)
+      if ok and #all > 0 then index = #all end   -- this chunk's number among the packet's DATA chunks
+      sid = last_value(F_SCTP_SID)
+      ssn = last_value(F_SCTP_SSN)
+      unordered = last_value(F_SCTP_U)
+      key = dir .. "#" .. string.format("%d", tonumber(tostring(sid or 0)) or 0)
+    else
+      seq = last_value(F_TCP_SEQ)
+      key = dir
+      if seq ~= nil then index = 1 end
+    end
+    local st = stream_state(conv, key)
+    st.infos = 0
+    local blind = (sctp and ssn == nil) or (not sctp and seq == nil)
+    if blind and not (pinfo.visited and st.recs[pinfo.number]) then return tvb:len() end   -- tree-less: later
+    local rec, replay = stream_record(st, pinfo, index)
+    if blind and not replay then return tvb:len() end
+    if replay then
+      local made = {}
+      for _, e in ipairs(rec.entries) do
+        stream_show(spec, e, stream_tvb(e, tvb, made), pinfo, tree, conv, st)
+      end
+      return tvb:len()
+    end
+    if sctp then
+      spec.source = "Reassembled SCTP"
+      stream_sctp_message(spec, st, tvb, pinfo, tree, conv, rec, tonumber(tostring(ssn)) or 0,
+                          not (unordered == true or unordered == 1))
+    else
+      spec.source = "Reassembled TCP"
+      -- tcp.seq is relative to the direction's first sequence number (1 = its first byte), modulo 2^32:
+      -- unwrapped around the next expected offset (reassembly.tcp.TcpDirection.offset_of)
+      local delta = ((tonumber(tostring(seq)) or 1) - 1 - st.nxt) % 4294967296
+      if delta >= 2147483648 then delta = delta - 4294967296 end
+      stream_tcp_segment(spec, st, st.nxt + delta, tvb, pinfo, tree, conv, rec, stream_synced())
+    end
+    return tvb:len()
+  end
+end
+
+-- Register a stream protocol's dissector on its ports ("tcp.port" / "sctp.port"); tables missing in this
+-- Wireshark are skipped.
+function rt.stream_register(proto, tcp_ports, sctp_ports)
+  for _, port in ipairs(tcp_ports or {}) do
+    pcall(function() DissectorTable.get("tcp.port"):add(port, proto) end)
+  end
+  for _, port in ipairs(sctp_ports or {}) do
+    pcall(function() DissectorTable.get("sctp.port"):add(port, proto) end)
+  end
+end
+
+-- A heuristic for a stream protocol (Python: the protocol's heuristics["tcp"] / ["sctp"]): when match(tvb, pinfo)
+-- says yes on a payload, the connection is claimed (pinfo.conversation, as Python keeps conn.proto) and dissected.
+function rt.stream_heuristic(proto, list, match, dissector)
+  local function heur(tvb, pinfo, tree)
+    local ok, yes = pcall(match, tvb, pinfo)
+    if not ok or not yes then return false end
+    pinfo.conversation = proto
+    dissector(tvb, pinfo, tree)
+    return true
+  end
+  pcall(function() proto:register_heuristic(list, heur) end)
+end
+-- Stream protocols without length fields (the twin of engine/stream_protocol.py): a PDU's length from its
+-- opcode, its direction and state earlier PDUs set; the opcode numbering recognised per connection; the restart
+-- point after a gap. Called through the stream dissector of lua/rt_stream.lua.
+
+-- "c2s" or "s2c" for a PDU sent from port sp to port dp: the side on a server port is the server; else the
+-- lower port is (engine.stream_protocol.StreamProtocol.role)
+function rt.stream_role(sp, dp, server_ports)
+  if server_ports[sp] then return "s2c" end
+  if server_ports[dp] then return "c2s" end
+  return sp < dp and "s2c" or "c2s"
+end
+
+-- the packet table entry for an opcode: spec = { bodies, alternates, numberings }
+function rt.stream_packet(spec, conv, numbering, role, code)
+  local alt = spec.alternates[numbering .. "|" .. role .. "|" .. string.format("%d", code)]
+  if alt and conv.flags and conv.flags[alt[1] .. ":" .. role] then role = alt[2] end
+  return spec.bodies[numbering .. "/" .. role][code]
+end
+
+local function frames_cleanly(spec, conv, numbering, role, raw)
+  local pos = 1
+  while pos <= #raw do
+    local p = rt.stream_packet(spec, conv, numbering, role, string.byte(raw, pos))
+    if not p then return false end
+    pos = pos + spec.header_size + p.size
+  end
+  return true
+end
+
+-- the numbering in force: the preference, else the one recognised on this connection (from the bytes of tvb
+-- from offset on, at most spec.numbering_scan of them) once only one numbering frames them cleanly
+function rt.stream_numbering(spec, conv, role, tvb, offset, pref)
+  if pref ~= "auto" then conv.numbering = pref; return pref end
+  if conv.numbering == nil then
+    local raw = tvb:raw(offset, math.min(tvb:len() - offset, spec.numbering_scan))
+    local fits = {}
+    for _, n in ipairs(spec.numberings) do
+      if frames_cleanly(spec, conv, n, role, raw) then fits[#fits + 1] = n end
+    end
+    if #fits == 1 then conv.numbering = fits[1] end
+  end
+  return conv.numbering or spec.numberings[1]
+end
+
+-- After a gap (StreamProtocol.resync): the first position from which known PDUs chain to exactly the end of
+-- the data (at offset also to a PDU running past it), a closing PDU (spec.final) only last and not alone; nil:
+-- none
+function rt.stream_resync(spec, tvb, pinfo, offset, conv)
+  local role = rt.stream_role(pinfo.src_port, pinfo.dst_port, spec.server_ports)
+  local raw = tvb:raw(offset)
+  local numbering = conv.numbering or spec.numberings[1]
+  local size = math.min(#raw, spec.scan)
+  local state = { [size] = "end" }
+  for p = size - 1, 0, -1 do
+    local pkt = rt.stream_packet(spec, conv, numbering, role, string.byte(raw, p + 1))
+    state[p] = false
+    if pkt then
+      local after = p + spec.header_size + pkt.size
+      if after > size then state[p] = "partial"
+      elseif after == size then state[p] = "exact"
+      elseif not spec.final[pkt.name] and state[after] then
+        state[p] = state[after] == "partial" and "partial" or "exact"
+      end
+    end
+  end
+  if state[0] then return offset end
+  for p = 1, size - 1 do
+    if state[p] == "exact" then
+      local first = rt.stream_packet(spec, conv, numbering, role, string.byte(raw, p + 1))
+      if not spec.final[first.name] then return offset + p end
+    end
+  end
+  return nil
+end
+
+-- The length of the PDU at offset (StreamProtocol.pdu_length): > 0, 0 need more, -1 no layout
+function rt.stream_len(spec, tvb, pinfo, offset, conv)
+  if offset >= tvb:len() then return 0 end
+  local role = rt.stream_role(pinfo.src_port, pinfo.dst_port, spec.server_ports)
+  local n = rt.stream_numbering(spec, conv, role, tvb, offset, spec.pref())
+  local pkt = rt.stream_packet(spec, conv, n, role, tvb(offset, 1):uint())
+  if pkt == nil then return -1 end
+  return spec.header_size + pkt.size
+end
+
+local function stream_decode(spec, c, T, role)
+  local okh, eh = pcall(spec.header_fn, c, T)
+  if not okh then
+    if eh ~= rt.TRUNC then error(eh, 0) end
+    return "Malformed (truncated header)"
+  end
+  local values = c.sc[1]
+  local code = values[spec.type_field]
+  local numbering = rt.stream_numbering(spec, c.conv, role, c.tvb, 0, spec.pref())
+  local pkt = rt.stream_packet(spec, c.conv, numbering, role, code)
+  if pkt == nil then
+    local name = spec.names[numbering] and spec.names[numbering][code]
+    local what = name and string.format("Opcode 0x%02x (%s) has no layout", code, name)
+      or string.format("Unknown opcode 0x%02x", code)
+    rt.expert(c, T, "malformed", what .. ": the rest of this direction cannot be framed")
+    if c.pos < c.stop then T:add(spec.data, c.tvb(c.pos, c.stop - c.pos)) end
+    return string.format("Unknown opcode 0x%02x", code)
+  end
+  local sender = spec.sent_by[pkt.name]
+  if sender and sender ~= role then
+    rt.expert(c, T, "unexpected", pkt.label .. " is sent " ..
+      (sender == "c2s" and "client to server" or "server to client") .. " only")
+  end
+  local okp, ep = pcall(pkt.fn, c, T)
+  if okp and c.pos < c.stop then
+    local rr = c.tvb(c.pos, c.stop - c.pos)
+    local ti = T:add(spec.trailing, rr)
+    if string.find(rr:raw(), "[^\0]") then
+      rt.expert(c, ti, "trailing", string.format("%d trailing bytes are not zero padding", c.stop - c.pos))
+    end
+  elseif not okp and ep ~= rt.TRUNC then
+    error(ep, 0)
+  end
+  T:set_text(spec.description .. ", " .. pkt.label)
+  local text = pkt.label
+  if pkt.info then text = text .. " " .. rt.template(pkt.info, values) end
+  for _, n in ipairs(c.notes) do text = text .. " " .. n end
+  return text
+end
+
+-- Dissect one PDU (the whole tvb; StreamProtocol.dissect): its Info text and its layer
+function rt.stream_pdu(spec, tvb, pinfo, tree, conv, index)
+  local T = tree:add(spec.proto, tvb())
+  local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, dir = "",
+              E = spec.E, notes = {}, visited = pinfo.visited, pdu = index or 0 }
+  local role = rt.stream_role(pinfo.src_port, pinfo.dst_port, spec.server_ports)
+  c.sc[1]._role = role
+  local ok, info = pcall(stream_decode, spec, c, T, role)
+  if not ok then
+    rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
+    info = "Dissector error"
+  end
+  return info, T
+end
+-- Text building blocks (engine/blocks_text.py, engine/message_protocol.py): NUL-ended strings, UUID / enum /
+-- "a:b" checks, the rest of a message with its format sniffed (rt_sniff.lua), JSON (rt_json.lua), and
+-- per-conversation memories.
+
+-- State read by a message's decode is computed on the first pass and replayed (rt.once); several messages can
+-- share a frame (WebSocket), so the key also counts the messages of the frame.
+local msg_frame, msg_visited, msg_count = -1, false, 0
+function rt.msg_once(c, key, fn)
+  if c.mkey == nil then
+    if c.frame ~= msg_frame or c.visited ~= msg_visited then
+      msg_frame, msg_visited, msg_count = c.frame, c.visited, 0
+    end
+    msg_count = msg_count + 1
+    c.mkey = string.format("%d", msg_count)
+  end
+  return rt.once(c, key .. "#" .. c.mkey, fn)
+end
+
+-- The offset (from `at`) of the first NUL in the next `n` bytes, or nil: read in growing pieces, so a message of
+-- many short strings is not copied once per string.
+local function find_nul(tvb, at, n)
+  local from, step = 0, 64
+  while from < n do
+    local len = math.min(step, n - from)
+    local i = string.find(tvb:raw(at + from, len), "\0", 1, true)
+    if i then return from + i - 1 end
+    from, step = from + len, step * 2
+  end
+  return nil
+end
+
+-- A StringNT: value, item, raw bytes, well formed?, start offset.
+function rt.text(c, T, f, label)
+  rt.need(c, 1, label, T)
+  local at, n = c.pos, c.stop - c.pos
+  local nul = find_nul(c.tvb, at, n)
+  local len = nul or n
+  local it = T:add_packet_field(f, c.tvb(at, len), ENC_UTF_8)
+  local used = nul and len + 1 or n
+  it:set_len(used)
+  local s = len > 0 and c.tvb:raw(at, len) or ""
+  local v = rt.utf8(s)
+  c.pos = at + used
+  if not nul then
+    rt.expert(c, it, "malformed", label .. ": no terminating NUL")
+    return v, it, s, false, at
+  end
+  if v ~= s then
+    rt.expert(c, it, "unexpected", label .. ": invalid UTF-8")
+    return v, it, s, false, at
+  end
+  return v, it, s, true, at
+end
+
+local UUID = "^" .. string.rep("%x", 8) .. "%-" .. string.rep("%x", 4) .. "%-" .. string.rep("%x", 4) .. "%-" ..
+  string.rep("%x", 4) .. "%-" .. string.rep("%x", 12) .. "$"
+function rt.is_uuid(v) return string.find(v, UUID) ~= nil end
+
+-- "a:b": the two parts as fields under the string item.
+function rt.split(c, it, s, at, sep, f1, f2, n1, n2, not_uuid, no_sep)
+  local i = string.find(s, sep, 1, true)
+  if not i then rt.expert(c, it, "unexpected", no_sep); return end
+  local first, second = string.sub(s, 1, i - 1), string.sub(s, i + #sep)
+  c.sc[#c.sc][n1] = rt.utf8(first)
+  c.sc[#c.sc][n2] = rt.utf8(second)
+  local a = it:add_packet_field(f1, c.tvb(at, #first), ENC_UTF_8)
+  if not_uuid and not rt.is_uuid(c.sc[#c.sc][n1]) then rt.expert(c, a, "unexpected", not_uuid) end
+  it:add_packet_field(f2, c.tvb(at + i - 1 + #sep, #second), ENC_UTF_8)
+end
+
+function rt.well_formed(raw, pos, shape)
+  for _, step in ipairs(shape) do
+    local kind, arg = step[1], step[2]
+    if kind == "fixed" then
+      pos = pos + arg
+      if pos > #raw then return false end
+    else
+      local nul = string.find(raw, "\0", pos + 1, true)
+      if not nul then return false end
+      local s = string.sub(raw, pos + 1, nul - 1)
+      if rt.utf8(s) ~= s then return false end
+      if kind == "uuid" and not rt.is_uuid(s) then return false end
+      if kind == "enum" and not arg[s] then return false end
+      if kind == "json" and not pcall(rt.json_parse, s) then return false end
+      pos = nul
+    end
+  end
+  return pos == #raw
+end
+
+-- The connection heuristic (engine/message_protocol.py): taken from its first well-formed `code` packet on; the
+-- answer for each message is kept for re-dissection (a later AUTH must not take earlier frames on a second pass).
+function rt.taken(c, tvb, code, shape)
+  return rt.msg_once(c, "heuristic", function()
+    if c.conv.heuristic then return true end
+    if not rt.first_message(tvb, code, shape) then return false end
+    c.conv.heuristic = true
+    return true
+  end)
+end
+
+-- The first-message check: type byte `code`, then the packet's fields exactly.
+function rt.first_message(tvb, code, shape)
+  local ok, res = pcall(function()
+    if tvb:len() < 1 or tvb(0, 1):uint() ~= code then return false end
+    return rt.well_formed(tvb:raw(0, tvb:len()), 1, shape)
+  end)
+  return ok and res
+end
+
+-- The rest of the message: the bytes, their size, their format and image dimensions when recognisable.
+local SNIFF_LIMIT = 65536
+function rt.rest(c, T, name, F, abbrevs)
+  local n = c.stop - c.pos
+  local r = c.tvb(c.pos, n)
+  local it = T:add(F[abbrevs[1]], r)
+  local scope = c.sc[#c.sc]
+  scope[name] = n > 0 and r:raw() or ""
+  scope[name .. "_size"] = n
+  it:add(F[abbrevs[2]], r, n):set_generated()
+  local fmt, w, h = rt.sniff(n > 0 and c.tvb:raw(c.pos, math.min(n, SNIFF_LIMIT)) or "")
+  scope[name .. "_format"] = fmt or "unknown format"
+  if fmt then
+    it:add(F[abbrevs[3]], r, fmt):set_generated()
+    if w then
+      it:add(F[abbrevs[4]], r, w):set_generated()
+      it:add(F[abbrevs[5]], r, h):set_generated()
+    end
+  end
+  c.pos = c.stop
+end
+
+-- Who is the client: learned from the first one-way packet of the conversation.
+local function flip(dir)
+  local a, b = string.match(dir, "^(.-)>(.*)$")
+  return b .. ">" .. a
+end
+
+function rt.sender(c, T, f, side)
+  local actual = rt.msg_once(c, "sender", function()
+    local client = c.conv.client_dir
+    if client == nil then
+      client = side == "client" and c.dir or flip(c.dir)
+      c.conv.client_dir = client
+    end
+    return c.dir == client and "client" or "server"
+  end)
+  local it = T:add(f, c.tvb(c.pos, 0), actual)
+  it:set_generated()
+  if actual ~= side then
+    rt.expert(c, it, "unexpected", "Sent by the " .. actual .. "; only the " .. side .. " sends this packet")
+  end
+end
+
+function rt.remember(c, tname, key, value, limit)
+  if c.visited then return end
+  local k, v = rt.lookup(c, key), rt.lookup(c, value)
+  if k == nil or v == nil then return end
+  c.conv[tname] = c.conv[tname] or rt.btable()
+  rt.bput(c.conv[tname], k, v, limit)
+end
+
+function rt.recall(c, T, f, name, tname, key)
+  local k = rt.lookup(c, key)
+  local known = rt.msg_once(c, "recall_" .. name, function()
+    local t = c.conv[tname]
+    return t and k ~= nil and t.map[k] or nil
+  end)
+  if known ~= nil then T:add(f, c.tvb(c.pos, 0), known):set_generated() end
+  if known ~= nil then c.sc[#c.sc][name] = known else c.sc[#c.sc][name] = k end
+end
 return rt
 end)()
 
 local VT1 = { [0] = "Ping", [1] = "Login", [2] = "Join", [3] = "Part", [4] = "Player Update", [5] = "Spawn Entity", [6] = "Despawn Entity", [7] = "Entity Update", [8] = "Player Correction", [9] = "Chunk Begin", [10] = "Chunk Data", [11] = "Block Update", [12] = "Message" }
 local VT2 = { [0] = "x", [1] = "y", [2] = "z", [3] = "w" }
 local VT3 = { [0] = "Notification", [1] = "Chat" }
+local VT4 = { [0] = "Bad", [1] = "Good", [2] = "Unverified" }
+local VT5 = { [1] = "ACKNOWLEDGE", [2] = "CONNECT", [3] = "VERIFY_CONNECT", [4] = "DISCONNECT", [5] = "PING", [6] = "SEND_RELIABLE", [7] = "SEND_UNRELIABLE", [8] = "SEND_FRAGMENT", [9] = "SEND_UNSEQUENCED", [10] = "BANDWIDTH_LIMIT", [11] = "THROTTLE_CONFIGURE", [12] = "SEND_UNRELIABLE_FRAGMENT" }
+local VT6 = { [1] = "PING", [2] = "PONG", [3] = "KEEPALIVE", [4] = "PLR_POS", [5] = "PLR_ORIENT", [6] = "PLR_ADD", [7] = "PLR_ID", [8] = "PLR_RM", [9] = "BLK_ADD", [10] = "BLK_RM1", [11] = "BLK_RM3", [12] = "BLK_COLLAPSE", [13] = "CHAT_SEND", [14] = "CHAT_SEND_TEAM", [15] = "CHAT_ADD_TEXT", [16] = "CHAT_ADD_KILLFEED", [17] = "PLR_SPAWN", [18] = "PLR_OFFER", [19] = "ITEM_POS", [20] = "PLR_GUN_HIT", [21] = "PLR_DAMAGE", [22] = "PLR_RESTOCK", [23] = "ITEM_CARRIER", [24] = "PLR_TOOL", [25] = "PLR_BLK_COLOR", [26] = "PLR_BLK_COUNT", [27] = "PLR_GUN_TRACER", [28] = "NADE_THROW", [29] = "MAP_RCIRC", [30] = "PLR_GUN_RELOAD", [31] = "CHAT_SEND_SQUAD", [32] = "TEAM_SCORE", [33] = "BLK_DAMAGE", [34] = "PIANO", [35] = "NADE_PIN", [36] = "BUILD_BOX", [37] = "PLR_GUN_SHOT", [38] = "NEW_MAP", [39] = "FOG_COLOR" }
+local VT7 = { [1] = "PING", [2] = "PONG", [3] = "PLR_POS", [4] = "PLR_ORIENT", [5] = "PLR_ADD", [6] = "PLR_ID", [7] = "PLR_RM", [8] = "BLK_ADD", [9] = "BLK_RM1", [10] = "BLK_RM3", [11] = "BLK_COLLAPSE", [12] = "CHAT_SEND", [13] = "CHAT_SEND_TEAM", [14] = "CHAT_ADD_TEXT", [15] = "CHAT_ADD_KILLFEED", [16] = "PLR_SPAWN", [17] = "PLR_OFFER", [18] = "ITEM_POS", [19] = "PLR_GUN_HIT", [20] = "PLR_DAMAGE", [21] = "PLR_RESTOCK", [22] = "ITEM_CARRIER", [23] = "PLR_TOOL", [24] = "PLR_BLK_COLOR", [25] = "PLR_BLK_COUNT", [26] = "PLR_GUN_TRACER", [27] = "NADE_THROW", [28] = "MAP_RCIRC", [29] = "PLR_GUN_RELOAD", [30] = "CHAT_SEND_SQUAD", [31] = "TEAM_SCORE", [32] = "BLK_DAMAGE" }
+local VT8 = { [1] = "Normal player", [2] = "Map editor", [3] = "Spectator" }
+local VT9 = { [0] = "None", [1] = "Head", [2] = "Body", [3] = "Limb" }
+local VT10 = { [0] = "Spade", [1] = "Block", [2] = "Gun", [3] = "Grenade" }
+local VT11 = { [0] = "Solid", [1] = "Hollow", [2] = "Walls", [3] = "Frame" }
+local VT12 = { [15] = "BASE_DIR", [16] = "AUTH", [17] = "AUTH_ACK", [23] = "QUIT", [48] = "FILE_REQUEST", [49] = "FILE_START", [50] = "FILE_END", [51] = "FILE_BLOCK", [52] = "FILE_ABORT_CLIENT", [53] = "FILE_ABORT_SERVER", [64] = "LUA", [65] = "LUA", [66] = "LUA", [67] = "LUA", [68] = "LUA", [69] = "LUA", [70] = "LUA", [71] = "LUA", [72] = "LUA", [73] = "LUA", [74] = "LUA", [75] = "LUA", [76] = "LUA", [77] = "LUA", [78] = "LUA", [79] = "LUA", [80] = "LUA", [81] = "LUA", [82] = "LUA", [83] = "LUA", [84] = "LUA", [85] = "LUA", [86] = "LUA", [87] = "LUA", [88] = "LUA", [89] = "LUA", [90] = "LUA", [91] = "LUA", [92] = "LUA", [93] = "LUA", [94] = "LUA", [95] = "LUA", [96] = "LUA", [97] = "LUA", [98] = "LUA", [99] = "LUA", [100] = "LUA", [101] = "LUA", [102] = "LUA", [103] = "LUA", [104] = "LUA", [105] = "LUA", [106] = "LUA", [107] = "LUA", [108] = "LUA", [109] = "LUA", [110] = "LUA", [111] = "LUA", [112] = "LUA", [113] = "LUA", [114] = "LUA", [115] = "LUA", [116] = "LUA", [117] = "LUA", [118] = "LUA", [119] = "LUA", [120] = "LUA", [121] = "LUA", [122] = "LUA", [123] = "LUA", [124] = "LUA", [125] = "LUA", [126] = "LUA", [127] = "LUA" }
+local VT13 = { [0] = "Reserved", [1] = "JSON data", [2] = "Log data", [3] = "Lua script", [4] = "Icemap data", [5] = "VXL data", [6] = "Autodetected map data", [7] = "PMF model", [8] = "TGA image", [9] = "WAV audio", [10] = ".it music module", [11] = "Raw binary data", [12] = "PNG image", [13] = "Reserved", [14] = "Reserved", [15] = "Reserved" }
+local VT14 = { [0] = "AUTH", [1] = "KEEPALIVE", [2] = "STREAM_START", [3] = "STREAM_ASSET", [4] = "STREAM_OBJECT", [5] = "STREAM_DESTROY", [6] = "STREAM_EVENT", [7] = "STREAM_FINISH", [8] = "STREAM_TRANSFORM", [9] = "STREAM_CHAT", [10] = "PLAYER_LIST", [11] = "PLAYER_JOIN", [12] = "PLAYER_QUIT", [13] = "PLAYER_CHARACTER", [14] = "PLAYER_MOVEMENT", [15] = "PLAYER_CHAT", [16] = "PLAYER_EVENT", [17] = "ERROR" }
+local VT15 = { [0] = "False", [1] = "True" }
+local VT16 = { [0] = "Disconnect", [1] = "Ping", [2] = "Object Create (struct numbering: Object Move)", [3] = "Object Move (struct numbering: Object Create)", [4] = "Object Delete / Texture Chunk (struct numbering: Object Delete)", [5] = "Object Metadata (struct numbering: Object Texture Chunk)", [6] = "(struct numbering: Object Metadata)", [7] = "Interact", [8] = "GUI Open", [9] = "GUI Interact", [10] = "GUI Items (struct numbering: Message)", [11] = "Message", [16] = "World Chunk", [17] = "Set Block", [18] = "World Effect", [32] = "Gamemode Settings" }
+local VT17 = { [0] = "Humanoid", [1] = "Block/Item" }
+local VT18 = { [0] = "Empty/Air", [16] = "Dirt", [17] = "Grass-covered dirt", [18] = "Leaves-covered dirt", [19] = "Sand", [20] = "Red Sand", [21] = "Gravel", [22] = "Mud", [23] = "Clay", [24] = "Mud Bricks", [25] = "Clay Bricks", [26] = "Tilled Dirt", [32] = "Stone", [33] = "Marble", [34] = "Basalt", [35] = "Obsidian", [36] = "Iron", [37] = "Coal", [38] = "Ruby", [39] = "Olivine", [40] = "Sapphire", [41] = "Zircon", [48] = "Brown-barked Log, facing Y", [49] = "Brown-barked Log, facing X", [50] = "Brown-barked Log, facing Z", [51] = "White-barked Log, facing Y", [52] = "White-barked Log, facing X", [53] = "White-barked Log, facing Z", [54] = "Leaves", [55] = "Leaves with Fruit", [56] = "Vine", [57] = "Grass Tuft", [58] = "Small Bush", [59] = "Brown-barked Sapling", [60] = "White-barked Sapling", [61] = "Dead Bush", [62] = "Cactus", [63] = "Water Lily", [64] = "White Flower", [65] = "Yellow Flower", [66] = "Red Flower", [67] = "Blue Flower", [68] = "Red Berries", [69] = "Black Berries", [70] = "White Mushroom", [71] = "Brown Mushroom", [72] = "Orange Mushroom", [73] = "Red Mushroom", [74] = "Dead Crops", [75] = "Crops (25%)", [76] = "Crops (43.75%)", [77] = "Crops (62.5%)", [78] = "Crops (81.25%)", [79] = "Crops (100%)", [80] = "Freshwater (100%)", [81] = "Freshwater (75%)", [82] = "Freshwater (50%)", [83] = "Freshwater (25%)", [84] = "Swampwater (100%)", [85] = "Swampwater (75%)", [86] = "Swampwater (50%)", [87] = "Swampwater (25%)", [88] = "Seawater (100%)", [89] = "Seawater (75%)", [90] = "Seawater (50%)", [91] = "Seawater (25%)", [92] = "Lava (100%)", [93] = "Lava (75%)", [94] = "Lava (50%)", [95] = "Lava (25%)", [96] = "Wooden Planks", [97] = "Wooden Fence", [98] = "Wooden Planks Half-block, facing -Y", [99] = "Wooden Planks Half-block, facing +Y", [100] = "Wooden Planks Half-block, facing -X", [101] = "Wooden Planks Half-block, facing +X", [102] = "Wooden Planks Half-block, facing -Z", [103] = "Wooden Planks Half-block, facing +Z", [104] = "Pale Wooden Planks", [105] = "Pale Wooden Fence", [106] = "Pale Wooden Planks Half-block, facing -Y", [107] = "Pale Wooden Planks Half-block, facing +Y", [108] = "Pale Wooden Planks Half-block, facing -X", [109] = "Pale Wooden Planks Half-block, facing +X", [110] = "Pale Wooden Planks Half-block, facing -Z", [111] = "Pale Wooden Planks Half-block, facing +Z", [112] = "Rope, facing Y", [113] = "Rope, facing X", [114] = "Rope, facing Z", [115] = "Chain, facing Y", [116] = "Chain, facing X", [117] = "Chain, facing Z", [118] = "Ladder, facing -X", [119] = "Ladder, facing +X", [120] = "Ladder, facing -Y", [121] = "Ladder, facing +Y", [122] = "Ladder, facing -Z", [123] = "Ladder, facing +Z", [124] = "Unlit Firepit", [125] = "Lit Firepit", [2048] = "Stick", [2049] = "Stone", [2050] = "Flint", [2051] = "Kindling", [2064] = "Sharpened Stone", [2065] = "Stone Axe", [2066] = "Flint Firelighter", [2067] = "Steel Knife" }
+local VT19 = { [0] = "Color", [1] = "Animate", [2] = "Equipment" }
+local VT20 = { [0] = "Idle/Stand", [1] = "Crouch", [2] = "Punch Right", [3] = "Punch Left", [4] = "Swing Right", [5] = "Swing Left", [6] = "Death", [7] = "Item", [8] = "Aim Weapon Start", [9] = "Aim Weapon End", [10] = "Hurt" }
+local VT21 = { [0] = "Head", [1] = "Chest", [3] = "Legs", [4] = "Boots", [5] = "Right Hand", [6] = "Left Hand", [7] = "Left Hip", [8] = "Right Hip", [9] = "Back Holster 1", [10] = "Back Holster 2", [11] = "Backpack" }
+local VT22 = { [0] = "Use Block", [1] = "Use Object", [2] = "Use Item in Right Hand", [3] = "Use Item in Left Hand", [4] = "Use Item in Right Hand on Object", [5] = "Use Item in Left Hand on Object", [6] = "Use Item in Right Hand on Block", [7] = "Use Item in Left Hand on Block", [8] = "Swing Item in Right Hand", [9] = "Swing Item in Left Hand", [10] = "Attack Object with Item in Right Hand", [11] = "Attack Object with Item in Left Hand", [12] = "Begin Breaking Block", [14] = "Complete Breaking Block", [15] = "Cancel Breaking Block" }
+local VT23 = { [0] = "Close", [1] = "Player", [2] = "Cooking", [3] = "8x8 Container" }
+local VT24 = { [0] = "Take", [1] = "Place", [2] = "Swap", [3] = "Throw" }
+local VT25 = { [0] = "Chat", [1] = "Small Announcement", [2] = "Announcement", [3] = "Hotbar", [4] = "Timer", [5] = "Client IPC", [6] = "Plugin IPC", [7] = "System" }
+local VT26 = { [0] = "Empty/Air", [16] = "Dirt", [17] = "Grass-covered dirt", [18] = "Leaves-covered dirt", [19] = "Sand", [20] = "Red Sand", [21] = "Gravel", [22] = "Mud", [23] = "Clay", [24] = "Mud Bricks", [25] = "Clay Bricks", [26] = "Tilled Dirt", [32] = "Stone", [33] = "Marble", [34] = "Basalt", [35] = "Obsidian", [36] = "Iron", [37] = "Coal", [38] = "Ruby", [39] = "Olivine", [40] = "Sapphire", [41] = "Zircon", [48] = "Brown-barked Log, facing Y", [49] = "Brown-barked Log, facing X", [50] = "Brown-barked Log, facing Z", [51] = "White-barked Log, facing Y", [52] = "White-barked Log, facing X", [53] = "White-barked Log, facing Z", [54] = "Leaves", [55] = "Leaves with Fruit", [56] = "Vine", [57] = "Grass Tuft", [58] = "Small Bush", [59] = "Brown-barked Sapling", [60] = "White-barked Sapling", [61] = "Dead Bush", [62] = "Cactus", [63] = "Water Lily", [64] = "White Flower", [65] = "Yellow Flower", [66] = "Red Flower", [67] = "Blue Flower", [68] = "Red Berries", [69] = "Black Berries", [70] = "White Mushroom", [71] = "Brown Mushroom", [72] = "Orange Mushroom", [73] = "Red Mushroom", [74] = "Dead Crops", [75] = "Crops (25%)", [76] = "Crops (43.75%)", [77] = "Crops (62.5%)", [78] = "Crops (81.25%)", [79] = "Crops (100%)", [80] = "Freshwater (100%)", [81] = "Freshwater (75%)", [82] = "Freshwater (50%)", [83] = "Freshwater (25%)", [84] = "Swampwater (100%)", [85] = "Swampwater (75%)", [86] = "Swampwater (50%)", [87] = "Swampwater (25%)", [88] = "Seawater (100%)", [89] = "Seawater (75%)", [90] = "Seawater (50%)", [91] = "Seawater (25%)", [92] = "Lava (100%)", [93] = "Lava (75%)", [94] = "Lava (50%)", [95] = "Lava (25%)", [96] = "Wooden Planks", [97] = "Wooden Fence", [98] = "Wooden Planks Half-block, facing -Y", [99] = "Wooden Planks Half-block, facing +Y", [100] = "Wooden Planks Half-block, facing -X", [101] = "Wooden Planks Half-block, facing +X", [102] = "Wooden Planks Half-block, facing -Z", [103] = "Wooden Planks Half-block, facing +Z", [104] = "Pale Wooden Planks", [105] = "Pale Wooden Fence", [106] = "Pale Wooden Planks Half-block, facing -Y", [107] = "Pale Wooden Planks Half-block, facing +Y", [108] = "Pale Wooden Planks Half-block, facing -X", [109] = "Pale Wooden Planks Half-block, facing +X", [110] = "Pale Wooden Planks Half-block, facing -Z", [111] = "Pale Wooden Planks Half-block, facing +Z", [112] = "Rope, facing Y", [113] = "Rope, facing X", [114] = "Rope, facing Z", [115] = "Chain, facing Y", [116] = "Chain, facing X", [117] = "Chain, facing Z", [118] = "Ladder, facing -X", [119] = "Ladder, facing +X", [120] = "Ladder, facing -Y", [121] = "Ladder, facing +Y", [122] = "Ladder, facing -Z", [123] = "Ladder, facing +Z", [124] = "Unlit Firepit", [125] = "Lit Firepit" }
+local VT27 = { [0] = "Block Breaking Animation", [1] = "Weather (the spec also lists Block/Item Break as 1)", [2] = "Explosion", [3] = "Smoke", [4] = "Water Splash" }
+local VT28 = { [0] = "Clear", [1] = "Start Day Cycle", [2] = "Stop Day Cycle", [3] = "Sky Color", [4] = "Light Color", [5] = "Fog" }
+local VT29 = { [3] = "RGB", [4] = "RGBA" }
+local VT30 = { [0] = "sRGB with linear alpha", [1] = "all channels linear" }
 -- ===== blank: blank game protocol =====
 local P_blank = Proto("blank", "blank game protocol")
 local S = {}
@@ -2285,10 +4641,10 @@ local function dissect_blank(tvb, pinfo, tree)
         rt.bput(c.conv.remember[pkt.name], values[pkt.remember], kept, 1024)
       end
     elseif ep ~= rt.TRUNC then error(ep, 0) end
-    local text = pkt.label .. " " .. rt.template(HEADER_INFO, values)
-    if pkt.info then text = text .. " " .. rt.template(pkt.info, values) end
-    for _, n in ipairs(c.notes) do text = text .. " " .. n end
-    return text
+    local parts = { pkt.label, rt.template(HEADER_INFO, values) }
+    if pkt.info then parts[#parts + 1] = rt.template(pkt.info, values) end
+    for _, n in ipairs(c.notes) do parts[#parts + 1] = n end
+    return rt.join_nonempty(parts)
   end)
   if ok then
     pinfo.cols.info:set(info)
@@ -2306,4 +4662,5268 @@ local function heur_blank(tvb, pinfo, tree)
   return true
 end
 P_blank:register_heuristic("udp", heur_blank)
+
+-- ===== enet: ENet =====
+local P_enet = Proto("enet", "ENet")
+local S = {}
+local F_enet = {}
+local F = F_enet
+F["enet.header"] = ProtoField.uint16("enet.header", "Header", base.HEX, nil)
+F["enet.sent_time_flag"] = ProtoField.bool("enet.sent_time_flag", "Sent time present", 16, nil, 32768)
+F["enet.compressed"] = ProtoField.bool("enet.compressed", "Compressed", 16, nil, 16384)
+F["enet.session_id"] = ProtoField.uint16("enet.session_id", "Session ID", base.DEC, nil, 0x3000)
+F["enet.peer_id"] = ProtoField.uint16("enet.peer_id", "Peer ID", base.HEX, nil, 0xfff)
+F["enet.sent_time"] = ProtoField.uint16("enet.sent_time", "Sent time", base.DEC, nil)
+F["enet.checksum"] = ProtoField.uint32("enet.checksum", "Checksum", base.HEX, nil)
+F["enet.checksum.status"] = ProtoField.uint8("enet.checksum.status", "Checksum status", base.DEC, VT4)
+F["enet.connection"] = ProtoField.none("enet.connection", "Connection")
+F["enet.connection.frame"] = ProtoField.uint32("enet.connection.frame", "CONNECT in frame", base.DEC, nil)
+F["enet.connection.connect_data"] = ProtoField.uint32("enet.connection.connect_data", "Connect data", base.HEX, nil)
+F["enet.connection.channel_count"] = ProtoField.uint32("enet.connection.channel_count", "Channel count", base.DEC, nil)
+F["enet.connection.mtu"] = ProtoField.uint32("enet.connection.mtu", "MTU", base.DEC, nil)
+F["enet.compressed_data"] = ProtoField.bytes("enet.compressed_data", "Range-coded commands")
+F["enet.decompressed_length"] = ProtoField.uint32("enet.decompressed_length", "Decompressed length", base.DEC, nil)
+F["enet.compression_ratio"] = ProtoField.double("enet.compression_ratio", "Compression ratio")
+F["enet.data"] = ProtoField.bytes("enet.data", "Undecoded data")
+F["enet.command.code"] = ProtoField.uint8("enet.command.code", "Command", base.HEX, nil)
+F["enet.command.acknowledge"] = ProtoField.bool("enet.command.acknowledge", "Acknowledge requested", 8, nil, 128)
+F["enet.command.unsequenced"] = ProtoField.bool("enet.command.unsequenced", "Unsequenced", 8, nil, 64)
+F["enet.command.type"] = ProtoField.uint8("enet.command.type", "Type", base.DEC, VT5, 0xf)
+F["enet.command.channel"] = ProtoField.uint8("enet.command.channel", "Channel ID", base.DEC, nil)
+F["enet.command.reliable_seq"] = ProtoField.uint16("enet.command.reliable_seq", "Reliable sequence number", base.DEC, nil)
+F["enet.acknowledge.received_reliable_seq"] = ProtoField.uint16("enet.acknowledge.received_reliable_seq", "Received reliable sequence number", base.DEC, nil)
+F["enet.acknowledge.received_sent_time"] = ProtoField.uint16("enet.acknowledge.received_sent_time", "Received sent time", base.DEC, nil)
+F["enet.connect.outgoing_peer_id"] = ProtoField.uint16("enet.connect.outgoing_peer_id", "Outgoing peer ID", base.HEX, nil)
+F["enet.connect.incoming_session_id"] = ProtoField.uint8("enet.connect.incoming_session_id", "Incoming session ID", base.HEX, nil)
+F["enet.connect.outgoing_session_id"] = ProtoField.uint8("enet.connect.outgoing_session_id", "Outgoing session ID", base.HEX, nil)
+F["enet.connect.mtu"] = ProtoField.uint32("enet.connect.mtu", "MTU", base.DEC, nil)
+F["enet.connect.window_size"] = ProtoField.uint32("enet.connect.window_size", "Window size", base.DEC, nil)
+F["enet.connect.channel_count"] = ProtoField.uint32("enet.connect.channel_count", "Channel count", base.DEC, nil)
+F["enet.connect.incoming_bandwidth"] = ProtoField.uint32("enet.connect.incoming_bandwidth", "Incoming bandwidth", base.DEC, nil)
+F["enet.connect.outgoing_bandwidth"] = ProtoField.uint32("enet.connect.outgoing_bandwidth", "Outgoing bandwidth", base.DEC, nil)
+F["enet.connect.throttle_interval"] = ProtoField.uint32("enet.connect.throttle_interval", "Packet throttle interval", base.DEC, nil)
+F["enet.connect.throttle_acceleration"] = ProtoField.uint32("enet.connect.throttle_acceleration", "Packet throttle acceleration", base.DEC, nil)
+F["enet.connect.throttle_deceleration"] = ProtoField.uint32("enet.connect.throttle_deceleration", "Packet throttle deceleration", base.DEC, nil)
+F["enet.connect.connect_id"] = ProtoField.uint32("enet.connect.connect_id", "Connect ID", base.HEX, nil)
+F["enet.connect.data"] = ProtoField.uint32("enet.connect.data", "Connect data", base.HEX, nil)
+F["enet.verify_connect.outgoing_peer_id"] = ProtoField.uint16("enet.verify_connect.outgoing_peer_id", "Outgoing peer ID", base.HEX, nil)
+F["enet.verify_connect.incoming_session_id"] = ProtoField.uint8("enet.verify_connect.incoming_session_id", "Incoming session ID", base.HEX, nil)
+F["enet.verify_connect.outgoing_session_id"] = ProtoField.uint8("enet.verify_connect.outgoing_session_id", "Outgoing session ID", base.HEX, nil)
+F["enet.verify_connect.mtu"] = ProtoField.uint32("enet.verify_connect.mtu", "MTU", base.DEC, nil)
+F["enet.verify_connect.window_size"] = ProtoField.uint32("enet.verify_connect.window_size", "Window size", base.DEC, nil)
+F["enet.verify_connect.channel_count"] = ProtoField.uint32("enet.verify_connect.channel_count", "Channel count", base.DEC, nil)
+F["enet.verify_connect.incoming_bandwidth"] = ProtoField.uint32("enet.verify_connect.incoming_bandwidth", "Incoming bandwidth", base.DEC, nil)
+F["enet.verify_connect.outgoing_bandwidth"] = ProtoField.uint32("enet.verify_connect.outgoing_bandwidth", "Outgoing bandwidth", base.DEC, nil)
+F["enet.verify_connect.throttle_interval"] = ProtoField.uint32("enet.verify_connect.throttle_interval", "Packet throttle interval", base.DEC, nil)
+F["enet.verify_connect.throttle_acceleration"] = ProtoField.uint32("enet.verify_connect.throttle_acceleration", "Packet throttle acceleration", base.DEC, nil)
+F["enet.verify_connect.throttle_deceleration"] = ProtoField.uint32("enet.verify_connect.throttle_deceleration", "Packet throttle deceleration", base.DEC, nil)
+F["enet.verify_connect.connect_id"] = ProtoField.uint32("enet.verify_connect.connect_id", "Connect ID", base.HEX, nil)
+F["enet.disconnect.data"] = ProtoField.uint32("enet.disconnect.data", "Disconnect data", base.HEX, nil)
+F["enet.send_reliable.data_length"] = ProtoField.uint16("enet.send_reliable.data_length", "Data length", base.DEC, nil)
+F["enet.send_reliable.data"] = ProtoField.bytes("enet.send_reliable.data", "Data")
+F["enet.send_unreliable.unreliable_seq"] = ProtoField.uint16("enet.send_unreliable.unreliable_seq", "Unreliable sequence number", base.DEC, nil)
+F["enet.send_unreliable.data_length"] = ProtoField.uint16("enet.send_unreliable.data_length", "Data length", base.DEC, nil)
+F["enet.send_unreliable.data"] = ProtoField.bytes("enet.send_unreliable.data", "Data")
+F["enet.send_fragment.start_seq"] = ProtoField.uint16("enet.send_fragment.start_seq", "Start sequence number", base.DEC, nil)
+F["enet.send_fragment.data_length"] = ProtoField.uint16("enet.send_fragment.data_length", "Data length", base.DEC, nil)
+F["enet.send_fragment.fragment_count"] = ProtoField.uint32("enet.send_fragment.fragment_count", "Fragment count", base.DEC, nil)
+F["enet.send_fragment.fragment_number"] = ProtoField.uint32("enet.send_fragment.fragment_number", "Fragment number", base.DEC, nil)
+F["enet.send_fragment.total_length"] = ProtoField.uint32("enet.send_fragment.total_length", "Total length", base.DEC, nil)
+F["enet.send_fragment.fragment_offset"] = ProtoField.uint32("enet.send_fragment.fragment_offset", "Fragment offset", base.DEC, nil)
+F["enet.send_fragment.data"] = ProtoField.bytes("enet.send_fragment.data", "Fragment data")
+F["enet.send_unsequenced.unsequenced_group"] = ProtoField.uint16("enet.send_unsequenced.unsequenced_group", "Unsequenced group", base.DEC, nil)
+F["enet.send_unsequenced.data_length"] = ProtoField.uint16("enet.send_unsequenced.data_length", "Data length", base.DEC, nil)
+F["enet.send_unsequenced.data"] = ProtoField.bytes("enet.send_unsequenced.data", "Data")
+F["enet.bandwidth_limit.incoming_bandwidth"] = ProtoField.uint32("enet.bandwidth_limit.incoming_bandwidth", "Incoming bandwidth", base.DEC, nil)
+F["enet.bandwidth_limit.outgoing_bandwidth"] = ProtoField.uint32("enet.bandwidth_limit.outgoing_bandwidth", "Outgoing bandwidth", base.DEC, nil)
+F["enet.throttle_configure.throttle_interval"] = ProtoField.uint32("enet.throttle_configure.throttle_interval", "Packet throttle interval", base.DEC, nil)
+F["enet.throttle_configure.throttle_acceleration"] = ProtoField.uint32("enet.throttle_configure.throttle_acceleration", "Packet throttle acceleration", base.DEC, nil)
+F["enet.throttle_configure.throttle_deceleration"] = ProtoField.uint32("enet.throttle_configure.throttle_deceleration", "Packet throttle deceleration", base.DEC, nil)
+F["enet.send_unreliable_fragment.start_seq"] = ProtoField.uint16("enet.send_unreliable_fragment.start_seq", "Start sequence number", base.DEC, nil)
+F["enet.send_unreliable_fragment.data_length"] = ProtoField.uint16("enet.send_unreliable_fragment.data_length", "Data length", base.DEC, nil)
+F["enet.send_unreliable_fragment.fragment_count"] = ProtoField.uint32("enet.send_unreliable_fragment.fragment_count", "Fragment count", base.DEC, nil)
+F["enet.send_unreliable_fragment.fragment_number"] = ProtoField.uint32("enet.send_unreliable_fragment.fragment_number", "Fragment number", base.DEC, nil)
+F["enet.send_unreliable_fragment.total_length"] = ProtoField.uint32("enet.send_unreliable_fragment.total_length", "Total length", base.DEC, nil)
+F["enet.send_unreliable_fragment.fragment_offset"] = ProtoField.uint32("enet.send_unreliable_fragment.fragment_offset", "Fragment offset", base.DEC, nil)
+F["enet.send_unreliable_fragment.data"] = ProtoField.bytes("enet.send_unreliable_fragment.data", "Fragment data")
+F["enet.command"] = ProtoField.none("enet.command", "Command")
+F["enet.acknowledge.frame"] = ProtoField.uint32("enet.acknowledge.frame", "Acknowledges frame", base.DEC, nil)
+F["enet.acknowledge.rtt"] = ProtoField.double("enet.acknowledge.rtt", "Round-trip time (ms)")
+F["enet.reassembled"] = ProtoField.none("enet.reassembled", "Reassembled ENet message")
+F["enet.reassembled.frame"] = ProtoField.uint32("enet.reassembled.frame", "Fragment in frame", base.DEC, nil)
+F["enet.reassembled.length"] = ProtoField.uint32("enet.reassembled.length", "Reassembled length", base.DEC, nil)
+F["enet.reassembled_in"] = ProtoField.uint32("enet.reassembled_in", "Reassembled in frame", base.DEC, nil)
+local FL = {}
+for _, f in pairs(F) do FL[#FL + 1] = f end
+P_enet.fields = FL
+local E = {}
+E["malformed"] = ProtoExpert.new("enet.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
+E["unexpected"] = ProtoExpert.new("enet.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
+E["undecoded"] = ProtoExpert.new("enet.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
+E["sequence"] = ProtoExpert.new("enet.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
+E["reassembly"] = ProtoExpert.new("enet.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
+E["trailing"] = ProtoExpert.new("enet.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+local EL = {}
+for _, e in pairs(E) do EL[#EL + 1] = e end
+P_enet.experts = EL
+if E["malformed"] == nil then
+  E["malformed"] = ProtoExpert.new("enet.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
+  EL[#EL + 1] = E["malformed"]
+end
+if E["unexpected"] == nil then
+  E["unexpected"] = ProtoExpert.new("enet.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
+  EL[#EL + 1] = E["unexpected"]
+end
+if E["undecoded"] == nil then
+  E["undecoded"] = ProtoExpert.new("enet.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
+  EL[#EL + 1] = E["undecoded"]
+end
+if E["sequence"] == nil then
+  E["sequence"] = ProtoExpert.new("enet.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
+  EL[#EL + 1] = E["sequence"]
+end
+if E["reassembly"] == nil then
+  E["reassembly"] = ProtoExpert.new("enet.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
+  EL[#EL + 1] = E["reassembly"]
+end
+if E["trailing"] == nil then
+  E["trailing"] = ProtoExpert.new("enet.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+  EL[#EL + 1] = E["trailing"]
+end
+if E["checksum"] == nil then
+  E["checksum"] = ProtoExpert.new("enet.checksum", "Checksum", expert.group.CHECKSUM, expert.severity.ERROR)
+  EL[#EL + 1] = E["checksum"]
+end
+P_enet.prefs.checksum = Pref.enum("CRC-32 after the header", 0, "CRC-32 after the header", { { 1, "off", 0 }, { 2, "on", 1 } }, false)
+P_enet.prefs.handoff = Pref.enum("Payload hand-off", 0, "Payload hand-off", { { 1, "auto", 0 }, { 2, "port", 1 }, { 3, "off", 2 } }, false)
+P_enet.prefs.payload = Pref.string("Payload protocol", "", "Payload protocol")
+S.enet_hdr_29 = function(c, T)
+  do
+    rt.need(c, 2, "Header", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["header"] = v
+    local it = T:add(F["enet.header"], r)
+    c.pos = c.pos + 2
+    local sc = c.sc[#c.sc]
+    local p = math.floor(v / 32768) % 2
+    sc["sent_time_flag"] = p
+    it:add(F["enet.sent_time_flag"], r)
+    local p = math.floor(v / 16384) % 2
+    sc["compressed"] = p
+    it:add(F["enet.compressed"], r)
+    local p = math.floor(v / 4096) % 4
+    sc["session_id"] = p
+    it:add(F["enet.session_id"], r)
+    local p = math.floor(v / 1) % 4096
+    sc["peer_id"] = p
+    it:add(F["enet.peer_id"], r)
+  end
+end
+S.enet_st_30 = function(c, T)
+  do
+    rt.need(c, 2, "Sent time", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["sent_time"] = v
+    local it = T:add(F["enet.sent_time"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.enet_crc_31 = function(c, T)
+  do
+    rt.need(c, 4, "Checksum", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["checksum"] = v
+    local it = T:add(F["enet.checksum"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.enet_command_32 = function(c, T)
+  do
+    rt.need(c, 1, "Command", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["code"] = v
+    local it = T:add(F["enet.command.code"], r)
+    c.pos = c.pos + 1
+    local sc = c.sc[#c.sc]
+    local p = math.floor(v / 128) % 2
+    sc["acknowledge"] = p
+    it:add(F["enet.command.acknowledge"], r)
+    local p = math.floor(v / 64) % 2
+    sc["unsequenced"] = p
+    it:add(F["enet.command.unsequenced"], r)
+    local p = math.floor(v / 1) % 16
+    sc["type"] = p
+    it:add(F["enet.command.type"], r)
+  end
+  do
+    rt.need(c, 1, "Channel ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["channel"] = v
+    local it = T:add(F["enet.command.channel"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Reliable sequence number", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["reliable_seq"] = v
+    local it = T:add(F["enet.command.reliable_seq"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.enet_acknowledge_33 = function(c, T)
+  do
+    rt.need(c, 2, "Received reliable sequence number", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["received_reliable_seq"] = v
+    local it = T:add(F["enet.acknowledge.received_reliable_seq"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Received sent time", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["received_sent_time"] = v
+    local it = T:add(F["enet.acknowledge.received_sent_time"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.enet_connect_34 = function(c, T)
+  do
+    rt.need(c, 2, "Outgoing peer ID", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_peer_id"] = v
+    local it = T:add(F["enet.connect.outgoing_peer_id"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Incoming session ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["incoming_session_id"] = v
+    local it = T:add(F["enet.connect.incoming_session_id"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Outgoing session ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_session_id"] = v
+    local it = T:add(F["enet.connect.outgoing_session_id"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 4, "MTU", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["mtu"] = v
+    local it = T:add(F["enet.connect.mtu"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Window size", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["window_size"] = v
+    local it = T:add(F["enet.connect.window_size"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Channel count", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["channel_count"] = v
+    local it = T:add(F["enet.connect.channel_count"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Incoming bandwidth", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["incoming_bandwidth"] = v
+    local it = T:add(F["enet.connect.incoming_bandwidth"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Outgoing bandwidth", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_bandwidth"] = v
+    local it = T:add(F["enet.connect.outgoing_bandwidth"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle interval", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_interval"] = v
+    local it = T:add(F["enet.connect.throttle_interval"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle acceleration", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_acceleration"] = v
+    local it = T:add(F["enet.connect.throttle_acceleration"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle deceleration", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_deceleration"] = v
+    local it = T:add(F["enet.connect.throttle_deceleration"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Connect ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["connect_id"] = v
+    local it = T:add(F["enet.connect.connect_id"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Connect data", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["data"] = v
+    local it = T:add(F["enet.connect.data"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.enet_verify_connect_35 = function(c, T)
+  do
+    rt.need(c, 2, "Outgoing peer ID", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_peer_id"] = v
+    local it = T:add(F["enet.verify_connect.outgoing_peer_id"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Incoming session ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["incoming_session_id"] = v
+    local it = T:add(F["enet.verify_connect.incoming_session_id"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Outgoing session ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_session_id"] = v
+    local it = T:add(F["enet.verify_connect.outgoing_session_id"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 4, "MTU", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["mtu"] = v
+    local it = T:add(F["enet.verify_connect.mtu"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Window size", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["window_size"] = v
+    local it = T:add(F["enet.verify_connect.window_size"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Channel count", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["channel_count"] = v
+    local it = T:add(F["enet.verify_connect.channel_count"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Incoming bandwidth", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["incoming_bandwidth"] = v
+    local it = T:add(F["enet.verify_connect.incoming_bandwidth"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Outgoing bandwidth", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_bandwidth"] = v
+    local it = T:add(F["enet.verify_connect.outgoing_bandwidth"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle interval", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_interval"] = v
+    local it = T:add(F["enet.verify_connect.throttle_interval"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle acceleration", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_acceleration"] = v
+    local it = T:add(F["enet.verify_connect.throttle_acceleration"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle deceleration", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_deceleration"] = v
+    local it = T:add(F["enet.verify_connect.throttle_deceleration"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Connect ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["connect_id"] = v
+    local it = T:add(F["enet.verify_connect.connect_id"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.enet_disconnect_36 = function(c, T)
+  do
+    rt.need(c, 4, "Disconnect data", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["data"] = v
+    local it = T:add(F["enet.disconnect.data"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.enet_ping_37 = function(c, T)
+end
+S.enet_send_reliable_38 = function(c, T)
+  do
+    rt.need(c, 2, "Data length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["data_length"] = v
+    local it = T:add(F["enet.send_reliable.data_length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    local n = c.stop - c.pos
+    local want = rt.lookup(c, "data_length")
+    if want > n then rt.expert(c, T, "malformed", string.format("%s: %d bytes announced, %d present", "Data", want, n)) end
+    if want < n then n = want end
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["enet.send_reliable.data"], r)
+    c.pos = c.pos + n
+  end
+end
+S.enet_send_unreliable_39 = function(c, T)
+  do
+    rt.need(c, 2, "Unreliable sequence number", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["unreliable_seq"] = v
+    local it = T:add(F["enet.send_unreliable.unreliable_seq"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Data length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["data_length"] = v
+    local it = T:add(F["enet.send_unreliable.data_length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    local n = c.stop - c.pos
+    local want = rt.lookup(c, "data_length")
+    if want > n then rt.expert(c, T, "malformed", string.format("%s: %d bytes announced, %d present", "Data", want, n)) end
+    if want < n then n = want end
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["enet.send_unreliable.data"], r)
+    c.pos = c.pos + n
+  end
+end
+S.enet_send_fragment_40 = function(c, T)
+  do
+    rt.need(c, 2, "Start sequence number", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["start_seq"] = v
+    local it = T:add(F["enet.send_fragment.start_seq"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Data length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["data_length"] = v
+    local it = T:add(F["enet.send_fragment.data_length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 4, "Fragment count", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["fragment_count"] = v
+    local it = T:add(F["enet.send_fragment.fragment_count"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Fragment number", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["fragment_number"] = v
+    local it = T:add(F["enet.send_fragment.fragment_number"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Total length", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["total_length"] = v
+    local it = T:add(F["enet.send_fragment.total_length"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Fragment offset", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["fragment_offset"] = v
+    local it = T:add(F["enet.send_fragment.fragment_offset"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    local n = c.stop - c.pos
+    local want = rt.lookup(c, "data_length")
+    if want > n then rt.expert(c, T, "malformed", string.format("%s: %d bytes announced, %d present", "Fragment data", want, n)) end
+    if want < n then n = want end
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["enet.send_fragment.data"], r)
+    c.pos = c.pos + n
+  end
+end
+S.enet_send_unsequenced_41 = function(c, T)
+  do
+    rt.need(c, 2, "Unsequenced group", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["unsequenced_group"] = v
+    local it = T:add(F["enet.send_unsequenced.unsequenced_group"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Data length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["data_length"] = v
+    local it = T:add(F["enet.send_unsequenced.data_length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    local n = c.stop - c.pos
+    local want = rt.lookup(c, "data_length")
+    if want > n then rt.expert(c, T, "malformed", string.format("%s: %d bytes announced, %d present", "Data", want, n)) end
+    if want < n then n = want end
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["enet.send_unsequenced.data"], r)
+    c.pos = c.pos + n
+  end
+end
+S.enet_bandwidth_limit_42 = function(c, T)
+  do
+    rt.need(c, 4, "Incoming bandwidth", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["incoming_bandwidth"] = v
+    local it = T:add(F["enet.bandwidth_limit.incoming_bandwidth"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Outgoing bandwidth", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["outgoing_bandwidth"] = v
+    local it = T:add(F["enet.bandwidth_limit.outgoing_bandwidth"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.enet_throttle_configure_43 = function(c, T)
+  do
+    rt.need(c, 4, "Packet throttle interval", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_interval"] = v
+    local it = T:add(F["enet.throttle_configure.throttle_interval"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle acceleration", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_acceleration"] = v
+    local it = T:add(F["enet.throttle_configure.throttle_acceleration"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Packet throttle deceleration", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["throttle_deceleration"] = v
+    local it = T:add(F["enet.throttle_configure.throttle_deceleration"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.enet_send_unreliable_fragment_44 = function(c, T)
+  do
+    rt.need(c, 2, "Start sequence number", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["start_seq"] = v
+    local it = T:add(F["enet.send_unreliable_fragment.start_seq"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Data length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:uint()
+    c.sc[#c.sc]["data_length"] = v
+    local it = T:add(F["enet.send_unreliable_fragment.data_length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 4, "Fragment count", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["fragment_count"] = v
+    local it = T:add(F["enet.send_unreliable_fragment.fragment_count"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Fragment number", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["fragment_number"] = v
+    local it = T:add(F["enet.send_unreliable_fragment.fragment_number"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Total length", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["total_length"] = v
+    local it = T:add(F["enet.send_unreliable_fragment.total_length"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Fragment offset", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["fragment_offset"] = v
+    local it = T:add(F["enet.send_unreliable_fragment.fragment_offset"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    local n = c.stop - c.pos
+    local want = rt.lookup(c, "data_length")
+    if want > n then rt.expert(c, T, "malformed", string.format("%s: %d bytes announced, %d present", "Fragment data", want, n)) end
+    if want < n then n = want end
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["enet.send_unreliable_fragment.data"], r)
+    c.pos = c.pos + n
+  end
+end
+local D = { proto = P_enet, F = F, E = E, header = S.enet_hdr_29, sent_time = S.enet_st_30, checksum = S.enet_crc_31, command = S.enet_command_32 }
+D.cmds = { [1] = { fn = S.enet_acknowledge_33, label = "ACKNOWLEDGE" }, [2] = { fn = S.enet_connect_34, label = "CONNECT" }, [3] = { fn = S.enet_verify_connect_35, label = "VERIFY_CONNECT" }, [4] = { fn = S.enet_disconnect_36, label = "DISCONNECT" }, [5] = { fn = S.enet_ping_37, label = "PING" }, [6] = { fn = S.enet_send_reliable_38, label = "SEND_RELIABLE" }, [7] = { fn = S.enet_send_unreliable_39, label = "SEND_UNRELIABLE" }, [8] = { fn = S.enet_send_fragment_40, label = "SEND_FRAGMENT" }, [9] = { fn = S.enet_send_unsequenced_41, label = "SEND_UNSEQUENCED" }, [10] = { fn = S.enet_bandwidth_limit_42, label = "BANDWIDTH_LIMIT" }, [11] = { fn = S.enet_throttle_configure_43, label = "THROTTLE_CONFIGURE" }, [12] = { fn = S.enet_send_unreliable_fragment_44, label = "SEND_UNRELIABLE_FRAGMENT" } }
+D.rtt = true
+D.checksum_choice = function() return ({ "off", "on" })[(P_enet.prefs.checksum or 0) + 1] or "off" end
+D.handoff_choice = function() return ({ "auto", "port", "off" })[(P_enet.prefs.handoff or 0) + 1] or "auto" end
+D.payload_choice = function() return P_enet.prefs.payload or "" end
+D.checksum_on = function() return D.checksum_choice() == "on" end
+D.handoff_mode = D.handoff_choice
+D.t_connect = DissectorTable.new("enet.connect_data", "ENet connect data", ftypes.UINT32, base.HEX, P_enet)
+D.t_port = DissectorTable.new("enet.port", "ENet UDP port", ftypes.UINT16, base.DEC, P_enet)
+function P_enet.dissector(tvb, pinfo, tree) return rt.enet_dissect(D, tvb, pinfo, tree) end
+local function heur_enet(tvb, pinfo, tree)
+  if tvb:len() < 2 or not rt.enet_looks(tvb:raw()) then return false end
+  pinfo.conversation = P_enet       -- later datagrams of this conversation are ENet's, whatever they hold
+  rt.enet_dissect(D, tvb, pinfo, tree)
+  return true
+end
+P_enet:register_heuristic("udp", heur_enet)
+DissectorTable.get("udp.port"):add_for_decode_as(P_enet)      -- -d udp.port==N,enet
+
+-- ===== iceball: Iceball =====
+local P_iceball = Proto("iceball", "Iceball")
+local S = {}
+local F_iceball = {}
+local F = F_iceball
+F["iceball.lua_id"] = ProtoField.uint8("iceball.lua_id", "Lua packet id", base.HEX_DEC, VT6)
+F["iceball.lua_id_spec"] = ProtoField.uint8("iceball.lua_id_spec", "Lua packet id (spec)", base.HEX_DEC, VT7)
+F["iceball.lua_id.data"] = ProtoField.bytes("iceball.lua_id.data", "Undecoded data")
+F["iceball.ping.time"] = ProtoField.uint16("iceball.ping.time", "Time (ms, low 16 bits)", base.DEC, nil)
+F["iceball.pong.time"] = ProtoField.uint16("iceball.pong.time", "Time (ms, low 16 bits)", base.DEC, nil)
+F["iceball.keepalive.value"] = ProtoField.uint8("iceball.keepalive.value", "Value", base.DEC, nil)
+F["iceball.plr_pos.pid"] = ProtoField.uint8("iceball.plr_pos.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_pos.pos"] = ProtoField.none("iceball.plr_pos.pos", "Position")
+F["iceball.plr_pos.pos.x"] = ProtoField.float("iceball.plr_pos.pos.x", "x")
+F["iceball.plr_pos.pos.y"] = ProtoField.float("iceball.plr_pos.pos.y", "y")
+F["iceball.plr_pos.pos.z"] = ProtoField.float("iceball.plr_pos.pos.z", "z")
+F["iceball.plr_pos.vel"] = ProtoField.none("iceball.plr_pos.vel", "Velocity")
+F["iceball.plr_pos.vel.x"] = ProtoField.float("iceball.plr_pos.vel.x", "x")
+F["iceball.plr_pos.vel.y"] = ProtoField.float("iceball.plr_pos.vel.y", "y")
+F["iceball.plr_pos.vel.z"] = ProtoField.float("iceball.plr_pos.vel.z", "z")
+F["iceball.plr_orient.pid"] = ProtoField.uint8("iceball.plr_orient.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_orient.ya_raw"] = ProtoField.int8("iceball.plr_orient.ya_raw", "Yaw (raw)", base.DEC, nil)
+F["iceball.plr_orient.ya"] = ProtoField.double("iceball.plr_orient.ya", "Yaw")
+F["iceball.plr_orient.xa_raw"] = ProtoField.int8("iceball.plr_orient.xa_raw", "Pitch (raw)", base.DEC, nil)
+F["iceball.plr_orient.xa"] = ProtoField.double("iceball.plr_orient.xa", "Pitch")
+F["iceball.plr_orient.keys"] = ProtoField.uint8("iceball.plr_orient.keys", "Keys", base.HEX, nil)
+F["iceball.plr_orient.keys.up"] = ProtoField.bool("iceball.plr_orient.keys.up", "Up", 8, nil, 1)
+F["iceball.plr_orient.keys.down"] = ProtoField.bool("iceball.plr_orient.keys.down", "Down", 8, nil, 2)
+F["iceball.plr_orient.keys.left"] = ProtoField.bool("iceball.plr_orient.keys.left", "Left", 8, nil, 4)
+F["iceball.plr_orient.keys.right"] = ProtoField.bool("iceball.plr_orient.keys.right", "Right", 8, nil, 8)
+F["iceball.plr_orient.keys.sneak"] = ProtoField.bool("iceball.plr_orient.keys.sneak", "Sneak / scope", 8, nil, 16)
+F["iceball.plr_orient.keys.crouch"] = ProtoField.bool("iceball.plr_orient.keys.crouch", "Crouch", 8, nil, 32)
+F["iceball.plr_orient.keys.jump"] = ProtoField.bool("iceball.plr_orient.keys.jump", "Jump", 8, nil, 64)
+F["iceball.plr_orient.keys.reserved"] = ProtoField.bool("iceball.plr_orient.keys.reserved", "Reserved", 8, nil, 128)
+F["iceball.plr_add.pid"] = ProtoField.uint8("iceball.plr_add.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_add.team"] = ProtoField.uint8("iceball.plr_add.team", "Team", base.DEC, nil)
+F["iceball.plr_add.weapon"] = ProtoField.uint8("iceball.plr_add.weapon", "Weapon", base.DEC, nil)
+F["iceball.plr_add.mode"] = ProtoField.uint8("iceball.plr_add.mode", "Mode", base.DEC, VT8)
+F["iceball.plr_add.score"] = ProtoField.int16("iceball.plr_add.score", "Score", base.DEC, nil)
+F["iceball.plr_add.kills"] = ProtoField.int16("iceball.plr_add.kills", "Kills", base.DEC, nil)
+F["iceball.plr_add.deaths"] = ProtoField.int16("iceball.plr_add.deaths", "Deaths", base.DEC, nil)
+F["iceball.plr_add.name"] = ProtoField.string("iceball.plr_add.name", "Name")
+F["iceball.plr_add.squad"] = ProtoField.string("iceball.plr_add.squad", "Squad")
+F["iceball.plr_id.pid"] = ProtoField.uint8("iceball.plr_id.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_rm.pid"] = ProtoField.uint8("iceball.plr_rm.pid", "Player ID", base.DEC, nil)
+F["iceball.blk_add.x"] = ProtoField.uint16("iceball.blk_add.x", "Block x", base.DEC, nil)
+F["iceball.blk_add.y"] = ProtoField.uint16("iceball.blk_add.y", "Block y", base.DEC, nil)
+F["iceball.blk_add.z"] = ProtoField.uint16("iceball.blk_add.z", "Block z", base.DEC, nil)
+F["iceball.blk_add.b"] = ProtoField.uint8("iceball.blk_add.b", "Blue", base.DEC, nil)
+F["iceball.blk_add.g"] = ProtoField.uint8("iceball.blk_add.g", "Green", base.DEC, nil)
+F["iceball.blk_add.r"] = ProtoField.uint8("iceball.blk_add.r", "Red", base.DEC, nil)
+F["iceball.blk_add.type"] = ProtoField.uint8("iceball.blk_add.type", "Block type", base.DEC, nil)
+F["iceball.blk_rm1.x"] = ProtoField.uint16("iceball.blk_rm1.x", "Block x", base.DEC, nil)
+F["iceball.blk_rm1.y"] = ProtoField.uint16("iceball.blk_rm1.y", "Block y", base.DEC, nil)
+F["iceball.blk_rm1.z"] = ProtoField.uint16("iceball.blk_rm1.z", "Block z", base.DEC, nil)
+F["iceball.blk_rm3.x"] = ProtoField.uint16("iceball.blk_rm3.x", "Block x", base.DEC, nil)
+F["iceball.blk_rm3.y"] = ProtoField.uint16("iceball.blk_rm3.y", "Block y", base.DEC, nil)
+F["iceball.blk_rm3.z"] = ProtoField.uint16("iceball.blk_rm3.z", "Block z", base.DEC, nil)
+F["iceball.blk_collapse.x"] = ProtoField.uint16("iceball.blk_collapse.x", "Block x", base.DEC, nil)
+F["iceball.blk_collapse.y"] = ProtoField.uint16("iceball.blk_collapse.y", "Block y", base.DEC, nil)
+F["iceball.blk_collapse.z"] = ProtoField.uint16("iceball.blk_collapse.z", "Block z", base.DEC, nil)
+F["iceball.chat_send.msg"] = ProtoField.string("iceball.chat_send.msg", "Message")
+F["iceball.chat_send_team.msg"] = ProtoField.string("iceball.chat_send_team.msg", "Message")
+F["iceball.chat_add_text.color"] = ProtoField.uint32("iceball.chat_add_text.color", "Colour (0xAARRGGBB)", base.HEX, nil)
+F["iceball.chat_add_text.msg"] = ProtoField.string("iceball.chat_add_text.msg", "Message")
+F["iceball.chat_add_killfeed.color"] = ProtoField.uint32("iceball.chat_add_killfeed.color", "Colour (0xAARRGGBB)", base.HEX, nil)
+F["iceball.chat_add_killfeed.msg"] = ProtoField.string("iceball.chat_add_killfeed.msg", "Message")
+F["iceball.plr_spawn.pid"] = ProtoField.uint8("iceball.plr_spawn.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_spawn.pos"] = ProtoField.none("iceball.plr_spawn.pos", "Position")
+F["iceball.plr_spawn.pos.x"] = ProtoField.float("iceball.plr_spawn.pos.x", "x")
+F["iceball.plr_spawn.pos.y"] = ProtoField.float("iceball.plr_spawn.pos.y", "y")
+F["iceball.plr_spawn.pos.z"] = ProtoField.float("iceball.plr_spawn.pos.z", "z")
+F["iceball.plr_spawn.ya_raw"] = ProtoField.uint8("iceball.plr_spawn.ya_raw", "Yaw (raw)", base.DEC, nil)
+F["iceball.plr_spawn.ya"] = ProtoField.double("iceball.plr_spawn.ya", "Yaw")
+F["iceball.plr_spawn.xa_raw"] = ProtoField.uint8("iceball.plr_spawn.xa_raw", "Pitch (raw)", base.DEC, nil)
+F["iceball.plr_spawn.xa"] = ProtoField.double("iceball.plr_spawn.xa", "Pitch")
+F["iceball.plr_offer.team"] = ProtoField.int8("iceball.plr_offer.team", "Team (-1: server chooses)", base.DEC, nil)
+F["iceball.plr_offer.weapon"] = ProtoField.int8("iceball.plr_offer.weapon", "Weapon", base.DEC, nil)
+F["iceball.plr_offer.name"] = ProtoField.string("iceball.plr_offer.name", "Name")
+F["iceball.item_pos.iid"] = ProtoField.uint16("iceball.item_pos.iid", "Item ID", base.DEC, nil)
+F["iceball.item_pos.x"] = ProtoField.int16("iceball.item_pos.x", "x", base.DEC, nil)
+F["iceball.item_pos.y"] = ProtoField.int16("iceball.item_pos.y", "y", base.DEC, nil)
+F["iceball.item_pos.z"] = ProtoField.int16("iceball.item_pos.z", "z", base.DEC, nil)
+F["iceball.item_pos.flags"] = ProtoField.uint8("iceball.item_pos.flags", "Flags", base.HEX, nil)
+F["iceball.item_pos.flags.visible"] = ProtoField.bool("iceball.item_pos.flags.visible", "Visible", 8, nil, 1)
+F["iceball.plr_gun_hit.tpid"] = ProtoField.uint8("iceball.plr_gun_hit.tpid", "Target player ID", base.DEC, nil)
+F["iceball.plr_gun_hit.hit"] = ProtoField.uint8("iceball.plr_gun_hit.hit", "Hit", base.DEC, VT9)
+F["iceball.plr_damage.pid"] = ProtoField.uint8("iceball.plr_damage.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_damage.health"] = ProtoField.uint8("iceball.plr_damage.health", "New health", base.DEC, nil)
+F["iceball.plr_restock.pid"] = ProtoField.uint8("iceball.plr_restock.pid", "Player ID", base.DEC, nil)
+F["iceball.item_carrier.iid"] = ProtoField.uint16("iceball.item_carrier.iid", "Item ID", base.DEC, nil)
+F["iceball.item_carrier.pid"] = ProtoField.uint8("iceball.item_carrier.pid", "Carrier (0: none)", base.DEC, nil)
+F["iceball.plr_tool.pid"] = ProtoField.uint8("iceball.plr_tool.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_tool.tool"] = ProtoField.uint8("iceball.plr_tool.tool", "Tool", base.DEC, VT10)
+F["iceball.plr_blk_color.pid"] = ProtoField.uint8("iceball.plr_blk_color.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_blk_color.r"] = ProtoField.uint8("iceball.plr_blk_color.r", "Red", base.DEC, nil)
+F["iceball.plr_blk_color.g"] = ProtoField.uint8("iceball.plr_blk_color.g", "Green", base.DEC, nil)
+F["iceball.plr_blk_color.b"] = ProtoField.uint8("iceball.plr_blk_color.b", "Blue", base.DEC, nil)
+F["iceball.plr_blk_count.pid"] = ProtoField.uint8("iceball.plr_blk_count.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_blk_count.blocks"] = ProtoField.uint16("iceball.plr_blk_count.blocks", "Blocks", base.DEC, nil)
+F["iceball.plr_gun_tracer.pid"] = ProtoField.uint8("iceball.plr_gun_tracer.pid", "Player ID", base.DEC, nil)
+F["iceball.nade_throw.pid"] = ProtoField.uint8("iceball.nade_throw.pid", "Player ID", base.DEC, nil)
+F["iceball.nade_throw.pos"] = ProtoField.none("iceball.nade_throw.pos", "Start position")
+F["iceball.nade_throw.pos.x_raw"] = ProtoField.int16("iceball.nade_throw.pos.x_raw", "x (packed)", base.DEC, nil)
+F["iceball.nade_throw.pos.x"] = ProtoField.double("iceball.nade_throw.pos.x", "x")
+F["iceball.nade_throw.pos.y_raw"] = ProtoField.int16("iceball.nade_throw.pos.y_raw", "y (packed)", base.DEC, nil)
+F["iceball.nade_throw.pos.y"] = ProtoField.double("iceball.nade_throw.pos.y", "y")
+F["iceball.nade_throw.pos.z_raw"] = ProtoField.int16("iceball.nade_throw.pos.z_raw", "z (packed)", base.DEC, nil)
+F["iceball.nade_throw.pos.z"] = ProtoField.double("iceball.nade_throw.pos.z", "z")
+F["iceball.nade_throw.vel"] = ProtoField.none("iceball.nade_throw.vel", "Velocity")
+F["iceball.nade_throw.vel.x_raw"] = ProtoField.int16("iceball.nade_throw.vel.x_raw", "x (packed)", base.DEC, nil)
+F["iceball.nade_throw.vel.x"] = ProtoField.double("iceball.nade_throw.vel.x", "x")
+F["iceball.nade_throw.vel.y_raw"] = ProtoField.int16("iceball.nade_throw.vel.y_raw", "y (packed)", base.DEC, nil)
+F["iceball.nade_throw.vel.y"] = ProtoField.double("iceball.nade_throw.vel.y", "y")
+F["iceball.nade_throw.vel.z_raw"] = ProtoField.int16("iceball.nade_throw.vel.z_raw", "z (packed)", base.DEC, nil)
+F["iceball.nade_throw.vel.z"] = ProtoField.double("iceball.nade_throw.vel.z", "z")
+F["iceball.nade_throw.fuse"] = ProtoField.uint16("iceball.nade_throw.fuse", "Fuse (1/100 s)", base.DEC, nil)
+F["iceball.plr_gun_reload.pid"] = ProtoField.uint8("iceball.plr_gun_reload.pid", "Player ID", base.DEC, nil)
+F["iceball.chat_send_squad.msg"] = ProtoField.string("iceball.chat_send_squad.msg", "Message")
+F["iceball.team_score.team"] = ProtoField.int8("iceball.team_score.team", "Team", base.DEC, nil)
+F["iceball.team_score.score"] = ProtoField.int16("iceball.team_score.score", "Score", base.DEC, nil)
+F["iceball.blk_damage.x"] = ProtoField.uint16("iceball.blk_damage.x", "Block x", base.DEC, nil)
+F["iceball.blk_damage.y"] = ProtoField.uint16("iceball.blk_damage.y", "Block y", base.DEC, nil)
+F["iceball.blk_damage.z"] = ProtoField.uint16("iceball.blk_damage.z", "Block z", base.DEC, nil)
+F["iceball.blk_damage.damage"] = ProtoField.uint16("iceball.blk_damage.damage", "Damage", base.DEC, nil)
+F["iceball.piano.pid"] = ProtoField.uint8("iceball.piano.pid", "Player ID", base.DEC, nil)
+F["iceball.nade_pin.pid"] = ProtoField.uint8("iceball.nade_pin.pid", "Player ID", base.DEC, nil)
+F["iceball.build_box.box"] = ProtoField.uint8("iceball.build_box.box", "Box type", base.DEC, VT11)
+F["iceball.build_box.x1"] = ProtoField.int16("iceball.build_box.x1", "x1", base.DEC, nil)
+F["iceball.build_box.y1"] = ProtoField.int16("iceball.build_box.y1", "y1", base.DEC, nil)
+F["iceball.build_box.z1"] = ProtoField.int16("iceball.build_box.z1", "z1", base.DEC, nil)
+F["iceball.build_box.x2"] = ProtoField.int16("iceball.build_box.x2", "x2", base.DEC, nil)
+F["iceball.build_box.y2"] = ProtoField.int16("iceball.build_box.y2", "y2", base.DEC, nil)
+F["iceball.build_box.z2"] = ProtoField.int16("iceball.build_box.z2", "z2", base.DEC, nil)
+F["iceball.build_box.r"] = ProtoField.uint8("iceball.build_box.r", "Red", base.DEC, nil)
+F["iceball.build_box.g"] = ProtoField.uint8("iceball.build_box.g", "Green", base.DEC, nil)
+F["iceball.build_box.b"] = ProtoField.uint8("iceball.build_box.b", "Blue", base.DEC, nil)
+F["iceball.build_box.type"] = ProtoField.uint8("iceball.build_box.type", "Block type", base.DEC, nil)
+F["iceball.plr_gun_shot.pid"] = ProtoField.uint8("iceball.plr_gun_shot.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_gun_shot.value"] = ProtoField.uint8("iceball.plr_gun_shot.value", "Value", base.DEC, nil)
+F["iceball.new_map.data"] = ProtoField.bytes("iceball.new_map.data", "Data")
+F["iceball.fog_color.r"] = ProtoField.uint8("iceball.fog_color.r", "Red", base.DEC, nil)
+F["iceball.fog_color.g"] = ProtoField.uint8("iceball.fog_color.g", "Green", base.DEC, nil)
+F["iceball.fog_color.b"] = ProtoField.uint8("iceball.fog_color.b", "Blue", base.DEC, nil)
+F["iceball.plr_pos_spec.pid"] = ProtoField.uint8("iceball.plr_pos_spec.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_pos_spec.pos"] = ProtoField.none("iceball.plr_pos_spec.pos", "Position (11.5 fixed point)")
+F["iceball.plr_pos_spec.pos.x_raw"] = ProtoField.int16("iceball.plr_pos_spec.pos.x_raw", "x (packed)", base.DEC, nil)
+F["iceball.plr_pos_spec.pos.x"] = ProtoField.double("iceball.plr_pos_spec.pos.x", "x")
+F["iceball.plr_pos_spec.pos.y_raw"] = ProtoField.int16("iceball.plr_pos_spec.pos.y_raw", "y (packed)", base.DEC, nil)
+F["iceball.plr_pos_spec.pos.y"] = ProtoField.double("iceball.plr_pos_spec.pos.y", "y")
+F["iceball.plr_pos_spec.pos.z_raw"] = ProtoField.int16("iceball.plr_pos_spec.pos.z_raw", "z (packed)", base.DEC, nil)
+F["iceball.plr_pos_spec.pos.z"] = ProtoField.double("iceball.plr_pos_spec.pos.z", "z")
+F["iceball.plr_orient_spec.pid"] = ProtoField.uint8("iceball.plr_orient_spec.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_orient_spec.ya_raw"] = ProtoField.uint8("iceball.plr_orient_spec.ya_raw", "Yaw (raw)", base.DEC, nil)
+F["iceball.plr_orient_spec.ya"] = ProtoField.double("iceball.plr_orient_spec.ya", "Yaw")
+F["iceball.plr_orient_spec.xa_raw"] = ProtoField.uint8("iceball.plr_orient_spec.xa_raw", "Pitch (raw)", base.DEC, nil)
+F["iceball.plr_orient_spec.xa"] = ProtoField.double("iceball.plr_orient_spec.xa", "Pitch")
+F["iceball.plr_orient_spec.keys"] = ProtoField.uint8("iceball.plr_orient_spec.keys", "Keys", base.HEX, nil)
+F["iceball.plr_orient_spec.keys.up"] = ProtoField.bool("iceball.plr_orient_spec.keys.up", "Up", 8, nil, 1)
+F["iceball.plr_orient_spec.keys.down"] = ProtoField.bool("iceball.plr_orient_spec.keys.down", "Down", 8, nil, 2)
+F["iceball.plr_orient_spec.keys.left"] = ProtoField.bool("iceball.plr_orient_spec.keys.left", "Left", 8, nil, 4)
+F["iceball.plr_orient_spec.keys.right"] = ProtoField.bool("iceball.plr_orient_spec.keys.right", "Right", 8, nil, 8)
+F["iceball.plr_orient_spec.keys.sneak"] = ProtoField.bool("iceball.plr_orient_spec.keys.sneak", "Sneak / scope", 8, nil, 16)
+F["iceball.plr_orient_spec.keys.crouch"] = ProtoField.bool("iceball.plr_orient_spec.keys.crouch", "Crouch", 8, nil, 32)
+F["iceball.plr_orient_spec.keys.jump"] = ProtoField.bool("iceball.plr_orient_spec.keys.jump", "Jump", 8, nil, 64)
+F["iceball.plr_orient_spec.keys.reserved"] = ProtoField.bool("iceball.plr_orient_spec.keys.reserved", "Reserved", 8, nil, 128)
+F["iceball.plr_offer_spec.team"] = ProtoField.int8("iceball.plr_offer_spec.team", "Team (-1: server chooses)", base.DEC, nil)
+F["iceball.plr_offer_spec.weapon"] = ProtoField.uint8("iceball.plr_offer_spec.weapon", "Weapon", base.DEC, nil)
+F["iceball.plr_offer_spec.name"] = ProtoField.string("iceball.plr_offer_spec.name", "Name")
+F["iceball.plr_blk_count_spec.pid"] = ProtoField.uint8("iceball.plr_blk_count_spec.pid", "Player ID", base.DEC, nil)
+F["iceball.plr_blk_count_spec.blocks"] = ProtoField.uint8("iceball.plr_blk_count_spec.blocks", "Blocks", base.DEC, nil)
+F["iceball.nade_throw_spec.pos"] = ProtoField.none("iceball.nade_throw_spec.pos", "Start position")
+F["iceball.nade_throw_spec.pos.x_raw"] = ProtoField.int16("iceball.nade_throw_spec.pos.x_raw", "x (packed)", base.DEC, nil)
+F["iceball.nade_throw_spec.pos.x"] = ProtoField.double("iceball.nade_throw_spec.pos.x", "x")
+F["iceball.nade_throw_spec.pos.y_raw"] = ProtoField.int16("iceball.nade_throw_spec.pos.y_raw", "y (packed)", base.DEC, nil)
+F["iceball.nade_throw_spec.pos.y"] = ProtoField.double("iceball.nade_throw_spec.pos.y", "y")
+F["iceball.nade_throw_spec.pos.z_raw"] = ProtoField.int16("iceball.nade_throw_spec.pos.z_raw", "z (packed)", base.DEC, nil)
+F["iceball.nade_throw_spec.pos.z"] = ProtoField.double("iceball.nade_throw_spec.pos.z", "z")
+F["iceball.nade_throw_spec.vel"] = ProtoField.none("iceball.nade_throw_spec.vel", "Velocity")
+F["iceball.nade_throw_spec.vel.x_raw"] = ProtoField.int16("iceball.nade_throw_spec.vel.x_raw", "x (packed)", base.DEC, nil)
+F["iceball.nade_throw_spec.vel.x"] = ProtoField.double("iceball.nade_throw_spec.vel.x", "x")
+F["iceball.nade_throw_spec.vel.y_raw"] = ProtoField.int16("iceball.nade_throw_spec.vel.y_raw", "y (packed)", base.DEC, nil)
+F["iceball.nade_throw_spec.vel.y"] = ProtoField.double("iceball.nade_throw_spec.vel.y", "y")
+F["iceball.nade_throw_spec.vel.z_raw"] = ProtoField.int16("iceball.nade_throw_spec.vel.z_raw", "z (packed)", base.DEC, nil)
+F["iceball.nade_throw_spec.vel.z"] = ProtoField.double("iceball.nade_throw_spec.vel.z", "z")
+F["iceball.nade_throw_spec.fuse"] = ProtoField.uint16("iceball.nade_throw_spec.fuse", "Fuse (1/100 s)", base.DEC, nil)
+F["iceball.plr_gun_reload_spec.pid"] = ProtoField.uint8("iceball.plr_gun_reload_spec.pid", "Player ID", base.DEC, nil)
+F["iceball.team_score_spec.team"] = ProtoField.uint8("iceball.team_score_spec.team", "Team", base.DEC, nil)
+F["iceball.team_score_spec.score"] = ProtoField.uint16("iceball.team_score_spec.score", "Score", base.DEC, nil)
+F["iceball.id"] = ProtoField.uint8("iceball.id", "Packet id", base.HEX_DEC, VT12)
+F["iceball.id.data"] = ProtoField.bytes("iceball.id.data", "Undecoded data")
+F["iceball.base_dir.base_len"] = ProtoField.uint8("iceball.base_dir.base_len", "Base directory length", base.DEC, nil)
+F["iceball.base_dir.base"] = ProtoField.string("iceball.base_dir.base", "Base directory")
+F["iceball.base_dir.terminator"] = ProtoField.uint8("iceball.base_dir.terminator", "Terminator", base.DEC, nil)
+F["iceball.auth.salt"] = ProtoField.bytes("iceball.auth.salt", "Salt")
+F["iceball.auth.version"] = ProtoField.uint32("iceball.auth.version", "Protocol version", base.DEC, nil)
+F["iceball.auth.name_len"] = ProtoField.uint8("iceball.auth.name_len", "Name length", base.DEC, nil)
+F["iceball.auth.name"] = ProtoField.string("iceball.auth.name", "Name")
+F["iceball.auth.terminator"] = ProtoField.uint8("iceball.auth.terminator", "Terminator", base.DEC, nil)
+F["iceball.auth_ack.data"] = ProtoField.bytes("iceball.auth_ack.data", "Package directory")
+F["iceball.quit.msg_len"] = ProtoField.uint8("iceball.quit.msg_len", "Message length", base.DEC, nil)
+F["iceball.quit.msg"] = ProtoField.string("iceball.quit.msg", "Message")
+F["iceball.quit.terminator"] = ProtoField.uint8("iceball.quit.terminator", "Terminator", base.DEC, nil)
+F["iceball.file_request.flags"] = ProtoField.uint8("iceball.file_request.flags", "Flags (bits 0-3: file type)", base.HEX, nil)
+F["iceball.file_request.name_len"] = ProtoField.uint8("iceball.file_request.name_len", "File name length", base.DEC, nil)
+F["iceball.file_request.name"] = ProtoField.string("iceball.file_request.name", "File name")
+F["iceball.file_request.terminator"] = ProtoField.uint8("iceball.file_request.terminator", "Terminator", base.DEC, nil)
+F["iceball.file"] = ProtoField.none("iceball.file", "File")
+F["iceball.file.name"] = ProtoField.string("iceball.file.name", "File name")
+F["iceball.file.type"] = ProtoField.uint8("iceball.file.type", "File type", base.DEC, VT13)
+F["iceball.file.compressed_size"] = ProtoField.uint32("iceball.file.compressed_size", "Compressed size", base.DEC, nil)
+F["iceball.file.size"] = ProtoField.uint32("iceball.file.size", "Unpacked size", base.DEC, nil)
+F["iceball.file.received"] = ProtoField.uint32("iceball.file.received", "Bytes received", base.DEC, nil)
+F["iceball.file.blocks"] = ProtoField.uint32("iceball.file.blocks", "Blocks", base.DEC, nil)
+F["iceball.file.first_frame"] = ProtoField.uint32("iceball.file.first_frame", "First block in frame", base.DEC, nil)
+F["iceball.file.last_frame"] = ProtoField.uint32("iceball.file.last_frame", "Last block in frame", base.DEC, nil)
+F["iceball.file.inflated_size"] = ProtoField.uint32("iceball.file.inflated_size", "Inflated size", base.DEC, nil)
+F["iceball.file_start.clen"] = ProtoField.uint32("iceball.file_start.clen", "Compressed length", base.DEC, nil)
+F["iceball.file_start.ulen"] = ProtoField.uint32("iceball.file_start.ulen", "Uncompressed length", base.DEC, nil)
+F["iceball.file.text"] = ProtoField.string("iceball.file.text", "Text")
+F["iceball.icemap.magic"] = ProtoField.string("iceball.icemap.magic", "Magic")
+F["iceball.icemap.eof"] = ProtoField.uint8("iceball.icemap.eof", "Text end", base.HEX, nil)
+F["iceball.icemap.version"] = ProtoField.uint8("iceball.icemap.version", "Version", base.DEC, nil)
+F["iceball.icemap.section"] = ProtoField.string("iceball.icemap.section", "First section")
+F["iceball.icemap.section_end"] = ProtoField.uint8("iceball.icemap.section_end", "Section tag end", base.HEX, nil)
+F["iceball.icemap.section_length"] = ProtoField.uint32("iceball.icemap.section_length", "Section length", base.DEC, nil)
+F["iceball.icemap.xlen"] = ProtoField.uint16("iceball.icemap.xlen", "Size x", base.DEC, nil)
+F["iceball.icemap.ylen"] = ProtoField.uint16("iceball.icemap.ylen", "Size y (height)", base.DEC, nil)
+F["iceball.icemap.zlen"] = ProtoField.uint16("iceball.icemap.zlen", "Size z", base.DEC, nil)
+F["iceball.icemap"] = ProtoField.none("iceball.icemap", "Icemap")
+F["iceball.tga.id_length"] = ProtoField.uint8("iceball.tga.id_length", "ID length", base.DEC, nil)
+F["iceball.tga.colour_map_type"] = ProtoField.uint8("iceball.tga.colour_map_type", "Colour map type", base.DEC, nil)
+F["iceball.tga.image_type"] = ProtoField.uint8("iceball.tga.image_type", "Image type", base.DEC, nil)
+F["iceball.tga.map_first"] = ProtoField.uint16("iceball.tga.map_first", "Colour map first entry", base.DEC, nil)
+F["iceball.tga.map_length"] = ProtoField.uint16("iceball.tga.map_length", "Colour map length", base.DEC, nil)
+F["iceball.tga.map_depth"] = ProtoField.uint8("iceball.tga.map_depth", "Colour map entry bits", base.DEC, nil)
+F["iceball.tga.x_origin"] = ProtoField.uint16("iceball.tga.x_origin", "x origin", base.DEC, nil)
+F["iceball.tga.y_origin"] = ProtoField.uint16("iceball.tga.y_origin", "y origin", base.DEC, nil)
+F["iceball.tga.width"] = ProtoField.uint16("iceball.tga.width", "Width", base.DEC, nil)
+F["iceball.tga.height"] = ProtoField.uint16("iceball.tga.height", "Height", base.DEC, nil)
+F["iceball.tga.depth"] = ProtoField.uint8("iceball.tga.depth", "Pixel depth", base.DEC, nil)
+F["iceball.tga.descriptor"] = ProtoField.uint8("iceball.tga.descriptor", "Image descriptor", base.HEX, nil)
+F["iceball.tga"] = ProtoField.none("iceball.tga", "TGA image")
+F["iceball.png.signature"] = ProtoField.bytes("iceball.png.signature", "Signature")
+F["iceball.png.chunk_length"] = ProtoField.uint32("iceball.png.chunk_length", "Chunk length", base.DEC, nil)
+F["iceball.png.chunk_type"] = ProtoField.string("iceball.png.chunk_type", "Chunk type")
+F["iceball.png.width"] = ProtoField.uint32("iceball.png.width", "Width", base.DEC, nil)
+F["iceball.png.height"] = ProtoField.uint32("iceball.png.height", "Height", base.DEC, nil)
+F["iceball.png.bit_depth"] = ProtoField.uint8("iceball.png.bit_depth", "Bit depth", base.DEC, nil)
+F["iceball.png.colour_type"] = ProtoField.uint8("iceball.png.colour_type", "Colour type", base.DEC, nil)
+F["iceball.png"] = ProtoField.none("iceball.png", "PNG image")
+F["iceball.file_block.offset"] = ProtoField.uint32("iceball.file_block.offset", "Offset", base.DEC, nil)
+F["iceball.file_block.len"] = ProtoField.uint16("iceball.file_block.len", "Length", base.DEC, nil)
+F["iceball.file_block.data"] = ProtoField.bytes("iceball.file_block.data", "Data")
+F["iceball.lua_length"] = ProtoField.uint16("iceball.lua_length", "Lua packet length", base.DEC, nil)
+F["iceball.lua_length_trailing"] = ProtoField.bytes("iceball.lua_length_trailing", "Bytes after the inner packet")
+F["iceball.lua_long.length"] = ProtoField.uint16("iceball.lua_long.length", "Lua packet length", base.DEC, nil)
+F["iceball.lua_frame_trailing"] = ProtoField.bytes("iceball.lua_frame_trailing", "Bytes after the inner packet")
+F["iceball.trailing"] = ProtoField.bytes("iceball.trailing", "Bytes after the packet")
+F["iceball.data"] = ProtoField.bytes("iceball.data", "Undecoded data")
+local FL = {}
+for _, f in pairs(F) do FL[#FL + 1] = f end
+P_iceball.fields = FL
+local E = {}
+E["malformed"] = ProtoExpert.new("iceball.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
+E["unexpected"] = ProtoExpert.new("iceball.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
+E["undecoded"] = ProtoExpert.new("iceball.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
+E["sequence"] = ProtoExpert.new("iceball.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
+E["reassembly"] = ProtoExpert.new("iceball.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
+E["trailing"] = ProtoExpert.new("iceball.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+local EL = {}
+for _, e in pairs(E) do EL[#EL + 1] = e end
+P_iceball.experts = EL
+P_iceball.prefs.numbering = Pref.enum("Base-mod packet numbering", 0, "Base-mod packet numbering", { { 1, "implemented", 0 }, { 2, "spec", 1 } }, false)
+S.iceball_45 = function(c, T)
+  rt.dispatch(c, T, "lua_id", "Lua packet id", rt.cached("iceball.lua_id", function() return { ["implemented"] = { F["iceball.lua_id"], { [1] = { S.iceball_ping_47, "PING", { false, "time=", true, "time" } }, [2] = { S.iceball_pong_48, "PONG", { false, "time=", true, "time" } }, [3] = { S.iceball_keepalive_49, "KEEPALIVE", nil }, [4] = { S.iceball_plr_pos_50, "PLR_POS", { false, "pid=", true, "pid" } }, [5] = { S.iceball_plr_orient_51, "PLR_ORIENT", { false, "pid=", true, "pid", false, " keys=", true, "keys" } }, [6] = { S.iceball_plr_add_52, "PLR_ADD", { false, "pid=", true, "pid", false, " \"", true, "name", false, "\" team=", true, "team" } }, [7] = { S.iceball_plr_id_53, "PLR_ID", { false, "pid=", true, "pid" } }, [8] = { S.iceball_plr_rm_54, "PLR_RM", { false, "pid=", true, "pid" } }, [9] = { S.iceball_blk_add_55, "BLK_ADD", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [10] = { S.iceball_blk_rm1_56, "BLK_RM1", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [11] = { S.iceball_blk_rm3_57, "BLK_RM3", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [12] = { S.iceball_blk_collapse_58, "BLK_COLLAPSE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [13] = { S.iceball_chat_send_59, "CHAT_SEND", { false, "\"", true, "msg", false, "\"" } }, [14] = { S.iceball_chat_send_team_60, "CHAT_SEND_TEAM", { false, "\"", true, "msg", false, "\"" } }, [15] = { S.iceball_chat_add_text_61, "CHAT_ADD_TEXT", { false, "\"", true, "msg", false, "\"" } }, [16] = { S.iceball_chat_add_killfeed_62, "CHAT_ADD_KILLFEED", { false, "\"", true, "msg", false, "\"" } }, [17] = { S.iceball_plr_spawn_63, "PLR_SPAWN", { false, "pid=", true, "pid" } }, [18] = { S.iceball_plr_offer_64, "PLR_OFFER", { false, "team=", true, "team", false, " \"", true, "name", false, "\"" } }, [19] = { S.iceball_item_pos_65, "ITEM_POS", { false, "iid=", true, "iid" } }, [20] = { S.iceball_plr_gun_hit_66, "PLR_GUN_HIT", { false, "tpid=", true, "tpid", false, " hit=", true, "hit" } }, [21] = { S.iceball_plr_damage_67, "PLR_DAMAGE", { false, "pid=", true, "pid", false, " health=", true, "health" } }, [22] = { S.iceball_plr_restock_68, "PLR_RESTOCK", { false, "pid=", true, "pid" } }, [23] = { S.iceball_item_carrier_69, "ITEM_CARRIER", { false, "iid=", true, "iid", false, " pid=", true, "pid" } }, [24] = { S.iceball_plr_tool_70, "PLR_TOOL", { false, "pid=", true, "pid", false, " tool=", true, "tool" } }, [25] = { S.iceball_plr_blk_color_71, "PLR_BLK_COLOR", { false, "pid=", true, "pid", false, " r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } }, [26] = { S.iceball_plr_blk_count_72, "PLR_BLK_COUNT", { false, "pid=", true, "pid", false, " blocks=", true, "blocks" } }, [27] = { S.iceball_plr_gun_tracer_73, "PLR_GUN_TRACER", { false, "pid=", true, "pid" } }, [28] = { S.iceball_nade_throw_74, "NADE_THROW", { false, "fuse=", true, "fuse" } }, [29] = { S.iceball_map_rcirc_75, "MAP_RCIRC", nil }, [30] = { S.iceball_plr_gun_reload_76, "PLR_GUN_RELOAD", nil }, [31] = { S.iceball_chat_send_squad_77, "CHAT_SEND_SQUAD", { false, "\"", true, "msg", false, "\"" } }, [32] = { S.iceball_team_score_78, "TEAM_SCORE", { false, "team=", true, "team", false, " score=", true, "score" } }, [33] = { S.iceball_blk_damage_79, "BLK_DAMAGE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [34] = { S.iceball_piano_80, "PIANO", nil }, [35] = { S.iceball_nade_pin_81, "NADE_PIN", nil }, [36] = { S.iceball_build_box_82, "BUILD_BOX", nil }, [37] = { S.iceball_plr_gun_shot_83, "PLR_GUN_SHOT", nil }, [38] = { S.iceball_new_map_84, "NEW_MAP", nil }, [39] = { S.iceball_fog_color_85, "FOG_COLOR", { false, "r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } } } }, ["spec"] = { F["iceball.lua_id_spec"], { [1] = { S.iceball_ping_47, "PING", { false, "time=", true, "time" } }, [2] = { S.iceball_pong_48, "PONG", { false, "time=", true, "time" } }, [3] = { S.iceball_plr_pos_spec_86, "PLR_POS", { false, "pid=", true, "pid" } }, [4] = { S.iceball_plr_orient_spec_87, "PLR_ORIENT", { false, "pid=", true, "pid", false, " keys=", true, "keys" } }, [5] = { S.iceball_plr_add_52, "PLR_ADD", { false, "pid=", true, "pid", false, " \"", true, "name", false, "\" team=", true, "team" } }, [6] = { S.iceball_plr_id_53, "PLR_ID", { false, "pid=", true, "pid" } }, [7] = { S.iceball_plr_rm_54, "PLR_RM", { false, "pid=", true, "pid" } }, [8] = { S.iceball_blk_add_55, "BLK_ADD", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [9] = { S.iceball_blk_rm1_56, "BLK_RM1", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [10] = { S.iceball_blk_rm3_57, "BLK_RM3", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [11] = { S.iceball_blk_collapse_58, "BLK_COLLAPSE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [12] = { S.iceball_chat_send_59, "CHAT_SEND", { false, "\"", true, "msg", false, "\"" } }, [13] = { S.iceball_chat_send_team_60, "CHAT_SEND_TEAM", { false, "\"", true, "msg", false, "\"" } }, [14] = { S.iceball_chat_add_text_61, "CHAT_ADD_TEXT", { false, "\"", true, "msg", false, "\"" } }, [15] = { S.iceball_chat_add_killfeed_62, "CHAT_ADD_KILLFEED", { false, "\"", true, "msg", false, "\"" } }, [16] = { S.iceball_plr_spawn_63, "PLR_SPAWN", { false, "pid=", true, "pid" } }, [17] = { S.iceball_plr_offer_spec_88, "PLR_OFFER", { false, "team=", true, "team", false, " \"", true, "name", false, "\"" } }, [18] = { S.iceball_item_pos_65, "ITEM_POS", { false, "iid=", true, "iid" } }, [19] = { S.iceball_plr_gun_hit_66, "PLR_GUN_HIT", { false, "tpid=", true, "tpid", false, " hit=", true, "hit" } }, [20] = { S.iceball_plr_damage_67, "PLR_DAMAGE", { false, "pid=", true, "pid", false, " health=", true, "health" } }, [21] = { S.iceball_plr_restock_68, "PLR_RESTOCK", { false, "pid=", true, "pid" } }, [22] = { S.iceball_item_carrier_69, "ITEM_CARRIER", { false, "iid=", true, "iid", false, " pid=", true, "pid" } }, [23] = { S.iceball_plr_tool_70, "PLR_TOOL", { false, "pid=", true, "pid", false, " tool=", true, "tool" } }, [24] = { S.iceball_plr_blk_color_71, "PLR_BLK_COLOR", { false, "pid=", true, "pid", false, " r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } }, [25] = { S.iceball_plr_blk_count_spec_89, "PLR_BLK_COUNT", { false, "pid=", true, "pid", false, " blocks=", true, "blocks" } }, [26] = { S.iceball_plr_gun_tracer_73, "PLR_GUN_TRACER", { false, "pid=", true, "pid" } }, [27] = { S.iceball_nade_throw_spec_90, "NADE_THROW", { false, "fuse=", true, "fuse" } }, [28] = { S.iceball_map_rcirc_75, "MAP_RCIRC", nil }, [29] = { S.iceball_plr_gun_reload_spec_91, "PLR_GUN_RELOAD", { false, "pid=", true, "pid" } }, [30] = { S.iceball_chat_send_squad_77, "CHAT_SEND_SQUAD", { false, "\"", true, "msg", false, "\"" } }, [31] = { S.iceball_team_score_spec_92, "TEAM_SCORE", { false, "team=", true, "team", false, " score=", true, "score" } }, [32] = { S.iceball_blk_damage_79, "BLK_DAMAGE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } } } } } end), "implemented", "numbering", "Unknown Lua packet id {} (not a base-mod packet)", F["iceball.lua_id.data"])
+end
+S.iceball_46 = function(c, T)
+  rt.dispatch(c, T, "id", "Packet id", rt.cached("iceball.id", function() return { ["system"] = { F["iceball.id"], { [15] = { S.iceball_base_dir_93, "BASE_DIR", { false, "\"", true, "base", false, "\"" } }, [16] = { S.iceball_auth_94, "AUTH", { false, "version=", true, "version", false, " \"", true, "name", false, "\"" } }, [17] = { S.iceball_auth_ack_95, "AUTH_ACK", nil }, [23] = { S.iceball_quit_96, "QUIT", { false, "\"", true, "msg", false, "\"" } }, [48] = { S.iceball_file_request_97, "FILE_REQUEST", { false, "\"", true, "name", false, "\"" } }, [49] = { S.iceball_file_start_98, "FILE_START", { false, "clen=", true, "clen", false, " ulen=", true, "ulen" } }, [50] = { S.iceball_file_end_99, "FILE_END", { true, "file" } }, [51] = { S.iceball_file_block_100, "FILE_BLOCK", { false, "offset=", true, "offset", false, " len=", true, "len" } }, [52] = { S.iceball_file_abort_client_101, "FILE_ABORT_CLIENT", nil }, [53] = { S.iceball_file_abort_server_102, "FILE_ABORT_SERVER", nil }, [64] = { S.iceball_lua_short_103, "LUA", nil }, [65] = { S.iceball_lua_short_103, "LUA", nil }, [66] = { S.iceball_lua_short_103, "LUA", nil }, [67] = { S.iceball_lua_short_103, "LUA", nil }, [68] = { S.iceball_lua_short_103, "LUA", nil }, [69] = { S.iceball_lua_short_103, "LUA", nil }, [70] = { S.iceball_lua_short_103, "LUA", nil }, [71] = { S.iceball_lua_short_103, "LUA", nil }, [72] = { S.iceball_lua_short_103, "LUA", nil }, [73] = { S.iceball_lua_short_103, "LUA", nil }, [74] = { S.iceball_lua_short_103, "LUA", nil }, [75] = { S.iceball_lua_short_103, "LUA", nil }, [76] = { S.iceball_lua_short_103, "LUA", nil }, [77] = { S.iceball_lua_short_103, "LUA", nil }, [78] = { S.iceball_lua_short_103, "LUA", nil }, [79] = { S.iceball_lua_short_103, "LUA", nil }, [80] = { S.iceball_lua_short_103, "LUA", nil }, [81] = { S.iceball_lua_short_103, "LUA", nil }, [82] = { S.iceball_lua_short_103, "LUA", nil }, [83] = { S.iceball_lua_short_103, "LUA", nil }, [84] = { S.iceball_lua_short_103, "LUA", nil }, [85] = { S.iceball_lua_short_103, "LUA", nil }, [86] = { S.iceball_lua_short_103, "LUA", nil }, [87] = { S.iceball_lua_short_103, "LUA", nil }, [88] = { S.iceball_lua_short_103, "LUA", nil }, [89] = { S.iceball_lua_short_103, "LUA", nil }, [90] = { S.iceball_lua_short_103, "LUA", nil }, [91] = { S.iceball_lua_short_103, "LUA", nil }, [92] = { S.iceball_lua_short_103, "LUA", nil }, [93] = { S.iceball_lua_short_103, "LUA", nil }, [94] = { S.iceball_lua_short_103, "LUA", nil }, [95] = { S.iceball_lua_short_103, "LUA", nil }, [96] = { S.iceball_lua_short_103, "LUA", nil }, [97] = { S.iceball_lua_short_103, "LUA", nil }, [98] = { S.iceball_lua_short_103, "LUA", nil }, [99] = { S.iceball_lua_short_103, "LUA", nil }, [100] = { S.iceball_lua_short_103, "LUA", nil }, [101] = { S.iceball_lua_short_103, "LUA", nil }, [102] = { S.iceball_lua_short_103, "LUA", nil }, [103] = { S.iceball_lua_short_103, "LUA", nil }, [104] = { S.iceball_lua_short_103, "LUA", nil }, [105] = { S.iceball_lua_short_103, "LUA", nil }, [106] = { S.iceball_lua_short_103, "LUA", nil }, [107] = { S.iceball_lua_short_103, "LUA", nil }, [108] = { S.iceball_lua_short_103, "LUA", nil }, [109] = { S.iceball_lua_short_103, "LUA", nil }, [110] = { S.iceball_lua_short_103, "LUA", nil }, [111] = { S.iceball_lua_short_103, "LUA", nil }, [112] = { S.iceball_lua_short_103, "LUA", nil }, [113] = { S.iceball_lua_short_103, "LUA", nil }, [114] = { S.iceball_lua_short_103, "LUA", nil }, [115] = { S.iceball_lua_short_103, "LUA", nil }, [116] = { S.iceball_lua_short_103, "LUA", nil }, [117] = { S.iceball_lua_short_103, "LUA", nil }, [118] = { S.iceball_lua_short_103, "LUA", nil }, [119] = { S.iceball_lua_short_103, "LUA", nil }, [120] = { S.iceball_lua_short_103, "LUA", nil }, [121] = { S.iceball_lua_short_103, "LUA", nil }, [122] = { S.iceball_lua_short_103, "LUA", nil }, [123] = { S.iceball_lua_short_103, "LUA", nil }, [124] = { S.iceball_lua_short_103, "LUA", nil }, [125] = { S.iceball_lua_short_103, "LUA", nil }, [126] = { S.iceball_lua_short_103, "LUA", nil }, [127] = { S.iceball_lua_long_104, "LUA", nil } } } } end), "system", nil, "Unknown system packet id {}", F["iceball.id.data"])
+end
+S.iceball_ping_47 = function(c, T)
+  do
+    rt.need(c, 2, "Time (ms, low 16 bits)", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["time"] = v
+    local it = T:add_le(F["iceball.ping.time"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_pong_48 = function(c, T)
+  do
+    rt.need(c, 2, "Time (ms, low 16 bits)", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["time"] = v
+    local it = T:add_le(F["iceball.pong.time"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_keepalive_49 = function(c, T)
+  do
+    rt.need(c, 1, "Value", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["value"] = v
+    local it = T:add(F["iceball.keepalive.value"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_pos_50 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_pos.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 12, "Position", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["iceball.plr_pos.pos"], r)
+    local e117, e118, e119, w120, w121, w122
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["iceball.plr_pos.pos.x"], r)
+        c.pos = c.pos + 4
+        e117 = v
+        w120 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["iceball.plr_pos.pos.y"], r)
+        c.pos = c.pos + 4
+        e118 = v
+        w121 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["iceball.plr_pos.pos.z"], r)
+        c.pos = c.pos + 4
+        e119 = v
+        w122 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["pos"] = { w120, w121, w122 }
+    it:set_text("Position: (" .. rt.short(e117, true) .. ", " .. rt.short(e118, true) .. ", " .. rt.short(e119, true) .. ")")
+  end
+  do
+    rt.need(c, 12, "Velocity", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["iceball.plr_pos.vel"], r)
+    local e123, e124, e125, w126, w127, w128
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["iceball.plr_pos.vel.x"], r)
+        c.pos = c.pos + 4
+        e123 = v
+        w126 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["iceball.plr_pos.vel.y"], r)
+        c.pos = c.pos + 4
+        e124 = v
+        w127 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["iceball.plr_pos.vel.z"], r)
+        c.pos = c.pos + 4
+        e125 = v
+        w128 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["vel"] = { w126, w127, w128 }
+    it:set_text("Velocity: (" .. rt.short(e123, true) .. ", " .. rt.short(e124, true) .. ", " .. rt.short(e125, true) .. ")")
+  end
+end
+S.iceball_plr_orient_51 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_orient.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Yaw", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:int()
+    c.sc[#c.sc]["ya"] = v
+    T:add(F["iceball.plr_orient.ya_raw"], r)
+    local real = v / 256 * 360.0
+    T:add(F["iceball.plr_orient.ya"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Pitch", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:int()
+    c.sc[#c.sc]["xa"] = v
+    T:add(F["iceball.plr_orient.xa_raw"], r)
+    local real = v / 256 * 180.0
+    T:add(F["iceball.plr_orient.xa"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Keys", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["keys"] = v
+    local it = T:add(F["iceball.plr_orient.keys"], r)
+    c.pos = c.pos + 1
+    it:add(F["iceball.plr_orient.keys.up"], r)
+    it:add(F["iceball.plr_orient.keys.down"], r)
+    it:add(F["iceball.plr_orient.keys.left"], r)
+    it:add(F["iceball.plr_orient.keys.right"], r)
+    it:add(F["iceball.plr_orient.keys.sneak"], r)
+    it:add(F["iceball.plr_orient.keys.crouch"], r)
+    it:add(F["iceball.plr_orient.keys.jump"], r)
+    it:add(F["iceball.plr_orient.keys.reserved"], r)
+  end
+end
+S.iceball_plr_add_52 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_add.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Team", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["team"] = v
+    local it = T:add(F["iceball.plr_add.team"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Weapon", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["weapon"] = v
+    local it = T:add(F["iceball.plr_add.weapon"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Mode", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["mode"] = v
+    local it = T:add(F["iceball.plr_add.mode"], r)
+    if VT8[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Mode", v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Score", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["score"] = v
+    local it = T:add_le(F["iceball.plr_add.score"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Kills", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["kills"] = v
+    local it = T:add_le(F["iceball.plr_add.kills"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Deaths", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["deaths"] = v
+    local it = T:add_le(F["iceball.plr_add.deaths"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["name"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.plr_add.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["squad"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.plr_add.squad"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_plr_id_53 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_id.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_rm_54 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_rm.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_blk_add_55 = function(c, T)
+  do
+    rt.need(c, 2, "Block x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["x"] = v
+    local it = T:add_le(F["iceball.blk_add.x"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block y", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["y"] = v
+    local it = T:add_le(F["iceball.blk_add.y"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["z"] = v
+    local it = T:add_le(F["iceball.blk_add.z"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Blue", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["b"] = v
+    local it = T:add(F["iceball.blk_add.b"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Green", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["g"] = v
+    local it = T:add(F["iceball.blk_add.g"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Red", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["r"] = v
+    local it = T:add(F["iceball.blk_add.r"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Block type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["type"] = v
+    local it = T:add(F["iceball.blk_add.type"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_blk_rm1_56 = function(c, T)
+  do
+    rt.need(c, 2, "Block x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["x"] = v
+    local it = T:add_le(F["iceball.blk_rm1.x"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block y", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["y"] = v
+    local it = T:add_le(F["iceball.blk_rm1.y"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["z"] = v
+    local it = T:add_le(F["iceball.blk_rm1.z"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_blk_rm3_57 = function(c, T)
+  do
+    rt.need(c, 2, "Block x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["x"] = v
+    local it = T:add_le(F["iceball.blk_rm3.x"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block y", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["y"] = v
+    local it = T:add_le(F["iceball.blk_rm3.y"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["z"] = v
+    local it = T:add_le(F["iceball.blk_rm3.z"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_blk_collapse_58 = function(c, T)
+  do
+    rt.need(c, 2, "Block x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["x"] = v
+    local it = T:add_le(F["iceball.blk_collapse.x"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block y", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["y"] = v
+    local it = T:add_le(F["iceball.blk_collapse.y"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["z"] = v
+    local it = T:add_le(F["iceball.blk_collapse.z"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_chat_send_59 = function(c, T)
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["msg"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.chat_send.msg"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_chat_send_team_60 = function(c, T)
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["msg"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.chat_send_team.msg"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_chat_add_text_61 = function(c, T)
+  do
+    rt.need(c, 4, "Colour (0xAARRGGBB)", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["color"] = v
+    local it = T:add_le(F["iceball.chat_add_text.color"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["msg"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.chat_add_text.msg"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_chat_add_killfeed_62 = function(c, T)
+  do
+    rt.need(c, 4, "Colour (0xAARRGGBB)", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["color"] = v
+    local it = T:add_le(F["iceball.chat_add_killfeed.color"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["msg"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.chat_add_killfeed.msg"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_plr_spawn_63 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_spawn.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 12, "Position", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["iceball.plr_spawn.pos"], r)
+    local e129, e130, e131, w132, w133, w134
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["iceball.plr_spawn.pos.x"], r)
+        c.pos = c.pos + 4
+        e129 = v
+        w132 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["iceball.plr_spawn.pos.y"], r)
+        c.pos = c.pos + 4
+        e130 = v
+        w133 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["iceball.plr_spawn.pos.z"], r)
+        c.pos = c.pos + 4
+        e131 = v
+        w134 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["pos"] = { w132, w133, w134 }
+    it:set_text("Position: (" .. rt.short(e129, true) .. ", " .. rt.short(e130, true) .. ", " .. rt.short(e131, true) .. ")")
+  end
+  do
+    rt.need(c, 1, "Yaw", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["ya"] = v
+    T:add(F["iceball.plr_spawn.ya_raw"], r)
+    local real = v / 256 * 360.0
+    T:add(F["iceball.plr_spawn.ya"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Pitch", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["xa"] = v
+    T:add(F["iceball.plr_spawn.xa_raw"], r)
+    local real = v / 256 * 180.0
+    T:add(F["iceball.plr_spawn.xa"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_offer_64 = function(c, T)
+  do
+    rt.need(c, 1, "Team (-1: server chooses)", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:int()
+    c.sc[#c.sc]["team"] = v
+    local it = T:add(F["iceball.plr_offer.team"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Weapon", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:int()
+    c.sc[#c.sc]["weapon"] = v
+    local it = T:add(F["iceball.plr_offer.weapon"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["name"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.plr_offer.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_item_pos_65 = function(c, T)
+  do
+    rt.need(c, 2, "Item ID", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["iid"] = v
+    local it = T:add_le(F["iceball.item_pos.iid"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["x"] = v
+    local it = T:add_le(F["iceball.item_pos.x"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "y", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["y"] = v
+    local it = T:add_le(F["iceball.item_pos.y"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["z"] = v
+    local it = T:add_le(F["iceball.item_pos.z"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Flags", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["flags"] = v
+    local it = T:add(F["iceball.item_pos.flags"], r)
+    c.pos = c.pos + 1
+    it:add(F["iceball.item_pos.flags.visible"], r)
+  end
+end
+S.iceball_plr_gun_hit_66 = function(c, T)
+  do
+    rt.need(c, 1, "Target player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["tpid"] = v
+    local it = T:add(F["iceball.plr_gun_hit.tpid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Hit", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["hit"] = v
+    local it = T:add(F["iceball.plr_gun_hit.hit"], r)
+    if VT9[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Hit", v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_damage_67 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_damage.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "New health", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["health"] = v
+    local it = T:add(F["iceball.plr_damage.health"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_restock_68 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_restock.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_item_carrier_69 = function(c, T)
+  do
+    rt.need(c, 2, "Item ID", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["iid"] = v
+    local it = T:add_le(F["iceball.item_carrier.iid"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Carrier (0: none)", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.item_carrier.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_tool_70 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_tool.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Tool", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["tool"] = v
+    local it = T:add(F["iceball.plr_tool.tool"], r)
+    if VT10[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Tool", v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_blk_color_71 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_blk_color.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Red", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["r"] = v
+    local it = T:add(F["iceball.plr_blk_color.r"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Green", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["g"] = v
+    local it = T:add(F["iceball.plr_blk_color.g"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Blue", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["b"] = v
+    local it = T:add(F["iceball.plr_blk_color.b"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_blk_count_72 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_blk_count.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Blocks", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["blocks"] = v
+    local it = T:add_le(F["iceball.plr_blk_count.blocks"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_plr_gun_tracer_73 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_gun_tracer.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_nade_throw_74 = function(c, T)
+  do
+    local left = c.stop - c.pos
+    if left == 15 then S.iceball_nade_throw_105(c, T)
+    else S.iceball_nade_throw_106(c, T) end
+  end
+end
+S.iceball_map_rcirc_75 = function(c, T)
+end
+S.iceball_plr_gun_reload_76 = function(c, T)
+  do
+    local left = c.stop - c.pos
+    if left == 1 then S.iceball_plr_gun_reload_107(c, T)
+    else S.iceball_plr_gun_reload_108(c, T) end
+  end
+end
+S.iceball_chat_send_squad_77 = function(c, T)
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["msg"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.chat_send_squad.msg"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_team_score_78 = function(c, T)
+  do
+    rt.need(c, 1, "Team", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:int()
+    c.sc[#c.sc]["team"] = v
+    local it = T:add(F["iceball.team_score.team"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Score", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["score"] = v
+    local it = T:add_le(F["iceball.team_score.score"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_blk_damage_79 = function(c, T)
+  do
+    rt.need(c, 2, "Block x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["x"] = v
+    local it = T:add_le(F["iceball.blk_damage.x"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block y", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["y"] = v
+    local it = T:add_le(F["iceball.blk_damage.y"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Block z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["z"] = v
+    local it = T:add_le(F["iceball.blk_damage.z"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Damage", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["damage"] = v
+    local it = T:add_le(F["iceball.blk_damage.damage"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_piano_80 = function(c, T)
+  do
+    local left = c.stop - c.pos
+    if left == 1 then S.iceball_piano_109(c, T)
+    else S.iceball_piano_110(c, T) end
+  end
+end
+S.iceball_nade_pin_81 = function(c, T)
+  do
+    local left = c.stop - c.pos
+    if left == 1 then S.iceball_nade_pin_111(c, T)
+    else S.iceball_nade_pin_112(c, T) end
+  end
+end
+S.iceball_build_box_82 = function(c, T)
+  do
+    rt.need(c, 1, "Box type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["box"] = v
+    local it = T:add(F["iceball.build_box.box"], r)
+    if VT11[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Box type", v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "x1", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["x1"] = v
+    local it = T:add_le(F["iceball.build_box.x1"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "y1", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["y1"] = v
+    local it = T:add_le(F["iceball.build_box.y1"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "z1", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["z1"] = v
+    local it = T:add_le(F["iceball.build_box.z1"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "x2", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["x2"] = v
+    local it = T:add_le(F["iceball.build_box.x2"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "y2", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["y2"] = v
+    local it = T:add_le(F["iceball.build_box.y2"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "z2", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_int()
+    c.sc[#c.sc]["z2"] = v
+    local it = T:add_le(F["iceball.build_box.z2"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Red", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["r"] = v
+    local it = T:add(F["iceball.build_box.r"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Green", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["g"] = v
+    local it = T:add(F["iceball.build_box.g"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Blue", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["b"] = v
+    local it = T:add(F["iceball.build_box.b"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Block type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["type"] = v
+    local it = T:add(F["iceball.build_box.type"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_gun_shot_83 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_gun_shot.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Value", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["value"] = v
+    local it = T:add(F["iceball.plr_gun_shot.value"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_new_map_84 = function(c, T)
+  do
+    local n = c.stop - c.pos
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["iceball.new_map.data"], r)
+    c.pos = c.pos + n
+  end
+end
+S.iceball_fog_color_85 = function(c, T)
+  do
+    rt.need(c, 1, "Red", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["r"] = v
+    local it = T:add(F["iceball.fog_color.r"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Green", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["g"] = v
+    local it = T:add(F["iceball.fog_color.g"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Blue", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["b"] = v
+    local it = T:add(F["iceball.fog_color.b"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_pos_spec_86 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_pos_spec.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 6, "Position (11.5 fixed point)", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.plr_pos_spec.pos"], r)
+    local e135, e136, e137, w138, w139, w140
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.plr_pos_spec.pos.x_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.plr_pos_spec.pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e135 = real
+        w138 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.plr_pos_spec.pos.y_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.plr_pos_spec.pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e136 = real
+        w139 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.plr_pos_spec.pos.z_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.plr_pos_spec.pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e137 = real
+        w140 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["pos"] = { w138, w139, w140 }
+    it:set_text("Position (11.5 fixed point): (" .. rt.short(e135, true) .. ", " .. rt.short(e136, true) .. ", " .. rt.short(e137, true) .. ")")
+  end
+end
+S.iceball_plr_orient_spec_87 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_orient_spec.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Yaw", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["ya"] = v
+    T:add(F["iceball.plr_orient_spec.ya_raw"], r)
+    local real = v / 256 * 360.0
+    T:add(F["iceball.plr_orient_spec.ya"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Pitch", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["xa"] = v
+    T:add(F["iceball.plr_orient_spec.xa_raw"], r)
+    local real = v / 256 * 180.0
+    T:add(F["iceball.plr_orient_spec.xa"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Keys", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["keys"] = v
+    local it = T:add(F["iceball.plr_orient_spec.keys"], r)
+    c.pos = c.pos + 1
+    it:add(F["iceball.plr_orient_spec.keys.up"], r)
+    it:add(F["iceball.plr_orient_spec.keys.down"], r)
+    it:add(F["iceball.plr_orient_spec.keys.left"], r)
+    it:add(F["iceball.plr_orient_spec.keys.right"], r)
+    it:add(F["iceball.plr_orient_spec.keys.sneak"], r)
+    it:add(F["iceball.plr_orient_spec.keys.crouch"], r)
+    it:add(F["iceball.plr_orient_spec.keys.jump"], r)
+    it:add(F["iceball.plr_orient_spec.keys.reserved"], r)
+  end
+end
+S.iceball_plr_offer_spec_88 = function(c, T)
+  do
+    rt.need(c, 1, "Team (-1: server chooses)", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:int()
+    c.sc[#c.sc]["team"] = v
+    local it = T:add(F["iceball.plr_offer_spec.team"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Weapon", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["weapon"] = v
+    local it = T:add(F["iceball.plr_offer_spec.weapon"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local area = math.min(2556, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["name"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.plr_offer_spec.name"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_plr_blk_count_spec_89 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_blk_count_spec.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Blocks", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["blocks"] = v
+    local it = T:add(F["iceball.plr_blk_count_spec.blocks"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_nade_throw_spec_90 = function(c, T)
+  do
+    rt.need(c, 6, "Start position", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.nade_throw_spec.pos"], r)
+    local e141, e142, e143, w144, w145, w146
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.nade_throw_spec.pos.x_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw_spec.pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e141 = real
+        w144 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.nade_throw_spec.pos.y_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw_spec.pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e142 = real
+        w145 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.nade_throw_spec.pos.z_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw_spec.pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e143 = real
+        w146 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["pos"] = { w144, w145, w146 }
+    it:set_text("Start position: (" .. rt.short(e141, true) .. ", " .. rt.short(e142, true) .. ", " .. rt.short(e143, true) .. ")")
+  end
+  do
+    rt.need(c, 6, "Velocity", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.nade_throw_spec.vel"], r)
+    local e147, e148, e149, w150, w151, w152
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.nade_throw_spec.vel.x_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw_spec.vel.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e147 = real
+        w150 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.nade_throw_spec.vel.y_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw_spec.vel.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e148 = real
+        w151 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.nade_throw_spec.vel.z_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw_spec.vel.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e149 = real
+        w152 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["vel"] = { w150, w151, w152 }
+    it:set_text("Velocity: (" .. rt.short(e147, true) .. ", " .. rt.short(e148, true) .. ", " .. rt.short(e149, true) .. ")")
+  end
+  do
+    rt.need(c, 2, "Fuse (1/100 s)", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["fuse"] = v
+    local it = T:add_le(F["iceball.nade_throw_spec.fuse"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_plr_gun_reload_spec_91 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_gun_reload_spec.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_team_score_spec_92 = function(c, T)
+  do
+    rt.need(c, 1, "Team", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["team"] = v
+    local it = T:add(F["iceball.team_score_spec.team"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Score", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["score"] = v
+    local it = T:add_le(F["iceball.team_score_spec.score"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_base_dir_93 = function(c, T)
+  do
+    rt.need(c, 1, "Base directory length", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["base_len"] = v
+    local it = T:add(F["iceball.base_dir.base_len"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local n = rt.lookup(c, "base_len") or 0
+    rt.need(c, n, "Base directory", T)
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["base"] = rt.utf8(c.tvb:raw(c.pos, n))
+    T:add_packet_field(F["iceball.base_dir.base"], r, ENC_UTF_8)
+    c.pos = c.pos + n
+  end
+  do
+    rt.need(c, 1, "Terminator", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["terminator"] = v
+    local it = T:add(F["iceball.base_dir.terminator"], r)
+    if v ~= 0 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Terminator", 0, v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_auth_94 = function(c, T)
+  do
+    rt.need(c, 32, "Salt", T)
+    local r = c.tvb(c.pos, 32)
+    c.sc[#c.sc]["salt"] = r:raw()
+    T:add(F["iceball.auth.salt"], r)
+    c.pos = c.pos + 32
+  end
+  do
+    rt.need(c, 4, "Protocol version", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["version"] = v
+    local it = T:add_le(F["iceball.auth.version"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 1, "Name length", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["name_len"] = v
+    local it = T:add(F["iceball.auth.name_len"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local n = rt.lookup(c, "name_len") or 0
+    rt.need(c, n, "Name", T)
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["name"] = rt.utf8(c.tvb:raw(c.pos, n))
+    T:add_packet_field(F["iceball.auth.name"], r, ENC_UTF_8)
+    c.pos = c.pos + n
+  end
+  do
+    rt.need(c, 1, "Terminator", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["terminator"] = v
+    local it = T:add(F["iceball.auth.terminator"], r)
+    if v ~= 0 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Terminator", 0, v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_auth_ack_95 = function(c, T)
+  do
+    local n = c.stop - c.pos
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["iceball.auth_ack.data"], r)
+    c.pos = c.pos + n
+  end
+end
+S.iceball_quit_96 = function(c, T)
+  do
+    rt.need(c, 1, "Message length", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["msg_len"] = v
+    local it = T:add(F["iceball.quit.msg_len"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local n = rt.lookup(c, "msg_len") or 0
+    rt.need(c, n, "Message", T)
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["msg"] = rt.utf8(c.tvb:raw(c.pos, n))
+    T:add_packet_field(F["iceball.quit.msg"], r, ENC_UTF_8)
+    c.pos = c.pos + n
+  end
+  do
+    rt.need(c, 1, "Terminator", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["terminator"] = v
+    local it = T:add(F["iceball.quit.terminator"], r)
+    if v ~= 0 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Terminator", 0, v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_file_request_97 = function(c, T)
+  do
+    rt.need(c, 1, "Flags (bits 0-3: file type)", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["flags"] = v
+    local it = T:add(F["iceball.file_request.flags"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "File name length", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["name_len"] = v
+    local it = T:add(F["iceball.file_request.name_len"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local n = rt.lookup(c, "name_len") or 0
+    rt.need(c, n, "File name", T)
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["name"] = rt.utf8(c.tvb:raw(c.pos, n))
+    T:add_packet_field(F["iceball.file_request.name"], r, ENC_UTF_8)
+    c.pos = c.pos + n
+  end
+  do
+    rt.need(c, 1, "Terminator", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["terminator"] = v
+    local it = T:add(F["iceball.file_request.terminator"], r)
+    if v ~= 0 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Terminator", 0, v)) end
+    c.pos = c.pos + 1
+  end
+  rt.transfer(c, T, "request", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { name = "name", kind = "flags" }, {  }, 15, "")
+end
+S.iceball_file_start_98 = function(c, T)
+  do
+    rt.need(c, 4, "Compressed length", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["clen"] = v
+    local it = T:add_le(F["iceball.file_start.clen"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Uncompressed length", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["ulen"] = v
+    local it = T:add_le(F["iceball.file_start.ulen"], r)
+    c.pos = c.pos + 4
+  end
+  rt.transfer(c, T, "start", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { total = "clen", size = "ulen" }, {  }, 15, "")
+end
+S.iceball_file_end_99 = function(c, T)
+  rt.transfer(c, T, "end", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, { [1] = S.iceball_file_el_113, [2] = S.iceball_file_el_113, [3] = S.iceball_file_el_113, [4] = S.iceball_icemap_el_114, [8] = S.iceball_tga_el_115, [12] = S.iceball_png_el_116 }, 15, "")
+end
+S.iceball_file_block_100 = function(c, T)
+  do
+    rt.need(c, 4, "Offset", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["offset"] = v
+    local it = T:add_le(F["iceball.file_block.offset"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 2, "Length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["len"] = v
+    local it = T:add_le(F["iceball.file_block.len"], r)
+    if v < 1 or v > 1024 then rt.expert(c, it, "unexpected", string.format("%s %d is outside %d..%d", "Length", v, 1, 1024)) end
+    c.pos = c.pos + 2
+  end
+  do
+    local n = rt.lookup(c, "len") or 0
+    rt.need(c, n, "Data", T)
+    local r = c.tvb(c.pos, n)
+    c.sc[#c.sc]["data"] = n > 0 and r:raw() or ""
+    T:add(F["iceball.file_block.data"], r)
+    c.pos = c.pos + n
+  end
+  rt.transfer(c, T, "piece", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { at = "offset", data = "data" }, {  }, 15, "")
+end
+S.iceball_file_abort_client_101 = function(c, T)
+  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, {  }, 15, "Client")
+end
+S.iceball_file_abort_server_102 = function(c, T)
+  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, {  }, 15, "Server")
+end
+S.iceball_lua_short_103 = function(c, T)
+  do
+    local n = (rt.lookup(c, "id") or 0) + -63
+    T:add(F["iceball.lua_length"], c.tvb(c.pos, 0), n):set_generated()
+    rt.need(c, n, "Lua packet length", T)
+    rt.framed(c, T, n, S.iceball_lua_short_117, F["iceball.lua_length_trailing"])
+  end
+end
+S.iceball_lua_long_104 = function(c, T)
+  do
+    rt.need(c, 2, "Lua packet length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["length"] = v
+    local it = T:add_le(F["iceball.lua_long.length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    local n = (rt.lookup(c, "length") or 0) + 0
+    if n < 1 or n > 2556 then rt.expert(c, T, "unexpected", string.format("%s: length %d is outside 1..%d", "Lua packet", n, 2556)) end
+    rt.need(c, n, "Lua packet", T)
+    rt.framed(c, T, n, S.iceball_lua_long_118, F["iceball.lua_frame_trailing"])
+  end
+end
+S.iceball_nade_throw_105 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.nade_throw.pid"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 6, "Start position", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.nade_throw.pos"], r)
+    local e153, e154, e155, w156, w157, w158
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.nade_throw.pos.x_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw.pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e153 = real
+        w156 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.nade_throw.pos.y_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw.pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e154 = real
+        w157 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.nade_throw.pos.z_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw.pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e155 = real
+        w158 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["pos"] = { w156, w157, w158 }
+    it:set_text("Start position: (" .. rt.short(e153, true) .. ", " .. rt.short(e154, true) .. ", " .. rt.short(e155, true) .. ")")
+  end
+  do
+    rt.need(c, 6, "Velocity", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.nade_throw.vel"], r)
+    local e159, e160, e161, w162, w163, w164
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.nade_throw.vel.x_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw.vel.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e159 = real
+        w162 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.nade_throw.vel.y_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw.vel.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e160 = real
+        w163 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.nade_throw.vel.z_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw.vel.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e161 = real
+        w164 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["vel"] = { w162, w163, w164 }
+    it:set_text("Velocity: (" .. rt.short(e159, true) .. ", " .. rt.short(e160, true) .. ", " .. rt.short(e161, true) .. ")")
+  end
+  do
+    rt.need(c, 2, "Fuse (1/100 s)", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["fuse"] = v
+    local it = T:add_le(F["iceball.nade_throw.fuse"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_nade_throw_106 = function(c, T)
+  do
+    rt.need(c, 6, "Start position", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.nade_throw.pos"], r)
+    local e165, e166, e167, w168, w169, w170
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.nade_throw.pos.x_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw.pos.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e165 = real
+        w168 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.nade_throw.pos.y_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw.pos.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e166 = real
+        w169 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.nade_throw.pos.z_raw"], r)
+        local real = v / 32 * 1.0
+        T:add(F["iceball.nade_throw.pos.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e167 = real
+        w170 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["pos"] = { w168, w169, w170 }
+    it:set_text("Start position: (" .. rt.short(e165, true) .. ", " .. rt.short(e166, true) .. ", " .. rt.short(e167, true) .. ")")
+  end
+  do
+    rt.need(c, 6, "Velocity", T)
+    local r = c.tvb(c.pos, 6)
+    local it = T:add(F["iceball.nade_throw.vel"], r)
+    local e171, e172, e173, w174, w175, w176
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 2, "x", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["x"] = v
+        T:add_le(F["iceball.nade_throw.vel.x_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw.vel.x"], r, real, string.format("%s: %.6g%s", "x", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e171 = real
+        w174 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "y", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["y"] = v
+        T:add_le(F["iceball.nade_throw.vel.y_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw.vel.y"], r, real, string.format("%s: %.6g%s", "y", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e172 = real
+        w175 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 2, "z", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_int()
+        c.sc[#c.sc]["z"] = v
+        T:add_le(F["iceball.nade_throw.vel.z_raw"], r)
+        local real = v / 256 * 1.0
+        T:add(F["iceball.nade_throw.vel.z"], r, real, string.format("%s: %.6g%s", "z", real, "")):set_generated()
+        c.pos = c.pos + 2
+        e173 = real
+        w176 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["vel"] = { w174, w175, w176 }
+    it:set_text("Velocity: (" .. rt.short(e171, true) .. ", " .. rt.short(e172, true) .. ", " .. rt.short(e173, true) .. ")")
+  end
+  do
+    rt.need(c, 2, "Fuse (1/100 s)", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["fuse"] = v
+    local it = T:add_le(F["iceball.nade_throw.fuse"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_plr_gun_reload_107 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.plr_gun_reload.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_plr_gun_reload_108 = function(c, T)
+end
+S.iceball_piano_109 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.piano.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_piano_110 = function(c, T)
+end
+S.iceball_nade_pin_111 = function(c, T)
+  do
+    rt.need(c, 1, "Player ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["pid"] = v
+    local it = T:add(F["iceball.nade_pin.pid"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_nade_pin_112 = function(c, T)
+end
+S.iceball_file_el_113 = function(c, T)
+  S.iceball_file_119(c, T)
+end
+S.iceball_icemap_el_114 = function(c, T)
+  do
+    local it = T:add(F["iceball.icemap"], c.tvb(c.pos, 0))
+    it:set_text("Icemap")
+    local start = c.pos
+    local scope = rt.push(c, "icemap")
+    local ok, err = pcall(S.iceball_icemap_120, c, it)
+    rt.pop(c)
+    it:set_len(c.pos - start)
+    it:set_text(rt.template({ false, "Icemap ", true, "xlen", false, " x ", true, "ylen", false, " x ", true, "zlen" }, scope))
+    if not ok then error(err, 0) end
+  end
+end
+S.iceball_tga_el_115 = function(c, T)
+  do
+    local it = T:add(F["iceball.tga"], c.tvb(c.pos, 0))
+    it:set_text("TGA image")
+    local start = c.pos
+    local scope = rt.push(c, "tga")
+    local ok, err = pcall(S.iceball_tga_121, c, it)
+    rt.pop(c)
+    it:set_len(c.pos - start)
+    it:set_text(rt.template({ false, "TGA ", true, "width", false, " x ", true, "height", false, ", ", true, "depth", false, " bits" }, scope))
+    if not ok then error(err, 0) end
+  end
+end
+S.iceball_png_el_116 = function(c, T)
+  do
+    local it = T:add(F["iceball.png"], c.tvb(c.pos, 0))
+    it:set_text("PNG image")
+    local start = c.pos
+    local scope = rt.push(c, "png")
+    local ok, err = pcall(S.iceball_png_122, c, it)
+    rt.pop(c)
+    it:set_len(c.pos - start)
+    it:set_text(rt.template({ false, "PNG ", true, "width", false, " x ", true, "height" }, scope))
+    if not ok then error(err, 0) end
+  end
+end
+S.iceball_lua_short_117 = function(c, T)
+  rt.dispatch(c, T, "lua_id", "Lua packet id", rt.cached("iceball.lua_id", function() return { ["implemented"] = { F["iceball.lua_id"], { [1] = { S.iceball_ping_47, "PING", { false, "time=", true, "time" } }, [2] = { S.iceball_pong_48, "PONG", { false, "time=", true, "time" } }, [3] = { S.iceball_keepalive_49, "KEEPALIVE", nil }, [4] = { S.iceball_plr_pos_50, "PLR_POS", { false, "pid=", true, "pid" } }, [5] = { S.iceball_plr_orient_51, "PLR_ORIENT", { false, "pid=", true, "pid", false, " keys=", true, "keys" } }, [6] = { S.iceball_plr_add_52, "PLR_ADD", { false, "pid=", true, "pid", false, " \"", true, "name", false, "\" team=", true, "team" } }, [7] = { S.iceball_plr_id_53, "PLR_ID", { false, "pid=", true, "pid" } }, [8] = { S.iceball_plr_rm_54, "PLR_RM", { false, "pid=", true, "pid" } }, [9] = { S.iceball_blk_add_55, "BLK_ADD", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [10] = { S.iceball_blk_rm1_56, "BLK_RM1", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [11] = { S.iceball_blk_rm3_57, "BLK_RM3", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [12] = { S.iceball_blk_collapse_58, "BLK_COLLAPSE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [13] = { S.iceball_chat_send_59, "CHAT_SEND", { false, "\"", true, "msg", false, "\"" } }, [14] = { S.iceball_chat_send_team_60, "CHAT_SEND_TEAM", { false, "\"", true, "msg", false, "\"" } }, [15] = { S.iceball_chat_add_text_61, "CHAT_ADD_TEXT", { false, "\"", true, "msg", false, "\"" } }, [16] = { S.iceball_chat_add_killfeed_62, "CHAT_ADD_KILLFEED", { false, "\"", true, "msg", false, "\"" } }, [17] = { S.iceball_plr_spawn_63, "PLR_SPAWN", { false, "pid=", true, "pid" } }, [18] = { S.iceball_plr_offer_64, "PLR_OFFER", { false, "team=", true, "team", false, " \"", true, "name", false, "\"" } }, [19] = { S.iceball_item_pos_65, "ITEM_POS", { false, "iid=", true, "iid" } }, [20] = { S.iceball_plr_gun_hit_66, "PLR_GUN_HIT", { false, "tpid=", true, "tpid", false, " hit=", true, "hit" } }, [21] = { S.iceball_plr_damage_67, "PLR_DAMAGE", { false, "pid=", true, "pid", false, " health=", true, "health" } }, [22] = { S.iceball_plr_restock_68, "PLR_RESTOCK", { false, "pid=", true, "pid" } }, [23] = { S.iceball_item_carrier_69, "ITEM_CARRIER", { false, "iid=", true, "iid", false, " pid=", true, "pid" } }, [24] = { S.iceball_plr_tool_70, "PLR_TOOL", { false, "pid=", true, "pid", false, " tool=", true, "tool" } }, [25] = { S.iceball_plr_blk_color_71, "PLR_BLK_COLOR", { false, "pid=", true, "pid", false, " r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } }, [26] = { S.iceball_plr_blk_count_72, "PLR_BLK_COUNT", { false, "pid=", true, "pid", false, " blocks=", true, "blocks" } }, [27] = { S.iceball_plr_gun_tracer_73, "PLR_GUN_TRACER", { false, "pid=", true, "pid" } }, [28] = { S.iceball_nade_throw_74, "NADE_THROW", { false, "fuse=", true, "fuse" } }, [29] = { S.iceball_map_rcirc_75, "MAP_RCIRC", nil }, [30] = { S.iceball_plr_gun_reload_76, "PLR_GUN_RELOAD", nil }, [31] = { S.iceball_chat_send_squad_77, "CHAT_SEND_SQUAD", { false, "\"", true, "msg", false, "\"" } }, [32] = { S.iceball_team_score_78, "TEAM_SCORE", { false, "team=", true, "team", false, " score=", true, "score" } }, [33] = { S.iceball_blk_damage_79, "BLK_DAMAGE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [34] = { S.iceball_piano_80, "PIANO", nil }, [35] = { S.iceball_nade_pin_81, "NADE_PIN", nil }, [36] = { S.iceball_build_box_82, "BUILD_BOX", nil }, [37] = { S.iceball_plr_gun_shot_83, "PLR_GUN_SHOT", nil }, [38] = { S.iceball_new_map_84, "NEW_MAP", nil }, [39] = { S.iceball_fog_color_85, "FOG_COLOR", { false, "r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } } } }, ["spec"] = { F["iceball.lua_id_spec"], { [1] = { S.iceball_ping_47, "PING", { false, "time=", true, "time" } }, [2] = { S.iceball_pong_48, "PONG", { false, "time=", true, "time" } }, [3] = { S.iceball_plr_pos_spec_86, "PLR_POS", { false, "pid=", true, "pid" } }, [4] = { S.iceball_plr_orient_spec_87, "PLR_ORIENT", { false, "pid=", true, "pid", false, " keys=", true, "keys" } }, [5] = { S.iceball_plr_add_52, "PLR_ADD", { false, "pid=", true, "pid", false, " \"", true, "name", false, "\" team=", true, "team" } }, [6] = { S.iceball_plr_id_53, "PLR_ID", { false, "pid=", true, "pid" } }, [7] = { S.iceball_plr_rm_54, "PLR_RM", { false, "pid=", true, "pid" } }, [8] = { S.iceball_blk_add_55, "BLK_ADD", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [9] = { S.iceball_blk_rm1_56, "BLK_RM1", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [10] = { S.iceball_blk_rm3_57, "BLK_RM3", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [11] = { S.iceball_blk_collapse_58, "BLK_COLLAPSE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [12] = { S.iceball_chat_send_59, "CHAT_SEND", { false, "\"", true, "msg", false, "\"" } }, [13] = { S.iceball_chat_send_team_60, "CHAT_SEND_TEAM", { false, "\"", true, "msg", false, "\"" } }, [14] = { S.iceball_chat_add_text_61, "CHAT_ADD_TEXT", { false, "\"", true, "msg", false, "\"" } }, [15] = { S.iceball_chat_add_killfeed_62, "CHAT_ADD_KILLFEED", { false, "\"", true, "msg", false, "\"" } }, [16] = { S.iceball_plr_spawn_63, "PLR_SPAWN", { false, "pid=", true, "pid" } }, [17] = { S.iceball_plr_offer_spec_88, "PLR_OFFER", { false, "team=", true, "team", false, " \"", true, "name", false, "\"" } }, [18] = { S.iceball_item_pos_65, "ITEM_POS", { false, "iid=", true, "iid" } }, [19] = { S.iceball_plr_gun_hit_66, "PLR_GUN_HIT", { false, "tpid=", true, "tpid", false, " hit=", true, "hit" } }, [20] = { S.iceball_plr_damage_67, "PLR_DAMAGE", { false, "pid=", true, "pid", false, " health=", true, "health" } }, [21] = { S.iceball_plr_restock_68, "PLR_RESTOCK", { false, "pid=", true, "pid" } }, [22] = { S.iceball_item_carrier_69, "ITEM_CARRIER", { false, "iid=", true, "iid", false, " pid=", true, "pid" } }, [23] = { S.iceball_plr_tool_70, "PLR_TOOL", { false, "pid=", true, "pid", false, " tool=", true, "tool" } }, [24] = { S.iceball_plr_blk_color_71, "PLR_BLK_COLOR", { false, "pid=", true, "pid", false, " r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } }, [25] = { S.iceball_plr_blk_count_spec_89, "PLR_BLK_COUNT", { false, "pid=", true, "pid", false, " blocks=", true, "blocks" } }, [26] = { S.iceball_plr_gun_tracer_73, "PLR_GUN_TRACER", { false, "pid=", true, "pid" } }, [27] = { S.iceball_nade_throw_spec_90, "NADE_THROW", { false, "fuse=", true, "fuse" } }, [28] = { S.iceball_map_rcirc_75, "MAP_RCIRC", nil }, [29] = { S.iceball_plr_gun_reload_spec_91, "PLR_GUN_RELOAD", { false, "pid=", true, "pid" } }, [30] = { S.iceball_chat_send_squad_77, "CHAT_SEND_SQUAD", { false, "\"", true, "msg", false, "\"" } }, [31] = { S.iceball_team_score_spec_92, "TEAM_SCORE", { false, "team=", true, "team", false, " score=", true, "score" } }, [32] = { S.iceball_blk_damage_79, "BLK_DAMAGE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } } } } } end), "implemented", "numbering", "Unknown Lua packet id {} (not a base-mod packet)", F["iceball.lua_id.data"])
+end
+S.iceball_lua_long_118 = function(c, T)
+  rt.dispatch(c, T, "lua_id", "Lua packet id", rt.cached("iceball.lua_id", function() return { ["implemented"] = { F["iceball.lua_id"], { [1] = { S.iceball_ping_47, "PING", { false, "time=", true, "time" } }, [2] = { S.iceball_pong_48, "PONG", { false, "time=", true, "time" } }, [3] = { S.iceball_keepalive_49, "KEEPALIVE", nil }, [4] = { S.iceball_plr_pos_50, "PLR_POS", { false, "pid=", true, "pid" } }, [5] = { S.iceball_plr_orient_51, "PLR_ORIENT", { false, "pid=", true, "pid", false, " keys=", true, "keys" } }, [6] = { S.iceball_plr_add_52, "PLR_ADD", { false, "pid=", true, "pid", false, " \"", true, "name", false, "\" team=", true, "team" } }, [7] = { S.iceball_plr_id_53, "PLR_ID", { false, "pid=", true, "pid" } }, [8] = { S.iceball_plr_rm_54, "PLR_RM", { false, "pid=", true, "pid" } }, [9] = { S.iceball_blk_add_55, "BLK_ADD", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [10] = { S.iceball_blk_rm1_56, "BLK_RM1", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [11] = { S.iceball_blk_rm3_57, "BLK_RM3", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [12] = { S.iceball_blk_collapse_58, "BLK_COLLAPSE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [13] = { S.iceball_chat_send_59, "CHAT_SEND", { false, "\"", true, "msg", false, "\"" } }, [14] = { S.iceball_chat_send_team_60, "CHAT_SEND_TEAM", { false, "\"", true, "msg", false, "\"" } }, [15] = { S.iceball_chat_add_text_61, "CHAT_ADD_TEXT", { false, "\"", true, "msg", false, "\"" } }, [16] = { S.iceball_chat_add_killfeed_62, "CHAT_ADD_KILLFEED", { false, "\"", true, "msg", false, "\"" } }, [17] = { S.iceball_plr_spawn_63, "PLR_SPAWN", { false, "pid=", true, "pid" } }, [18] = { S.iceball_plr_offer_64, "PLR_OFFER", { false, "team=", true, "team", false, " \"", true, "name", false, "\"" } }, [19] = { S.iceball_item_pos_65, "ITEM_POS", { false, "iid=", true, "iid" } }, [20] = { S.iceball_plr_gun_hit_66, "PLR_GUN_HIT", { false, "tpid=", true, "tpid", false, " hit=", true, "hit" } }, [21] = { S.iceball_plr_damage_67, "PLR_DAMAGE", { false, "pid=", true, "pid", false, " health=", true, "health" } }, [22] = { S.iceball_plr_restock_68, "PLR_RESTOCK", { false, "pid=", true, "pid" } }, [23] = { S.iceball_item_carrier_69, "ITEM_CARRIER", { false, "iid=", true, "iid", false, " pid=", true, "pid" } }, [24] = { S.iceball_plr_tool_70, "PLR_TOOL", { false, "pid=", true, "pid", false, " tool=", true, "tool" } }, [25] = { S.iceball_plr_blk_color_71, "PLR_BLK_COLOR", { false, "pid=", true, "pid", false, " r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } }, [26] = { S.iceball_plr_blk_count_72, "PLR_BLK_COUNT", { false, "pid=", true, "pid", false, " blocks=", true, "blocks" } }, [27] = { S.iceball_plr_gun_tracer_73, "PLR_GUN_TRACER", { false, "pid=", true, "pid" } }, [28] = { S.iceball_nade_throw_74, "NADE_THROW", { false, "fuse=", true, "fuse" } }, [29] = { S.iceball_map_rcirc_75, "MAP_RCIRC", nil }, [30] = { S.iceball_plr_gun_reload_76, "PLR_GUN_RELOAD", nil }, [31] = { S.iceball_chat_send_squad_77, "CHAT_SEND_SQUAD", { false, "\"", true, "msg", false, "\"" } }, [32] = { S.iceball_team_score_78, "TEAM_SCORE", { false, "team=", true, "team", false, " score=", true, "score" } }, [33] = { S.iceball_blk_damage_79, "BLK_DAMAGE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [34] = { S.iceball_piano_80, "PIANO", nil }, [35] = { S.iceball_nade_pin_81, "NADE_PIN", nil }, [36] = { S.iceball_build_box_82, "BUILD_BOX", nil }, [37] = { S.iceball_plr_gun_shot_83, "PLR_GUN_SHOT", nil }, [38] = { S.iceball_new_map_84, "NEW_MAP", nil }, [39] = { S.iceball_fog_color_85, "FOG_COLOR", { false, "r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } } } }, ["spec"] = { F["iceball.lua_id_spec"], { [1] = { S.iceball_ping_47, "PING", { false, "time=", true, "time" } }, [2] = { S.iceball_pong_48, "PONG", { false, "time=", true, "time" } }, [3] = { S.iceball_plr_pos_spec_86, "PLR_POS", { false, "pid=", true, "pid" } }, [4] = { S.iceball_plr_orient_spec_87, "PLR_ORIENT", { false, "pid=", true, "pid", false, " keys=", true, "keys" } }, [5] = { S.iceball_plr_add_52, "PLR_ADD", { false, "pid=", true, "pid", false, " \"", true, "name", false, "\" team=", true, "team" } }, [6] = { S.iceball_plr_id_53, "PLR_ID", { false, "pid=", true, "pid" } }, [7] = { S.iceball_plr_rm_54, "PLR_RM", { false, "pid=", true, "pid" } }, [8] = { S.iceball_blk_add_55, "BLK_ADD", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [9] = { S.iceball_blk_rm1_56, "BLK_RM1", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [10] = { S.iceball_blk_rm3_57, "BLK_RM3", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [11] = { S.iceball_blk_collapse_58, "BLK_COLLAPSE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } }, [12] = { S.iceball_chat_send_59, "CHAT_SEND", { false, "\"", true, "msg", false, "\"" } }, [13] = { S.iceball_chat_send_team_60, "CHAT_SEND_TEAM", { false, "\"", true, "msg", false, "\"" } }, [14] = { S.iceball_chat_add_text_61, "CHAT_ADD_TEXT", { false, "\"", true, "msg", false, "\"" } }, [15] = { S.iceball_chat_add_killfeed_62, "CHAT_ADD_KILLFEED", { false, "\"", true, "msg", false, "\"" } }, [16] = { S.iceball_plr_spawn_63, "PLR_SPAWN", { false, "pid=", true, "pid" } }, [17] = { S.iceball_plr_offer_spec_88, "PLR_OFFER", { false, "team=", true, "team", false, " \"", true, "name", false, "\"" } }, [18] = { S.iceball_item_pos_65, "ITEM_POS", { false, "iid=", true, "iid" } }, [19] = { S.iceball_plr_gun_hit_66, "PLR_GUN_HIT", { false, "tpid=", true, "tpid", false, " hit=", true, "hit" } }, [20] = { S.iceball_plr_damage_67, "PLR_DAMAGE", { false, "pid=", true, "pid", false, " health=", true, "health" } }, [21] = { S.iceball_plr_restock_68, "PLR_RESTOCK", { false, "pid=", true, "pid" } }, [22] = { S.iceball_item_carrier_69, "ITEM_CARRIER", { false, "iid=", true, "iid", false, " pid=", true, "pid" } }, [23] = { S.iceball_plr_tool_70, "PLR_TOOL", { false, "pid=", true, "pid", false, " tool=", true, "tool" } }, [24] = { S.iceball_plr_blk_color_71, "PLR_BLK_COLOR", { false, "pid=", true, "pid", false, " r=", true, "r", false, " g=", true, "g", false, " b=", true, "b" } }, [25] = { S.iceball_plr_blk_count_spec_89, "PLR_BLK_COUNT", { false, "pid=", true, "pid", false, " blocks=", true, "blocks" } }, [26] = { S.iceball_plr_gun_tracer_73, "PLR_GUN_TRACER", { false, "pid=", true, "pid" } }, [27] = { S.iceball_nade_throw_spec_90, "NADE_THROW", { false, "fuse=", true, "fuse" } }, [28] = { S.iceball_map_rcirc_75, "MAP_RCIRC", nil }, [29] = { S.iceball_plr_gun_reload_spec_91, "PLR_GUN_RELOAD", { false, "pid=", true, "pid" } }, [30] = { S.iceball_chat_send_squad_77, "CHAT_SEND_SQUAD", { false, "\"", true, "msg", false, "\"" } }, [31] = { S.iceball_team_score_spec_92, "TEAM_SCORE", { false, "team=", true, "team", false, " score=", true, "score" } }, [32] = { S.iceball_blk_damage_79, "BLK_DAMAGE", { false, "x=", true, "x", false, " y=", true, "y", false, " z=", true, "z" } } } } } end), "implemented", "numbering", "Unknown Lua packet id {} (not a base-mod packet)", F["iceball.lua_id.data"])
+end
+S.iceball_file_119 = function(c, T)
+  do
+    local area = math.min(67108864, c.stop - c.pos)
+    local v, n, used = rt.cstring(c, area, false)
+    c.sc[#c.sc]["text"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.file.text"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+end
+S.iceball_icemap_120 = function(c, T)
+  do
+    rt.need(c, 6, "Magic", T)
+    local area = 6
+    local v, n, used = rt.cstring(c, area, true)
+    c.sc[#c.sc]["magic"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.icemap.magic"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+  do
+    rt.need(c, 1, "Text end", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["eof"] = v
+    local it = T:add(F["iceball.icemap.eof"], r)
+    if v ~= 26 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Text end", 26, v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Version", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["version"] = v
+    local it = T:add(F["iceball.icemap.version"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 7, "First section", T)
+    local area = 7
+    local v, n, used = rt.cstring(c, area, true)
+    c.sc[#c.sc]["section"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.icemap.section"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+  do
+    rt.need(c, 1, "Section tag end", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["section_end"] = v
+    local it = T:add(F["iceball.icemap.section_end"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 4, "Section length", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["section_length"] = v
+    local it = T:add_le(F["iceball.icemap.section_length"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 2, "Size x", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["xlen"] = v
+    local it = T:add_le(F["iceball.icemap.xlen"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Size y (height)", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["ylen"] = v
+    local it = T:add_le(F["iceball.icemap.ylen"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Size z", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["zlen"] = v
+    local it = T:add_le(F["iceball.icemap.zlen"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.iceball_tga_121 = function(c, T)
+  do
+    rt.need(c, 1, "ID length", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["id_length"] = v
+    local it = T:add(F["iceball.tga.id_length"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Colour map type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["colour_map_type"] = v
+    local it = T:add(F["iceball.tga.colour_map_type"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Image type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["image_type"] = v
+    local it = T:add(F["iceball.tga.image_type"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Colour map first entry", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["map_first"] = v
+    local it = T:add_le(F["iceball.tga.map_first"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Colour map length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["map_length"] = v
+    local it = T:add_le(F["iceball.tga.map_length"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Colour map entry bits", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["map_depth"] = v
+    local it = T:add(F["iceball.tga.map_depth"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "x origin", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["x_origin"] = v
+    local it = T:add_le(F["iceball.tga.x_origin"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "y origin", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["y_origin"] = v
+    local it = T:add_le(F["iceball.tga.y_origin"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Width", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["width"] = v
+    local it = T:add_le(F["iceball.tga.width"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Height", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["height"] = v
+    local it = T:add_le(F["iceball.tga.height"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Pixel depth", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["depth"] = v
+    local it = T:add(F["iceball.tga.depth"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Image descriptor", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["descriptor"] = v
+    local it = T:add(F["iceball.tga.descriptor"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.iceball_png_122 = function(c, T)
+  do
+    rt.need(c, 8, "Signature", T)
+    local r = c.tvb(c.pos, 8)
+    c.sc[#c.sc]["signature"] = r:raw()
+    T:add(F["iceball.png.signature"], r)
+    c.pos = c.pos + 8
+  end
+  do
+    rt.need(c, 4, "Chunk length", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["chunk_length"] = v
+    local it = T:add(F["iceball.png.chunk_length"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Chunk type", T)
+    local area = 4
+    local v, n, used = rt.cstring(c, area, true)
+    c.sc[#c.sc]["chunk_type"] = v
+    -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would
+    local it = T:add_packet_field(F["iceball.png.chunk_type"], c.tvb(c.pos, n), ENC_UTF_8)
+    it:set_len(used)
+    c.pos = c.pos + used
+  end
+  do
+    rt.need(c, 4, "Width", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["width"] = v
+    local it = T:add(F["iceball.png.width"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Height", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:uint()
+    c.sc[#c.sc]["height"] = v
+    local it = T:add(F["iceball.png.height"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 1, "Bit depth", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["bit_depth"] = v
+    local it = T:add(F["iceball.png.bit_depth"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Colour type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["colour_type"] = v
+    local it = T:add(F["iceball.png.colour_type"], r)
+    c.pos = c.pos + 1
+  end
+end
+local MESSAGES = { [0] = S.iceball_45, [1] = S.iceball_46 }
+local CHOICES = { "implemented", "spec" }
+local function core_iceball(tvb, pinfo, tree, index, channel)
+  local conv, dir = rt.conversation("iceball", pinfo)
+  local T = tree:add(P_iceball, tvb())
+  local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, dir = dir, E = E, notes = {}, visited = pinfo.visited, layer = index }
+  c.sc[1]["numbering"] = CHOICES[(P_iceball.prefs.numbering or 0) + 1] or "implemented"
+  local ok, err = pcall(channel ~= nil and MESSAGES[channel] or S.iceball_46, c, T)
+  if ok and c.pos < c.stop then
+    local ti = T:add(F["iceball.trailing"], c.tvb(c.pos, c.stop - c.pos))
+    rt.expert(c, ti, "trailing", string.format("%d bytes after the packet", c.stop - c.pos))
+  elseif not ok and err ~= rt.TRUNC then
+    rt.expert(c, T, "malformed", "Dissector error: " .. tostring(err))
+  end
+  return c.sc[1]._info or "Malformed", T
+end
+-- one message handed up by a message transport (ENet: rt.meta.channel)
+local function dissect_iceball(tvb, pinfo, tree)
+  pinfo.cols.protocol:set("iceball")
+  local index = rt.layer_index({ conv = rt.conversation("iceball", pinfo), frame = pinfo.number, visited = pinfo.visited })
+  local info = core_iceball(tvb, pinfo, tree, index, rt.meta and rt.meta.channel)
+  if index > 1 then pinfo.cols.info:append(", " .. info) else pinfo.cols.info:set(info) end
+  return tvb:len()
+end
+local FRAMING = {}
+FRAMING[15] = { { "fixed", 1, "B", "base_len" }, { "counted", "base_len", 0 }, { "fixed", 1, "", "terminator" } }
+FRAMING[16] = { { "fixed", 32, "", "salt" }, { "fixed", 4, "", "version" }, { "fixed", 1, "B", "name_len" }, { "counted", "name_len", 0 }, { "fixed", 1, "", "terminator" } }
+FRAMING[17] = false
+FRAMING[23] = { { "fixed", 1, "B", "msg_len" }, { "counted", "msg_len", 0 }, { "fixed", 1, "", "terminator" } }
+FRAMING[48] = { { "fixed", 1, "", "flags" }, { "fixed", 1, "B", "name_len" }, { "counted", "name_len", 0 }, { "fixed", 1, "", "terminator" } }
+FRAMING[49] = { { "fixed", 4, "", "clen" }, { "fixed", 4, "", "ulen" } }
+FRAMING[50] = {  }
+FRAMING[51] = { { "fixed", 4, "", "offset" }, { "fixed", 2, "<H", "len" }, { "counted", "len", 0 } }
+FRAMING[52] = {  }
+FRAMING[53] = {  }
+FRAMING[64] = { { "counted", "id", -63 } }
+FRAMING[65] = { { "counted", "id", -63 } }
+FRAMING[66] = { { "counted", "id", -63 } }
+FRAMING[67] = { { "counted", "id", -63 } }
+FRAMING[68] = { { "counted", "id", -63 } }
+FRAMING[69] = { { "counted", "id", -63 } }
+FRAMING[70] = { { "counted", "id", -63 } }
+FRAMING[71] = { { "counted", "id", -63 } }
+FRAMING[72] = { { "counted", "id", -63 } }
+FRAMING[73] = { { "counted", "id", -63 } }
+FRAMING[74] = { { "counted", "id", -63 } }
+FRAMING[75] = { { "counted", "id", -63 } }
+FRAMING[76] = { { "counted", "id", -63 } }
+FRAMING[77] = { { "counted", "id", -63 } }
+FRAMING[78] = { { "counted", "id", -63 } }
+FRAMING[79] = { { "counted", "id", -63 } }
+FRAMING[80] = { { "counted", "id", -63 } }
+FRAMING[81] = { { "counted", "id", -63 } }
+FRAMING[82] = { { "counted", "id", -63 } }
+FRAMING[83] = { { "counted", "id", -63 } }
+FRAMING[84] = { { "counted", "id", -63 } }
+FRAMING[85] = { { "counted", "id", -63 } }
+FRAMING[86] = { { "counted", "id", -63 } }
+FRAMING[87] = { { "counted", "id", -63 } }
+FRAMING[88] = { { "counted", "id", -63 } }
+FRAMING[89] = { { "counted", "id", -63 } }
+FRAMING[90] = { { "counted", "id", -63 } }
+FRAMING[91] = { { "counted", "id", -63 } }
+FRAMING[92] = { { "counted", "id", -63 } }
+FRAMING[93] = { { "counted", "id", -63 } }
+FRAMING[94] = { { "counted", "id", -63 } }
+FRAMING[95] = { { "counted", "id", -63 } }
+FRAMING[96] = { { "counted", "id", -63 } }
+FRAMING[97] = { { "counted", "id", -63 } }
+FRAMING[98] = { { "counted", "id", -63 } }
+FRAMING[99] = { { "counted", "id", -63 } }
+FRAMING[100] = { { "counted", "id", -63 } }
+FRAMING[101] = { { "counted", "id", -63 } }
+FRAMING[102] = { { "counted", "id", -63 } }
+FRAMING[103] = { { "counted", "id", -63 } }
+FRAMING[104] = { { "counted", "id", -63 } }
+FRAMING[105] = { { "counted", "id", -63 } }
+FRAMING[106] = { { "counted", "id", -63 } }
+FRAMING[107] = { { "counted", "id", -63 } }
+FRAMING[108] = { { "counted", "id", -63 } }
+FRAMING[109] = { { "counted", "id", -63 } }
+FRAMING[110] = { { "counted", "id", -63 } }
+FRAMING[111] = { { "counted", "id", -63 } }
+FRAMING[112] = { { "counted", "id", -63 } }
+FRAMING[113] = { { "counted", "id", -63 } }
+FRAMING[114] = { { "counted", "id", -63 } }
+FRAMING[115] = { { "counted", "id", -63 } }
+FRAMING[116] = { { "counted", "id", -63 } }
+FRAMING[117] = { { "counted", "id", -63 } }
+FRAMING[118] = { { "counted", "id", -63 } }
+FRAMING[119] = { { "counted", "id", -63 } }
+FRAMING[120] = { { "counted", "id", -63 } }
+FRAMING[121] = { { "counted", "id", -63 } }
+FRAMING[122] = { { "counted", "id", -63 } }
+FRAMING[123] = { { "counted", "id", -63 } }
+FRAMING[124] = { { "counted", "id", -63 } }
+FRAMING[125] = { { "counted", "id", -63 } }
+FRAMING[126] = { { "counted", "id", -63 } }
+FRAMING[127] = { { "fixed", 2, "<H", "length" }, { "counted", "length", 0 } }
+local function pdu_len_iceball(tvb, offset)
+  if offset >= tvb:len() then return 0 end
+  local code = tvb(offset, 1):uint()
+  local steps = FRAMING[code]
+  if not steps then return -1 end
+  local n = rt.measure(steps, tvb, offset + 1, { ["id"] = code })
+  if n > 0 or (n == 0 and #steps == 0) then return n + 1 end
+  return n
+end
+local stream_iceball = rt.stream_dissector(P_iceball, "iceball", function(tvb, pinfo, offset, conv) return pdu_len_iceball(tvb, offset) end, function(tvb, pinfo, tree, conv, index) return core_iceball(tvb, pinfo, tree, index, nil) end, { data = F["iceball.data"], E = E })
+-- one Proto, two ways in: a byte stream (TCP, SCTP: port types 2, 1) or a message (ENet sets rt.meta;
+-- a datagram by decode-as)
+function P_iceball.dissector(tvb, pinfo, tree)
+  if rt.meta == nil and (pinfo.port_type == 2 or pinfo.port_type == 1) then
+    return stream_iceball(tvb, pinfo, tree)
+  end
+  return dissect_iceball(tvb, pinfo, tree)
+end
+pcall(function() DissectorTable.get("udp.port"):add_for_decode_as(P_iceball) end)
+rt.stream_register(P_iceball, { 20737 }, {  })
+local function heur_iceball(tvb, pinfo, tree)
+  if not rt.stream_start(tvb, pdu_len_iceball, 15, 2) then return false end
+  pinfo.conversation = P_iceball            -- later segments of this connection: ours
+  stream_iceball(tvb, pinfo, tree)
+  return true
+end
+P_iceball:register_heuristic("tcp", heur_iceball)
+pcall(function() DissectorTable.get("enet.connect_data"):add(1111835441, P_iceball) end)
+pcall(function() DissectorTable.get("enet.port"):add(20737, P_iceball) end)
+
+-- ===== freeblox: Freeblox =====
+local P_freeblox = Proto("freeblox", "Freeblox")
+local S = {}
+local F_freeblox = {}
+local F = F_freeblox
+F["freeblox.id"] = ProtoField.uint8("freeblox.id", "Packet ID", base.DEC, VT14)
+F["freeblox.sender"] = ProtoField.string("freeblox.sender", "Sender")
+F["freeblox.auth.player_uuid"] = ProtoField.string("freeblox.auth.player_uuid", "Player UUID")
+F["freeblox.auth.session_token"] = ProtoField.string("freeblox.auth.session_token", "Session token")
+F["freeblox.auth.client_version"] = ProtoField.uint8("freeblox.auth.client_version", "Client version", base.DEC, nil)
+F["freeblox.stream_start.world_name"] = ProtoField.string("freeblox.stream_start.world_name", "World name")
+F["freeblox.stream_asset.asset_path"] = ProtoField.string("freeblox.stream_asset.asset_path", "Asset path")
+F["freeblox.stream_asset.asset_name"] = ProtoField.string("freeblox.stream_asset.asset_name", "Asset name")
+F["freeblox.stream_asset.asset_type"] = ProtoField.string("freeblox.stream_asset.asset_type", "Asset type")
+F["freeblox.stream_asset.buffer"] = ProtoField.bytes("freeblox.stream_asset.buffer", "Buffer")
+F["freeblox.stream_asset.buffer.size"] = ProtoField.uint32("freeblox.stream_asset.buffer.size", "Size", base.DEC, nil)
+F["freeblox.stream_asset.buffer.format"] = ProtoField.string("freeblox.stream_asset.buffer.format", "Format")
+F["freeblox.stream_asset.buffer.width"] = ProtoField.uint32("freeblox.stream_asset.buffer.width", "Width", base.DEC, nil)
+F["freeblox.stream_asset.buffer.height"] = ProtoField.uint32("freeblox.stream_asset.buffer.height", "Height", base.DEC, nil)
+F["freeblox.stream_object.object_uuid"] = ProtoField.string("freeblox.stream_object.object_uuid", "Object UUID")
+F["freeblox.stream_object.parent_uuid"] = ProtoField.string("freeblox.stream_object.parent_uuid", "Parent UUID")
+F["freeblox.stream_object.object_type"] = ProtoField.string("freeblox.stream_object.object_type", "Object type")
+F["freeblox.stream_object.data"] = ProtoField.string("freeblox.stream_object.data", "Object serialized data")
+F["freeblox.json.object"] = ProtoField.none("freeblox.json.object", "Object")
+F["freeblox.json.array"] = ProtoField.none("freeblox.json.array", "Array")
+F["freeblox.json.member"] = ProtoField.none("freeblox.json.member", "Member")
+F["freeblox.json.key"] = ProtoField.string("freeblox.json.key", "Key")
+F["freeblox.json.value.string"] = ProtoField.string("freeblox.json.value.string", "String value")
+F["freeblox.json.value.number"] = ProtoField.double("freeblox.json.value.number", "Number value")
+F["freeblox.json.value.true"] = ProtoField.none("freeblox.json.value.true", "True value")
+F["freeblox.json.value.false"] = ProtoField.none("freeblox.json.value.false", "False value")
+F["freeblox.json.value.null"] = ProtoField.none("freeblox.json.value.null", "Null value")
+F["freeblox.stream_destroy.object_uuid"] = ProtoField.string("freeblox.stream_destroy.object_uuid", "Object UUID")
+F["freeblox.stream_event.object_uuid"] = ProtoField.string("freeblox.stream_event.object_uuid", "Object UUID")
+F["freeblox.stream_event.event"] = ProtoField.string("freeblox.stream_event.event", "Event")
+F["freeblox.stream_event.event_data"] = ProtoField.string("freeblox.stream_event.event_data", "Event data")
+F["freeblox.stream_finish.world_name"] = ProtoField.string("freeblox.stream_finish.world_name", "World name")
+F["freeblox.stream_transform.object_uuid"] = ProtoField.string("freeblox.stream_transform.object_uuid", "Object UUID")
+F["freeblox.stream_transform.position"] = ProtoField.none("freeblox.stream_transform.position", "Position")
+F["freeblox.stream_transform.position.x"] = ProtoField.float("freeblox.stream_transform.position.x", "x")
+F["freeblox.stream_transform.position.y"] = ProtoField.float("freeblox.stream_transform.position.y", "y")
+F["freeblox.stream_transform.position.z"] = ProtoField.float("freeblox.stream_transform.position.z", "z")
+F["freeblox.stream_transform.rotation"] = ProtoField.none("freeblox.stream_transform.rotation", "Rotation")
+F["freeblox.stream_transform.rotation.x"] = ProtoField.float("freeblox.stream_transform.rotation.x", "x")
+F["freeblox.stream_transform.rotation.y"] = ProtoField.float("freeblox.stream_transform.rotation.y", "y")
+F["freeblox.stream_transform.rotation.z"] = ProtoField.float("freeblox.stream_transform.rotation.z", "z")
+F["freeblox.stream_transform.rotation.w"] = ProtoField.float("freeblox.stream_transform.rotation.w", "w")
+F["freeblox.stream_transform.linear_velocity"] = ProtoField.none("freeblox.stream_transform.linear_velocity", "Linear velocity")
+F["freeblox.stream_transform.linear_velocity.x"] = ProtoField.float("freeblox.stream_transform.linear_velocity.x", "x")
+F["freeblox.stream_transform.linear_velocity.y"] = ProtoField.float("freeblox.stream_transform.linear_velocity.y", "y")
+F["freeblox.stream_transform.linear_velocity.z"] = ProtoField.float("freeblox.stream_transform.linear_velocity.z", "z")
+F["freeblox.stream_transform.angular_velocity"] = ProtoField.none("freeblox.stream_transform.angular_velocity", "Angular velocity")
+F["freeblox.stream_transform.angular_velocity.x"] = ProtoField.float("freeblox.stream_transform.angular_velocity.x", "x")
+F["freeblox.stream_transform.angular_velocity.y"] = ProtoField.float("freeblox.stream_transform.angular_velocity.y", "y")
+F["freeblox.stream_transform.angular_velocity.z"] = ProtoField.float("freeblox.stream_transform.angular_velocity.z", "z")
+F["freeblox.stream_chat.player_uuid"] = ProtoField.string("freeblox.stream_chat.player_uuid", "Player UUID")
+F["freeblox.stream_chat.player_name"] = ProtoField.string("freeblox.stream_chat.player_name", "Player name")
+F["freeblox.stream_chat.chat_type"] = ProtoField.string("freeblox.stream_chat.chat_type", "Chat type")
+F["freeblox.stream_chat.message"] = ProtoField.string("freeblox.stream_chat.message", "Chat message")
+F["freeblox.player_list.count"] = ProtoField.uint32("freeblox.player_list.count", "Player count", base.DEC, nil)
+F["freeblox.player_list.players"] = ProtoField.none("freeblox.player_list.players", "Players")
+F["freeblox.player.entry"] = ProtoField.string("freeblox.player.entry", "Player")
+F["freeblox.player.entry.player_uuid"] = ProtoField.string("freeblox.player.entry.player_uuid", "Player UUID")
+F["freeblox.player.entry.player_name"] = ProtoField.string("freeblox.player.entry.player_name", "Player name")
+F["freeblox.player"] = ProtoField.none("freeblox.player", "Player")
+F["freeblox.player_join.player_uuid"] = ProtoField.string("freeblox.player_join.player_uuid", "Player UUID")
+F["freeblox.player_join.player_name"] = ProtoField.string("freeblox.player_join.player_name", "Player name")
+F["freeblox.player_quit.player_uuid"] = ProtoField.string("freeblox.player_quit.player_uuid", "Player UUID")
+F["freeblox.player_quit.player_name"] = ProtoField.string("freeblox.player_quit.player_name", "Player name")
+F["freeblox.player_quit.reason"] = ProtoField.string("freeblox.player_quit.reason", "Quit reason")
+F["freeblox.player_character.player_uuid"] = ProtoField.string("freeblox.player_character.player_uuid", "Player UUID")
+F["freeblox.player_character.player_name"] = ProtoField.string("freeblox.player_character.player_name", "Player name")
+F["freeblox.player_character.position"] = ProtoField.none("freeblox.player_character.position", "Position")
+F["freeblox.player_character.position.x"] = ProtoField.float("freeblox.player_character.position.x", "x")
+F["freeblox.player_character.position.y"] = ProtoField.float("freeblox.player_character.position.y", "y")
+F["freeblox.player_character.position.z"] = ProtoField.float("freeblox.player_character.position.z", "z")
+F["freeblox.player_character.rotation"] = ProtoField.none("freeblox.player_character.rotation", "Rotation")
+F["freeblox.player_character.rotation.x"] = ProtoField.float("freeblox.player_character.rotation.x", "x")
+F["freeblox.player_character.rotation.y"] = ProtoField.float("freeblox.player_character.rotation.y", "y")
+F["freeblox.player_character.rotation.z"] = ProtoField.float("freeblox.player_character.rotation.z", "z")
+F["freeblox.player_character.rotation.w"] = ProtoField.float("freeblox.player_character.rotation.w", "w")
+F["freeblox.player_character.character_uuid"] = ProtoField.string("freeblox.player_character.character_uuid", "Character UUID")
+F["freeblox.player_character.data"] = ProtoField.string("freeblox.player_character.data", "Character data")
+F["freeblox.player_movement.player_uuid"] = ProtoField.string("freeblox.player_movement.player_uuid", "Player UUID")
+F["freeblox.player_movement.player_name"] = ProtoField.string("freeblox.player_movement.player_name", "Player name")
+F["freeblox.player_movement.linear_velocity"] = ProtoField.none("freeblox.player_movement.linear_velocity", "Linear velocity")
+F["freeblox.player_movement.linear_velocity.x"] = ProtoField.float("freeblox.player_movement.linear_velocity.x", "x")
+F["freeblox.player_movement.linear_velocity.y"] = ProtoField.float("freeblox.player_movement.linear_velocity.y", "y")
+F["freeblox.player_movement.linear_velocity.z"] = ProtoField.float("freeblox.player_movement.linear_velocity.z", "z")
+F["freeblox.player_movement.look_at"] = ProtoField.none("freeblox.player_movement.look_at", "Look at")
+F["freeblox.player_movement.look_at.x"] = ProtoField.float("freeblox.player_movement.look_at.x", "x")
+F["freeblox.player_movement.look_at.y"] = ProtoField.float("freeblox.player_movement.look_at.y", "y")
+F["freeblox.player_movement.look_at.z"] = ProtoField.float("freeblox.player_movement.look_at.z", "z")
+F["freeblox.player_movement.jump"] = ProtoField.uint8("freeblox.player_movement.jump", "Jump", base.DEC, VT15)
+F["freeblox.player_chat.player_uuid"] = ProtoField.string("freeblox.player_chat.player_uuid", "Player UUID")
+F["freeblox.player_chat.player_name"] = ProtoField.string("freeblox.player_chat.player_name", "Player name")
+F["freeblox.player_chat.chat_type"] = ProtoField.string("freeblox.player_chat.chat_type", "Chat type")
+F["freeblox.player_chat.message"] = ProtoField.string("freeblox.player_chat.message", "Chat message")
+F["freeblox.player_event.player_uuid"] = ProtoField.string("freeblox.player_event.player_uuid", "Player UUID")
+F["freeblox.player_event.player_name"] = ProtoField.string("freeblox.player_event.player_name", "Player name")
+F["freeblox.player_event.object_uuid"] = ProtoField.string("freeblox.player_event.object_uuid", "Object UUID")
+F["freeblox.player_event.event"] = ProtoField.string("freeblox.player_event.event", "Event")
+F["freeblox.player_event.event_data"] = ProtoField.string("freeblox.player_event.event_data", "Event data")
+F["freeblox.error.error_type"] = ProtoField.string("freeblox.error.error_type", "Error type")
+F["freeblox.revision"] = ProtoField.string("freeblox.revision", "Revision")
+F["freeblox.trailing_padding"] = ProtoField.bytes("freeblox.trailing_padding", "Trailing padding")
+F["freeblox.data"] = ProtoField.bytes("freeblox.data", "Undecoded data")
+local FL = {}
+for _, f in pairs(F) do FL[#FL + 1] = f end
+P_freeblox.fields = FL
+local E = {}
+E["malformed"] = ProtoExpert.new("freeblox.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
+E["unexpected"] = ProtoExpert.new("freeblox.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
+E["undecoded"] = ProtoExpert.new("freeblox.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
+E["sequence"] = ProtoExpert.new("freeblox.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
+E["reassembly"] = ProtoExpert.new("freeblox.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
+E["trailing"] = ProtoExpert.new("freeblox.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+local EL = {}
+for _, e in pairs(E) do EL[#EL + 1] = e end
+P_freeblox.experts = EL
+S.freeblox_123 = function(c, T)
+  do
+    rt.need(c, 1, "Packet ID", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["id"] = v
+    local it = T:add(F["freeblox.id"], r)
+    if VT14[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Packet ID", v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.freeblox_auth_124 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "client")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.auth.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.auth.session_token"], "Session token")
+    c.sc[#c.sc]["session_token"] = v
+  end
+  do
+    rt.need(c, 1, "Client version", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["client_version"] = v
+    local it = T:add(F["freeblox.auth.client_version"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.freeblox_keepalive_125 = function(c, T)
+end
+S.freeblox_stream_start_126 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_start.world_name"], "World name")
+    c.sc[#c.sc]["world_name"] = v
+  end
+end
+S.freeblox_stream_asset_127 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_asset.asset_path"], "Asset path")
+    c.sc[#c.sc]["asset_path"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_asset.asset_name"], "Asset name")
+    c.sc[#c.sc]["asset_name"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_asset.asset_type"], "Asset type")
+    c.sc[#c.sc]["asset_type"] = v
+    if ok and not ({ ["Texture"] = true, ["CubeTexture"] = true, ["Mesh"] = true })[v] then rt.expert(c, it, "unexpected", "Unknown Asset type " .. '"' .. v .. '"') end
+  end
+  rt.rest(c, T, "buffer", F, { "freeblox.stream_asset.buffer", "freeblox.stream_asset.buffer.size", "freeblox.stream_asset.buffer.format", "freeblox.stream_asset.buffer.width", "freeblox.stream_asset.buffer.height" })
+end
+S.freeblox_stream_object_128 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_object.object_uuid"], "Object UUID")
+    c.sc[#c.sc]["object_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Object UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_object.parent_uuid"], "Parent UUID")
+    c.sc[#c.sc]["parent_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Parent UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_object.object_type"], "Object type")
+    c.sc[#c.sc]["object_type"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_object.data"], "Object serialized data")
+    c.sc[#c.sc]["data"] = v
+    if ok then rt.json(c, it, s, at, { ["object"] = F["freeblox.json.object"], ["array"] = F["freeblox.json.array"], ["member"] = F["freeblox.json.member"], ["key"] = F["freeblox.json.key"], ["string"] = F["freeblox.json.value.string"], ["number"] = F["freeblox.json.value.number"], ["true"] = F["freeblox.json.value.true"], ["false"] = F["freeblox.json.value.false"], ["null"] = F["freeblox.json.value.null"] }, "Object serialized data") end
+  end
+end
+S.freeblox_stream_destroy_129 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_destroy.object_uuid"], "Object UUID")
+    c.sc[#c.sc]["object_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Object UUID is not a canonical UUID") end
+  end
+end
+S.freeblox_stream_event_130 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_event.object_uuid"], "Object UUID")
+    c.sc[#c.sc]["object_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Object UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_event.event"], "Event")
+    c.sc[#c.sc]["event"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_event.event_data"], "Event data")
+    c.sc[#c.sc]["event_data"] = v
+    if ok then rt.json(c, it, s, at, { ["object"] = F["freeblox.json.object"], ["array"] = F["freeblox.json.array"], ["member"] = F["freeblox.json.member"], ["key"] = F["freeblox.json.key"], ["string"] = F["freeblox.json.value.string"], ["number"] = F["freeblox.json.value.number"], ["true"] = F["freeblox.json.value.true"], ["false"] = F["freeblox.json.value.false"], ["null"] = F["freeblox.json.value.null"] }, "Event data") end
+  end
+end
+S.freeblox_stream_finish_131 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_finish.world_name"], "World name")
+    c.sc[#c.sc]["world_name"] = v
+  end
+end
+S.freeblox_stream_transform_132 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_transform.object_uuid"], "Object UUID")
+    c.sc[#c.sc]["object_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Object UUID is not a canonical UUID") end
+  end
+  do
+    rt.need(c, 12, "Position", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["freeblox.stream_transform.position"], r)
+    local e177, e178, e179, w180, w181, w182
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.stream_transform.position.x"], r)
+        c.pos = c.pos + 4
+        e177 = v
+        w180 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.stream_transform.position.y"], r)
+        c.pos = c.pos + 4
+        e178 = v
+        w181 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.stream_transform.position.z"], r)
+        c.pos = c.pos + 4
+        e179 = v
+        w182 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["position"] = { w180, w181, w182 }
+    it:set_text("Position: (" .. rt.short(e177, true) .. ", " .. rt.short(e178, true) .. ", " .. rt.short(e179, true) .. ")")
+  end
+  do
+    rt.need(c, 16, "Rotation", T)
+    local r = c.tvb(c.pos, 16)
+    local it = T:add(F["freeblox.stream_transform.rotation"], r)
+    local e183, e184, e185, e186, w187, w188, w189, w190
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.stream_transform.rotation.x"], r)
+        c.pos = c.pos + 4
+        e183 = v
+        w187 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.stream_transform.rotation.y"], r)
+        c.pos = c.pos + 4
+        e184 = v
+        w188 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.stream_transform.rotation.z"], r)
+        c.pos = c.pos + 4
+        e185 = v
+        w189 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "w", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["w"] = v
+        local it = T:add_le(F["freeblox.stream_transform.rotation.w"], r)
+        c.pos = c.pos + 4
+        e186 = v
+        w190 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["rotation"] = { w187, w188, w189, w190 }
+    it:set_text("Rotation: (" .. rt.short(e183, true) .. ", " .. rt.short(e184, true) .. ", " .. rt.short(e185, true) .. ", " .. rt.short(e186, true) .. ")")
+  end
+  do
+    rt.need(c, 12, "Linear velocity", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["freeblox.stream_transform.linear_velocity"], r)
+    local e191, e192, e193, w194, w195, w196
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.stream_transform.linear_velocity.x"], r)
+        c.pos = c.pos + 4
+        e191 = v
+        w194 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.stream_transform.linear_velocity.y"], r)
+        c.pos = c.pos + 4
+        e192 = v
+        w195 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.stream_transform.linear_velocity.z"], r)
+        c.pos = c.pos + 4
+        e193 = v
+        w196 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["linear_velocity"] = { w194, w195, w196 }
+    it:set_text("Linear velocity: (" .. rt.short(e191, true) .. ", " .. rt.short(e192, true) .. ", " .. rt.short(e193, true) .. ")")
+  end
+  do
+    rt.need(c, 12, "Angular velocity", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["freeblox.stream_transform.angular_velocity"], r)
+    local e197, e198, e199, w200, w201, w202
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.stream_transform.angular_velocity.x"], r)
+        c.pos = c.pos + 4
+        e197 = v
+        w200 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.stream_transform.angular_velocity.y"], r)
+        c.pos = c.pos + 4
+        e198 = v
+        w201 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.stream_transform.angular_velocity.z"], r)
+        c.pos = c.pos + 4
+        e199 = v
+        w202 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["angular_velocity"] = { w200, w201, w202 }
+    it:set_text("Angular velocity: (" .. rt.short(e197, true) .. ", " .. rt.short(e198, true) .. ", " .. rt.short(e199, true) .. ")")
+  end
+end
+S.freeblox_stream_chat_133 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_chat.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  rt.recall(c, T, F["freeblox.stream_chat.player_name"], "player_name", "names", "player_uuid")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_chat.chat_type"], "Chat type")
+    c.sc[#c.sc]["chat_type"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.stream_chat.message"], "Chat message")
+    c.sc[#c.sc]["message"] = v
+  end
+end
+S.freeblox_player_list_134 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    rt.need(c, 4, "Player count", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["count"] = v
+    local it = T:add_le(F["freeblox.player_list.count"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    local count = rt.lookup(c, "count")
+    local it = T:add(F["freeblox.player_list.players"], c.tvb(c.pos, 0))
+    it:set_text(string.format("%s (%d)", "Players", count))
+    local elements = {}
+    c.sc[#c.sc]["players"] = elements
+    if count < 0 or count > 4096 then
+      rt.expert(c, it, "malformed", string.format("%s: count %d is outside 0..%d", "Players", count, 4096))
+      count = math.max(0, math.min(count, 4096))
+    end
+    local start = c.pos
+    local ok, err = pcall(function()
+      for _ = 1, count do
+        local holder = {}
+        c.sc[#c.sc + 1] = holder
+        local ok2, e2 = pcall(S.freeblox_player_el_142, c, it)
+        rt.pop(c)
+        elements[#elements + 1] = holder["player"] or {}
+        if not ok2 then error(e2, 0) end
+      end
+    end)
+    it:set_len(c.pos - start)
+    if not ok then error(err, 0) end
+  end
+end
+S.freeblox_player_join_135 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_join.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_join.player_name"], "Player name")
+    c.sc[#c.sc]["player_name"] = v
+  end
+  rt.remember(c, "names", "player_uuid", "player_name", 4096)
+end
+S.freeblox_player_quit_136 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_quit.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_quit.player_name"], "Player name")
+    c.sc[#c.sc]["player_name"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_quit.reason"], "Quit reason")
+    c.sc[#c.sc]["reason"] = v
+  end
+  rt.remember(c, "names", "player_uuid", "player_name", 4096)
+end
+S.freeblox_player_character_137 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_character.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_character.player_name"], "Player name")
+    c.sc[#c.sc]["player_name"] = v
+  end
+  do
+    rt.need(c, 12, "Position", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["freeblox.player_character.position"], r)
+    local e203, e204, e205, w206, w207, w208
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.player_character.position.x"], r)
+        c.pos = c.pos + 4
+        e203 = v
+        w206 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.player_character.position.y"], r)
+        c.pos = c.pos + 4
+        e204 = v
+        w207 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.player_character.position.z"], r)
+        c.pos = c.pos + 4
+        e205 = v
+        w208 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["position"] = { w206, w207, w208 }
+    it:set_text("Position: (" .. rt.short(e203, true) .. ", " .. rt.short(e204, true) .. ", " .. rt.short(e205, true) .. ")")
+  end
+  do
+    rt.need(c, 16, "Rotation", T)
+    local r = c.tvb(c.pos, 16)
+    local it = T:add(F["freeblox.player_character.rotation"], r)
+    local e209, e210, e211, e212, w213, w214, w215, w216
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.player_character.rotation.x"], r)
+        c.pos = c.pos + 4
+        e209 = v
+        w213 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.player_character.rotation.y"], r)
+        c.pos = c.pos + 4
+        e210 = v
+        w214 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.player_character.rotation.z"], r)
+        c.pos = c.pos + 4
+        e211 = v
+        w215 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "w", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["w"] = v
+        local it = T:add_le(F["freeblox.player_character.rotation.w"], r)
+        c.pos = c.pos + 4
+        e212 = v
+        w216 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["rotation"] = { w213, w214, w215, w216 }
+    it:set_text("Rotation: (" .. rt.short(e209, true) .. ", " .. rt.short(e210, true) .. ", " .. rt.short(e211, true) .. ", " .. rt.short(e212, true) .. ")")
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_character.character_uuid"], "Character UUID")
+    c.sc[#c.sc]["character_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Character UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_character.data"], "Character data")
+    c.sc[#c.sc]["data"] = v
+    if ok then rt.json(c, it, s, at, { ["object"] = F["freeblox.json.object"], ["array"] = F["freeblox.json.array"], ["member"] = F["freeblox.json.member"], ["key"] = F["freeblox.json.key"], ["string"] = F["freeblox.json.value.string"], ["number"] = F["freeblox.json.value.number"], ["true"] = F["freeblox.json.value.true"], ["false"] = F["freeblox.json.value.false"], ["null"] = F["freeblox.json.value.null"] }, "Character data") end
+  end
+  rt.remember(c, "names", "player_uuid", "player_name", 4096)
+end
+S.freeblox_player_movement_138 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "client")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_movement.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  rt.recall(c, T, F["freeblox.player_movement.player_name"], "player_name", "names", "player_uuid")
+  do
+    rt.need(c, 12, "Linear velocity", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["freeblox.player_movement.linear_velocity"], r)
+    local e217, e218, e219, w220, w221, w222
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.player_movement.linear_velocity.x"], r)
+        c.pos = c.pos + 4
+        e217 = v
+        w220 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.player_movement.linear_velocity.y"], r)
+        c.pos = c.pos + 4
+        e218 = v
+        w221 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.player_movement.linear_velocity.z"], r)
+        c.pos = c.pos + 4
+        e219 = v
+        w222 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["linear_velocity"] = { w220, w221, w222 }
+    it:set_text("Linear velocity: (" .. rt.short(e217, true) .. ", " .. rt.short(e218, true) .. ", " .. rt.short(e219, true) .. ")")
+  end
+  do
+    rt.need(c, 12, "Look at", T)
+    local r = c.tvb(c.pos, 12)
+    local it = T:add(F["freeblox.player_movement.look_at"], r)
+    local e223, e224, e225, w226, w227, w228
+    c.sc[#c.sc + 1] = {}
+    do
+    local T = it
+    do
+      do
+        rt.need(c, 4, "x", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["x"] = v
+        local it = T:add_le(F["freeblox.player_movement.look_at.x"], r)
+        c.pos = c.pos + 4
+        e223 = v
+        w226 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "y", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["y"] = v
+        local it = T:add_le(F["freeblox.player_movement.look_at.y"], r)
+        c.pos = c.pos + 4
+        e224 = v
+        w227 = v
+      end
+    end
+    do
+      do
+        rt.need(c, 4, "z", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_float()
+        c.sc[#c.sc]["z"] = v
+        local it = T:add_le(F["freeblox.player_movement.look_at.z"], r)
+        c.pos = c.pos + 4
+        e225 = v
+        w228 = v
+      end
+    end
+    end
+    rt.pop(c)
+    c.sc[#c.sc]["look_at"] = { w226, w227, w228 }
+    it:set_text("Look at: (" .. rt.short(e223, true) .. ", " .. rt.short(e224, true) .. ", " .. rt.short(e225, true) .. ")")
+  end
+  do
+    rt.need(c, 1, "Jump", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["jump"] = v
+    local it = T:add(F["freeblox.player_movement.jump"], r)
+    if VT15[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Jump", v)) end
+    c.pos = c.pos + 1
+  end
+end
+S.freeblox_player_chat_139 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "client")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_chat.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  rt.recall(c, T, F["freeblox.player_chat.player_name"], "player_name", "names", "player_uuid")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_chat.chat_type"], "Chat type")
+    c.sc[#c.sc]["chat_type"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_chat.message"], "Chat message")
+    c.sc[#c.sc]["message"] = v
+  end
+end
+S.freeblox_player_event_140 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "client")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_event.player_uuid"], "Player UUID")
+    c.sc[#c.sc]["player_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Player UUID is not a canonical UUID") end
+  end
+  rt.recall(c, T, F["freeblox.player_event.player_name"], "player_name", "names", "player_uuid")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_event.object_uuid"], "Object UUID")
+    c.sc[#c.sc]["object_uuid"] = v
+    if ok and not rt.is_uuid(v) then rt.expert(c, it, "unexpected", "Object UUID is not a canonical UUID") end
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_event.event"], "Event")
+    c.sc[#c.sc]["event"] = v
+  end
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player_event.event_data"], "Event data")
+    c.sc[#c.sc]["event_data"] = v
+    if ok then rt.json(c, it, s, at, { ["object"] = F["freeblox.json.object"], ["array"] = F["freeblox.json.array"], ["member"] = F["freeblox.json.member"], ["key"] = F["freeblox.json.key"], ["string"] = F["freeblox.json.value.string"], ["number"] = F["freeblox.json.value.number"], ["true"] = F["freeblox.json.value.true"], ["false"] = F["freeblox.json.value.false"], ["null"] = F["freeblox.json.value.null"] }, "Event data") end
+  end
+end
+S.freeblox_error_141 = function(c, T)
+  rt.sender(c, T, F["freeblox.sender"], "server")
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.error.error_type"], "Error type")
+    c.sc[#c.sc]["error_type"] = v
+  end
+end
+S.freeblox_player_el_142 = function(c, T)
+  do
+    local it = T:add(F["freeblox.player"], c.tvb(c.pos, 0))
+    it:set_text("Player")
+    local start = c.pos
+    local scope = rt.push(c, "player")
+    local ok, err = pcall(S.freeblox_player_143, c, it)
+    rt.pop(c)
+    it:set_len(c.pos - start)
+    it:set_text(rt.template({ false, "Player ", true, "player_name", false, " (", true, "player_uuid", false, ")" }, scope))
+    if not ok then error(err, 0) end
+  end
+end
+S.freeblox_player_143 = function(c, T)
+  do
+    local v, it, s, ok, at = rt.text(c, T, F["freeblox.player.entry"], "Player")
+    c.sc[#c.sc]["entry"] = v
+    if ok then rt.split(c, it, s, at, ":", F["freeblox.player.entry.player_uuid"], F["freeblox.player.entry.player_name"], "player_uuid", "player_name", "Player UUID is not a canonical UUID", "Player: no \":\" separator") end
+  end
+  rt.remember(c, "names", "player_uuid", "player_name", 4096)
+end
+local RULES = { ["current"] = { [0] = { 3, 2097153, 1 }, [1] = { 0, 0, 0 }, [2] = { 1, 1048576, 1 }, [3] = { 3, 4194304, 1 }, [4] = { 4, 4194304, 1 }, [5] = { 1, 1048576, 1 }, [6] = { 3, 3145728, 1 }, [7] = { 1, 1048576, 1 }, [8] = { 53, 1048628, 1 }, [9] = { 3, 3145728, 1 }, [10] = { 4, 4294967300, 1 }, [11] = { 2, 2097152, 1 }, [12] = { 3, 3145728, 1 }, [13] = { 32, 4194332, 1 }, [14] = { 26, 1048601, 1 }, [15] = { 3, 3145728, 1 }, [16] = { 4, 4194304, 1 }, [17] = { 1, 1048576, 1 } } }
+local REVISIONS = { "current" }
+local PACKETS = {}
+PACKETS["current"] = { [0] = { fn = S.freeblox_auth_124, label = "AUTH", info = { true, "player_uuid", false, " version ", true, "client_version" }, name = "auth", remember = nil }, [1] = { fn = S.freeblox_keepalive_125, label = "KEEPALIVE", info = nil, name = "keepalive", remember = nil }, [2] = { fn = S.freeblox_stream_start_126, label = "STREAM_START", info = { false, "\"", true, "world_name", false, "\"" }, name = "stream_start", remember = nil }, [3] = { fn = S.freeblox_stream_asset_127, label = "STREAM_ASSET", info = { true, "asset_name", false, " (", true, "asset_type", false, ", ", true, "buffer_size", false, " bytes, ", true, "buffer_format", false, ")" }, name = "stream_asset", remember = nil }, [4] = { fn = S.freeblox_stream_object_128, label = "STREAM_OBJECT", info = { true, "object_type", false, " ", true, "object_uuid" }, name = "stream_object", remember = nil }, [5] = { fn = S.freeblox_stream_destroy_129, label = "STREAM_DESTROY", info = { true, "object_uuid" }, name = "stream_destroy", remember = nil }, [6] = { fn = S.freeblox_stream_event_130, label = "STREAM_EVENT", info = { true, "event", false, " ", true, "object_uuid" }, name = "stream_event", remember = nil }, [7] = { fn = S.freeblox_stream_finish_131, label = "STREAM_FINISH", info = { false, "\"", true, "world_name", false, "\"" }, name = "stream_finish", remember = nil }, [8] = { fn = S.freeblox_stream_transform_132, label = "STREAM_TRANSFORM", info = { true, "object_uuid" }, name = "stream_transform", remember = nil }, [9] = { fn = S.freeblox_stream_chat_133, label = "STREAM_CHAT", info = { true, "player_name", false, ": \"", true, "message", false, "\"" }, name = "stream_chat", remember = nil }, [10] = { fn = S.freeblox_player_list_134, label = "PLAYER_LIST", info = { true, "count", false, " players" }, name = "player_list", remember = nil }, [11] = { fn = S.freeblox_player_join_135, label = "PLAYER_JOIN", info = { true, "player_name", false, " (", true, "player_uuid", false, ")" }, name = "player_join", remember = nil }, [12] = { fn = S.freeblox_player_quit_136, label = "PLAYER_QUIT", info = { true, "player_name", false, ": \"", true, "reason", false, "\"" }, name = "player_quit", remember = nil }, [13] = { fn = S.freeblox_player_character_137, label = "PLAYER_CHARACTER", info = { true, "player_name", false, " character ", true, "character_uuid" }, name = "player_character", remember = nil }, [14] = { fn = S.freeblox_player_movement_138, label = "PLAYER_MOVEMENT", info = { true, "player_name", false, " jump=", true, "jump" }, name = "player_movement", remember = nil }, [15] = { fn = S.freeblox_player_chat_139, label = "PLAYER_CHAT", info = { true, "player_name", false, ": \"", true, "message", false, "\"" }, name = "player_chat", remember = nil }, [16] = { fn = S.freeblox_player_event_140, label = "PLAYER_EVENT", info = { true, "player_name", false, " ", true, "event", false, " ", true, "object_uuid" }, name = "player_event", remember = nil }, [17] = { fn = S.freeblox_error_141, label = "ERROR", info = { true, "error_type" }, name = "error", remember = nil } }
+local HEADER_INFO = {  }
+local function dissect_freeblox(tvb, pinfo, tree)
+  pinfo.cols.protocol:set("freeblox")
+  local conv, dir = rt.conversation("freeblox", pinfo)
+  local T = tree:add(P_freeblox, tvb())
+  local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, dir = dir, E = E, notes = {}, visited = pinfo.visited }
+  local ok, info = pcall(function()
+    local okh, eh = pcall(S.freeblox_123, c, T)
+    if not okh then
+      if eh ~= rt.TRUNC then error(eh, 0) end
+      return "Malformed (truncated header)"
+    end
+    local values = c.sc[1]
+    local code = values["id"]
+    local pref = "current"
+    local revision = rt.pick_revision(c, REVISIONS, RULES, code, c.stop - c.pos, pref)
+    local pkt = PACKETS[revision][code]
+    if pkt == nil then
+      rt.expert(c, T, "undecoded", string.format("Unknown packet type %d", code))
+      if c.pos < c.stop then T:add(F["freeblox.data"], c.tvb(c.pos, c.stop - c.pos)) end
+      return string.format("Unknown type %d ", code) .. rt.template(HEADER_INFO, values)
+    end
+    local okp, ep = pcall(pkt.fn, c, T)
+    if okp then
+      if c.pos < c.stop then
+        local rr = c.tvb(c.pos, c.stop - c.pos)
+        local ti = T:add(F["freeblox.trailing_padding"], rr)
+        if string.find(rr:raw(), "[^\0]") then
+          rt.expert(c, ti, "trailing", string.format("%d trailing bytes are not zero padding", c.stop - c.pos))
+        end
+        c.pos = c.stop
+      end
+      if pkt.remember then
+        c.conv.remember = c.conv.remember or {}
+        c.conv.remember[pkt.name] = c.conv.remember[pkt.name] or rt.btable()
+        local kept = {}
+        for k, v in pairs(values) do kept[k] = v end
+        rt.bput(c.conv.remember[pkt.name], values[pkt.remember], kept, 1024)
+      end
+    elseif ep ~= rt.TRUNC then error(ep, 0) end
+    local parts = { pkt.label, rt.template(HEADER_INFO, values) }
+    if pkt.info then parts[#parts + 1] = rt.template(pkt.info, values) end
+    for _, n in ipairs(c.notes) do parts[#parts + 1] = n end
+    return rt.join_nonempty(parts)
+  end)
+  if ok then
+    pinfo.cols.info:set(info)
+  else
+    rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
+  end
+  return tvb:len()
+end
+function P_freeblox.dissector(tvb, pinfo, tree) return dissect_freeblox(tvb, pinfo, tree) end
+
+local FIRST_SHAPE = { { "uuid", nil }, { "text", nil }, { "fixed", 1 } }
+local function heur_freeblox(tvb, pinfo, tree)
+  local conv = rt.conversation("freeblox", pinfo)
+  local c = { conv = conv, frame = pinfo.number, visited = pinfo.visited }
+  if not rt.taken(c, tvb, 0, FIRST_SHAPE) then return false end
+  dissect_freeblox(tvb, pinfo, tree)
+  return true
+end
+pcall(function() P_freeblox:register_heuristic("ws", heur_freeblox) end)
+P_freeblox.prefs.ws_port = Pref.uint("ws_port", 0, "ws.port port of Freeblox (0: none)")
+local registered_port = 0
+function P_freeblox.prefs_changed()
+  local ok, t = pcall(DissectorTable.get, "ws.port")
+  if not ok or t == nil then return end
+  if registered_port ~= 0 then t:remove(registered_port, P_freeblox) end
+  registered_port = P_freeblox.prefs.ws_port
+  if registered_port ~= 0 then t:add(registered_port, P_freeblox) end
+end
+
+-- ===== rutentoy: Rutentoy Protocol =====
+local P_rutentoy = Proto("rutentoy", "Rutentoy Protocol")
+local S = {}
+local F_rutentoy = {}
+local F = F_rutentoy
+F["rutentoy.opcode"] = ProtoField.uint8("rutentoy.opcode", "Opcode", base.HEX, VT16)
+F["rutentoy.ping.cookie"] = ProtoField.uint32("rutentoy.ping.cookie", "Cookie", base.HEX, nil)
+F["rutentoy.create.oid"] = ProtoField.uint32("rutentoy.create.oid", "Object ID", base.DEC, nil)
+F["rutentoy.create.model"] = ProtoField.uint16("rutentoy.create.model", "Model", base.DEC, VT17)
+F["rutentoy.create.model_item"] = ProtoField.uint16("rutentoy.create.model_item", "Block/item", base.HEX, VT18)
+F["rutentoy.create.model_meta"] = ProtoField.uint16("rutentoy.create.model_meta", "Model metadata", base.DEC, nil)
+F["rutentoy.move.oid"] = ProtoField.uint32("rutentoy.move.oid", "Object ID", base.DEC, nil)
+F["rutentoy.move.x_raw"] = ProtoField.int32("rutentoy.move.x_raw", "X (raw)", base.DEC, nil)
+F["rutentoy.move.x"] = ProtoField.double("rutentoy.move.x", "X")
+F["rutentoy.move.y_raw"] = ProtoField.int32("rutentoy.move.y_raw", "Y (raw)", base.DEC, nil)
+F["rutentoy.move.y"] = ProtoField.double("rutentoy.move.y", "Y")
+F["rutentoy.move.z_raw"] = ProtoField.int32("rutentoy.move.z_raw", "Z (raw)", base.DEC, nil)
+F["rutentoy.move.z"] = ProtoField.double("rutentoy.move.z", "Z")
+F["rutentoy.move.yaw_raw"] = ProtoField.uint16("rutentoy.move.yaw_raw", "Yaw (raw)", base.DEC, nil)
+F["rutentoy.move.yaw"] = ProtoField.double("rutentoy.move.yaw", "Yaw")
+F["rutentoy.move.yaw_rad"] = ProtoField.double("rutentoy.move.yaw_rad", "Yaw (radians)")
+F["rutentoy.move.pitch_raw"] = ProtoField.uint16("rutentoy.move.pitch_raw", "Pitch (raw)", base.DEC, nil)
+F["rutentoy.move.pitch"] = ProtoField.double("rutentoy.move.pitch", "Pitch")
+F["rutentoy.move.pitch_rad"] = ProtoField.double("rutentoy.move.pitch_rad", "Pitch (radians)")
+F["rutentoy.metadata.oid"] = ProtoField.uint32("rutentoy.metadata.oid", "Object ID", base.DEC, nil)
+F["rutentoy.metadata.meta_type"] = ProtoField.uint8("rutentoy.metadata.meta_type", "Metadata type", base.DEC, VT19)
+F["rutentoy.metadata.color"] = ProtoField.uint32("rutentoy.metadata.color", "Color", base.HEX, nil)
+F["rutentoy.metadata.color_r"] = ProtoField.uint8("rutentoy.metadata.color_r", "Red", base.DEC, nil)
+F["rutentoy.metadata.color_g"] = ProtoField.uint8("rutentoy.metadata.color_g", "Green", base.DEC, nil)
+F["rutentoy.metadata.color_b"] = ProtoField.uint8("rutentoy.metadata.color_b", "Blue", base.DEC, nil)
+F["rutentoy.metadata.color_glow"] = ProtoField.uint8("rutentoy.metadata.color_glow", "Glow", base.DEC, nil)
+F["rutentoy.metadata.animation"] = ProtoField.uint32("rutentoy.metadata.animation", "Animation", base.DEC, VT20)
+F["rutentoy.metadata.equipment"] = ProtoField.uint32("rutentoy.metadata.equipment", "Equipment", base.HEX, nil)
+F["rutentoy.metadata.item"] = ProtoField.uint16("rutentoy.metadata.item", "Item/block", base.HEX, VT18)
+F["rutentoy.metadata.slot"] = ProtoField.uint8("rutentoy.metadata.slot", "Slot", base.DEC, VT21)
+F["rutentoy.metadata.meta_data"] = ProtoField.uint32("rutentoy.metadata.meta_data", "Metadata", base.HEX, nil)
+F["rutentoy.interact.mode"] = ProtoField.uint8("rutentoy.interact.mode", "Mode", base.HEX, nil)
+F["rutentoy.interact.action"] = ProtoField.uint8("rutentoy.interact.action", "Attack/use", base.DEC, nil)
+F["rutentoy.interact.interaction"] = ProtoField.uint8("rutentoy.interact.interaction", "Interaction", base.DEC, VT22)
+F["rutentoy.interact.oid"] = ProtoField.uint32("rutentoy.interact.oid", "Target object ID", base.DEC, nil)
+F["rutentoy.interact.block_x"] = ProtoField.int32("rutentoy.interact.block_x", "Block X", base.DEC, nil)
+F["rutentoy.interact.block_y"] = ProtoField.int32("rutentoy.interact.block_y", "Block Y", base.DEC, nil)
+F["rutentoy.interact.block_z"] = ProtoField.int32("rutentoy.interact.block_z", "Block Z", base.DEC, nil)
+F["rutentoy.interact.item"] = ProtoField.uint16("rutentoy.interact.item", "Item", base.HEX, VT18)
+F["rutentoy.gui_open.mode"] = ProtoField.uint16("rutentoy.gui_open.mode", "Mode", base.DEC, VT23)
+F["rutentoy.gui_open.cookie"] = ProtoField.uint16("rutentoy.gui_open.cookie", "GUI cookie", base.DEC, nil)
+F["rutentoy.gui_interact.mode"] = ProtoField.uint8("rutentoy.gui_interact.mode", "Mode", base.DEC, VT24)
+F["rutentoy.gui_interact.send_cookie"] = ProtoField.uint16("rutentoy.gui_interact.send_cookie", "Source GUI cookie", base.DEC, nil)
+F["rutentoy.gui_interact.recv_cookie"] = ProtoField.uint16("rutentoy.gui_interact.recv_cookie", "Destination GUI cookie", base.DEC, nil)
+F["rutentoy.gui_interact.send_slot"] = ProtoField.uint8("rutentoy.gui_interact.send_slot", "Source slot", base.DEC, nil)
+F["rutentoy.gui_interact.recv_slot"] = ProtoField.uint8("rutentoy.gui_interact.recv_slot", "Destination slot", base.DEC, nil)
+F["rutentoy.message.cookie"] = ProtoField.uint32("rutentoy.message.cookie", "Message cookie", base.HEX, nil)
+F["rutentoy.message.channel_byte"] = ProtoField.uint8("rutentoy.message.channel_byte", "Channel", base.HEX, nil)
+F["rutentoy.message.final"] = ProtoField.uint8("rutentoy.message.final", "Final chunk", base.DEC, nil)
+F["rutentoy.message.channel"] = ProtoField.uint8("rutentoy.message.channel", "Channel", base.DEC, VT25)
+F["rutentoy.message.chunk"] = ProtoField.bytes("rutentoy.message.chunk", "Text chunk")
+F["rutentoy.message.reassembled"] = ProtoField.none("rutentoy.message.reassembled", "Reassembled message")
+F["rutentoy.message.reassembled.frame"] = ProtoField.uint32("rutentoy.message.reassembled.frame", "Chunk in frame", base.DEC, nil)
+F["rutentoy.message.reassembled.chunks"] = ProtoField.uint32("rutentoy.message.reassembled.chunks", "Chunks", base.DEC, nil)
+F["rutentoy.message.reassembled.length"] = ProtoField.uint32("rutentoy.message.reassembled.length", "Length", base.DEC, nil)
+F["rutentoy.message.text"] = ProtoField.string("rutentoy.message.text", "Text")
+F["rutentoy.ipc.command"] = ProtoField.string("rutentoy.ipc.command", "IPC command")
+F["rutentoy.ipc.slots"] = ProtoField.uint32("rutentoy.ipc.slots", "Total player slots", base.DEC, nil)
+F["rutentoy.ipc.players"] = ProtoField.uint32("rutentoy.ipc.players", "Occupied player slots", base.DEC, nil)
+F["rutentoy.ipc.timezone"] = ProtoField.string("rutentoy.ipc.timezone", "Timezone offset")
+F["rutentoy.ipc.motd"] = ProtoField.string("rutentoy.ipc.motd", "Message of the day")
+F["rutentoy.ipc.extra"] = ProtoField.string("rutentoy.ipc.extra", "Extra text")
+F["rutentoy.ipc.user"] = ProtoField.string("rutentoy.ipc.user", "User name")
+F["rutentoy.ipc.passkey"] = ProtoField.string("rutentoy.ipc.passkey", "Passkey")
+F["rutentoy.ipc.digest"] = ProtoField.string("rutentoy.ipc.digest", "Texture digest (xxHash32)")
+F["rutentoy.ipc.have"] = ProtoField.uint32("rutentoy.ipc.have", "Have texture", base.DEC, nil)
+F["rutentoy.ipc.reason"] = ProtoField.string("rutentoy.ipc.reason", "Reason")
+F["rutentoy.world_chunk.coords"] = ProtoField.uint64("rutentoy.world_chunk.coords", "Chunk coordinates", base.HEX, nil)
+F["rutentoy.world_chunk.chunk_x"] = ProtoField.int32("rutentoy.world_chunk.chunk_x", "Chunk X", base.DEC, nil)
+F["rutentoy.world_chunk.chunk_y"] = ProtoField.int32("rutentoy.world_chunk.chunk_y", "Chunk Y", base.DEC, nil)
+F["rutentoy.world_chunk.chunk_z"] = ProtoField.int32("rutentoy.world_chunk.chunk_z", "Chunk Z", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.high"] = ProtoField.bytes("rutentoy.world_chunk.blocks.high", "Block IDs (high nibbles)")
+F["rutentoy.world_chunk.blocks.low"] = ProtoField.bytes("rutentoy.world_chunk.blocks.low", "Metadata (low nibble, light)")
+F["rutentoy.world_chunk.blocks"] = ProtoField.none("rutentoy.world_chunk.blocks", "Blocks")
+F["rutentoy.world_chunk.blocks.non_air"] = ProtoField.uint32("rutentoy.world_chunk.blocks.non_air", "Non-air blocks", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.distinct"] = ProtoField.uint32("rutentoy.world_chunk.blocks.distinct", "Distinct blocks", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.block"] = ProtoField.uint16("rutentoy.world_chunk.blocks.block", "Block", base.HEX, VT26)
+F["rutentoy.world_chunk.blocks.block.count"] = ProtoField.uint32("rutentoy.world_chunk.blocks.block.count", "Count", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.lit"] = ProtoField.uint32("rutentoy.world_chunk.blocks.lit", "Lit blocks", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.max_light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.max_light", "Maximum light", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.unknown"] = ProtoField.uint32("rutentoy.world_chunk.blocks.unknown", "Blocks with unknown IDs", base.DEC, nil)
+F["rutentoy.set_block.coords"] = ProtoField.uint64("rutentoy.set_block.coords", "Chunk coordinates", base.HEX, nil)
+F["rutentoy.set_block.chunk_x"] = ProtoField.int32("rutentoy.set_block.chunk_x", "Chunk X", base.DEC, nil)
+F["rutentoy.set_block.chunk_y"] = ProtoField.int32("rutentoy.set_block.chunk_y", "Chunk Y", base.DEC, nil)
+F["rutentoy.set_block.chunk_z"] = ProtoField.int32("rutentoy.set_block.chunk_z", "Chunk Z", base.DEC, nil)
+F["rutentoy.set_block.position"] = ProtoField.uint16("rutentoy.set_block.position", "Block position", base.HEX, nil)
+F["rutentoy.set_block.block_x"] = ProtoField.uint8("rutentoy.set_block.block_x", "Block X", base.DEC, nil)
+F["rutentoy.set_block.block_y"] = ProtoField.uint8("rutentoy.set_block.block_y", "Block Y", base.DEC, nil)
+F["rutentoy.set_block.block_z"] = ProtoField.uint8("rutentoy.set_block.block_z", "Block Z", base.DEC, nil)
+F["rutentoy.set_block.block_nibble"] = ProtoField.uint8("rutentoy.set_block.block_nibble", "Block ID upper nibble", base.DEC, nil)
+F["rutentoy.set_block.block"] = ProtoField.uint8("rutentoy.set_block.block", "Block ID low byte", base.HEX, nil)
+F["rutentoy.set_block.block_id"] = ProtoField.uint16("rutentoy.set_block.block_id", "Block ID", base.HEX, VT26)
+F["rutentoy.world_effect.mode"] = ProtoField.uint8("rutentoy.world_effect.mode", "Mode", base.DEC, VT27)
+F["rutentoy.world_effect.block_x"] = ProtoField.int32("rutentoy.world_effect.block_x", "Block X", base.DEC, nil)
+F["rutentoy.world_effect.block_y"] = ProtoField.int32("rutentoy.world_effect.block_y", "Block Y", base.DEC, nil)
+F["rutentoy.world_effect.block_z"] = ProtoField.int32("rutentoy.world_effect.block_z", "Block Z", base.DEC, nil)
+F["rutentoy.world_effect.progress"] = ProtoField.uint32("rutentoy.world_effect.progress", "Breaking progress", base.DEC, nil)
+F["rutentoy.world_effect.weather"] = ProtoField.uint32("rutentoy.world_effect.weather", "Weather", base.DEC, VT28)
+F["rutentoy.world_effect.day_time_raw"] = ProtoField.uint32("rutentoy.world_effect.day_time_raw", "Time of day (raw)", base.DEC, nil)
+F["rutentoy.world_effect.day_time"] = ProtoField.double("rutentoy.world_effect.day_time", "Time of day")
+F["rutentoy.world_effect.data3"] = ProtoField.uint32("rutentoy.world_effect.data3", "Data 3", base.HEX, nil)
+F["rutentoy.world_effect.data4"] = ProtoField.uint32("rutentoy.world_effect.data4", "Data 4", base.HEX, nil)
+F["rutentoy.world_effect.day_sky"] = ProtoField.uint32("rutentoy.world_effect.day_sky", "Daytime sky", base.HEX, nil)
+F["rutentoy.world_effect.day_sky_r"] = ProtoField.uint8("rutentoy.world_effect.day_sky_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.day_sky_g"] = ProtoField.uint8("rutentoy.world_effect.day_sky_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.day_sky_b"] = ProtoField.uint8("rutentoy.world_effect.day_sky_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.day_sky_x"] = ProtoField.uint8("rutentoy.world_effect.day_sky_x", "Unused", base.DEC, nil)
+F["rutentoy.world_effect.night_sky"] = ProtoField.uint32("rutentoy.world_effect.night_sky", "Nighttime sky", base.HEX, nil)
+F["rutentoy.world_effect.night_sky_r"] = ProtoField.uint8("rutentoy.world_effect.night_sky_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.night_sky_g"] = ProtoField.uint8("rutentoy.world_effect.night_sky_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.night_sky_b"] = ProtoField.uint8("rutentoy.world_effect.night_sky_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.night_sky_x"] = ProtoField.uint8("rutentoy.world_effect.night_sky_x", "Unused", base.DEC, nil)
+F["rutentoy.world_effect.dusk_sky"] = ProtoField.uint32("rutentoy.world_effect.dusk_sky", "Dawn/dusk sky", base.HEX, nil)
+F["rutentoy.world_effect.dusk_sky_r"] = ProtoField.uint8("rutentoy.world_effect.dusk_sky_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.dusk_sky_g"] = ProtoField.uint8("rutentoy.world_effect.dusk_sky_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.dusk_sky_b"] = ProtoField.uint8("rutentoy.world_effect.dusk_sky_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.dusk_sky_a"] = ProtoField.uint8("rutentoy.world_effect.dusk_sky_a", "Alpha", base.DEC, nil)
+F["rutentoy.world_effect.sunlight"] = ProtoField.uint32("rutentoy.world_effect.sunlight", "Sunlight", base.HEX, nil)
+F["rutentoy.world_effect.sunlight_r"] = ProtoField.uint8("rutentoy.world_effect.sunlight_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.sunlight_g"] = ProtoField.uint8("rutentoy.world_effect.sunlight_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.sunlight_b"] = ProtoField.uint8("rutentoy.world_effect.sunlight_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.sunlight_x"] = ProtoField.uint8("rutentoy.world_effect.sunlight_x", "Unused", base.DEC, nil)
+F["rutentoy.world_effect.artificial"] = ProtoField.uint32("rutentoy.world_effect.artificial", "Artificial light", base.HEX, nil)
+F["rutentoy.world_effect.artificial_r"] = ProtoField.uint8("rutentoy.world_effect.artificial_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.artificial_g"] = ProtoField.uint8("rutentoy.world_effect.artificial_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.artificial_b"] = ProtoField.uint8("rutentoy.world_effect.artificial_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.artificial_x"] = ProtoField.uint8("rutentoy.world_effect.artificial_x", "Unused", base.DEC, nil)
+F["rutentoy.world_effect.ambient"] = ProtoField.uint32("rutentoy.world_effect.ambient", "Ambient", base.HEX, nil)
+F["rutentoy.world_effect.ambient_r"] = ProtoField.uint8("rutentoy.world_effect.ambient_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.ambient_g"] = ProtoField.uint8("rutentoy.world_effect.ambient_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.ambient_b"] = ProtoField.uint8("rutentoy.world_effect.ambient_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.ambient_x"] = ProtoField.uint8("rutentoy.world_effect.ambient_x", "Unused", base.DEC, nil)
+F["rutentoy.world_effect.fog"] = ProtoField.uint32("rutentoy.world_effect.fog", "Fog color", base.HEX, nil)
+F["rutentoy.world_effect.fog_r"] = ProtoField.uint8("rutentoy.world_effect.fog_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.fog_g"] = ProtoField.uint8("rutentoy.world_effect.fog_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.fog_b"] = ProtoField.uint8("rutentoy.world_effect.fog_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.fog_x"] = ProtoField.uint8("rutentoy.world_effect.fog_x", "Unused", base.DEC, nil)
+F["rutentoy.world_effect.density"] = ProtoField.uint32("rutentoy.world_effect.density", "Fog density scale", base.DEC, nil)
+F["rutentoy.world_effect.interpolation_raw"] = ProtoField.uint32("rutentoy.world_effect.interpolation_raw", "Interpolation time (raw)", base.DEC, nil)
+F["rutentoy.world_effect.interpolation"] = ProtoField.double("rutentoy.world_effect.interpolation", "Interpolation time")
+F["rutentoy.world_effect.data2"] = ProtoField.uint32("rutentoy.world_effect.data2", "Data 2", base.HEX, nil)
+F["rutentoy.world_effect.x_raw"] = ProtoField.int32("rutentoy.world_effect.x_raw", "X (raw)", base.DEC, nil)
+F["rutentoy.world_effect.x"] = ProtoField.double("rutentoy.world_effect.x", "X")
+F["rutentoy.world_effect.y_raw"] = ProtoField.int32("rutentoy.world_effect.y_raw", "Y (raw)", base.DEC, nil)
+F["rutentoy.world_effect.y"] = ProtoField.double("rutentoy.world_effect.y", "Y")
+F["rutentoy.world_effect.z_raw"] = ProtoField.int32("rutentoy.world_effect.z_raw", "Z (raw)", base.DEC, nil)
+F["rutentoy.world_effect.z"] = ProtoField.double("rutentoy.world_effect.z", "Z")
+F["rutentoy.world_effect.look"] = ProtoField.uint32("rutentoy.world_effect.look", "Color and scale", base.HEX, nil)
+F["rutentoy.world_effect.look_r"] = ProtoField.uint8("rutentoy.world_effect.look_r", "Red", base.DEC, nil)
+F["rutentoy.world_effect.look_g"] = ProtoField.uint8("rutentoy.world_effect.look_g", "Green", base.DEC, nil)
+F["rutentoy.world_effect.look_b"] = ProtoField.uint8("rutentoy.world_effect.look_b", "Blue", base.DEC, nil)
+F["rutentoy.world_effect.look_scale"] = ProtoField.uint8("rutentoy.world_effect.look_scale", "Scale", base.DEC, nil)
+F["rutentoy.world_effect.effect_data"] = ProtoField.bytes("rutentoy.world_effect.effect_data", "Effect data")
+F["rutentoy.gamemode.permissions"] = ProtoField.uint16("rutentoy.gamemode.permissions", "Permissions", base.HEX, nil)
+F["rutentoy.gamemode.permissions.invulnerable"] = ProtoField.bool("rutentoy.gamemode.permissions.invulnerable", "Invulnerable", 16, nil, 1)
+F["rutentoy.gamemode.permissions.allow_flight"] = ProtoField.bool("rutentoy.gamemode.permissions.allow_flight", "Allow Flight", 16, nil, 2)
+F["rutentoy.gamemode.permissions.allow_no_clip"] = ProtoField.bool("rutentoy.gamemode.permissions.allow_no_clip", "Allow No-clip", 16, nil, 4)
+F["rutentoy.gamemode.permissions.unlimited_items"] = ProtoField.bool("rutentoy.gamemode.permissions.unlimited_items", "Unlimited Items", 16, nil, 8)
+F["rutentoy.gamemode.permissions.set_blocks_instantly"] = ProtoField.bool("rutentoy.gamemode.permissions.set_blocks_instantly", "Set Blocks Instantly", 16, nil, 16)
+F["rutentoy.gamemode.permissions.disallow_movement"] = ProtoField.bool("rutentoy.gamemode.permissions.disallow_movement", "Disallow Movement", 16, nil, 32)
+F["rutentoy.gamemode.permissions.disallow_rotation"] = ProtoField.bool("rutentoy.gamemode.permissions.disallow_rotation", "Disallow Rotation", 16, nil, 64)
+F["rutentoy.gamemode.permissions.disallow_jumping"] = ProtoField.bool("rutentoy.gamemode.permissions.disallow_jumping", "Disallow Jumping", 16, nil, 128)
+F["rutentoy.gamemode.permissions.player_x_ray"] = ProtoField.bool("rutentoy.gamemode.permissions.player_x_ray", "Player X-ray", 16, nil, 256)
+F["rutentoy.gamemode.permissions.npc_x_ray"] = ProtoField.bool("rutentoy.gamemode.permissions.npc_x_ray", "NPC X-ray", 16, nil, 512)
+F["rutentoy.gamemode.permissions.no_fall_damage"] = ProtoField.bool("rutentoy.gamemode.permissions.no_fall_damage", "No Fall Damage", 16, nil, 1024)
+F["rutentoy.gamemode.permissions.disallow_player_vs_player_damage"] = ProtoField.bool("rutentoy.gamemode.permissions.disallow_player_vs_player_damage", "Disallow Player-vs-Player Damage", 16, nil, 2048)
+F["rutentoy.gamemode.permissions.disallow_player_vs_npc_damage"] = ProtoField.bool("rutentoy.gamemode.permissions.disallow_player_vs_npc_damage", "Disallow Player-vs-NPC Damage", 16, nil, 4096)
+F["rutentoy.gamemode.permissions.spectate_on_death"] = ProtoField.bool("rutentoy.gamemode.permissions.spectate_on_death", "Spectate on Death", 16, nil, 8192)
+F["rutentoy.gamemode.permissions.auto_respawn"] = ProtoField.bool("rutentoy.gamemode.permissions.auto_respawn", "Auto Respawn", 16, nil, 16384)
+F["rutentoy.gamemode.permissions.allow_debug_info"] = ProtoField.bool("rutentoy.gamemode.permissions.allow_debug_info", "Allow Debug Info", 16, nil, 32768)
+F["rutentoy.gamemode.walk_speed_raw"] = ProtoField.uint16("rutentoy.gamemode.walk_speed_raw", "Walk speed (raw)", base.DEC, nil)
+F["rutentoy.gamemode.walk_speed"] = ProtoField.double("rutentoy.gamemode.walk_speed", "Walk speed")
+F["rutentoy.gamemode.jump_height_raw"] = ProtoField.uint16("rutentoy.gamemode.jump_height_raw", "Jump height (raw)", base.DEC, nil)
+F["rutentoy.gamemode.jump_height"] = ProtoField.double("rutentoy.gamemode.jump_height", "Jump height")
+F["rutentoy.texture.oid"] = ProtoField.uint32("rutentoy.texture.oid", "Object ID", base.DEC, nil)
+F["rutentoy.texture.cookie"] = ProtoField.uint32("rutentoy.texture.cookie", "Texture cookie", base.HEX, nil)
+F["rutentoy.texture.data_len"] = ProtoField.uint16("rutentoy.texture.data_len", "Data length", base.DEC, nil)
+F["rutentoy.texture.data"] = ProtoField.bytes("rutentoy.texture.data", "QOI data chunk")
+F["rutentoy.texture.image"] = ProtoField.none("rutentoy.texture.image", "Reassembled image")
+F["rutentoy.texture.image.frame"] = ProtoField.uint32("rutentoy.texture.image.frame", "Chunk in frame", base.DEC, nil)
+F["rutentoy.texture.image.length"] = ProtoField.uint32("rutentoy.texture.image.length", "Length", base.DEC, nil)
+F["rutentoy.texture.image.magic"] = ProtoField.string("rutentoy.texture.image.magic", "Magic")
+F["rutentoy.texture.image.width"] = ProtoField.uint32("rutentoy.texture.image.width", "Width", base.DEC, nil)
+F["rutentoy.texture.image.height"] = ProtoField.uint32("rutentoy.texture.image.height", "Height", base.DEC, nil)
+F["rutentoy.texture.image.channels"] = ProtoField.uint8("rutentoy.texture.image.channels", "Channels", base.DEC, VT29)
+F["rutentoy.texture.image.colorspace"] = ProtoField.uint8("rutentoy.texture.image.colorspace", "Colour space", base.DEC, VT30)
+F["rutentoy.texture.image.xxh32"] = ProtoField.string("rutentoy.texture.image.xxh32", "xxHash32")
+F["rutentoy.texture.image.announced"] = ProtoField.string("rutentoy.texture.image.announced", "Announced digest")
+F["rutentoy.texture.image.digest_ok"] = ProtoField.bool("rutentoy.texture.image.digest_ok", "Digest matches", base.NONE, nil, nil)
+F["rutentoy.texture.image.valid"] = ProtoField.bool("rutentoy.texture.image.valid", "Decodes", base.NONE, nil, nil)
+F["rutentoy.delete.oid"] = ProtoField.uint32("rutentoy.delete.oid", "Object ID", base.DEC, nil)
+F["rutentoy.revision"] = ProtoField.string("rutentoy.revision", "Revision")
+F["rutentoy.trailing_padding"] = ProtoField.bytes("rutentoy.trailing_padding", "Trailing padding")
+F["rutentoy.data"] = ProtoField.bytes("rutentoy.data", "Undecoded data")
+local FL = {}
+for _, f in pairs(F) do FL[#FL + 1] = f end
+P_rutentoy.fields = FL
+local E = {}
+E["malformed"] = ProtoExpert.new("rutentoy.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
+E["unexpected"] = ProtoExpert.new("rutentoy.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
+E["undecoded"] = ProtoExpert.new("rutentoy.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
+E["sequence"] = ProtoExpert.new("rutentoy.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
+E["reassembly"] = ProtoExpert.new("rutentoy.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
+E["trailing"] = ProtoExpert.new("rutentoy.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+local EL = {}
+for _, e in pairs(E) do EL[#EL + 1] = e end
+P_rutentoy.experts = EL
+P_rutentoy.prefs.numbering = Pref.enum("Opcode numbering (heading or struct defaults)", 0, "Opcode numbering (heading or struct defaults)", { { 1, "auto", 0 }, { 2, "heading", 1 }, { 3, "struct", 2 } }, false)
+S.rutentoy_144 = function(c, T)
+  do
+    rt.need(c, 1, "Opcode", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["opcode"] = v
+    local it = T:add(F["rutentoy.opcode"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.rutentoy_disconnect_145 = function(c, T)
+end
+S.rutentoy_ping_146 = function(c, T)
+  do
+    rt.need(c, 4, "Cookie", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["cookie"] = v
+    local it = T:add_le(F["rutentoy.ping.cookie"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_create_147 = function(c, T)
+  do
+    rt.need(c, 4, "Object ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["oid"] = v
+    local it = T:add_le(F["rutentoy.create.oid"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 2, "Model", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["model"] = v
+    local it = T:add_le(F["rutentoy.create.model"], r)
+    if VT17[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Model", v)) end
+    c.pos = c.pos + 2
+  end
+  do
+    local v = rt.lookup(c, "model")
+    if v == 1 then
+      S.rutentoy_create_160(c, T)
+    else
+      do
+        rt.need(c, 2, "Model metadata", T)
+        local r = c.tvb(c.pos, 2)
+        local v = r:le_uint()
+        c.sc[#c.sc]["model_meta"] = v
+        local it = T:add_le(F["rutentoy.create.model_meta"], r)
+        c.pos = c.pos + 2
+      end
+    end
+  end
+end
+S.rutentoy_move_148 = function(c, T)
+  do
+    rt.need(c, 4, "Object ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["oid"] = v
+    local it = T:add_le(F["rutentoy.move.oid"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "X", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["x"] = v
+    T:add_le(F["rutentoy.move.x_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.move.x"], r, real, string.format("%s: %.6g%s", "X", real, "")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Y", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["y"] = v
+    T:add_le(F["rutentoy.move.y_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.move.y"], r, real, string.format("%s: %.6g%s", "Y", real, "")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Z", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["z"] = v
+    T:add_le(F["rutentoy.move.z_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.move.z"], r, real, string.format("%s: %.6g%s", "Z", real, "")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 2, "Yaw", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["yaw"] = v
+    T:add_le(F["rutentoy.move.yaw_raw"], r)
+    local real = v / 65536.0 * 360.0
+    T:add(F["rutentoy.move.yaw"], r, real, string.format("%s: %.6g%s", "Yaw", real, "\194\176")):set_generated()
+    local real = v / 65536.0 * 6.283185307179586
+    T:add(F["rutentoy.move.yaw_rad"], r, real, string.format("%s: %.6g%s", "Yaw (radians)", real, " rad")):set_generated()
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Pitch", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["pitch"] = v
+    T:add_le(F["rutentoy.move.pitch_raw"], r)
+    local real = v / 65536.0 * 360.0
+    T:add(F["rutentoy.move.pitch"], r, real, string.format("%s: %.6g%s", "Pitch", real, "\194\176")):set_generated()
+    local real = v / 65536.0 * 6.283185307179586
+    T:add(F["rutentoy.move.pitch_rad"], r, real, string.format("%s: %.6g%s", "Pitch (radians)", real, " rad")):set_generated()
+    c.pos = c.pos + 2
+  end
+end
+S.rutentoy_metadata_149 = function(c, T)
+  do
+    rt.need(c, 4, "Object ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["oid"] = v
+    local it = T:add_le(F["rutentoy.metadata.oid"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 1, "Metadata type", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["meta_type"] = v
+    local it = T:add(F["rutentoy.metadata.meta_type"], r)
+    if VT19[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Metadata type", v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    local v = rt.lookup(c, "meta_type")
+    if v == 0 then
+      S.rutentoy_metadata_161(c, T)
+    elseif v == 1 then
+      S.rutentoy_metadata_162(c, T)
+    elseif v == 2 then
+      S.rutentoy_metadata_163(c, T)
+    else
+      do
+        rt.need(c, 4, "Metadata", T)
+        local r = c.tvb(c.pos, 4)
+        local v = r:le_uint()
+        c.sc[#c.sc]["meta_data"] = v
+        local it = T:add_le(F["rutentoy.metadata.meta_data"], r)
+        c.pos = c.pos + 4
+      end
+    end
+  end
+end
+S.rutentoy_interact_150 = function(c, T)
+  do
+    rt.need(c, 1, "Mode", T)
+    local r = c.tvb(c.pos, 1)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.interact.mode"], r)
+    c.sc[#c.sc]["mode"] = rt.bits(s, 0, 8, false)
+    local v = rt.bits(s, 4, 4, false)
+    c.sc[#c.sc]["action"] = v
+    local k = it:add(F["rutentoy.interact.action"], r, v)
+    local v = rt.bits(s, 0, 4, false)
+    c.sc[#c.sc]["interaction"] = v
+    local k = it:add(F["rutentoy.interact.interaction"], r, v)
+    if VT22[v] == nil then rt.expert(c, k, "unexpected", string.format("Unknown %s %d", "Interaction", v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 4, "Target object ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["oid"] = v
+    local it = T:add_le(F["rutentoy.interact.oid"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Block X", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["block_x"] = v
+    local it = T:add_le(F["rutentoy.interact.block_x"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Block Y", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["block_y"] = v
+    local it = T:add_le(F["rutentoy.interact.block_y"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Block Z", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["block_z"] = v
+    local it = T:add_le(F["rutentoy.interact.block_z"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 2, "Item", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["item"] = v
+    local it = T:add_le(F["rutentoy.interact.item"], r)
+    if VT18[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Item", v)) end
+    c.pos = c.pos + 2
+  end
+end
+S.rutentoy_gui_open_151 = function(c, T)
+  do
+    rt.need(c, 2, "Mode", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["mode"] = v
+    local it = T:add_le(F["rutentoy.gui_open.mode"], r)
+    if VT23[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Mode", v)) end
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "GUI cookie", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["cookie"] = v
+    local it = T:add_le(F["rutentoy.gui_open.cookie"], r)
+    c.pos = c.pos + 2
+  end
+end
+S.rutentoy_gui_interact_152 = function(c, T)
+  do
+    rt.need(c, 1, "Mode", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["mode"] = v
+    local it = T:add(F["rutentoy.gui_interact.mode"], r)
+    if VT24[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Mode", v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 2, "Source GUI cookie", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["send_cookie"] = v
+    local it = T:add_le(F["rutentoy.gui_interact.send_cookie"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Destination GUI cookie", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["recv_cookie"] = v
+    local it = T:add_le(F["rutentoy.gui_interact.recv_cookie"], r)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Source slot", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["send_slot"] = v
+    local it = T:add(F["rutentoy.gui_interact.send_slot"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    rt.need(c, 1, "Destination slot", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["recv_slot"] = v
+    local it = T:add(F["rutentoy.gui_interact.recv_slot"], r)
+    c.pos = c.pos + 1
+  end
+end
+S.rutentoy_message_153 = function(c, T)
+  do
+    rt.need(c, 4, "Message cookie", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["cookie"] = v
+    local it = T:add_le(F["rutentoy.message.cookie"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 1, "Channel", T)
+    local r = c.tvb(c.pos, 1)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.message.channel_byte"], r)
+    c.sc[#c.sc]["channel_byte"] = rt.bits(s, 0, 8, false)
+    local v = rt.bits(s, 7, 1, false)
+    c.sc[#c.sc]["final"] = v
+    local k = it:add(F["rutentoy.message.final"], r, v)
+    local v = rt.bits(s, 0, 7, false)
+    c.sc[#c.sc]["channel"] = v
+    local k = it:add(F["rutentoy.message.channel"], r, v)
+    c.pos = c.pos + 1
+  end
+  rt.text_reassembly(c, T, { size = 64, key = "cookie", final = "final", channel = "channel", command_channel = 5, limit = 16384, pending = 64, f = F["rutentoy.message.chunk"], r = F["rutentoy.message.reassembled"], frame = F["rutentoy.message.reassembled.frame"], chunks = F["rutentoy.message.reassembled.chunks"], length = F["rutentoy.message.reassembled.length"], text = F["rutentoy.message.text"], cmd = F["rutentoy.ipc.command"], name = "chunk", label = "Text chunk", commands = { { word = "INFO", label = "Server info", alone = "Server info request", sep = ";", maxsplit = -1, sets = nil, args = { { name = "slots", label = "Total player slots", kind = "uint32", f = F["rutentoy.ipc.slots"] }, { name = "players", label = "Occupied player slots", kind = "uint32", f = F["rutentoy.ipc.players"] }, { name = "timezone", label = "Timezone offset", kind = "string", f = F["rutentoy.ipc.timezone"] }, { name = "motd", label = "Message of the day", kind = "string", f = F["rutentoy.ipc.motd"] }, { name = "extra", label = "Extra text", kind = "string", f = F["rutentoy.ipc.extra"] } } }, { word = "LOGIN", label = "Login", alone = nil, sep = " ", maxsplit = 1, sets = nil, args = { { name = "user", label = "User name", kind = "string", f = F["rutentoy.ipc.user"] }, { name = "passkey", label = "Passkey", kind = "string", f = F["rutentoy.ipc.passkey"] } } }, { word = "HASTEX", label = "Has texture", alone = nil, sep = " ", maxsplit = -1, sets = nil, args = { { name = "digest", label = "Texture digest (xxHash32)", kind = "string", f = F["rutentoy.ipc.digest"] } } }, { word = "HAVETEX", label = "Have texture", alone = nil, sep = " ", maxsplit = -1, sets = { "have", 0, "texture_exchange" }, args = { { name = "have", label = "Have texture", kind = "uint32", f = F["rutentoy.ipc.have"] } } }, { word = "LEAVE", label = "Leave", alone = nil, sep = " ", maxsplit = 0, sets = nil, args = { { name = "reason", label = "Reason", kind = "string", f = F["rutentoy.ipc.reason"] } } } } })
+end
+S.rutentoy_world_chunk_154 = function(c, T)
+  do
+    rt.need(c, 8, "Chunk coordinates", T)
+    local r = c.tvb(c.pos, 8)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_chunk.coords"], r)
+    c.sc[#c.sc]["coords"] = rt.bits(s, 0, 48, false)
+    local v = rt.bits(s, 0, 21, true)
+    c.sc[#c.sc]["chunk_x"] = v
+    local k = it:add(F["rutentoy.world_chunk.chunk_x"], r, v)
+    local v = rt.bits(s, 21, 19, true)
+    c.sc[#c.sc]["chunk_y"] = v
+    local k = it:add(F["rutentoy.world_chunk.chunk_y"], r, v)
+    local v = rt.bits(s, 40, 21, true)
+    c.sc[#c.sc]["chunk_z"] = v
+    local k = it:add(F["rutentoy.world_chunk.chunk_z"], r, v)
+    c.pos = c.pos + 8
+  end
+  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"] })
+end
+S.rutentoy_set_block_155 = function(c, T)
+  do
+    rt.need(c, 8, "Chunk coordinates", T)
+    local r = c.tvb(c.pos, 8)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.set_block.coords"], r)
+    c.sc[#c.sc]["coords"] = rt.bits(s, 0, 48, false)
+    local v = rt.bits(s, 0, 21, true)
+    c.sc[#c.sc]["chunk_x"] = v
+    local k = it:add(F["rutentoy.set_block.chunk_x"], r, v)
+    local v = rt.bits(s, 21, 19, true)
+    c.sc[#c.sc]["chunk_y"] = v
+    local k = it:add(F["rutentoy.set_block.chunk_y"], r, v)
+    local v = rt.bits(s, 40, 21, true)
+    c.sc[#c.sc]["chunk_z"] = v
+    local k = it:add(F["rutentoy.set_block.chunk_z"], r, v)
+    c.pos = c.pos + 8
+  end
+  do
+    rt.need(c, 2, "Block position", T)
+    local r = c.tvb(c.pos, 2)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.set_block.position"], r)
+    c.sc[#c.sc]["position"] = rt.bits(s, 0, 16, false)
+    local v = rt.bits(s, 0, 4, false)
+    c.sc[#c.sc]["block_x"] = v
+    local k = it:add(F["rutentoy.set_block.block_x"], r, v)
+    local v = rt.bits(s, 4, 4, false)
+    c.sc[#c.sc]["block_y"] = v
+    local k = it:add(F["rutentoy.set_block.block_y"], r, v)
+    local v = rt.bits(s, 8, 4, false)
+    c.sc[#c.sc]["block_z"] = v
+    local k = it:add(F["rutentoy.set_block.block_z"], r, v)
+    local v = rt.bits(s, 12, 4, false)
+    c.sc[#c.sc]["block_nibble"] = v
+    local k = it:add(F["rutentoy.set_block.block_nibble"], r, v)
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 1, "Block ID low byte", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["block"] = v
+    local it = T:add(F["rutentoy.set_block.block"], r)
+    c.pos = c.pos + 1
+  end
+  do
+    local v = (rt.lookup(c, "block_nibble") or 0) * 256 + (rt.lookup(c, "block") or 0) * 1
+    c.sc[#c.sc]["block_id"] = v
+    local it = T:add(F["rutentoy.set_block.block_id"], c.tvb(c.pos, 0), v)
+    it:set_generated()
+    if VT26[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s 0x%03x", "Block ID", v)) end
+  end
+end
+S.rutentoy_world_effect_156 = function(c, T)
+  do
+    rt.need(c, 1, "Mode", T)
+    local r = c.tvb(c.pos, 1)
+    local v = r:uint()
+    c.sc[#c.sc]["mode"] = v
+    local it = T:add(F["rutentoy.world_effect.mode"], r)
+    if VT27[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Mode", v)) end
+    c.pos = c.pos + 1
+  end
+  do
+    local v = rt.lookup(c, "mode")
+    if v == 0 then
+      S.rutentoy_world_effect_164(c, T)
+    elseif v == 1 then
+      S.rutentoy_world_effect_165(c, T)
+    elseif v == 2 then
+      S.rutentoy_world_effect_166(c, T)
+    elseif v == 3 then
+      S.rutentoy_world_effect_166(c, T)
+    elseif v == 4 then
+      S.rutentoy_world_effect_166(c, T)
+    else
+      do
+        rt.need(c, 16, "Effect data", T)
+        local r = c.tvb(c.pos, 16)
+        c.sc[#c.sc]["effect_data"] = r:raw()
+        T:add(F["rutentoy.world_effect.effect_data"], r)
+        c.pos = c.pos + 16
+      end
+    end
+  end
+end
+S.rutentoy_gamemode_157 = function(c, T)
+  do
+    rt.need(c, 2, "Permissions", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["permissions"] = v
+    local it = T:add_le(F["rutentoy.gamemode.permissions"], r)
+    c.pos = c.pos + 2
+    it:add_le(F["rutentoy.gamemode.permissions.invulnerable"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.allow_flight"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.allow_no_clip"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.unlimited_items"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.set_blocks_instantly"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.disallow_movement"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.disallow_rotation"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.disallow_jumping"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.player_x_ray"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.npc_x_ray"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.no_fall_damage"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.disallow_player_vs_player_damage"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.disallow_player_vs_npc_damage"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.spectate_on_death"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.auto_respawn"], r)
+    it:add_le(F["rutentoy.gamemode.permissions.allow_debug_info"], r)
+  end
+  do
+    rt.need(c, 2, "Walk speed", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["walk_speed"] = v
+    T:add_le(F["rutentoy.gamemode.walk_speed_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.gamemode.walk_speed"], r, real, string.format("%s: %.6g%s", "Walk speed", real, "")):set_generated()
+    c.pos = c.pos + 2
+  end
+  do
+    rt.need(c, 2, "Jump height", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["jump_height"] = v
+    T:add_le(F["rutentoy.gamemode.jump_height_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.gamemode.jump_height"], r, real, string.format("%s: %.6g%s", "Jump height", real, "")):set_generated()
+    c.pos = c.pos + 2
+  end
+end
+S.rutentoy_texture_158 = function(c, T)
+  do
+    rt.need(c, 4, "Object ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["oid"] = v
+    local it = T:add_le(F["rutentoy.texture.oid"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Texture cookie", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["cookie"] = v
+    local it = T:add_le(F["rutentoy.texture.cookie"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 2, "Data length", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["data_len"] = v
+    local it = T:add_le(F["rutentoy.texture.data_len"], r)
+    if v < 0 or v > 1024 then rt.expert(c, it, "unexpected", string.format("%s %d is outside %d..%d", "Data length", v, 0, 1024)) end
+    c.pos = c.pos + 2
+  end
+  rt.image_reassembly(c, T, { size = 1024, key = "cookie", len_field = "data_len", max_side = 128, limit = 82966, pending = 16, digest_cmd = "HASTEX", digest_arg = "digest", clears = "texture_exchange", f = F["rutentoy.texture.data"], label = "QOI data chunk", r = F["rutentoy.texture.image"], frame = F["rutentoy.texture.image.frame"], length = F["rutentoy.texture.image.length"], magic = F["rutentoy.texture.image.magic"], width = F["rutentoy.texture.image.width"], height = F["rutentoy.texture.image.height"], channels = F["rutentoy.texture.image.channels"], colorspace = F["rutentoy.texture.image.colorspace"], hash = F["rutentoy.texture.image.xxh32"], announced = F["rutentoy.texture.image.announced"], match = F["rutentoy.texture.image.digest_ok"], valid = F["rutentoy.texture.image.valid"] })
+end
+S.rutentoy_delete_159 = function(c, T)
+  do
+    rt.need(c, 4, "Object ID", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["oid"] = v
+    local it = T:add_le(F["rutentoy.delete.oid"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_create_160 = function(c, T)
+  do
+    rt.need(c, 2, "Block/item", T)
+    local r = c.tvb(c.pos, 2)
+    local v = r:le_uint()
+    c.sc[#c.sc]["model_item"] = v
+    local it = T:add_le(F["rutentoy.create.model_item"], r)
+    if VT18[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Block/item", v)) end
+    c.pos = c.pos + 2
+  end
+end
+S.rutentoy_metadata_161 = function(c, T)
+  do
+    rt.need(c, 4, "Color", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.metadata.color"], r)
+    c.sc[#c.sc]["color"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["color_r"] = v
+    local k = it:add(F["rutentoy.metadata.color_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["color_g"] = v
+    local k = it:add(F["rutentoy.metadata.color_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["color_b"] = v
+    local k = it:add(F["rutentoy.metadata.color_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["color_glow"] = v
+    local k = it:add(F["rutentoy.metadata.color_glow"], r, v)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_metadata_162 = function(c, T)
+  do
+    rt.need(c, 4, "Animation", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["animation"] = v
+    local it = T:add_le(F["rutentoy.metadata.animation"], r)
+    if VT20[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Animation", v)) end
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_metadata_163 = function(c, T)
+  do
+    rt.need(c, 4, "Equipment", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.metadata.equipment"], r)
+    c.sc[#c.sc]["equipment"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 12, false)
+    c.sc[#c.sc]["item"] = v
+    local k = it:add(F["rutentoy.metadata.item"], r, v)
+    if VT18[v] == nil then rt.expert(c, k, "unexpected", string.format("Unknown %s %d", "Item/block", v)) end
+    local v = rt.bits(s, 12, 4, false)
+    c.sc[#c.sc]["slot"] = v
+    local k = it:add(F["rutentoy.metadata.slot"], r, v)
+    if VT21[v] == nil then rt.expert(c, k, "unexpected", string.format("Unknown %s %d", "Slot", v)) end
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_164 = function(c, T)
+  do
+    rt.need(c, 4, "Block X", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["block_x"] = v
+    local it = T:add_le(F["rutentoy.world_effect.block_x"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Block Y", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["block_y"] = v
+    local it = T:add_le(F["rutentoy.world_effect.block_y"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Block Z", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["block_z"] = v
+    local it = T:add_le(F["rutentoy.world_effect.block_z"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Breaking progress", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["progress"] = v
+    local it = T:add_le(F["rutentoy.world_effect.progress"], r)
+    if v < 0 or v > 8 then rt.expert(c, it, "unexpected", string.format("%s %d is outside %d..%d", "Breaking progress", v, 0, 8)) end
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_165 = function(c, T)
+  do
+    rt.need(c, 4, "Weather", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["weather"] = v
+    local it = T:add_le(F["rutentoy.world_effect.weather"], r)
+    if VT28[v] == nil then rt.expert(c, it, "unexpected", string.format("Unknown %s %d", "Weather", v)) end
+    c.pos = c.pos + 4
+  end
+  do
+    local v = rt.lookup(c, "weather")
+    if v == 1 then
+      S.rutentoy_world_effect_167(c, T)
+    elseif v == 2 then
+      S.rutentoy_world_effect_167(c, T)
+    elseif v == 3 then
+      S.rutentoy_world_effect_168(c, T)
+    elseif v == 4 then
+      S.rutentoy_world_effect_169(c, T)
+    elseif v == 5 then
+      S.rutentoy_world_effect_170(c, T)
+    else
+      S.rutentoy_world_effect_171(c, T)
+    end
+  end
+end
+S.rutentoy_world_effect_166 = function(c, T)
+  do
+    rt.need(c, 4, "X", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["x"] = v
+    T:add_le(F["rutentoy.world_effect.x_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.world_effect.x"], r, real, string.format("%s: %.6g%s", "X", real, "")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Y", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["y"] = v
+    T:add_le(F["rutentoy.world_effect.y_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.world_effect.y"], r, real, string.format("%s: %.6g%s", "Y", real, "")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Z", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_int()
+    c.sc[#c.sc]["z"] = v
+    T:add_le(F["rutentoy.world_effect.z_raw"], r)
+    local real = v / 256.0 * 1.0
+    T:add(F["rutentoy.world_effect.z"], r, real, string.format("%s: %.6g%s", "Z", real, "")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Color and scale", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.look"], r)
+    c.sc[#c.sc]["look"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["look_r"] = v
+    local k = it:add(F["rutentoy.world_effect.look_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["look_g"] = v
+    local k = it:add(F["rutentoy.world_effect.look_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["look_b"] = v
+    local k = it:add(F["rutentoy.world_effect.look_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["look_scale"] = v
+    local k = it:add(F["rutentoy.world_effect.look_scale"], r, v)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_167 = function(c, T)
+  do
+    rt.need(c, 4, "Time of day", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["day_time"] = v
+    T:add_le(F["rutentoy.world_effect.day_time_raw"], r)
+    local real = v / 4294967296.0 * 1.0
+    T:add(F["rutentoy.world_effect.day_time"], r, real, string.format("%s: %.6g%s", "Time of day", real, " day")):set_generated()
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Data 3", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["data3"] = v
+    local it = T:add_le(F["rutentoy.world_effect.data3"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Data 4", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["data4"] = v
+    local it = T:add_le(F["rutentoy.world_effect.data4"], r)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_168 = function(c, T)
+  do
+    rt.need(c, 4, "Daytime sky", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.day_sky"], r)
+    c.sc[#c.sc]["day_sky"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["day_sky_r"] = v
+    local k = it:add(F["rutentoy.world_effect.day_sky_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["day_sky_g"] = v
+    local k = it:add(F["rutentoy.world_effect.day_sky_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["day_sky_b"] = v
+    local k = it:add(F["rutentoy.world_effect.day_sky_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["day_sky_x"] = v
+    local k = it:add(F["rutentoy.world_effect.day_sky_x"], r, v)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Nighttime sky", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.night_sky"], r)
+    c.sc[#c.sc]["night_sky"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["night_sky_r"] = v
+    local k = it:add(F["rutentoy.world_effect.night_sky_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["night_sky_g"] = v
+    local k = it:add(F["rutentoy.world_effect.night_sky_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["night_sky_b"] = v
+    local k = it:add(F["rutentoy.world_effect.night_sky_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["night_sky_x"] = v
+    local k = it:add(F["rutentoy.world_effect.night_sky_x"], r, v)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Dawn/dusk sky", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.dusk_sky"], r)
+    c.sc[#c.sc]["dusk_sky"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["dusk_sky_r"] = v
+    local k = it:add(F["rutentoy.world_effect.dusk_sky_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["dusk_sky_g"] = v
+    local k = it:add(F["rutentoy.world_effect.dusk_sky_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["dusk_sky_b"] = v
+    local k = it:add(F["rutentoy.world_effect.dusk_sky_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["dusk_sky_a"] = v
+    local k = it:add(F["rutentoy.world_effect.dusk_sky_a"], r, v)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_169 = function(c, T)
+  do
+    rt.need(c, 4, "Sunlight", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.sunlight"], r)
+    c.sc[#c.sc]["sunlight"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["sunlight_r"] = v
+    local k = it:add(F["rutentoy.world_effect.sunlight_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["sunlight_g"] = v
+    local k = it:add(F["rutentoy.world_effect.sunlight_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["sunlight_b"] = v
+    local k = it:add(F["rutentoy.world_effect.sunlight_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["sunlight_x"] = v
+    local k = it:add(F["rutentoy.world_effect.sunlight_x"], r, v)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Artificial light", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.artificial"], r)
+    c.sc[#c.sc]["artificial"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["artificial_r"] = v
+    local k = it:add(F["rutentoy.world_effect.artificial_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["artificial_g"] = v
+    local k = it:add(F["rutentoy.world_effect.artificial_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["artificial_b"] = v
+    local k = it:add(F["rutentoy.world_effect.artificial_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["artificial_x"] = v
+    local k = it:add(F["rutentoy.world_effect.artificial_x"], r, v)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Ambient", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.ambient"], r)
+    c.sc[#c.sc]["ambient"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["ambient_r"] = v
+    local k = it:add(F["rutentoy.world_effect.ambient_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["ambient_g"] = v
+    local k = it:add(F["rutentoy.world_effect.ambient_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["ambient_b"] = v
+    local k = it:add(F["rutentoy.world_effect.ambient_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["ambient_x"] = v
+    local k = it:add(F["rutentoy.world_effect.ambient_x"], r, v)
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_170 = function(c, T)
+  do
+    rt.need(c, 4, "Fog color", T)
+    local r = c.tvb(c.pos, 4)
+    local s = r:bytes():raw()
+    local it = T:add_le(F["rutentoy.world_effect.fog"], r)
+    c.sc[#c.sc]["fog"] = rt.bits(s, 0, 32, false)
+    local v = rt.bits(s, 0, 8, false)
+    c.sc[#c.sc]["fog_r"] = v
+    local k = it:add(F["rutentoy.world_effect.fog_r"], r, v)
+    local v = rt.bits(s, 8, 8, false)
+    c.sc[#c.sc]["fog_g"] = v
+    local k = it:add(F["rutentoy.world_effect.fog_g"], r, v)
+    local v = rt.bits(s, 16, 8, false)
+    c.sc[#c.sc]["fog_b"] = v
+    local k = it:add(F["rutentoy.world_effect.fog_b"], r, v)
+    local v = rt.bits(s, 24, 8, false)
+    c.sc[#c.sc]["fog_x"] = v
+    local k = it:add(F["rutentoy.world_effect.fog_x"], r, v)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Fog density scale", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["density"] = v
+    local it = T:add_le(F["rutentoy.world_effect.density"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Interpolation time", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["interpolation"] = v
+    T:add_le(F["rutentoy.world_effect.interpolation_raw"], r)
+    local real = v / 1.0 * 40.0
+    T:add(F["rutentoy.world_effect.interpolation"], r, real, string.format("%s: %.6g%s", "Interpolation time", real, " ms")):set_generated()
+    c.pos = c.pos + 4
+  end
+end
+S.rutentoy_world_effect_171 = function(c, T)
+  do
+    rt.need(c, 4, "Data 2", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["data2"] = v
+    local it = T:add_le(F["rutentoy.world_effect.data2"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Data 3", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["data3"] = v
+    local it = T:add_le(F["rutentoy.world_effect.data3"], r)
+    c.pos = c.pos + 4
+  end
+  do
+    rt.need(c, 4, "Data 4", T)
+    local r = c.tvb(c.pos, 4)
+    local v = r:le_uint()
+    c.sc[#c.sc]["data4"] = v
+    local it = T:add_le(F["rutentoy.world_effect.data4"], r)
+    c.pos = c.pos + 4
+  end
+end
+local SPEC = { header_size = 1, numberings = { "heading", "struct" }, server_ports = { [29778] = true }, alternates = { ["heading|s2c|4"] = { "texture_exchange", "c2s" } }, names = { ["heading"] = { [0] = "Disconnect", [1] = "Ping", [2] = "Object Create", [3] = "Object Move", [5] = "Object Metadata", [7] = "Interact", [8] = "GUI Open", [9] = "GUI Interact", [11] = "Message", [16] = "World Chunk", [17] = "Set Block", [18] = "World Effect", [32] = "Gamemode Settings", [4] = "Object Delete / Texture Chunk", [10] = "GUI Items" }, ["struct"] = { [0] = "Disconnect", [1] = "Ping", [3] = "Object Create", [2] = "Object Move", [4] = "Object Delete", [5] = "Object Texture Chunk", [6] = "Object Metadata", [7] = "Interact", [8] = "GUI Open", [9] = "GUI Interact", [10] = "Message", [16] = "World Chunk", [17] = "Set Block", [18] = "World Effect", [32] = "Gamemode Settings" } }, sent_by = { ["create"] = "s2c", ["interact"] = "c2s", ["gui_interact"] = "c2s", ["world_chunk"] = "s2c", ["world_effect"] = "s2c", ["gamemode"] = "s2c" }, final = { ["disconnect"] = true }, type_field = "opcode", description = "Rutentoy Protocol", scan = 65536, numbering_scan = 4096, bodies = { ["heading/c2s"] = { [0] = { fn = S.rutentoy_disconnect_145, size = 0, label = "Disconnect", info = nil, name = "disconnect" }, [1] = { fn = S.rutentoy_ping_146, size = 4, label = "Ping", info = { false, "cookie=", true, "cookie" }, name = "ping" }, [2] = { fn = S.rutentoy_create_147, size = 8, label = "Object Create", info = { false, "oid=", true, "oid", false, " model=", true, "model" }, name = "create" }, [3] = { fn = S.rutentoy_move_148, size = 20, label = "Object Move", info = { false, "oid=", true, "oid" }, name = "move" }, [5] = { fn = S.rutentoy_metadata_149, size = 9, label = "Object Metadata", info = { false, "oid=", true, "oid", false, " type=", true, "meta_type" }, name = "metadata" }, [7] = { fn = S.rutentoy_interact_150, size = 19, label = "Interact", info = { false, "interaction=", true, "interaction", false, " oid=", true, "oid" }, name = "interact" }, [8] = { fn = S.rutentoy_gui_open_151, size = 4, label = "GUI Open", info = { false, "mode=", true, "mode", false, " cookie=", true, "cookie" }, name = "gui_open" }, [9] = { fn = S.rutentoy_gui_interact_152, size = 7, label = "GUI Interact", info = { false, "mode=", true, "mode" }, name = "gui_interact" }, [11] = { fn = S.rutentoy_message_153, size = 69, label = "Message", info = { false, "cookie=", true, "cookie", false, " channel=", true, "channel" }, name = "message" }, [16] = { fn = S.rutentoy_world_chunk_154, size = 1032, label = "World Chunk", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ")" }, name = "world_chunk" }, [17] = { fn = S.rutentoy_set_block_155, size = 11, label = "Set Block", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ") block=", true, "block_id" }, name = "set_block" }, [18] = { fn = S.rutentoy_world_effect_156, size = 17, label = "World Effect", info = { false, "mode=", true, "mode" }, name = "world_effect" }, [32] = { fn = S.rutentoy_gamemode_157, size = 6, label = "Gamemode Settings", info = { false, "permissions=", true, "permissions" }, name = "gamemode" }, [4] = { fn = S.rutentoy_texture_158, size = 1034, label = "Object Texture Chunk", info = { false, "oid=", true, "oid", false, " cookie=", true, "cookie", false, " len=", true, "data_len" }, name = "texture" } }, ["heading/s2c"] = { [0] = { fn = S.rutentoy_disconnect_145, size = 0, label = "Disconnect", info = nil, name = "disconnect" }, [1] = { fn = S.rutentoy_ping_146, size = 4, label = "Ping", info = { false, "cookie=", true, "cookie" }, name = "ping" }, [2] = { fn = S.rutentoy_create_147, size = 8, label = "Object Create", info = { false, "oid=", true, "oid", false, " model=", true, "model" }, name = "create" }, [3] = { fn = S.rutentoy_move_148, size = 20, label = "Object Move", info = { false, "oid=", true, "oid" }, name = "move" }, [5] = { fn = S.rutentoy_metadata_149, size = 9, label = "Object Metadata", info = { false, "oid=", true, "oid", false, " type=", true, "meta_type" }, name = "metadata" }, [7] = { fn = S.rutentoy_interact_150, size = 19, label = "Interact", info = { false, "interaction=", true, "interaction", false, " oid=", true, "oid" }, name = "interact" }, [8] = { fn = S.rutentoy_gui_open_151, size = 4, label = "GUI Open", info = { false, "mode=", true, "mode", false, " cookie=", true, "cookie" }, name = "gui_open" }, [9] = { fn = S.rutentoy_gui_interact_152, size = 7, label = "GUI Interact", info = { false, "mode=", true, "mode" }, name = "gui_interact" }, [11] = { fn = S.rutentoy_message_153, size = 69, label = "Message", info = { false, "cookie=", true, "cookie", false, " channel=", true, "channel" }, name = "message" }, [16] = { fn = S.rutentoy_world_chunk_154, size = 1032, label = "World Chunk", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ")" }, name = "world_chunk" }, [17] = { fn = S.rutentoy_set_block_155, size = 11, label = "Set Block", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ") block=", true, "block_id" }, name = "set_block" }, [18] = { fn = S.rutentoy_world_effect_156, size = 17, label = "World Effect", info = { false, "mode=", true, "mode" }, name = "world_effect" }, [32] = { fn = S.rutentoy_gamemode_157, size = 6, label = "Gamemode Settings", info = { false, "permissions=", true, "permissions" }, name = "gamemode" }, [4] = { fn = S.rutentoy_delete_159, size = 4, label = "Object Delete", info = { false, "oid=", true, "oid" }, name = "delete" } }, ["struct/c2s"] = { [0] = { fn = S.rutentoy_disconnect_145, size = 0, label = "Disconnect", info = nil, name = "disconnect" }, [1] = { fn = S.rutentoy_ping_146, size = 4, label = "Ping", info = { false, "cookie=", true, "cookie" }, name = "ping" }, [3] = { fn = S.rutentoy_create_147, size = 8, label = "Object Create", info = { false, "oid=", true, "oid", false, " model=", true, "model" }, name = "create" }, [2] = { fn = S.rutentoy_move_148, size = 20, label = "Object Move", info = { false, "oid=", true, "oid" }, name = "move" }, [4] = { fn = S.rutentoy_delete_159, size = 4, label = "Object Delete", info = { false, "oid=", true, "oid" }, name = "delete" }, [5] = { fn = S.rutentoy_texture_158, size = 1034, label = "Object Texture Chunk", info = { false, "oid=", true, "oid", false, " cookie=", true, "cookie", false, " len=", true, "data_len" }, name = "texture" }, [6] = { fn = S.rutentoy_metadata_149, size = 9, label = "Object Metadata", info = { false, "oid=", true, "oid", false, " type=", true, "meta_type" }, name = "metadata" }, [7] = { fn = S.rutentoy_interact_150, size = 19, label = "Interact", info = { false, "interaction=", true, "interaction", false, " oid=", true, "oid" }, name = "interact" }, [8] = { fn = S.rutentoy_gui_open_151, size = 4, label = "GUI Open", info = { false, "mode=", true, "mode", false, " cookie=", true, "cookie" }, name = "gui_open" }, [9] = { fn = S.rutentoy_gui_interact_152, size = 7, label = "GUI Interact", info = { false, "mode=", true, "mode" }, name = "gui_interact" }, [10] = { fn = S.rutentoy_message_153, size = 69, label = "Message", info = { false, "cookie=", true, "cookie", false, " channel=", true, "channel" }, name = "message" }, [16] = { fn = S.rutentoy_world_chunk_154, size = 1032, label = "World Chunk", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ")" }, name = "world_chunk" }, [17] = { fn = S.rutentoy_set_block_155, size = 11, label = "Set Block", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ") block=", true, "block_id" }, name = "set_block" }, [18] = { fn = S.rutentoy_world_effect_156, size = 17, label = "World Effect", info = { false, "mode=", true, "mode" }, name = "world_effect" }, [32] = { fn = S.rutentoy_gamemode_157, size = 6, label = "Gamemode Settings", info = { false, "permissions=", true, "permissions" }, name = "gamemode" } }, ["struct/s2c"] = { [0] = { fn = S.rutentoy_disconnect_145, size = 0, label = "Disconnect", info = nil, name = "disconnect" }, [1] = { fn = S.rutentoy_ping_146, size = 4, label = "Ping", info = { false, "cookie=", true, "cookie" }, name = "ping" }, [3] = { fn = S.rutentoy_create_147, size = 8, label = "Object Create", info = { false, "oid=", true, "oid", false, " model=", true, "model" }, name = "create" }, [2] = { fn = S.rutentoy_move_148, size = 20, label = "Object Move", info = { false, "oid=", true, "oid" }, name = "move" }, [4] = { fn = S.rutentoy_delete_159, size = 4, label = "Object Delete", info = { false, "oid=", true, "oid" }, name = "delete" }, [5] = { fn = S.rutentoy_texture_158, size = 1034, label = "Object Texture Chunk", info = { false, "oid=", true, "oid", false, " cookie=", true, "cookie", false, " len=", true, "data_len" }, name = "texture" }, [6] = { fn = S.rutentoy_metadata_149, size = 9, label = "Object Metadata", info = { false, "oid=", true, "oid", false, " type=", true, "meta_type" }, name = "metadata" }, [7] = { fn = S.rutentoy_interact_150, size = 19, label = "Interact", info = { false, "interaction=", true, "interaction", false, " oid=", true, "oid" }, name = "interact" }, [8] = { fn = S.rutentoy_gui_open_151, size = 4, label = "GUI Open", info = { false, "mode=", true, "mode", false, " cookie=", true, "cookie" }, name = "gui_open" }, [9] = { fn = S.rutentoy_gui_interact_152, size = 7, label = "GUI Interact", info = { false, "mode=", true, "mode" }, name = "gui_interact" }, [10] = { fn = S.rutentoy_message_153, size = 69, label = "Message", info = { false, "cookie=", true, "cookie", false, " channel=", true, "channel" }, name = "message" }, [16] = { fn = S.rutentoy_world_chunk_154, size = 1032, label = "World Chunk", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ")" }, name = "world_chunk" }, [17] = { fn = S.rutentoy_set_block_155, size = 11, label = "Set Block", info = { false, "(", true, "chunk_x", false, ", ", true, "chunk_y", false, ", ", true, "chunk_z", false, ") block=", true, "block_id" }, name = "set_block" }, [18] = { fn = S.rutentoy_world_effect_156, size = 17, label = "World Effect", info = { false, "mode=", true, "mode" }, name = "world_effect" }, [32] = { fn = S.rutentoy_gamemode_157, size = 6, label = "Gamemode Settings", info = { false, "permissions=", true, "permissions" }, name = "gamemode" } } } }
+SPEC.proto, SPEC.E, SPEC.header_fn = P_rutentoy, E, S.rutentoy_144
+SPEC.data, SPEC.trailing = F["rutentoy.data"], F["rutentoy.trailing_padding"]
+SPEC.choices = { "auto", "heading", "struct" }
+SPEC.pref = function() return SPEC.choices[(P_rutentoy.prefs.numbering or 0) + 1] or "auto" end
+local function rutentoy_len(...) return rt.stream_len(SPEC, ...) end
+local function rutentoy_pdu(...) return rt.stream_pdu(SPEC, ...) end
+local function rutentoy_resync(...) return rt.stream_resync(SPEC, ...) end
+P_rutentoy.dissector = rt.stream_dissector(P_rutentoy, "rutentoy", rutentoy_len, rutentoy_pdu, { data = F["rutentoy.data"], E = E, resync = rutentoy_resync })
+rt.stream_register(P_rutentoy, { 29778 }, { 29778 })
 

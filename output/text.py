@@ -14,6 +14,10 @@ def summary_line(packet, first_ns: int) -> str:
     return f"{frame.number:>5} {t:>10.6f} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
 
 
+LABEL_LENGTH = 240                   # Wireshark's ITEM_LABEL_LENGTH: a label's buffer, its NUL included
+TRUNCATED = b" [truncated]"
+
+
 def item_label(item: Item) -> str:
     if item.label is not None:
         text = item.label
@@ -21,7 +25,29 @@ def item_label(item: Item) -> str:
         text = item.field.labeler(item) if item.field.labeler else tv.label(item.field, item.value)
     else:
         text = ""
+    if item.field is not None and len(text) >= LABEL_LENGTH // 4:
+        text = fit_label(text, item.field.name)
     return f"[{text}]" if item.generated and not text.startswith("[") else text
+
+
+def fit_label(text: str, name: str) -> str:
+    """A label as Wireshark's fixed buffer leaves it (proto.c label_mark_truncated): cut to 239 bytes, then
+    " [truncated]" put after the field name and the end cut again at a character boundary."""
+    raw = text.encode()
+    if len(raw) < LABEL_LENGTH:
+        return text
+    at = text.find(name)
+    name_pos = len(text[:at + len(name)].encode()) if at >= 0 else 0
+    buf = raw[:LABEL_LENGTH - 1]
+    if name_pos < LABEL_LENGTH - len(TRUNCATED):
+        buf = (buf[:name_pos] + TRUNCATED + buf[name_pos:])[:LABEL_LENGTH]
+        end = LABEL_LENGTH - 2          # measured: tshark 4.0.17 keeps 238 bytes of an ASCII label
+        while end > 0 and buf[end] & 0xC0 == 0x80:     # back to the first byte of the last character
+            end -= 1
+        buf = buf[:end]
+    else:
+        buf = buf[:name_pos] + TRUNCATED[:LABEL_LENGTH - 1 - name_pos]
+    return buf.decode("utf-8", "replace")
 
 
 def tree_lines(item: Item, depth: int = 0):

@@ -92,20 +92,38 @@ def test_conversations_and_endpoints_match_tshark(path):
         assert got == section(expected, TITLES[table]), table
 
 
+PHS_DEPTH = 7     # deeper rows: tshark prints "..." instead of the indentation (its fake levels count too)
+
+
 def phs_rows(text: str) -> list[tuple]:
-    """(depth, protocol, frames, bytes) rows; the plugin's _ws.lua.fake wrapper removed."""
-    rows, fake_depth = [], None
+    """(depth, protocol, frames, bytes) rows down to PHS_DEPTH, with the plugin's artefacts taken out: the
+    _ws.lua.fake levels (one per Lua dissector call, also for a heuristic that said no, which splits a protocol
+    in two sibling rows: merged again) and the "frame" root tshark adds when a plugin's field extractors
+    (Field.new) make it build every tree."""
+    root: dict = {}
+    path: list[dict] = []          # the node dict at each raw depth
     for line in text.splitlines():
         m = re.match(r"^( *)(\S+)\s+frames:(\d+) bytes:(\d+)$", line)
-        if not m:
+        if not m or m.group(2).startswith("..."):
             continue
         depth = len(m.group(1)) // 2
-        if m.group(2) == "_ws.lua.fake":
-            fake_depth = depth
+        del path[depth:]
+        parent = path[-1] if path else root
+        if m.group(2) in ("_ws.lua.fake", "frame"):
+            path.append(parent)       # a transparent level
             continue
-        if fake_depth is not None and depth > fake_depth:
-            depth -= 1
-        rows.append((depth, m.group(2), int(m.group(3)), int(m.group(4))))
+        node = parent.setdefault(m.group(2), {"frames": 0, "bytes": 0, "kids": {}})
+        node["frames"] += int(m.group(3))
+        node["bytes"] += int(m.group(4))
+        path.append(node["kids"])
+    rows = []
+
+    def walk(level, depth):
+        for name, node in level.items():
+            if depth <= PHS_DEPTH:
+                rows.append((depth, name, node["frames"], node["bytes"]))
+                walk(node["kids"], depth + 1)
+    walk(root, 0)
     return rows
 
 

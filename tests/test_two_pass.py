@@ -30,5 +30,5 @@ def test_two_passes_print_what_one_pass_prints(capture):
 
 
 def game_layers(text: bytes) -> list:
-    names = {p.name for p in PROTOCOLS if getattr(p, "lua_parity", True)}
+    names = {p.name for p in PROTOCOLS if getattr(p, "lua", True) and getattr(p, "lua_parity", True)}
     return [[(k, v) for k, v in layers if k in names] for layers in packet_layers(text.decode("utf-8", "replace"))]

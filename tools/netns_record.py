@@ -39,6 +39,7 @@ by default).  On failure the partial capture file is removed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -328,19 +329,28 @@ def _tcp_traffic(spec):
             time.sleep(0.05)  # let the last ACK go out before close()
 
 
-def _inner(spec):
+@contextlib.contextmanager
+def recording(spec):
+    """Inside the namespace: lo set up, tcpdump writing spec["out"] while the body runs; the file is removed when
+    the body fails. spec: out, mtu, offloads_off, linktype, nano, proto (the tcpdump filter)."""
+    spec = {"mtu": None, "offloads_off": True, "linktype": "ethernet", "nano": False, "proto": "udp", **spec}
     _setup_lo(spec)
     if os.path.exists(spec["out"]):
         os.unlink(spec["out"])
     dump = _start_tcpdump(spec)
     try:
-        (_udp_traffic if spec["proto"] == "udp" else _tcp_traffic)(spec)
+        yield
     except BaseException:
         dump.kill()
         dump.wait()
         os.unlink(spec["out"])
         raise
     _stop_tcpdump(dump, spec["out"])
+
+
+def _inner(spec):
+    with recording(spec):
+        (_udp_traffic if spec["proto"] == "udp" else _tcp_traffic)(spec)
 
 
 # --------------------------------------------------------------------------

@@ -1,0 +1,373 @@
+"""WebSocket (RFC 6455) over a TCP stream, as a layer any protocol can sit on.
+
+The stream protocol of the connection (engine/streams.py): its first PDUs are the HTTP upgrade (ws_handshake.py,
+shown as an `http` layer); after a 101 answer every PDU is one frame, shown as a `websocket` layer with tshark's
+field names. Frames are unmasked; messages fragmented over continuation frames are reassembled; with
+permessage-deflate (RFC 7692) compressed messages are inflated (raw DEFLATE + 00 00 ff ff, one context per
+direction kept across messages unless `<side>_no_context_takeover` was negotiated). Each complete data message is
+handed up with `ctx.handoff("ws.port", (server port,), ...)`: decode-as `-d ws.port==P,proto`, registrations
+`ports["ws.port"]`, then the heuristic list "ws"; nobody takes it: a `data` layer, as tshark shows it.
+
+Measured in tshark 4.0.17 (docs/tshark-formats.md): its ws dissector delivers unfragmented messages unmasked and
+inflated in the frame that completes them; a fragmented message is only delivered when its last frame has a
+payload, and then without inflating it. protodump decodes every message (a deliberate difference).
+"""
+from __future__ import annotations
+
+import zlib
+
+from ..engine.fields import Binder
+from ..engine.protocol import EXPERTS
+from ..engine.tree import Item
+from . import ws_handshake
+
+OPCODES = {0: "Continuation", 1: "Text", 2: "Binary", 8: "Connection Close", 9: "Ping", 10: "Pong"}
+CLOSE_CODES = {1000: "Normal Closure", 1001: "Going Away", 1002: "Protocol error", 1003: "Unsupported Data",
+               1004: "---Reserved----", 1005: "No Status Rcvd", 1006: "Abnormal Closure",
+               1007: "Invalid frame payload data", 1008: "Policy Violation", 1009: "Message Too Big",
+               1010: "Mandatory Ext.", 1011: "Internal Server", 1015: "TLS handshake"}
+MESSAGE_LIMIT = 16 << 20      # a fragmented message or an inflated one larger than this is not decoded
+FRAGMENT_LIMIT = 4096         # frames of one fragmented message
+
+
+def frame_length(data: bytes, pos: int) -> int:
+    """pdu_length of one frame: header (2, +2/+8 extended length, +4 masking key) + payload; 0 = need more."""
+    n = len(data) - pos
+    if n < 2:
+        return 0
+    b1 = data[pos + 1]
+    size7 = b1 & 0x7F
+    head = 2 + (2 if size7 == 126 else 8 if size7 == 127 else 0) + (4 if b1 & 0x80 else 0)
+    if n < head:
+        return 0
+    if size7 == 126:
+        size = int.from_bytes(data[pos + 2:pos + 4], "big")
+    elif size7 == 127:
+        size = int.from_bytes(data[pos + 2:pos + 10], "big")
+    else:
+        size = size7
+    return head + size
+
+
+def unmask(payload: bytes, key: bytes) -> bytes:
+    """XOR with the 4-byte key, done as one big-integer XOR (fast for 100 KB messages)."""
+    if not payload:
+        return payload
+    n = len(payload)
+    stream = (key * (n // 4 + 1))[:n]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(stream, "big")).to_bytes(n, "big")
+
+
+def encode_frame(opcode: int, payload: bytes, *, fin=True, rsv=0, mask: bytes | None = None,
+                 length_bits: int | None = None) -> bytes:
+    """One frame's wire bytes (tests and crafted captures). length_bits 7/16/64 forces the length form."""
+    n = len(payload)
+    bits = length_bits or (7 if n < 126 else 16 if n < 65536 else 64)
+    out = bytearray([(0x80 if fin else 0) | (rsv << 4) | opcode])
+    m = 0x80 if mask else 0
+    if bits == 7:
+        out.append(m | n)
+    elif bits == 16:
+        out += bytes([m | 126]) + n.to_bytes(2, "big")
+    else:
+        out += bytes([m | 127]) + n.to_bytes(8, "big")
+    if mask:
+        out += mask
+        payload = unmask(payload, mask)
+    return bytes(out + payload)
+
+
+class Inflater:
+    """permessage-deflate for one direction: one raw-DEFLATE context kept across messages (context takeover),
+    or a fresh one per message (`fresh`). Output bounded by MESSAGE_LIMIT."""
+
+    def __init__(self, fresh: bool):
+        self.fresh = fresh
+        self.z = None
+
+    def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
+        if self.z is None or self.fresh:
+            self.z = zlib.decompressobj(-15)
+        z = self.z
+        try:
+            out = z.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
+        except zlib.error as exc:
+            self.z = None                   # the context is lost: later messages start afresh
+            return None, f"Decompression failed: {exc}"
+        if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
+            self.z = None
+            return None, f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
+        if z.eof:                           # a final block ends the stream: the next message starts a new one
+            self.z = None
+        return out, None
+
+
+class WebSocket:
+    """The stream protocol: HTTP upgrade, then frames; messages handed to the "ws" tables."""
+
+    name, description = "websocket", "WebSocket"
+    type_field = "opcode"          # -z websocket,types counts frames by opcode
+    sequence = None
+    revision_pref = None
+    lua = False                    # the plugin relies on Wireshark's own http and websocket dissectors
+    lua_parity = False             # ... so tests/test_parity.py does not compare this layer
+
+    def __init__(self):
+        b = Binder("websocket")
+        self.experts = EXPERTS
+        self.info = b.field("websocket", "WebSocket", "protocol")
+        u8 = dict(bits=8)
+        self.f = {
+            "fin": b.field("websocket.fin", "Fin", "bool", mask=0x80, **u8),
+            "rsv": b.field("websocket.rsv", "Reserved", "uint8", base="HEX", mask=0x70),
+            "pmc": b.field("websocket.pmc", "Per-Message Compressed", "bool", mask=0x40, **u8),
+            "opcode": b.field("websocket.opcode", "Opcode", "uint8", mask=0x0F, values=OPCODES),
+            "mask": b.field("websocket.mask", "Mask", "bool", mask=0x80, **u8),
+            "len7": b.field("websocket.payload_length", "Payload length", "uint8", mask=0x7F),
+            "len16": b.field("websocket.payload_length_ext_16", "Extended Payload length (16 bits)", "uint16"),
+            "len64": b.field("websocket.payload_length_ext_64", "Extended Payload length (64 bits)", "uint64"),
+            "key": b.field("websocket.masking_key", "Masking-Key", "bytes"),
+            "masked": b.field("websocket.masked_payload", "Masked payload", "none"),
+            "payload": b.field("websocket.payload", "Payload", "none"),
+            "continue": b.field("websocket.payload.continue", "Continue", "bytes"),
+            "text": b.field("websocket.payload.text", "Text", "string"),
+            "close": b.field("websocket.payload.close", "Close", "none"),
+            "status": b.field("websocket.payload.close.status_code", "Status code", "uint16", values=CLOSE_CODES),
+            "reason": b.field("websocket.payload.close.reason", "Reason", "string"),
+            "ping": b.field("websocket.payload.ping", "Ping", "bytes"),
+            "pong": b.field("websocket.payload.pong", "Pong", "bytes"),
+            "unknown": b.field("websocket.payload.unknown", "Unknown", "bytes"),
+            "fragments": b.field("websocket.fragments", "Reassembled websocket Fragments", "none"),
+            "fragment": b.field("websocket.fragment", "Websocket Fragment", "uint32"),
+            "frag_count": b.field("websocket.fragment.count", "Fragment count", "uint32"),
+            "reassembled": b.field("websocket.reassembled.length", "Reassembled websocket Payload length", "uint32"),
+        }
+        self.data_info = b.field("websocket.data", "Undecoded data", "bytes")
+        self.http = ws_handshake.register(b)
+        self.fields = b.fields
+        self.ports = {"tcp.port": ()}
+        self.heuristics = {"tcp": self.upgrade_match}
+
+    def preferences(self) -> dict:
+        # tshark's own websocket pref (default TRUE): inflate permessage-deflate messages before handing them up
+        return {"decompress": ("Decompress permessage-deflate messages", "TRUE", ["TRUE", "FALSE", "true", "false"])}
+
+    @staticmethod
+    def upgrade_match(payload: bytes) -> bool:
+        """The first payload of a connection is an HTTP request asking for a WebSocket upgrade."""
+        head = payload[:ws_handshake.HEAD_LIMIT].lower()
+        return payload.startswith(b"GET ") and b"\r\nupgrade:" in head and b"websocket" in head
+
+    # --- framing ----------------------------------------------------------------------------------------------
+    def pdu_length(self, data: bytes, pos: int, conv: dict, direction: str, prefs: dict) -> int:
+        if conv.get("upgraded"):
+            return frame_length(data, pos)
+        return ws_handshake.head_length(data, pos)
+
+    # --- one PDU ----------------------------------------------------------------------------------------------
+    def dissect(self, ctx, prefs):
+        if not ctx.conv.get("upgraded"):
+            self.become_http(ctx)
+            return ws_handshake.dissect_http(ctx, self.http, ctx.conv)
+        ctx.conv["decompress"] = prefs.get("websocket.decompress", "TRUE").upper() == "TRUE"
+        return self.frame(ctx)
+
+    def become_http(self, ctx) -> None:
+        """This PDU is the HTTP upgrade: its layer is an `http` one (as tshark shows it)."""
+        ctx.tree.field, ctx.tree.value, ctx.tree.label = self.http["http"], None, "Hypertext Transfer Protocol"
+        if ctx.stack is not None and ctx.stack.layers and ctx.stack.layers[-1].item is ctx.tree:
+            ctx.stack.layers[-1].proto = "http"
+
+    def frame(self, ctx) -> str:
+        """One frame: its header fields, the payload unmasked, then a control frame's content or the message."""
+        data, pos, src, tree = ctx.data, ctx.pos, ctx.source, ctx.tree
+        b0, b1 = data[pos], data[pos + 1]
+        fin, rsv, opcode, masked = b0 & 0x80, (b0 >> 4) & 7, b0 & 0x0F, b1 & 0x80
+        deflate = ctx.conv.get("deflate")
+        at, size, key, rsv_item, op_item = self.header(ctx, b0, b1, deflate is not None)
+        raw = data[at:ctx.end]
+        payload = unmask(raw, key) if key else raw
+        if key and raw:
+            tree.add(Item(self.f["masked"], None, at, len(raw), None, False, src))
+        # tshark shows no payload items for an empty payload; experts then go on the frame's item
+        pl = tree.add(Item(self.f["payload"], None, at, len(raw), None, False, src)) if raw else tree
+        self.check_header(ctx, rsv_item, op_item, rsv, opcode, fin, masked, size, deflate)
+        info = f"WebSocket {OPCODES.get(opcode, f'Unknown {opcode}')}{'' if fin else '[FRAGMENT]'} " \
+               f"{'[FIN] ' if fin else ''}{'[MASKED]' if masked else ''}".rstrip()
+        if opcode >= 8:
+            if raw:
+                self.control(ctx, pl, opcode, payload, at, src if not key else None)
+            return info
+        self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, key is None, info)
+        return info
+
+    def header(self, ctx, b0: int, b1: int, deflate: bool):
+        """The header items (tshark's fields and order); returns (payload offset, length, key, rsv and opcode
+        items)."""
+        f, tree, pos, src, data = self.f, ctx.tree, ctx.pos, ctx.source, ctx.data
+        tree.add(Item(f["fin"], b0, pos, 1, None, False, src))
+        rsv_item = tree.add(Item(f["rsv"], (b0 >> 4) & 7, pos, 1, None, False, src))
+        if deflate:
+            tree.add(Item(f["pmc"], b0, pos, 1, None, False, src))
+        op_item = tree.add(Item(f["opcode"], b0 & 0x0F, pos, 1, None, False, src))
+        tree.add(Item(f["mask"], b1, pos + 1, 1, None, False, src))
+        tree.add(Item(f["len7"], b1 & 0x7F, pos + 1, 1, None, False, src))
+        at, size = pos + 2, b1 & 0x7F
+        if size in (126, 127):
+            width = 2 if size == 126 else 8
+            size = int.from_bytes(data[at:at + width], "big")
+            tree.add(Item(f["len16" if width == 2 else "len64"], size, at, width, None, False, src))
+            at += width
+        key = None
+        if b1 & 0x80:
+            key = data[at:at + 4]
+            tree.add(Item(f["key"], key, at, 4, None, False, src))
+            at += 4
+        return at, size, key, rsv_item, op_item
+
+    def check_header(self, ctx, rsv_item, op_item, rsv, opcode, fin, masked, size, deflate) -> None:
+        allowed = 4 if deflate is not None and opcode in (1, 2) else 0
+        if rsv & ~allowed:
+            ctx.expert(rsv_item, "unexpected", f"Reserved bits 0x{rsv:x} set without a negotiated extension")
+        if opcode not in OPCODES:
+            ctx.expert(op_item, "undecoded", f"Unknown opcode {opcode}")
+        if opcode >= 8 and (not fin or size > 125):
+            ctx.expert(op_item, "malformed", "A control frame must be final and carry at most 125 bytes")
+        from_client = ctx.direction == ctx.conv.get("client")
+        if bool(masked) != from_client and "client" in ctx.conv:
+            ctx.expert(op_item, "unexpected", "Frame from the client not masked" if from_client
+                       else "Frame from the server masked")
+
+    def control(self, ctx, pl, opcode, payload, at, src) -> None:
+        """Close (status code and reason), ping, pong: shown in the payload item."""
+        src = ctx.source if src is not None else self.unmasked_source(ctx, payload)
+        base = at if src == ctx.source else 0
+        f = self.f
+        if opcode == 8:
+            close = pl.add(Item(f["close"], None, base, len(payload), None, False, src))
+            if len(payload) >= 2:
+                close.add(Item(f["status"], int.from_bytes(payload[:2], "big"), base, 2, None, False, src))
+            if len(payload) > 2:
+                close.add(Item(f["reason"], payload[2:].decode("utf-8", "replace"), base + 2, len(payload) - 2,
+                               None, False, src))
+            if len(payload) == 1:
+                ctx.expert(close, "malformed", "A close payload needs a 2-byte status code")
+        elif opcode in (9, 10):
+            pl.add(Item(f["ping" if opcode == 9 else "pong"], payload, base, len(payload), None, False, src))
+        else:
+            pl.add(Item(f["unknown"], payload, base, len(payload), None, False, src))
+
+    @staticmethod
+    def unmasked_source(ctx, payload: bytes) -> int:
+        return ctx.new_source("Unmasked data", payload)
+
+    # --- messages ------------------------------------------------------------------------------------------------
+    def data_frame(self, ctx, pl, opcode, fin, rsv, payload, at, plain, info) -> None:
+        states = ctx.conv.setdefault("messages", {})
+        state = states.get(ctx.direction)
+        if opcode == 0:
+            if state is None:       # tshark 4.0 takes it as a whole message of its own: so do we
+                ctx.expert(pl, "unexpected", "Continuation frame without a message in progress")
+                state = states[ctx.direction] = {"opcode": 2, "compressed": False, "parts": [], "size": 0,
+                                                 "frames": []}
+            if payload:
+                pl.add(Item(self.f["continue"], payload, at, len(payload), None, False, ctx.source if plain else
+                            self.unmasked_source(ctx, payload)))
+        else:
+            if state is not None:
+                ctx.expert(pl, "unexpected", "New message before the previous one was finished: it is dropped")
+            state = states[ctx.direction] = {"opcode": opcode, "compressed": bool(rsv & 4), "parts": [], "size": 0,
+                                             "frames": []}
+        state["parts"].append(payload)
+        state["frames"].append(ctx.frame)
+        state["size"] += len(payload)
+        if state["size"] > MESSAGE_LIMIT or len(state["frames"]) > FRAGMENT_LIMIT:
+            ctx.expert(pl, "reassembly", f"Message over {MESSAGE_LIMIT} bytes or {FRAGMENT_LIMIT} frames: dropped")
+            del states[ctx.direction]
+            return
+        if not fin:
+            return
+        del states[ctx.direction]
+        self.message(ctx, pl, state, at, plain, info)
+
+    def message(self, ctx, pl, state, at, plain, info) -> None:
+        """A complete message: reassembled, inflated, handed up (or shown as data)."""
+        parts, f = state["parts"], self.f
+        msg = b"".join(parts)
+        single = len(parts) == 1 and plain
+        if len(parts) > 1:
+            node = ctx.tree.add(Item(f["fragments"], None, at, 0, f"{len(parts)} Reassembled websocket Fragments "
+                                     f"({len(msg)} bytes)", True, ctx.source))
+            for frame in dict.fromkeys(state["frames"]):
+                node.add(Item(f["fragment"], frame, at, 0, None, True, ctx.source))
+            node.add(Item(f["frag_count"], len(parts), at, 0, None, True, ctx.source))
+            node.add(Item(f["reassembled"], len(msg), at, 0, None, True, ctx.source))
+        if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
+            msg, error = self.inflater(ctx).inflate(msg)
+            if msg is None:
+                ctx.expert(pl, "unexpected", error)     # tshark: "Decompression failed", Warning/Protocol
+                return
+            single, name = False, "Decompressed payload"
+        else:
+            name = "Unmasked data" if not plain else "Reassembled WebSocket message"
+        if single:
+            data, start, source = ctx.data, at, ctx.source
+        else:
+            data, start, source = msg, 0, ctx.new_source(name, msg)
+        if not msg:
+            return
+        taken = ctx.handoff(*self.table(ctx.conv), start, start + len(msg), data, source)
+        if taken is None:
+            self.show_unclaimed(ctx, pl, state["opcode"], data, start, len(msg), source, info)
+
+    @staticmethod
+    def table(conv: dict) -> tuple[str, tuple]:
+        """Where a message goes (tshark's order): the negotiated subprotocol's entry in `ws.protocol`, else the
+        server port's in `ws.port`; then (in the dispatcher) the heuristic list "ws"."""
+        if conv.get("subprotocol"):
+            return "ws.protocol", (conv["subprotocol"],)
+        return "ws.port", (int(conv.get("client", ":0>:0").rpartition(":")[2]),)
+
+    def inflater(self, ctx) -> Inflater:
+        """This direction's context: the client's compressor is the client's (client_no_context_takeover)."""
+        inflaters = ctx.conv.setdefault("inflaters", {})
+        inf = inflaters.get(ctx.direction)
+        if inf is None:
+            side = "client" if ctx.direction == ctx.conv.get("client") else "server"
+            fresh = f"{side}_no_context_takeover" in (ctx.conv.get("deflate") or {})
+            inf = inflaters[ctx.direction] = Inflater(fresh)
+        return inf
+
+    def show_unclaimed(self, ctx, pl, opcode, data, start, n, source, info) -> None:
+        """Nobody took the message: text in the payload item, binary as a `data` layer (tshark's forms)."""
+        if opcode == 1:
+            pl.add(Item(self.f["text"], data[start:start + n].decode("utf-8", "replace"), start, n, None, False,
+                        source))
+        elif ctx.stack is not None:
+            ctx.stack.dissect(DATA, data, start, start + n, source, ctx.direction, {"info": info})
+
+
+class Data:
+    """tshark's `data` layer for bytes no dissector took (data.data, data.len)."""
+
+    name, description = "data", "Data"
+    lua = False
+
+    def __init__(self):
+        b = Binder("data")
+        self.info = b.field("data", "Data", "protocol")
+        self.data = b.field("data.data", "Data", "bytes")
+        self.len = b.field("data.len", "Length", "uint32")
+        self.fields = b.fields
+        self.experts = EXPERTS
+
+    def dissect(self, ctx, prefs):
+        n = ctx.end - ctx.pos
+        ctx.tree.label = f"Data ({n} bytes)"
+        ctx.tree.add(Item(self.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
+        ctx.tree.add(Item(self.len, n, ctx.pos, 0, None, True, ctx.source))
+        return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
+
+
+DATA = Data()
+PROTOCOL = WebSocket()

@@ -1,0 +1,189 @@
+"""The HTTP/1.1 upgrade that opens a WebSocket connection (RFC 6455 section 4): request and response PDUs
+(each ends at CRLFCRLF, plus a Content-Length body), shown as an `http` layer with tshark's field names, the
+Sec-WebSocket-Accept checked against the key, and the permessage-deflate parameters (RFC 7692) negotiated.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from http import HTTPStatus
+
+from ..engine.fields import Binder
+from ..engine.tree import CHAT, ERROR, MALFORMED, SEQUENCE, ExpertInfo, Item
+
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+HEAD_LIMIT = 65536            # an HTTP head longer than this cannot be a WebSocket upgrade: stop framing
+BODY_LIMIT = 1 << 20
+
+# Header -> tshark field (http.*); other headers are http.request.line / http.response.line.
+KNOWN_HEADERS = {
+    "host": ("host", "Host"), "upgrade": ("upgrade", "Upgrade"), "connection": ("connection", "Connection"),
+    "user-agent": ("user_agent", "User-Agent"), "server": ("server", "Server"), "date": ("date", "Date"),
+    "sec-websocket-key": ("sec_websocket_key", "Sec-WebSocket-Key"),
+    "sec-websocket-accept": ("sec_websocket_accept", "Sec-WebSocket-Accept"),
+    "sec-websocket-version": ("sec_websocket_version", "Sec-WebSocket-Version"),
+    "sec-websocket-extensions": ("sec_websocket_extensions", "Sec-WebSocket-Extensions"),
+    "sec-websocket-protocol": ("sec_websocket_protocol", "Sec-WebSocket-Protocol"),
+    "content-length": ("content_length_header", "Content-Length"),
+}
+
+
+def accept_key(key: str) -> str:
+    """The Sec-WebSocket-Accept a server must answer to `key`."""
+    return base64.b64encode(hashlib.sha1(key.strip().encode() + WS_GUID).digest()).decode()
+
+
+def head_length(data: bytes, pos: int) -> int:
+    """pdu_length for an HTTP message: head to CRLFCRLF plus a Content-Length body; 0 need more; -1 not HTTP."""
+    prefix = data[pos:pos + 16]
+    if not re.match(rb"HTTP/|[A-Z]+ ", prefix):
+        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z]*", prefix) else -1
+    end = data.find(b"\r\n\r\n", pos, pos + HEAD_LIMIT)
+    if end < 0:
+        return 0 if len(data) - pos < HEAD_LIMIT else -1
+    body = re.search(rb"(?im)^content-length:[ \t]*(\d{1,9})[ \t]*\r?$", data[pos:end + 2])
+    size = int(body.group(1)) if body else 0
+    return -1 if size > BODY_LIMIT else end + 4 - pos + size
+
+
+def extensions(value: str) -> dict | None:
+    """permessage-deflate parameters from a Sec-WebSocket-Extensions value, or None when not negotiated."""
+    for ext in value.split(","):
+        parts = [p.strip() for p in ext.split(";")]
+        if parts[0].lower() == "permessage-deflate":
+            return {p.split("=")[0].strip().lower(): p.partition("=")[2].strip() for p in parts[1:] if p}
+    return None
+
+
+def register(b: Binder) -> dict:
+    f = {"http": b.field("http", "Hypertext Transfer Protocol", "protocol"),
+         "method": b.field("http.request.method", "Request Method", "string"),
+         "uri": b.field("http.request.uri", "Request URI", "string"),
+         "req_version": b.field("http.request.version", "Request Version", "string"),
+         "resp_version": b.field("http.response.version", "Response Version", "string"),
+         "code": b.field("http.response.code", "Status Code", "uint16"),
+         "phrase": b.field("http.response.phrase", "Response Phrase", "string"),
+         "request_line": b.field("http.request.line", "Request line", "string"),
+         "response_line": b.field("http.response.line", "Response line", "string"),
+         "request": b.field("http.request", "Request", "bool"),
+         "response": b.field("http.response", "Response", "bool"),
+         "accept_ok": b.field("http.sec_websocket_accept.valid", "Sec-WebSocket-Accept matches the key", "bool"),
+         "code_desc": b.field("http.response.code.desc", "Status Code Description", "string"),
+         "full_uri": b.field("http.request.full_uri", "Full request URI", "string"),
+         "request_number": b.field("http.request_number", "Request number", "uint32"),
+         "response_number": b.field("http.response_number", "Response number", "uint32"),
+         "time": b.field("http.time", "Time since request", "string"),
+         "request_in": b.field("http.request_in", "Request in frame", "uint32"),
+         "response_for": b.field("http.response_for.uri", "Request URI", "string"),
+         "body": b.field("http.file_data", "File Data", "bytes")}
+    for abbrev, name in KNOWN_HEADERS.values():
+        f[abbrev] = b.field(f"http.{abbrev}", name, "string")
+    return f
+
+
+def _expert(item: Item, abbrev: str, group: int, severity: int, message: str) -> None:
+    item.expert(ExpertInfo(abbrev, group, severity, message))
+
+
+def dissect_http(ctx, f: dict, conv: dict) -> str:
+    """One HTTP message of the upgrade into ctx.tree (already turned into the http layer). Returns the Info."""
+    data, pos, end, src = ctx.data, ctx.pos, ctx.end, ctx.source
+    head_end = data.find(b"\r\n\r\n", pos, end)
+    head_end = end if head_end < 0 else head_end + 2
+    lines, at = [], pos
+    while at < head_end:
+        nl = data.find(b"\r\n", at, head_end)
+        nl = head_end - 2 if nl < 0 else nl
+        lines.append((at, data[at:nl + 2]))
+        at = nl + 2
+    if not lines:
+        return "HTTP"
+    first_at, first = lines[0]
+    text = first.decode("latin-1")
+    top = ctx.tree.add(Item(None, None, first_at, len(first), text.replace("\r\n", "\\r\\n"), False, src))
+    _expert(top, "http.chat", SEQUENCE, CHAT, text.replace("\r\n", "\\r\\n"))
+    parts = text.strip().split(" ", 2)
+    response = text.startswith("HTTP/")
+    if response and len(parts) >= 2 and parts[1].isdigit():
+        top.add(Item(f["resp_version"], parts[0], first_at, len(parts[0]), None, False, src))
+        top.add(Item(f["code"], int(parts[1]), first_at + len(parts[0]) + 1, len(parts[1]), None, False, src))
+        top.add(Item(f["code_desc"], _status(int(parts[1])), first_at + len(parts[0]) + 1, len(parts[1]), None,
+                     False, src))
+        if len(parts) > 2:
+            top.add(Item(f["phrase"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
+                         None, False, src))
+    elif len(parts) == 3:
+        top.add(Item(f["method"], parts[0], first_at, len(parts[0]), None, False, src))
+        top.add(Item(f["uri"], parts[1], first_at + len(parts[0]) + 1, len(parts[1]), None, False, src))
+        top.add(Item(f["req_version"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
+                     None, False, src))
+    headers = {}
+    for at, line in lines[1:]:
+        name, sep, value = line.decode("latin-1").rstrip("\r\n").partition(":")
+        value = value.strip()
+        known = KNOWN_HEADERS.get(name.strip().lower()) if sep else None
+        if known:
+            headers[name.strip().lower()] = value
+            ctx.tree.add(Item(f[known[0]], value, at, len(line), f"{known[1]}: {value}\\r\\n", False, src))
+        elif line != b"\r\n":
+            field = f["response_line"] if response else f["request_line"]
+            ctx.tree.add(Item(field, line.decode("latin-1"), at, len(line), None, False, src))
+    ctx.tree.add(Item(None, None, head_end - 2, 2, "\\r\\n", False, src))
+    if head_end + 2 < end:
+        ctx.tree.add(Item(f["body"], data[head_end + 2:end], head_end + 2, end - head_end - 2, None, False, src))
+    if response:
+        request_facts(ctx, f, conv, first_at)
+        handshake_response(ctx, f, conv, parts, headers)
+    else:
+        uri = f"http://{headers.get('host', '')}{parts[1] if len(parts) == 3 else ''}"
+        ctx.tree.add(Item(f["full_uri"], uri, first_at, 0, None, True, src))
+        ctx.tree.add(Item(f["request"], True, first_at, 0, None, True, src))
+        ctx.tree.add(Item(f["request_number"], 1, first_at, 0, None, True, src))
+        conv.update(key=headers.get("sec-websocket-key"), client=ctx.direction, request_frame=ctx.frame,
+                    request_ns=_ns(ctx), uri=uri)
+    return text.strip()
+
+
+def _ns(ctx) -> int | None:
+    """The frame's capture time in nanoseconds (exact, unlike a float of seconds)."""
+    frame = getattr(ctx.stack, "frame", None)
+    return getattr(frame, "ts_ns", None)
+
+
+def _status(code: int) -> str:
+    try:
+        return HTTPStatus(code).phrase
+    except ValueError:
+        return "Unknown"
+
+
+def request_facts(ctx, f: dict, conv: dict, at: int) -> None:
+    """The generated lines tshark adds to a response: number, time since the request, its frame and URI."""
+    src = ctx.source
+    ctx.tree.add(Item(f["response"], True, at, 0, None, True, src))
+    ctx.tree.add(Item(f["response_number"], 1, at, 0, None, True, src))
+    if "request_frame" not in conv:
+        return
+    now = _ns(ctx)
+    if now is not None and conv.get("request_ns") is not None:
+        delta = now - conv["request_ns"]
+        ctx.tree.add(Item(f["time"], f"{delta // 10**9}.{delta % 10**9:09d}", at, 0, None, True, src))
+    ctx.tree.add(Item(f["request_in"], conv["request_frame"], at, 0, None, True, src))
+    ctx.tree.add(Item(f["response_for"], conv["uri"], at, 0, None, True, src))
+
+
+def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict) -> None:
+    """A 101 answer to an upgrade request switches both directions to WebSocket frames."""
+    if len(parts) < 2 or parts[1] != "101" or "websocket" not in headers.get("upgrade", "").lower():
+        return
+    key, accept = conv.get("key"), headers.get("sec-websocket-accept")
+    if key is not None and accept is not None:
+        good = accept_key(key) == accept
+        item = ctx.tree.add(Item(f["accept_ok"], good, ctx.pos, 0, None, True, ctx.source))
+        if not good:
+            _expert(item, "websocket.malformed", MALFORMED, ERROR,
+                    f"Sec-WebSocket-Accept {accept} does not match the key (expected {accept_key(key)})")
+    conv["upgraded"] = True
+    conv["deflate"] = extensions(headers.get("sec-websocket-extensions", ""))
+    conv["subprotocol"] = headers.get("sec-websocket-protocol", "").strip() or None

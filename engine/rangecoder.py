@@ -1,0 +1,428 @@
+"""libenet's range coder (compress.c, 1.3.x): an adaptive order-2 PPM model driving a carry-less range coder.
+
+ENet compresses each datagram on its own (the model restarts every time) and ends it with an escape from the
+order-0 context rather than a length. This is a bit-exact re-implementation, checked against libenet itself
+(tests/test_rangecoder.py calls Debian's libenet7 through ctypes), including what libenet does with garbage:
+corrupt input drives the decoder through wrapped C integers (the uint32 coder state, the uint16 `code` read from
+it, the uint8 value of a new symbol), and we must take the same path, so those are masked to their C widths.
+
+The Lua twin is lua/rt_rangecoder.lua (rt.range_decompress); keep the two in step.
+
+libenet signals failure by returning 0 bytes: for a symbol missing from an order-1/2 context, for output that
+would pass the caller's limit (it never truncates), and for a stream that ends before its first byte.
+`decompress` raises RangeCoderError in each case instead. libenet's normalisation loop would spin forever if
+the range ever shifted out to 0; that needs low + range to pass 2^32 with equal top bytes, and the only decode
+that can push low + range past 2^32 (a corrupt order-0 one) leaves range < 2^24, so the top bytes differ. The
+decoders check for a 0 range anyway, so that no input can hang them.
+
+ENet decompresses a datagram into a 4096-byte buffer (ENET_PROTOCOL_MAXIMUM_MTU) after its header: a receiver's
+`limit` is RECEIVE_BUFFER minus the header (2 or 4 bytes, plus 4 with checksums on).
+"""
+from __future__ import annotations
+
+__all__ = ["RECEIVE_BUFFER", "RangeCoderError", "compress", "decompress"]
+
+TOP = 1 << 24  # ENET_RANGE_CODER_TOP
+BOTTOM = 1 << 16  # ENET_RANGE_CODER_BOTTOM
+M32 = 0xFFFFFFFF
+RECEIVE_BUFFER = 4096  # ENET_PROTOCOL_MAXIMUM_MTU: libenet's buffer for a decompressed datagram, header included
+SYMBOLS = 4096  # symbols in libenet's ENetRangeCoder: the model restarts when (nearly) all are used
+ORDER = 2  # ENET_SUBCONTEXT_ORDER
+ROOT_DELTA, ROOT_MIN, ESC_MIN = 3, 1, 1  # ENET_CONTEXT_SYMBOL_DELTA / _SYMBOL_MINIMUM / _ESCAPE_MINIMUM
+SUB_DELTA, SUB_ESC_DELTA = 2, 5  # ENET_SUBCONTEXT_SYMBOL_DELTA / _ESCAPE_DELTA
+RESCALE_TOTAL = BOTTOM - 0x100  # a context's total above this halves its counts
+SUB_RESCALE_COUNT = 0xFF - 2 * SUB_DELTA
+ROOT_RESCALE_COUNT = 0xFF - 2 * ROOT_DELTA + ROOT_MIN
+
+
+class RangeCoderError(ValueError):
+    """Input libenet's decoder rejects (it returns 0)."""
+
+
+class _Model:
+    """The symbol pool of ENetRangeCoder as parallel lists (one per ENetSymbol member), indexed like
+    `rangeCoder->symbols`. A symbol is both a node of its context's binary tree (value, count, under = count plus
+    the left subtree's counts, left/right children) and the context of the next order (symbols = its tree's root,
+    escapes, total, parent = the context one order lower). Children always have higher indexes than their parent
+    (symbols are only appended), so we store absolute indexes where libenet stores offsets; 0 still means none.
+    The lists start small and grow in place (most datagrams use a few hundred of libenet's 4096 symbols)."""
+
+    __slots__ = ("count", "escapes", "left", "next", "parent", "right", "symbols", "total", "under", "value")
+
+    def __init__(self, size: int = 256):
+        self.value, self.count, self.under = [0] * size, [0] * size, [0] * size
+        self.left, self.right, self.symbols = [0] * size, [0] * size, [0] * size
+        self.escapes, self.total, self.parent = [0] * size, [0] * size, [0] * size
+        self.restart()
+
+    def lists(self) -> tuple[list[int], ...]:
+        return (self.value, self.count, self.under, self.left, self.right, self.symbols, self.escapes, self.total,
+                self.parent)
+
+    def grow(self):
+        """Double every list in place (callers hold references to them)."""
+        for lst in self.lists():
+            lst.extend([0] * len(lst))
+
+    def restart(self):
+        """ENET_CONTEXT_CREATE of the root at symbol 0 (also ENET_RANGE_CODER_FREE_SYMBOLS)."""
+        self.next = 0
+        self.create(0, 0)
+        self.escapes[0] = ESC_MIN
+        self.total[0] = ESC_MIN + 256 * ROOT_MIN
+
+    def create(self, value: int, count: int) -> int:
+        """ENET_SYMBOL_CREATE: the next free symbol."""
+        s = self.next
+        if s >= len(self.value):
+            self.grow()
+        self.next = s + 1
+        self.value[s] = value
+        self.count[s] = self.under[s] = count
+        self.left[s] = self.right[s] = self.symbols[s] = self.escapes[s] = self.total[s] = self.parent[s] = 0
+        return s
+
+    def encode(self, ctx: int, value: int, update: int, minimum: int) -> tuple[int, int, int]:
+        """ENET_CONTEXT_ENCODE: find or add `value` in context `ctx`, bump its count; return (symbol, under,
+        count) where under/count are its cumulative frequency and frequency before the bump (count 0: new)."""
+        under, count = value * minimum, minimum
+        node = self.symbols[ctx]
+        if not node:
+            s = self.create(value, update)
+            self.symbols[ctx] = s
+            return s, under, count
+        values, unders, lefts, rights = self.value, self.under, self.left, self.right
+        while True:
+            v = values[node]
+            if value < v:
+                unders[node] = (unders[node] + update) & 0xFFFF
+                if lefts[node]:
+                    node = lefts[node]
+                    continue
+                s = lefts[node] = self.create(value, update)
+                return s, under, count
+            if value > v:
+                under = (under + unders[node]) & 0xFFFF
+                if rights[node]:
+                    node = rights[node]
+                    continue
+                s = rights[node] = self.create(value, update)
+                return s, under, count
+            c = self.count[node]
+            count += c
+            under = (under + unders[node] - c) & 0xFFFF
+            unders[node] = (unders[node] + update) & 0xFFFF
+            self.count[node] = (c + update) & 0xFF
+            return node, under, count
+
+    def bump(self, ctx: int, count: int, update: int, minimum: int, limit: int):
+        """Add a symbol's delta to the context total; ENET_CONTEXT_RESCALE when a count or the total grew too big."""
+        total = self.total[ctx] = (self.total[ctx] + update) & 0xFFFF
+        if count > limit or total > RESCALE_TOTAL:
+            self.rescale(ctx, minimum)
+
+    def rescale(self, ctx: int, minimum: int):
+        """ENET_CONTEXT_RESCALE: halve every count (rounding up) and the escapes, recompute unders and total.
+        libenet recurses on left children; a tree can be deep on garbage input, so this walks it with a stack:
+        under = own count + all counts of the left subtree, the total = all counts of the tree (both mod 2^16)."""
+        total = 0
+        root = self.symbols[ctx]
+        if root:
+            counts, lefts, rights, unders = self.count, self.left, self.right, self.under
+            order, stack = [], [root]
+            while stack:
+                node = stack.pop()
+                order.append(node)
+                counts[node] -= counts[node] >> 1
+                if lefts[node]:
+                    stack.append(lefts[node])
+                if rights[node]:
+                    stack.append(rights[node])
+            sums = {}
+            for node in reversed(order):  # children before parents
+                left = sums[lefts[node]] if lefts[node] else 0
+                right = sums[rights[node]] if rights[node] else 0
+                unders[node] = (counts[node] + left) & 0xFFFF
+                sums[node] = counts[node] + left + right
+            total = sums[root]
+        e = self.escapes[ctx]
+        e -= e >> 1
+        self.escapes[ctx] = e
+        self.total[ctx] = (total + e + 256 * minimum) & 0xFFFF
+
+
+def decompress(data: bytes, limit: int) -> bytes:
+    """enet_range_coder_decompress(data, len(data), out, limit): the decoded bytes, or RangeCoderError where
+    libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
+
+    One long function on purpose: the model updates (ENET_CONTEXT_ENCODE, ENET_SYMBOL_CREATE, the total bumps)
+    are inlined, as in libenet's macros, because a call per symbol halves the speed in Python.
+
+    The model's uint16/uint8 members are not masked here, because they provably never wrap: a context's total
+    is escapes + its counts (+ 256 in the order-0 context), is rescaled as soon as it passes 65280, and bounds
+    every `under` and `after`; a count is rescaled as soon as it passes 251. What does wrap on garbage is masked:
+    the uint32 coder state, the uint16 `code` read from it and the uint8 value of a new order-0 symbol."""
+    n = len(data)
+    if n <= 0:
+        raise RangeCoderError("no compressed data")
+    m = _Model()
+    values, counts, unders, lefts, rights, symbols, escapes, totals, parents = m.lists()
+    size = len(values)
+    nxt = m.next
+    # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0).
+    code = int.from_bytes(bytes(data[:4]).ljust(4, b"\0"), "big")
+    pos, low, rng = min(4, n), 0, M32
+    data = bytes(data) + b"\0"  # one sentinel 0: reads past the end give 0, as libenet's guarded reads do
+    out = bytearray()
+    predicted = order = 0
+
+    while True:
+        # Escape down from the order-2/1 contexts until one holds the symbol; an escape from the order-0 context
+        # (index 0) ends the data.
+        sub = predicted
+        while True:
+            e = escapes[sub]
+            total = totals[sub]
+            if sub and (e <= 0 or e >= total):
+                sub = parents[sub]
+                continue
+            rng //= total  # ENET_RANGE_CODER_READ
+            c = (((code - low) & M32) // rng) & 0xFFFF
+            escaped = c < e
+            if escaped:
+                if not sub:
+                    if not out:
+                        raise RangeCoderError("no data before the end symbol")
+                    return bytes(out)
+                under, count = 0, e
+            elif sub:
+                c -= e  # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error
+                under = 0
+                node = symbols[sub]
+                if not node:
+                    raise RangeCoderError("symbol missing from an empty context")
+                while True:
+                    u = unders[node]
+                    after = under + u
+                    if c >= after:
+                        under = after
+                        node = rights[node]
+                    else:
+                        before = counts[node]
+                        if c >= after - before:
+                            break
+                        unders[node] = u + SUB_DELTA
+                        node = lefts[node]
+                    if not node:
+                        raise RangeCoderError("symbol missing from a context")
+                value, count = values[node], before
+                unders[node] = u + SUB_DELTA
+                counts[node] = before + SUB_DELTA
+                under = e + after - before
+            else:
+                c -= e  # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol
+                under, count = 0, ROOT_MIN
+                node = symbols[0]
+                while node:
+                    u = unders[node]
+                    after = under + u + values[node] + 1
+                    if c >= after:
+                        under += u
+                        if rights[node]:
+                            node = rights[node]
+                            continue
+                        value, under = (values[node] + 1 + c - after) & 0xFF, c
+                        rights[node] = nxt
+                    else:
+                        before = counts[node] + ROOT_MIN
+                        if c < after - before:
+                            unders[node] = u + ROOT_DELTA
+                            if lefts[node]:
+                                node = lefts[node]
+                                continue
+                            value, under = (values[node] - 1 - (after - before - c - 1)) & 0xFF, c
+                            lefts[node] = nxt
+                        else:
+                            value, count = values[node], before
+                            under = after - before
+                            unders[node] = u + ROOT_DELTA
+                            counts[node] = before - ROOT_MIN + ROOT_DELTA
+                            break
+                    node = 0  # a new symbol: created below
+                    break
+                else:
+                    value, under = c & 0xFF, c
+                    symbols[0] = nxt
+                if not node:  # ENET_SYMBOL_CREATE
+                    if nxt >= size:
+                        m.grow()
+                        size = len(values)
+                    node, nxt = nxt, nxt + 1
+                    values[node] = value
+                    counts[node] = unders[node] = ROOT_DELTA
+                    lefts[node] = rights[node] = symbols[node] = escapes[node] = totals[node] = parents[node] = 0
+                under += e
+            # ENET_RANGE_CODER_DECODE(under, count, total)
+            low = (low + under * rng) & M32
+            rng = (rng * count) & M32
+            while True:
+                if (low ^ ((low + rng) & M32)) >= TOP:
+                    if rng >= BOTTOM:
+                        break
+                    rng = -low & (BOTTOM - 1)
+                code = ((code << 8) & M32) | data[pos]
+                if pos < n:
+                    pos += 1
+                rng = (rng << 8) & M32
+                low = (low << 8) & M32
+                if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
+                    raise RangeCoderError("range collapsed to 0 (libenet would loop forever)")
+            if escaped:
+                sub = parents[sub]
+                continue
+            bottom = node
+            if sub:
+                t = totals[sub] = totals[sub] + SUB_DELTA
+                if count > SUB_RESCALE_COUNT or t > RESCALE_TOTAL:
+                    m.rescale(sub, 0)
+            else:
+                t = totals[0] = totals[0] + ROOT_DELTA
+                if count > ROOT_RESCALE_COUNT or t > RESCALE_TOTAL:
+                    m.rescale(0, ROOT_MIN)
+            break
+
+        # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
+        # becomes the context of the next order: `link` is where its index goes (-1: `predicted`).
+        link = -1
+        patch = predicted
+        while patch != sub:
+            count = 0
+            node = symbols[patch]
+            if node:
+                while True:
+                    v = values[node]
+                    if value < v:
+                        unders[node] += SUB_DELTA
+                        if lefts[node]:
+                            node = lefts[node]
+                            continue
+                        lefts[node] = nxt
+                    elif value > v:
+                        if rights[node]:
+                            node = rights[node]
+                            continue
+                        rights[node] = nxt
+                    else:
+                        count = counts[node]
+                        unders[node] += SUB_DELTA
+                        counts[node] = count + SUB_DELTA
+                        break
+                    node = 0
+                    break
+            else:
+                symbols[patch] = nxt
+            if not node:
+                if nxt >= size:
+                    m.grow()
+                    size = len(values)
+                node, nxt = nxt, nxt + 1
+                values[node] = value
+                counts[node] = unders[node] = SUB_DELTA
+                lefts[node] = rights[node] = symbols[node] = escapes[node] = totals[node] = parents[node] = 0
+            if link < 0:
+                predicted = node
+            else:
+                parents[link] = node
+            link = node
+            if count <= 0:
+                escapes[patch] += SUB_ESC_DELTA
+                t = totals[patch] = totals[patch] + SUB_ESC_DELTA + SUB_DELTA
+            else:
+                t = totals[patch] = totals[patch] + SUB_DELTA
+            if count > SUB_RESCALE_COUNT or t > RESCALE_TOTAL:
+                m.rescale(patch, 0)
+            patch = parents[patch]
+        if link < 0:
+            predicted = bottom
+        else:
+            parents[link] = bottom
+
+        if len(out) >= limit:
+            raise RangeCoderError(f"decompressed data longer than {limit} bytes")
+        out.append(value)
+        if order >= ORDER:
+            predicted = parents[predicted]
+        else:
+            order += 1
+        if nxt >= SYMBOLS - ORDER:  # ENET_RANGE_CODER_FREE_SYMBOLS
+            m.restart()
+            nxt = m.next
+            predicted = order = 0
+
+
+def compress(data: bytes) -> bytes:
+    """enet_range_coder_compress of one buffer with an unlimited output (libenet returns 0 for empty input; so
+    do we, as b"")."""
+    m = _Model()
+    out = bytearray()
+    low, rng = 0, M32
+    predicted = order = 0
+    escapes, totals, parents = m.escapes, m.total, m.parent
+
+    def emit(under, count, total):
+        nonlocal low, rng
+        rng //= total
+        low = (low + under * rng) & M32
+        rng = (rng * count) & M32
+        while True:
+            if (low ^ ((low + rng) & M32)) >= TOP:
+                if rng >= BOTTOM:
+                    break
+                rng = -low & (BOTTOM - 1)
+            out.append(low >> 24)
+            rng = (rng << 8) & M32
+            low = (low << 8) & M32
+
+    if not data:
+        return b""
+    for value in data:
+        link = -1
+        sub = predicted
+        while sub:
+            s, under, count = m.encode(sub, value, SUB_DELTA, 0)
+            if link < 0:
+                predicted = s
+            else:
+                parents[link] = s
+            link = s
+            total = totals[sub]
+            if count > 0:
+                emit(escapes[sub] + under, count, total)
+            else:
+                if 0 < escapes[sub] < total:
+                    emit(0, escapes[sub], total)
+                escapes[sub] = (escapes[sub] + SUB_ESC_DELTA) & 0xFFFF
+                totals[sub] = (totals[sub] + SUB_ESC_DELTA) & 0xFFFF
+            m.bump(sub, count, SUB_DELTA, 0, SUB_RESCALE_COUNT)
+            if count > 0:
+                break
+            sub = parents[sub]
+        else:
+            s, under, count = m.encode(0, value, ROOT_DELTA, ROOT_MIN)
+            if link < 0:
+                predicted = s
+            else:
+                parents[link] = s
+            emit(escapes[0] + under, count, totals[0])
+            m.bump(0, count, ROOT_DELTA, ROOT_MIN, ROOT_RESCALE_COUNT)
+        if order >= ORDER:
+            predicted = parents[predicted]
+        else:
+            order += 1
+        if m.next >= SYMBOLS - ORDER:
+            m.restart()
+            predicted = order = 0
+    while low:  # ENET_RANGE_CODER_FLUSH
+        out.append(low >> 24)
+        low = (low << 8) & M32
+    return bytes(out)

@@ -1,0 +1,319 @@
+"""Stream protocols over TCP and SCTP: the glue between the transport and a protocol that frames its own PDUs.
+
+The dispatcher hands every TCP segment and SCTP packet here (`Streams.dissect(stack, d)`). Per connection the
+protocol is chosen at its first payload: decode-as ("tcp.port"/"sctp.port", port), then registrations
+`ports["tcp.port"]` / `ports["sctp.port"]` (lower port first, as tshark tries them), then the heuristic list
+"tcp"/"sctp" (offered every payload until one claims the connection). Which bytes reach the protocol in which
+frame is decided by reassembly/tcp.py (exactly where tshark's TCP hands them to a dissect_tcp_pdus dissector,
+docs/tshark-formats.md section 6) and reassembly/sctp.py (each DATA message continues the byte stream of its
+stream id, section 7); this module cuts them into PDUs with the protocol's framing function. The plugin does the
+same in lua/rt_stream.lua (rt.stream_dissector; `emit_stream_lua` below writes the call).
+
+The interface a stream protocol implements (besides the usual name, description, fields, experts,
+preferences(), dissect(ctx, prefs)):
+
+    pdu_length(data: bytes, pos: int, conv: dict, direction: str, prefs: dict) -> int
+        The length of the PDU starting at data[pos] (data[pos:] is all there is so far):
+        > 0  the whole PDU's length (it may run past the end of data: more segments are awaited);
+        0    cannot tell yet, need more bytes (the next segment is appended and it is asked again);
+        -1   no PDU can start here: this direction stops being decoded (expert error on this PDU, the rest
+             of the direction shown as undecoded data `<proto>.data`). So does a length over MAX_PDU (1 MiB).
+        May be asked several times about the same position; an exception counts as -1.
+    resync(data: bytes, pos: int, conv: dict, direction: str) -> int | None      (optional)
+        After a gap (a segment not captured) or at a mid-stream start: the first position >= pos where a PDU
+        plausibly starts, or None (nothing in data: skip it all and try again on the next bytes). Default
+        (default_resync): the first position where a whole PDU starts and the PDUs chained from it end exactly
+        at the end of data, or with one running past it.
+    fields[f"{name}.data"]  a bytes field for undecoded bytes (Protocol has it as `data_info`).
+
+Each PDU is dissected with the protocol's dissect(ctx, prefs) as a layer of the frame that completes it:
+ctx.data/ctx.pos/ctx.end = the frame and the PDU's bytes in it when the PDU lies in one segment (or SCTP
+chunk), else a new data source "Reassembled TCP" / "Reassembled SCTP" (ctx.source is its index). ctx.conv is
+the protocol's conversation (one per connection, both directions), ctx.direction "a:p>b:q" (this frame's).
+Several PDUs in one frame give several layers, in stream order. A PDU reassembled from TCP segments also gives
+the frame tshark's "tcp.segments" layer (d.reassembled, built by capture/layers.py).
+
+After a gap the protocol gets a "previous segment not captured" note (`<proto>.sequence`) on the first layer
+that follows it; bytes skipped to resynchronise are shown as `<proto>.data` in a layer of their own.
+"""
+from __future__ import annotations
+
+from ..reassembly.sctp import SctpDirection
+from ..reassembly.tcp import ACK, MAX_PDU, SYN, Handover, TcpDirection
+from .tree import DataSource, ExpertInfo, Item, Layer
+
+RESYNC_LIMIT = 65536       # bytes scanned for a resynchronisation point per handover
+CONNECTION_LIMIT = 16384   # connections tracked at once: the oldest is forgotten beyond (memory stays bounded)
+
+
+class Direction:
+    """What one direction of one connection has told us: its byte stream, and whether framing still holds."""
+
+    __slots__ = ("resyncing", "started", "stopped", "stream")
+
+    def __init__(self, stream):
+        self.stream = stream       # reassembly.tcp.TcpDirection or reassembly.sctp.Stream: desegment()
+        self.stopped = False       # the protocol could not frame a PDU: the rest is shown undecoded
+        self.resyncing = False     # after a gap: looking for a plausible PDU start
+        self.started = False       # bytes were handed over already
+
+
+class Connection:
+    __slots__ = ("directions", "handshake", "proto", "sctp")
+
+    def __init__(self):
+        self.proto = None          # the stream protocol, once chosen
+        self.directions: dict = {}  # TCP: sender -> Direction; SCTP: (sender, stream id) -> Direction
+        self.sctp: dict[str, SctpDirection] = {}
+        self.handshake = 0         # 1: a SYN seen, 2: a SYN-ACK seen (tshark's tcp.completeness bits)
+
+    @property
+    def synced(self) -> bool:
+        """Both starts captured: a direction's first bytes are a PDU start. Else its first bytes are treated
+        as coming after a gap (the plugin reads the same from tcp.completeness, so both decide alike)."""
+        return self.handshake == 3
+
+
+class Streams:
+    """All stream state of one pass over a capture (the dispatcher owns one)."""
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self.prefs = dispatcher.settings.prefs
+        self.connections: dict[tuple, Connection] = {}
+
+    def dissect(self, stack, d) -> None:
+        """Give one TCP segment (or SCTP packet) to its stream. Never raises for any content."""
+        if d.transport == "tcp" and d.seq is not None:
+            self.tcp(stack, d)
+        elif d.transport == "sctp" and d.chunks:
+            self.sctp(stack, d)
+
+    def connection(self, stack) -> Connection:
+        a, b = stack.endpoints
+        key = (a, b) if a < b else (b, a)
+        conn = self.connections.get(key)
+        if conn is None:
+            if len(self.connections) >= CONNECTION_LIMIT:
+                del self.connections[next(iter(self.connections))]
+            conn = self.connections[key] = Connection()
+        return conn
+
+    def choose(self, stack, conn: Connection, table: str, d, payload: bytes):
+        """The connection's protocol: chosen at its first payload (decode-as, ports lower first, heuristics;
+        until one claims it, every payload is offered to the heuristics), then kept."""
+        if conn.proto is None and payload:
+            ports = (d.sport, d.dport) if d.sport <= d.dport else (d.dport, d.sport)
+            conn.proto = self.dispatcher.lookup(table, ports, payload, stack.conversation)
+        return conn.proto
+
+    # --- TCP ------------------------------------------------------------------------------------------------
+    def tcp(self, stack, d) -> None:
+        conn = self.connection(stack)
+        sender = stack.endpoints[0]
+        state = conn.directions.get(sender)
+        if state is None:
+            state = conn.directions[sender] = Direction(TcpDirection(MAX_PDU))
+        flags = d.flags or 0
+        if flags & SYN:
+            conn.handshake |= 2 if flags & ACK else 1
+        proto = self.choose(stack, conn, "tcp.port", d, d.payload)
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags):
+            if proto is not None:
+                if not state.started:
+                    state.started = True
+                    h.lost = h.lost or not conn.synced
+                cutter = Cutter(self, stack, proto, state, h, d.payload_offset, "Reassembled TCP")
+                cutter.run()
+                if h.seg_offset is None and cutter.source is not None:
+                    # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]"
+                    d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data)]
+
+    # --- SCTP -----------------------------------------------------------------------------------------------
+    def sctp(self, stack, d) -> None:
+        """Each DATA chunk's user data continues the byte stream of its (association, direction, stream id)."""
+        conn = self.connection(stack)
+        sender = stack.endpoints[0]
+        assoc = conn.sctp.get(sender)
+        if assoc is None:
+            assoc = conn.sctp[sender] = SctpDirection()
+        data, frame = stack.frame.data, stack.frame.number
+        for c in d.chunks:
+            if c.kind != 0:
+                continue
+            payload = data[c.data_offset:c.offset + c.length]
+            message = assoc.data_chunk(c.tsn, c.sid, c.ssn, c.flags, payload, frame, c.data_offset)
+            if message is None or self.choose(stack, conn, "sctp.port", d, message.data) is None:
+                continue
+            state = conn.directions.get((sender, message.sid))
+            if state is None:
+                state = conn.directions[(sender, message.sid)] = Direction(assoc.stream(message.sid))
+            h = state.stream.message(message, frame)
+            if h is not None and h.data:
+                Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
+
+
+class Cutter:
+    """One handover cut into PDUs (the twin of stream_cut in lua/rt_stream.lua)."""
+
+    def __init__(self, streams: Streams, stack, proto, state: Direction, h: Handover, start: int, source: str):
+        """start: where h's segment (or chunk data) starts in the frame; source: the name of the data source a
+        reassembled handover gets."""
+        self.stack, self.proto, self.state, self.h = stack, proto, state, h
+        self.prefs = streams.prefs
+        self.conv = stack.conversation(proto)
+        self.direction = stack.direction
+        self.note: str | None = None     # "previous segment not captured", for the next layer made
+        if h.seg_offset is None:         # bytes from several segments: their own data source, once a layer uses it
+            self.data, self.base, self.source, self.source_name = h.data, 0, None, source
+        else:
+            self.data, self.base, self.source = stack.frame.data, start + h.seg_offset, 0
+
+    def where(self) -> int:
+        """The data source index of this handover's bytes (a reassembled buffer is added on first use)."""
+        if self.source is None:
+            self.stack.sources.append(DataSource(self.source_name, self.h.data))
+            self.source = len(self.stack.sources) - 1
+        return self.source
+
+    def length(self, pos: int) -> int:
+        try:
+            return int(self.proto.pdu_length(self.h.data, pos, self.conv, self.direction, self.prefs))
+        except Exception:  # noqa: BLE001 - a framing bug counts as "cannot frame", never a crash
+            return -1
+
+    def run(self) -> None:
+        buf, state = self.h.data, self.state
+        if state.stopped:
+            self.undecoded(0, None)
+            return
+        pos = 0
+        if self.h.lost or state.resyncing:
+            if self.h.lost:
+                self.note = "Previous segment(s) not captured: resynchronising"
+            found = self.resync()
+            if found is None:
+                state.resyncing = True
+                self.undecoded(0, None, "Previous segment(s) not captured: no PDU start found in "
+                                        f"{len(buf)} bytes, skipped")
+                return
+            state.resyncing = False
+            if found > 0:
+                self.undecoded(0, found, f"Previous segment(s) not captured: {found} bytes skipped to "
+                                         "resynchronise")
+            pos = found
+        while pos < len(buf):
+            n = self.length(pos)
+            if n < 0 or n > MAX_PDU or (n == 0 and len(buf) - pos > MAX_PDU):
+                state.stopped = True
+                why = f"a PDU of {n} bytes exceeds the limit of {MAX_PDU}" if n > 0 else "no PDU can start here"
+                self.undecoded(pos, None, f"Cannot frame the stream ({why}): the rest of this direction is not"
+                                          " decoded", "malformed")
+                return
+            if n == 0 or pos + n > len(buf):
+                state.stream.desegment(self.h, pos, n)
+                return
+            self.pdu(pos, n)
+            pos += n
+
+    def resync(self) -> int | None:
+        """The first plausible PDU start in the handover (see the module docstring)."""
+        custom = getattr(self.proto, "resync", None)
+        if custom is not None:
+            try:
+                found = custom(self.h.data, 0, self.conv, self.direction)
+            except Exception:  # noqa: BLE001
+                return None
+            return found if found is None or 0 <= found <= len(self.h.data) else None
+        return default_resync(self.length, len(self.h.data))
+
+    def pdu(self, pos: int, n: int) -> None:
+        start = self.base + pos
+        layer = self.stack.dissect(self.proto, self.data, start, start + n, source=self.where(),
+                                   direction=self.direction, conv=self.conv)
+        self.flush_note(layer)
+
+    def undecoded(self, pos: int, stop: int | None, message: str | None = None, kind: str = "sequence") -> None:
+        """A layer showing h.data[pos:stop] as undecoded data, with an expert (message) if given."""
+        stop = len(self.h.data) if stop is None else stop
+        start, end = self.base + pos, self.base + stop
+        shown = Undecoded(self.proto, message, kind)
+        layer = self.stack.dissect(shown, self.data, start, end, source=self.where(), direction=self.direction,
+                                   conv=self.conv)
+        if message is None:
+            self.flush_note(layer)
+        else:
+            self.note = None
+
+    def flush_note(self, layer: Layer) -> None:
+        if self.note is not None:
+            add_expert(self.proto, layer.item, "sequence", self.note)
+            self.note = None
+
+
+def default_resync(length, size: int) -> int | None:
+    """The first position where a whole PDU (by pdu_length) starts and the PDUs chained from it either end
+    exactly at `size` or end with one that runs past it. Each position is asked once (walked from the end),
+    so the cost stays linear in the bytes scanned."""
+    size = min(size, RESYNC_LIMIT)
+    good: list[bool] = [False] * (size + 1)     # a chain of whole PDUs from here ends cleanly
+    tail: list[bool] = [False] * (size + 1)     # a PDU starts here that runs past the end
+    for pos in range(size - 1, -1, -1):
+        n = length(pos)
+        if n == 0 or (n > 0 and pos + n > size):
+            tail[pos] = n <= MAX_PDU
+        elif n > 0:
+            after = pos + n
+            good[pos] = after == size or good[after] or tail[after]
+    return next((pos for pos in range(size) if good[pos]), None)
+
+
+def add_expert(proto, item: Item, kind: str, message: str) -> None:
+    group, severity = proto.experts[kind]
+    item.expert(ExpertInfo(f"{proto.name}.{kind}", group, severity, message))
+
+
+class Undecoded:
+    """Stands in for a stream protocol to show bytes it cannot frame: its layer holds `<proto>.data` and an
+    expert (Stack.dissect calls `dissect`; every other attribute is the protocol's own)."""
+
+    def __init__(self, proto, message: str | None, kind: str):
+        self._proto, self._message, self._kind = proto, message, kind
+
+    def __getattr__(self, name):
+        return getattr(self._proto, name)
+
+    def dissect(self, ctx, prefs):
+        proto = self._proto
+        field = proto.fields.get(f"{proto.name}.data")
+        size = ctx.end - ctx.pos
+        item = Item(field, ctx.data[ctx.pos:ctx.end], ctx.pos, size, None if field else "Undecoded data",
+                    False, ctx.source)
+        ctx.tree.add(item)
+        if self._message:
+            add_expert(proto, ctx.tree, self._kind, self._message)
+        return f"[Undecoded: {size} bytes]"
+
+
+def emit_stream_lua(gen, p, var: str, len_fn: str, pdu_fn: str, resync_fn: str | None = None,
+                    heuristic_fn: str | None = None) -> None:
+    """The plugin side of a stream protocol, for its `emit_lua(gen, var)`: after emitting the Lua functions
+    `len_fn(tvb, pinfo, offset, conv) -> n` (the twin of pdu_length: the bytes from offset to the end of tvb are
+    all there is), `pdu_fn(tvb, pinfo, tree, conv, index) -> info, T` (dissects one PDU = the whole tvb, returns
+    its Info text and its layer item), optionally `resync_fn(tvb, pinfo, offset, conv) -> absolute pos | nil` and
+    `heuristic_fn(tvb, pinfo) -> bool` (the twin of heuristics["tcp"] / ["sctp"]), this writes the dissector
+    (rt.stream_dissector in lua/rt_stream.lua) and its registration on the protocol's "tcp.port" and
+    "sctp.port" ports and heuristic lists."""
+    from .lua_backend import lua_str  # late: the backend imports the protocol modules
+    w = gen.w
+    data = f"F[{lua_str(p.name + '.data')}]" if f"{p.name}.data" in p.fields else "nil"
+    w(f"{var}.dissector = rt.stream_dissector({var}, {lua_str(p.name)}, {len_fn}, {pdu_fn}, "
+      f"{{ data = {data}, E = E, resync = {resync_fn or 'nil'} }})")
+    ports = getattr(p, "ports", {})
+    tcp = ", ".join(str(port) for port in ports.get("tcp.port", ()))
+    sctp = ", ".join(str(port) for port in ports.get("sctp.port", ()))
+    w(f"rt.stream_register({var}, {{ {tcp} }}, {{ {sctp} }})")
+    if heuristic_fn:
+        for table in ("tcp", "sctp"):
+            if table in getattr(p, "heuristics", {}):
+                w(f"rt.stream_heuristic({var}, {lua_str(table)}, {heuristic_fn}, {var}.dissector)")

@@ -1,0 +1,295 @@
+-- Building blocks of engine/blocks_iceball.py (Framed, Dispatch, Transfer, stream framing): the same trees.
+
+-- Framed: decode `body` inside the next n bytes; what it leaves is trailing data.
+function rt.framed(c, T, n, body, f_trailing)
+  local start, stop = c.pos, c.stop
+  c.stop = start + n
+  local ok, err = pcall(body, c, T)
+  if ok and c.pos < c.stop then
+    T:add(f_trailing, c.tvb(c.pos, c.stop - c.pos))
+    rt.expert(c, T, "trailing", string.format("%d bytes after the inner packet", c.stop - c.pos))
+  end
+  c.stop = stop
+  c.pos = start + n
+  if not ok then error(err, 0) end
+end
+
+-- A constant table built on first use (generated code refers to functions defined after the caller).
+local CACHE = {}
+function rt.cached(key, build)
+  local t = CACHE[key]
+  if t == nil then t = build(); CACHE[key] = t end
+  return t
+end
+
+-- Dispatch: tables[variant] = { code field, { [code] = { fn, label, info template } } }.
+function rt.dispatch(c, T, name, label, tables, first, key, unknown, f_data)
+  rt.need(c, 1, label, T)
+  local variant = key and rt.lookup(c, key)
+  if variant == nil or tables[variant] == nil then variant = first end
+  local t = tables[variant]
+  local code = c.tvb(c.pos, 1):uint()
+  c.sc[#c.sc][name] = code
+  local it = T:add(t[1], c.tvb(c.pos, 1))
+  c.pos = c.pos + 1
+  local pkt = t[2][code]
+  if pkt == nil then
+    local msg = string.gsub(unknown, "{}", string.format("%d", code))
+    rt.expert(c, it, "undecoded", msg)
+    c.sc[1]._info = msg
+    if c.pos < c.stop then
+      T:add(f_data, c.tvb(c.pos, c.stop - c.pos))
+      c.pos = c.stop
+    end
+    return
+  end
+  local values = c.sc[#c.sc]
+  c.sc[1]._info = pkt[2]
+  pkt[1](c, T)
+  if pkt[3] then c.sc[1]._info = pkt[2] .. " " .. rt.template(pkt[3], values) end
+end
+
+-- Stream framing from the tables (engine.blocks_iceball.measure): steps { "fixed", size, code, name } and
+-- { "counted", name, delta }; the length may run past the data; -1 cannot tell, 0 more bytes needed to tell.
+local function read_int(tvb, at, size, code)
+  local r = tvb(at, size)
+  local little = string.sub(code, 1, 1) ~= ">"
+  local signed = string.find(code, "[bhi]") ~= nil
+  if little then return signed and r:le_int() or r:le_uint() end
+  return signed and r:int() or r:uint()
+end
+
+function rt.measure(steps, tvb, pos, values)
+  if not steps then return -1 end
+  local at, len = pos, tvb:len()
+  for _, s in ipairs(steps) do
+    if s[1] == "counted" then
+      local n = values[s[2]]
+      if n == nil or n + s[3] < 0 then return -1 end
+      at = at + n + s[3]
+    else
+      if s[3] ~= "" then
+        if at + s[2] > len then return 0 end
+        values[s[4]] = read_int(tvb, at, s[2], s[3])
+      end
+      at = at + s[2]
+    end
+  end
+  return at - pos
+end
+
+-- The "tcp" heuristic (ChannelProtocol.starts_stream): the stream starts with packet `code`, whole, holding
+-- printable text from `text_at` to its last byte, a NUL.
+function rt.stream_start(tvb, len_fn, code, text_at)
+  local size = tvb:len()
+  if size < text_at + 2 or tvb(0, 1):uint() ~= code then return false end
+  local n = len_fn(tvb, 0)
+  if n <= text_at + 1 or n > size or tvb(n - 1, 1):uint() ~= 0 then return false end
+  return string.find(tvb:raw(text_at, n - 1 - text_at), "^[\32-\126]+$") ~= nil
+end
+
+-- The n-th layer of this protocol in this frame (several messages per ENet datagram): keys the state replayed on
+-- re-dissection. The first pass counts the layers of each frame; a later pass (tshark -2, a GUI click, even on the
+-- same frame twice in a row) starts again at 1 once it has seen them all.
+function rt.layer_index(c)
+  local conv = c.conv
+  conv.layers_in = conv.layers_in or {}
+  if conv.layer_frame ~= c.frame or (c.visited and conv.layer_n >= (conv.layers_in[c.frame] or 1)) then
+    conv.layer_frame, conv.layer_n = c.frame, 0
+  end
+  conv.layer_n = conv.layer_n + 1
+  if not c.visited then conv.layers_in[c.frame] = conv.layer_n end
+  return conv.layer_n
+end
+
+-- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks).
+function rt.inflate_capped(tvb, name, limit)
+  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
+  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
+  if not ok or r == nil or r:len() > limit then return nil end
+  return r:tvb()
+end
+
+-- File transfers (engine.blocks_iceball.Transfer): the state steps run on the first pass only (rt.once).
+local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = 16777216, 67108864, 16, 65536
+
+-- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
+-- covered are kept, so the parts never overlap; returns the bytes added.
+local function place(parts, at, piece)
+  local todo = { { at, at + #piece } }
+  for _, q in ipairs(parts) do
+    local qs, qe, left = q[1], q[1] + #q[2], {}
+    for _, span in ipairs(todo) do
+      local s, e = span[1], span[2]
+      if qe <= s or qs >= e then left[#left + 1] = span
+      else
+        if s < qs then left[#left + 1] = { s, qs } end
+        if qe < e then left[#left + 1] = { qe, e } end
+      end
+    end
+    todo = left
+  end
+  local added = 0
+  for _, span in ipairs(todo) do
+    parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
+    added = added + span[2] - span[1]
+  end
+  return added
+end
+
+local function joined(parts)
+  table.sort(parts, function(a, b) return a[1] < b[1] end)
+  local out = {}
+  for i, q in ipairs(parts) do out[i] = q[2] end
+  return table.concat(out)
+end
+
+local STEPS = {}
+
+function STEPS.request(c, st, names, mask)
+  if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
+  local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
+  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind }
+  return {}
+end
+
+function STEPS.start(c, st, names)
+  local total, size = rt.lookup(c, names.total), rt.lookup(c, names.size)
+  local req = table.remove(st.requests, 1)
+  local res = { name = req and req[1] or "?", kind = req and req[2] or 0, noreq = req == nil }
+  if total > FILE_LIMIT then
+    res.toolarge = string.format("Transfer of %d bytes exceeds the limit of %d", total, FILE_LIMIT)
+    st.current = nil
+    return res
+  end
+  st.current = { name = res.name, kind = res.kind, total = total, size = size, parts = {}, got = 0, frames = {},
+                 seen = {}, blocks = 0 }
+  return res
+end
+
+function STEPS.piece(c, st, names)
+  local cur = st.current
+  if cur == nil then return { none = true } end
+  local res = { name = cur.name, kind = cur.kind }
+  local at, piece = rt.lookup(c, names.at), rt.lookup(c, names.data)
+  if cur.blocks >= BLOCK_LIMIT then
+    res.toomany = string.format("More than %d blocks: the transfer is dropped", BLOCK_LIMIT)
+    st.current = nil
+    return res
+  end
+  if cur.whole == nil then
+    if at + #piece > cur.total then
+      res.err = string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, cur.total)
+      return res
+    end
+    cur.got = cur.got + place(cur.parts, at, piece)
+    if not cur.seen[c.frame] then cur.seen[c.frame] = true; cur.frames[#cur.frames + 1] = c.frame end
+    if cur.got >= cur.total then
+      cur.whole = joined(cur.parts)
+      table.sort(cur.frames)
+      cur.parts, cur.seen = {}, {}            -- done: keep no pieces
+    end
+  end
+  cur.blocks = cur.blocks + 1
+  return res
+end
+
+function STEPS.finish(c, st)
+  local cur = st.current
+  st.current = nil
+  if cur == nil then return { none = true } end
+  local res = { name = cur.name, kind = cur.kind, total = cur.total, size = cur.size }
+  if cur.whole == nil then
+    res.got = cur.got
+    return res
+  end
+  res.whole, res.blocks, res.first, res.last = cur.whole, cur.blocks, cur.frames[1], cur.frames[#cur.frames]
+  return res
+end
+
+function STEPS.abort(c, st)
+  local cur = st.current
+  st.current = nil
+  if cur == nil then return { none = true } end
+  return { name = cur.name, kind = cur.kind, total = cur.total,
+           got = cur.whole and cur.total or cur.got }
+end
+
+local function file_node(c, T, F, label, res)
+  local r = c.tvb(c.pos, 0)
+  local node = T:add(F.node, r)
+  node:set_text(label .. ": " .. res.name)
+  node:set_generated()
+  node:add(F.name, r, res.name):set_generated()
+  node:add(F.kind, r, res.kind):set_generated()
+  return node, r
+end
+
+local function show_end(c, T, F, label, res, inside)
+  if res.none then
+    rt.expert(c, T, "unexpected", "File end with no file transfer active")
+    c.sc[1].file = "no transfer active"
+    return
+  end
+  local node, r = file_node(c, T, F, label, res)
+  node:add(F.total, r, res.total):set_generated()
+  node:add(F.size, r, res.size):set_generated()
+  if res.whole == nil then
+    node:add(F.received, r, res.got):set_generated()
+    rt.expert(c, node, "reassembly", string.format("File transfer ended with %d of %d bytes", res.got, res.total))
+    c.sc[1].file = res.name .. " incomplete"
+    return
+  end
+  node:add(F.blocks, r, res.blocks):set_generated()
+  node:add(F.first, r, res.first):set_generated()
+  node:add(F.last, r, res.last):set_generated()
+  local data = nil
+  if #res.whole > 0 then
+    data = rt.inflate_capped(ByteArray.new(res.whole, true):tvb("Reassembled file"), "Inflated file", INFLATED_LIMIT)
+  end
+  if data == nil then
+    rt.expert(c, node, "malformed", "File does not inflate (zlib)")
+    c.sc[1].file = res.name .. " (does not inflate)"
+    return
+  end
+  node:add(F.inflated, r, data:len()):set_generated()
+  if data:len() ~= res.size then
+    rt.expert(c, node, "unexpected", string.format("Inflated to %d bytes, %d announced", data:len(), res.size))
+  end
+  c.sc[1].file = string.format("%s (%d -> %d bytes)", res.name, #res.whole, data:len())
+  local fn = inside[res.kind]
+  if fn then
+    local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir,
+                  E = c.E, notes = c.notes }
+    pcall(fn, sub, node)
+  end
+end
+
+function rt.transfer(c, T, step, label, F, names, inside, mask, who)
+  c.conv.files = c.conv.files or { requests = {} }
+  local st = c.conv.files
+  local name = step == "end" and "finish" or step
+  local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
+    return STEPS[name](c, st, names, mask)
+  end)
+  if step == "request" then return end
+  if step == "end" then return show_end(c, T, F, label, res, inside) end
+  if res.none then
+    local msg = step == "piece" and "File block with no file transfer active"
+      or (step == "abort" and (who .. " aborts with no file transfer active")) or nil
+    if msg then rt.expert(c, T, "unexpected", msg) end
+    return
+  end
+  local node, r = file_node(c, T, F, label, res)
+  if step == "start" then
+    if res.noreq then rt.expert(c, node, "unexpected", "File transfer started without a request") end
+    if res.toolarge then rt.expert(c, node, "reassembly", res.toolarge) end
+  elseif step == "piece" then
+    if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
+    if res.err then rt.expert(c, node, "malformed", res.err) end
+  elseif step == "abort" then
+    node:add(F.received, r, res.got):set_generated()
+    rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
+      res.name, res.got, res.total))
+  end
+end

@@ -1,0 +1,182 @@
+"""One direction of a TCP connection, handed to a subdissector the way tshark 4.0's TCP dissector does it with
+its default preferences (desegmentation on, out-of-order reassembly off, sequence analysis on), so that a PDU
+appears in exactly the frame where tshark shows a dissect_tcp_pdus dissector's PDU (the plugin's twin is
+stream_tcp_segment in lua/rt_stream.lua).
+
+Measured on tshark 4.0.17 (docs/tshark-formats.md section 6):
+
+- a segment starting before the next expected sequence number (a retransmission, a duplicate, or an
+  out-of-order segment arriving late) is never handed over, not even its new bytes, and never fills a hole;
+- a segment after a gap (its predecessor lost or not yet arrived) is handed over as if it followed on, with
+  the "previous segment not captured" flag (`Handover.lost`): there the stream layer resynchronises;
+- when the subdissector needs more bytes than there are (a desegment request), the rest becomes a pending PDU
+  (Wireshark's multi-segment PDU) with a known end, or open ("one more segment": the whole next segment joins
+  it). Later segments inside it are stored at their offsets; once every byte is there it is handed over,
+  reassembled, in the frame that completed it, followed by the rest of that segment. A pending PDU with a hole
+  never completes: the first segment reaching past its end abandons it and hands over the bytes after its end.
+
+Memory: only the pending PDU is kept, at most `max_pdu` bytes (the caller refuses longer desegment requests).
+
+Usage (engine/streams.py is the real caller)::
+
+    direction = TcpDirection()
+    for h in direction.segment(seq, payload, frame, flags):     # a generator: consume it fully, in order
+        ... cut h.data into PDUs; if the last one is incomplete at position p and needs n bytes in all
+        (0: unknown, one more segment):
+        direction.desegment(h, p, n)
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .offsets import OffsetReassembly
+
+SEQ_MOD = 1 << 32
+MAX_PDU = 1 << 20          # the longest PDU a stream may assemble (a longer one is refused by the caller)
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+
+
+class Handover:
+    """Bytes handed to the subdissector in one call.
+
+    data        the bytes (a whole segment, the rest of one, or a reassembled PDU)
+    offset      stream offset of data[0] (0 = the first payload byte of this direction)
+    seg_offset  where data starts in this frame's TCP payload; None for a reassembled PDU (spans segments:
+                it needs its own data source, "Reassembled TCP (N bytes)")
+    frames      the frames the bytes came from, in stream order (one frame unless reassembled)
+    pieces      reassembled only: (frame, length) of each segment's part, in stream order (tshark's
+                "[N Reassembled TCP Segments (M bytes): #9(1448), #10(1448), ...]")
+    lost        bytes before this were never handed over ("previous segment not captured"): the framing is
+                unknown here (a direction whose start was not captured: the caller decides, see engine.streams)
+    """
+
+    __slots__ = ("data", "frames", "lost", "offset", "pieces", "seg_offset")
+
+    def __init__(self, data: bytes, offset: int, seg_offset: int | None, frames: tuple[int, ...], lost: bool,
+                 pieces: tuple[tuple[int, int], ...] = ()):
+        self.data, self.offset, self.seg_offset, self.frames, self.lost = data, offset, seg_offset, frames, lost
+        self.pieces = pieces
+
+    def __repr__(self) -> str:
+        return (f"Handover({len(self.data)} bytes @{self.offset} seg_offset={self.seg_offset} "
+                f"frames={self.frames}{' lost' if self.lost else ''})")
+
+
+class Pending:
+    """A PDU being assembled from segments: [start, end) in stream offsets, or open-ended (end None)."""
+
+    __slots__ = ("end", "open_data", "parts", "placed", "start")
+
+    def __init__(self, start: int, end: int | None, limit: int):
+        self.start, self.end = start, end
+        self.parts = OffsetReassembly(end - start, limit) if end is not None else None
+        self.open_data = bytearray()                  # open-ended: the bytes so far (contiguous)
+        self.placed: list[tuple[int, int, int]] = []  # (offset, frame, length) of each part stored
+
+    def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
+        """Store bytes at stream `offset`; the whole PDU once complete."""
+        if self.end is None:
+            self.placed.append((offset, frame, len(data)))
+            self.open_data += data
+            return bytes(self.open_data)
+        data = data[:self.end - offset]
+        if not data:
+            return None
+        self.placed.append((offset, frame, len(data)))
+        return self.parts.add(offset - self.start, data, frame)
+
+    def frames(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(frame for _, frame, _ in sorted(self.placed)))
+
+    def pieces(self) -> tuple[tuple[int, int], ...]:
+        return tuple((frame, length) for _, frame, length in sorted(self.placed))
+
+    def handover(self, data: bytes) -> Handover:
+        return Handover(data, self.start, None, self.frames(), False, self.pieces())
+
+
+class TcpDirection:
+    """The byte stream of one direction of one connection (see the module docstring)."""
+
+    __slots__ = ("base", "fin", "lost_bytes", "max_pdu", "nxt", "pending", "rst")
+
+    def __init__(self, max_pdu: int = MAX_PDU):
+        self.base: int | None = None      # raw sequence number of stream offset 0
+        self.nxt: int | None = None       # next expected stream offset (the highest end seen)
+        self.pending: Pending | None = None
+        self.max_pdu = max_pdu
+        self.fin = self.rst = False
+        self.lost_bytes = 0               # bytes skipped by gaps so far (statistics)
+
+    def offset_of(self, seq: int) -> int:
+        """Stream offset of a raw sequence number, unwrapped around the next expected offset."""
+        rel = (seq - self.base) % SEQ_MOD
+        if self.nxt is None:
+            return rel
+        delta = (rel - self.nxt) % SEQ_MOD
+        return self.nxt + (delta - SEQ_MOD if delta >= SEQ_MOD // 2 else delta)
+
+    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0) -> Iterator[Handover]:
+        """The handovers one segment makes, in order (a generator: the caller may call desegment() between
+        them, which changes what follows)."""
+        if flags & SYN:
+            self.base, self.nxt = (seq + 1) % SEQ_MOD, 0
+        elif self.base is None:
+            self.base = seq                  # started mid-stream: this segment's first byte is offset 0
+        offset = self.offset_of(seq)
+        end = offset + len(payload)
+        self.fin |= bool(flags & FIN)
+        self.rst |= bool(flags & RST)
+        first = self.nxt is None
+        if not payload:
+            if first:
+                self.nxt = offset
+            return
+        if not first and offset < self.nxt:  # retransmission / late out-of-order: tshark hands nothing over
+            self.nxt = max(self.nxt, end)
+            return
+        lost = not first and offset > self.nxt
+        if lost:
+            self.lost_bytes += offset - self.nxt
+        self.nxt = end
+        pos = 0
+        pend = self.pending
+        if pend is not None:
+            if pend.end is None and offset == pend.start + len(pend.open_data):
+                whole = pend.add(offset, payload, frame)
+                self.pending = None
+                yield pend.handover(whole)
+                return
+            if pend.end is not None and pend.start <= offset < pend.end:
+                whole = pend.add(offset, payload, frame)
+                if whole is None and end <= pend.end:
+                    return                   # inside the PDU, still incomplete: nothing to hand over yet
+                self.pending = None
+                pos = pend.end - offset
+                if whole is not None:
+                    yield pend.handover(whole)
+                    if self.pending is not None:          # the reassembled PDU asked for more: the rest joins it
+                        if pos < len(payload):
+                            self.pending.add(pend.end, payload[pos:], frame)
+                        return
+                lost = False                 # the PDU's known end frames the rest of the segment
+            else:
+                self.pending = None          # past it: abandoned (never complete)
+        if pos < len(payload):
+            yield Handover(payload[pos:], offset + pos, pos, (frame,), lost)
+
+    def desegment(self, h: Handover, pos: int, need: int) -> None:
+        """The subdissector needs more bytes: the PDU starting at h.data[pos] is `need` bytes long in all
+        (0: unknown, take the whole next segment). The caller refuses need > max_pdu beforehand."""
+        start = h.offset + pos
+        pend = Pending(start, start + need if need > 0 else None, self.max_pdu)
+        if h.seg_offset is not None:
+            pend.add(start, h.data[pos:], h.frames[0])
+        else:                                # re-pending part of a reassembled PDU: keep its parts apart
+            at = h.offset
+            for frame, length in h.pieces:
+                lo = max(at, start)
+                if at + length > lo:
+                    pend.add(lo, h.data[lo - h.offset:at + length - h.offset], frame)
+                at += length
+        self.pending = pend

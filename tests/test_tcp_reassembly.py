@@ -1,0 +1,203 @@
+"""reassembly/tcp.py: which bytes of one TCP direction are handed to a stream dissector, and when, as tshark 4.0
+does it (docs/tshark-formats.md section 6; the captures behind those facts are checked in tests/test_streams.py)."""
+from __future__ import annotations
+
+import struct
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from protodump.reassembly.offsets import TooLarge
+from protodump.reassembly.tcp import ACK, FIN, SEQ_MOD, SYN, TcpDirection
+
+ISN = 1000
+
+
+def pdu(kind: int, body: bytes) -> bytes:
+    return struct.pack("!HB", len(body) + 1, kind) + body
+
+
+def length_at(data: bytes, pos: int) -> int:
+    """The test framing: u16 length of what follows; 0 = need more."""
+    if len(data) - pos < 2:
+        return 0
+    return struct.unpack_from("!H", data, pos)[0] + 2
+
+
+def feed(direction: TcpDirection, seq: int, payload: bytes, frame: int, flags: int = ACK):
+    """Hand one segment over and cut every handover like engine.streams does: (handover, [PDUs]) per handover."""
+    out = []
+    for h in direction.segment(seq % SEQ_MOD, payload, frame, flags):
+        pdus, pos = [], 0
+        while pos < len(h.data):
+            n = length_at(h.data, pos)
+            if n == 0 or pos + n > len(h.data):
+                direction.desegment(h, pos, n)
+                break
+            pdus.append(h.data[pos:pos + n])
+            pos += n
+        out.append((h, pdus))
+    return out
+
+
+def start() -> TcpDirection:
+    d = TcpDirection()
+    assert list(d.segment(ISN, b"", 1, SYN)) == []
+    return d
+
+
+def test_in_order_segments_are_handed_over_whole():
+    d = start()
+    a, b = pdu(1, b"hello"), pdu(2, b"x" * 10) + pdu(3, b"y")
+    [(h, pdus)] = feed(d, ISN + 1, a, 2)
+    assert (h.data, h.offset, h.seg_offset, h.frames, h.lost) == (a, 0, 0, (2,), False)
+    [(h, pdus)] = feed(d, ISN + 1 + len(a), b, 3)
+    assert pdus == [pdu(2, b"x" * 10), pdu(3, b"y")] and h.offset == len(a)
+
+
+def test_a_pdu_spanning_three_segments_is_handed_over_reassembled_in_the_last():
+    d = start()
+    big = pdu(5, bytes(range(256)) * 16)
+    cuts = [0, 1448, 2896, len(big)]
+    results = [feed(d, ISN + 1 + lo, big[lo:hi], frame) for frame, (lo, hi) in enumerate(pairwise(cuts), 10)]
+    assert [len(r) for r in results] == [1, 0, 1]          # the middle segment hands nothing over
+    h, pdus = results[2][0]
+    assert h.seg_offset is None and pdus == [big]
+    assert h.frames == (10, 11, 12) and h.pieces == ((10, 1448), (11, 1448), (12, len(big) - 2896))
+
+
+def test_tail_of_one_pdu_then_more_pdus_in_one_segment():
+    d = start()
+    p7, p8, p9 = pdu(7, b"A" * 30), pdu(8, b"B" * 8), pdu(9, b"C" * 40)
+    feed(d, ISN + 1, p7[:10], 1)
+    calls = feed(d, ISN + 11, p7[10:] + p8 + p9[:7], 2)
+    assert [(h.seg_offset, pdus) for h, pdus in calls] == [(None, [p7]), (23, [p8])]
+    [(h, pdus)] = feed(d, ISN + 11 + 23 + len(p8) + 7, p9[7:], 3)
+    assert pdus == [p9] and h.pieces == ((2, 7), (3, len(p9) - 7))
+
+
+def test_retransmissions_and_late_segments_are_never_handed_over():
+    d = start()
+    a, b = pdu(1, b"a" * 20), pdu(2, b"b" * 20)
+    feed(d, ISN + 1, a, 1)
+    assert feed(d, ISN + 1, a, 2) == []                       # a duplicate
+    assert feed(d, ISN + 1 + 5, a[5:] + b, 3) == []           # overlapping, with new bytes: still nothing
+    [(h, _)] = feed(d, ISN + 1 + len(a) + len(b), pdu(3, b""), 4)
+    assert not h.lost                                         # the retransmission moved the next expected seq
+
+
+def test_a_gap_flags_the_next_segment_and_a_late_filler_is_dropped():
+    d = start()
+    a, b, c = pdu(1, b"a" * 20), pdu(2, b"b" * 20), pdu(3, b"c" * 20)
+    feed(d, ISN + 1, a, 1)
+    [(h, pdus)] = feed(d, ISN + 1 + len(a) + len(b), c, 2)    # b not captured (yet)
+    assert h.lost and pdus == [c] and d.lost_bytes == len(b)
+    assert feed(d, ISN + 1 + len(a), b, 3) == []              # tshark: a retransmission, not dissected
+
+
+def test_a_pending_pdu_with_a_hole_is_abandoned_and_the_rest_keeps_its_framing():
+    d = start()
+    big, after = pdu(5, b"z" * 3000), pdu(2, b"after")
+    feed(d, ISN + 1, big[:1448], 1)
+    # segment 2 (bytes 1448..2896) is lost; segment 3 ends the big PDU and carries another one
+    calls = feed(d, ISN + 1 + 2896, big[2896:] + after, 3)
+    [(h, pdus)] = calls
+    assert pdus == [after] and not h.lost and h.seg_offset == len(big) - 2896
+    assert d.pending is None
+
+
+def test_open_pending_takes_the_whole_next_segment():
+    d = start()
+    p = pdu(1, b"q" * 10)
+    [(h, pdus)] = feed(d, ISN + 1, p[:1], 1)                  # one byte: not even the length
+    assert pdus == [] and d.pending is not None and d.pending.end is None
+    [(h, pdus)] = feed(d, ISN + 2, p[1:] + p, 2)
+    assert h.seg_offset is None and pdus == [p, p] and h.pieces == ((1, 1), (2, 2 * len(p) - 1))
+
+
+def test_sequence_numbers_wrap_around():
+    d = TcpDirection()
+    isn = SEQ_MOD - 5
+    list(d.segment(isn, b"", 1, SYN))
+    a, b = pdu(1, b"a" * 20), pdu(2, b"b" * 20)
+    assert feed(d, isn + 1, a, 2)[0][1] == [a]
+    [(h, pdus)] = feed(d, isn + 1 + len(a), b, 3)
+    assert pdus == [b] and not h.lost and h.offset == len(a)
+
+
+def test_mid_stream_start_and_fin():
+    d = TcpDirection()
+    a = pdu(1, b"mid")
+    [(h, pdus)] = feed(d, 123456, a, 1)
+    assert h.offset == 0 and not h.lost and pdus == [a]       # the caller decides about unknown starts
+    assert feed(d, 123456 + len(a), b"", 2, FIN | ACK) == [] and d.fin
+
+
+def test_a_pending_pdu_is_bounded():
+    d = TcpDirection(max_pdu=1000)
+    [(h, _)] = [(h, None) for h in d.segment(1, b"\xff\xff\x01", 1, ACK)]
+    with pytest.raises(TooLarge):
+        d.desegment(h, 0, 65537)          # engine.streams refuses such a request before asking
+
+
+def cut_all(stream: bytes, sizes: list[int], drop: set[int] = frozenset(), order=None) -> list[bytes]:
+    d = start()
+    segs, pos = [], 0
+    for n in sizes:
+        if pos >= len(stream):
+            break
+        segs.append((pos, stream[pos:pos + n]))
+        pos += n
+    if pos < len(stream):
+        segs.append((pos, stream[pos:]))
+    out = []
+    for i in order or range(len(segs)):
+        if i in drop:
+            continue
+        at, data = segs[i]
+        for _, pdus in feed(d, ISN + 1 + at, data, i + 1):
+            out.extend(pdus)
+    return out
+
+
+PDUS = st.lists(st.tuples(st.integers(1, 255), st.binary(max_size=300)), min_size=1, max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PDUS, st.lists(st.integers(1, 700), min_size=1, max_size=40))
+def test_any_segmentation_gives_back_every_pdu(pdus, sizes):
+    wire = [pdu(k, b) for k, b in pdus]
+    assert cut_all(b"".join(wire), sizes) == wire
+
+
+@settings(max_examples=200, deadline=None)
+@given(PDUS, st.sets(st.integers(0, 19)), st.randoms(use_true_random=False))
+def test_one_pdu_per_segment_lost_or_reordered(pdus, drop, rnd):
+    """One PDU per segment (one send per PDU, TCP_NODELAY): whatever is lost or reordered, exactly the segments
+    that arrive beyond everything seen so far are handed over (tshark drops the late ones), each a whole PDU."""
+    wire = [pdu(k, b) for k, b in pdus]
+    offsets = [sum(map(len, wire[:i])) for i in range(len(wire))]
+    order = list(range(len(wire)))
+    rnd.shuffle(order)
+    d = start()
+    got, expected, seen_end = [], [], 0
+    for i in order:
+        if i in drop:
+            continue
+        if offsets[i] >= seen_end:
+            expected.append(wire[i])
+        seen_end = max(seen_end, offsets[i] + len(wire[i]))
+        for _, pdus_out in feed(d, ISN + 1 + offsets[i], wire[i], i + 1):
+            got.extend(pdus_out)
+    assert got == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, SEQ_MOD - 1), st.binary(max_size=64), st.sampled_from([0, SYN, FIN, ACK])),
+                max_size=30))
+def test_random_segments_never_crash(segments):
+    d = TcpDirection()
+    for frame, (seq, payload, flags) in enumerate(segments, 1):
+        feed(d, seq, payload, frame, flags)
+    assert d.pending is None or d.pending.end is None or d.pending.end - d.pending.start <= 65537

@@ -1,0 +1,295 @@
+"""WebSocket (RFC 6455 + permessage-deflate) and its HTTP upgrade: framing, unmasking, reassembly, inflate, the
+handoff of messages; on byte streams fed directly and on the real captures (made by the `websockets` library
+through kernel TCP), compared with tshark's own websocket and http dissectors."""
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import layers_of, packet_layers
+from protodump.dissectors import websocket as ws
+from protodump.dissectors import ws_handshake
+from protodump.engine.context import Ctx
+from protodump.engine.tree import Item
+from protodump.reassembly.tcp import MAX_PDU
+
+WS_CAPTURES = ["freeblox-session.pcap", "freeblox-plain.pcap", "freeblox-nocontext.pcap", "freeblox-bad.pcap",
+               "freeblox-burst.pcap", "websocket-bad.pcap"]
+CLIENT, SERVER = "127.0.0.1:40000>127.0.0.1:8765", "127.0.0.1:8765>127.0.0.1:40000"
+
+
+# --- a byte-stream harness: the protocol's own pdu_length and dissect, no capture ----------------------------------
+
+class Recorder(Ctx):
+    """A Ctx that keeps what dissect hands up (instead of a dispatcher stack)."""
+
+    __slots__ = ("handed",)
+
+    def handoff(self, table, keys, start, end, data=None, source=None, meta=None):
+        self.handed.append((table, tuple(keys), bytes((self.data if data is None else data)[start:end])))
+        return "recorded"
+
+
+def feed(chunks, conv=None):
+    """[(direction, bytes)] -> (conv, [(direction, messages handed up, experts, tree)]): each direction's bytes are
+    cut with pdu_length and dissected PDU by PDU, as engine/streams.py does."""
+    conv = {} if conv is None else conv
+    buffers, out = {}, []
+    for frame, (direction, data) in enumerate(chunks, 1):
+        buf = buffers.get(direction, b"") + data
+        pos = 0
+        while pos < len(buf):
+            n = ws.PROTOCOL.pdu_length(buf, pos, conv, direction, {})
+            if n <= 0 or pos + n > len(buf):
+                break
+            tree = Item(ws.PROTOCOL.info, None, pos, n)
+            ctx = Recorder(buf, pos, pos + n, tree, ws.PROTOCOL, conv, direction, frame, [])
+            ctx.handed = []
+            ws.PROTOCOL.dissect(ctx, {})
+            experts = [i.expert_info.message for i in tree.walk() if i.expert_info]
+            out.append((direction, [h[2] for h in ctx.handed], experts, tree))
+            pos += n
+        buffers[direction] = buf[pos:]
+    return conv, out
+
+
+def handshake(extensions: str | None = "permessage-deflate") -> list:
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    ext = f"Sec-WebSocket-Extensions: {extensions}\r\n" if extensions else ""
+    return [(CLIENT, (f"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Key: {key}\r\n{ext}\r\n").encode()),
+            (SERVER, (f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      f"Sec-WebSocket-Accept: {ws_handshake.accept_key(key)}\r\n{ext}\r\n").encode())]
+
+
+def deflate_stream():
+    z = zlib.compressobj(wbits=-15)
+    return lambda m: (z.compress(m) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+
+
+MASK = b"\xa1\xb2\xc3\xd4"
+
+
+def test_accept_key_rfc6455_example():
+    assert ws_handshake.accept_key("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+
+def test_http_head_framing():
+    req = handshake()[0][1]
+    assert ws_handshake.head_length(req, 0) == len(req)
+    assert ws_handshake.head_length(req[:20], 0) == 0                 # no CRLFCRLF yet: need more
+    assert ws_handshake.head_length(b"GE", 0) == 0
+    assert ws_handshake.head_length(b"\x82\x01\x00garbage-garbage", 0) == -1
+    body = b"HTTP/1.1 400 Bad\r\nContent-Length: 5\r\n\r\nhello"
+    assert ws_handshake.head_length(body + b"next", 0) == len(body)
+
+
+@pytest.mark.parametrize("size,header", [(0, 2), (125, 2), (126, 4), (65535, 4), (65536, 10), (100_000, 10)])
+def test_frame_lengths_7_16_64(size, header):
+    for mask in (None, MASK):
+        frame = ws.encode_frame(2, bytes(size), mask=mask)
+        assert ws.frame_length(frame, 0) == len(frame) == header + size + (4 if mask else 0)
+        assert ws.frame_length(frame[:header - 1], 0) == 0              # the header itself is incomplete
+
+
+@given(st.binary(max_size=300), st.binary(min_size=4, max_size=4), st.sampled_from([7, 16, 64]))
+def test_mask_round_trip(payload, key, bits):
+    if bits == 7 and len(payload) > 125:
+        bits = 16
+    frame = ws.encode_frame(2, payload, mask=key, length_bits=bits)
+    assert ws.frame_length(frame, 0) == len(frame)
+    assert ws.unmask(frame[len(frame) - len(payload):], key) == payload
+
+
+def test_handshake_then_messages_handed_up():
+    conv, out = feed(handshake(None) + [(CLIENT, ws.encode_frame(2, b"\x00hello", mask=MASK)),
+                                        (SERVER, ws.encode_frame(2, b"\x01"))])
+    assert conv["upgraded"] and conv["deflate"] is None and conv["client"] == CLIENT
+    assert [o[1] for o in out] == [[], [], [b"\x00hello"], [b"\x01"]]
+    assert out[1][3].find("http.sec_websocket_accept.valid").value is True
+    assert not any(o[2][1:] for o in out)                 # only the http chat experts on the first lines
+
+
+def test_messages_go_to_the_subprotocol_table_else_the_server_port():
+    with_sub = [handshake(None)[0], (SERVER, handshake(None)[1][1].replace(
+        b"\r\n\r\n", b"\r\nSec-WebSocket-Protocol: freeblox.v1\r\n\r\n"))]
+    for chunks, table in ((handshake(None), ("ws.port", (8765,))), (with_sub, ("ws.protocol", ("freeblox.v1",)))):
+        conv, _ = feed(chunks)
+        assert ws.PROTOCOL.table(conv) == table
+
+
+def test_wrong_accept_is_reported():
+    bad = [handshake()[0], (SERVER, handshake()[1][1].replace(b"Accept: ", b"Accept: x"))]
+    _, out = feed(bad)
+    assert any("does not match the key" in e for e in out[1][2])
+
+
+def test_fragments_spanning_segments_and_several_frames_per_segment():
+    frames = (ws.encode_frame(2, b"ab", fin=False, mask=MASK) + ws.encode_frame(0, b"cd", fin=False, mask=MASK)
+              + ws.encode_frame(0, b"", mask=MASK) + ws.encode_frame(9, b"p", mask=MASK))
+    chunks = handshake(None) + [(CLIENT, frames[:3]), (CLIENT, frames[3:11]), (CLIENT, frames[11:])]
+    _, out = feed(chunks)
+    handed = [m for o in out[2:] for m in o[1]]
+    assert handed == [b"abcd"]
+    final = next(o for o in out[2:] if o[1])[3]
+    assert final.find("websocket.fragment.count").value == 3
+    ping = out[-1][3].find("websocket.payload.ping")
+    assert ping is not None and ping.value == b"p"
+
+
+def test_permessage_deflate_context_takeover():
+    pack = deflate_stream()
+    text = b"\x0f" + b"the same words again and again " * 4
+    frames = [(CLIENT, ws.encode_frame(2, pack(text), rsv=4, mask=MASK)) for _ in range(3)]
+    _, out = feed(handshake() + frames)
+    assert [o[1] for o in out[2:]] == [[text]] * 3
+    assert len(frames[1][1]) < len(frames[0][1])        # the later ones refer back to the first
+
+
+def test_no_context_takeover_starts_each_message_afresh():
+    def pack(m):
+        z = zlib.compressobj(wbits=-15)
+        return (z.compress(m) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    ext = "permessage-deflate; client_no_context_takeover; server_no_context_takeover"
+    msgs = [b"\x01" + bytes([i]) * 50 for i in range(3)]
+    _, out = feed(handshake(ext) + [(CLIENT, ws.encode_frame(2, pack(m), rsv=4, mask=MASK)) for m in msgs])
+    assert [o[1] for o in out[2:]] == [[m] for m in msgs]
+    inflaters = [ws.Inflater(True), ws.Inflater(False)]
+    assert all(i.fresh is f for i, f in zip(inflaters, (True, False)))
+
+
+def test_failed_inflate_and_output_limit():
+    bomb = zlib.compressobj(9, zlib.DEFLATED, -15)
+    big = bomb.compress(bytes(ws.MESSAGE_LIMIT + 10)) + bomb.flush(zlib.Z_SYNC_FLUSH)
+    _, out = feed(handshake() + [(SERVER, ws.encode_frame(2, b"\xff\xff\xff junk", rsv=4)),
+                                 (SERVER, ws.encode_frame(2, big[:-4], rsv=4)),
+                                 (SERVER, ws.encode_frame(2, deflate_stream()(b"\x01"), rsv=4))])
+    assert out[2][1] == [] and any(e.startswith("Decompression failed") for e in out[2][2])
+    assert out[3][1] == [] and any("exceeds the limit" in e for e in out[3][2])
+    assert out[4][1] == [b"\x01"]                         # a fresh context: decoding goes on
+
+
+def test_header_violations_are_reported():
+    _, out = feed(handshake(None) + [(SERVER, ws.encode_frame(2, b"\x01", rsv=2)),
+                                     (SERVER, ws.encode_frame(3, b"\x01")),
+                                     (SERVER, ws.encode_frame(9, bytes(130))),
+                                     (CLIENT, ws.encode_frame(2, b"\x01")),
+                                     (SERVER, ws.encode_frame(2, b"\x01", mask=MASK)),
+                                     (SERVER, ws.encode_frame(8, b"\x03"))])
+    experts = [o[2] for o in out[2:]]
+    assert "Reserved bits 0x2 set without a negotiated extension" in experts[0]
+    assert "Unknown opcode 3" in experts[1]
+    assert any("control frame" in e for e in experts[2])
+    assert "Frame from the client not masked" in experts[3]
+    assert "Frame from the server masked" in experts[4]
+    assert "A close payload needs a 2-byte status code" in experts[5]
+
+
+def test_close_code_and_reason():
+    _, out = feed(handshake(None) + [(CLIENT, ws.encode_frame(8, b"\x03\xe9going", mask=MASK))])
+    tree = out[-1][3]
+    assert tree.find("websocket.payload.close.status_code").value == 1001
+    assert tree.find("websocket.payload.close.reason").value == "going"
+
+
+def test_huge_declared_length_cannot_be_framed():
+    """Memory stays bounded: the declared length is beyond what the stream machinery buffers."""
+    conv = {"upgraded": True}
+    head = b"\x82\x7f" + (1 << 40).to_bytes(8, "big")
+    assert ws.PROTOCOL.pdu_length(head + b"xx", 0, conv, SERVER, {}) > MAX_PDU
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.booleans())
+def test_random_frames_never_crash(data, deflate):
+    conv = {"upgraded": True, "client": CLIENT, "deflate": {} if deflate else None}
+    n = ws.PROTOCOL.pdu_length(data, 0, conv, SERVER, {})
+    if 0 < n <= len(data):
+        tree = Item(ws.PROTOCOL.info, None, 0, n)
+        ctx = Recorder(data, 0, n, tree, ws.PROTOCOL, conv, SERVER, 1, [])
+        ctx.handed = []
+        ws.PROTOCOL.dissect(ctx, {})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=120))
+def test_random_http_heads_never_crash(data):
+    conv: dict = {}
+    n = ws.PROTOCOL.pdu_length(data, 0, conv, CLIENT, {})
+    if 0 < n <= len(data):
+        ctx = Recorder(data, 0, n, Item(ws.PROTOCOL.info, None, 0, n), ws.PROTOCOL, conv, CLIENT, 1, [])
+        ctx.handed = []
+        ws.PROTOCOL.dissect(ctx, {})
+
+
+# --- the real captures, against tshark's own websocket and http dissectors ------------------------------------------
+
+HEADER_FIELDS = ["websocket.fin", "websocket.rsv", "websocket.pmc", "websocket.opcode", "websocket.mask",
+                 "websocket.payload_length", "websocket.payload_length_ext_16", "websocket.payload_length_ext_64",
+                 "websocket.masking_key", "websocket.payload.close.status_code", "websocket.payload.close.reason",
+                 "websocket.payload.ping", "websocket.payload.pong"]
+HTTP_FIELDS = ["http.upgrade", "http.connection", "http.sec_websocket_key", "http.sec_websocket_accept",
+               "http.sec_websocket_extensions", "http.sec_websocket_version", "http.host", "http.request.method",
+               "http.request.uri", "http.request.version", "http.response.code", "http.response.code.desc",
+               "http.response.phrase", "http.request.full_uri", "http.request_number", "http.response_number",
+               "http.time", "http.request_in", "http.response_for.uri", "http.user_agent", "http.server"]
+
+
+def flat(obj, out):
+    """(key, value) leaves of a tshark JSON layer, in order."""
+    for k, v in obj:
+        if isinstance(v, list):
+            flat(v, out)
+        else:
+            out.append((k, v))
+    return out
+
+
+def picked(layers, proto, keys):
+    return [[kv for kv in flat(layer, []) if kv[0] in keys] for layer in layers_of(layers, proto)]
+
+
+@pytest.mark.parametrize("name", WS_CAPTURES)
+def test_frames_as_tshark_shows_them(name, protodump_run, tshark_run):
+    ours, theirs = protodump_run("-T", "json", name), tshark_run("-T", "json", "-r", name)
+    a, b = packet_layers(ours.stdout), packet_layers(theirs.stdout)
+    assert len(a) == len(b)
+    frames = 0
+    for i, (x, y) in enumerate(zip(a, b)):
+        mine, tsharks = picked(x, "websocket", HEADER_FIELDS), picked(y, "websocket", HEADER_FIELDS)
+        if name == "websocket-bad.pcap" and mine == [[]]:
+            continue     # the 2^40-byte frame: tshark shows its header, protodump the stream it cannot frame
+        assert mine == tsharks, f"{name} frame {i + 1}"
+        assert picked(x, "http", HTTP_FIELDS) == picked(y, "http", HTTP_FIELDS), f"{name} frame {i + 1}"
+        frames += len(mine)
+    assert frames >= 8
+
+
+def test_session_control_frames(protodump_run):
+    layers = packet_layers(protodump_run("-T", "json", "freeblox-plain.pcap").stdout)
+    values = [kv for packet in layers for layer in layers_of(packet, "websocket") for kv in flat(layer, [])]
+    assert ("websocket.payload.close.status_code", "1001") in values
+    assert ("websocket.payload.close.reason", "going away") in values
+    assert ("websocket.opcode", "9") in values and ("websocket.opcode", "10") in values
+    assert ("websocket.fragment.count", "4") in values      # the fragmented PLAYER_CHAT (+ its empty last frame)
+
+
+def test_bad_capture_experts(protodump_run):
+    out = protodump_run("-V", "websocket-bad.pcap").stdout
+    for message in ("does not match the key", "Decompression failed", "Reserved bits 0x2 set",
+                    "Unknown opcode 3", "A control frame must be final", "Frame from the client not masked",
+                    "Continuation frame without a message in progress", "Cannot frame the stream"):
+        assert message in out, message
+
+
+def test_messages_delivered_where_tshark_delivers_them(protodump_run, tshark_run):
+    """With tshark's own pref websocket.decompress off on both sides, nobody takes the compressed messages: the
+    `data` layers (the bytes each side hands up, unmasked) are the same in the same frames."""
+    extra = ("-o", "websocket.decompress:FALSE")
+    ours = packet_layers(protodump_run("-T", "json", *extra, "freeblox-session.pcap").stdout)
+    theirs = packet_layers(tshark_run("-T", "json", *extra, "-r", "freeblox-session.pcap").stdout)
+    mine = [layers_of(p, "data") for p in ours]
+    assert mine == [layers_of(p, "data") for p in theirs]
+    assert sum(map(len, mine)) == 24 and not any(layers_of(p, "freeblox") for p in ours)

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Record the Freeblox-over-WebSocket captures into captures/ (and their goldens into captures/golden/).
+
+The traffic is real: a `websockets` server and client (asyncio, the library's own framing, masking,
+fragmentation and permessage-deflate) talk over kernel TCP on `lo` of a private network namespace
+(`unshare -n`, MTU 1500, TSO/GSO/GRO off so a large message spans many segments), recorded by tcpdump
+(the helpers of tools/netns_record.py). The Freeblox messages come from the table encoder
+(protodump.dissectors.freeblox.PROTOCOL.encode) and are seeded; masking keys are the library's own random ones.
+
+Every step is received by the peer before the next one is sent, so the order in the capture is the script's.
+
+    python tools/make_freeblox_captures.py            # record every capture and write its goldens
+    python tools/make_freeblox_captures.py --golden   # only rewrite the goldens
+    python tools/make_freeblox_captures.py --only freeblox-session.pcap
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = ROOT / "captures"
+GOLDEN = CAPTURES / "golden"
+sys.path.insert(0, str(ROOT / "tools"))
+
+import netns_record
+
+SERVER_PORT = 8765             # Freeblox has no port: the heuristic (or -d ws.port==8765,freeblox) finds it
+CLIENT_PORT = 40321
+CRAFTED = "websocket-bad.pcap"
+
+
+# --- the inner side: runs in the namespace ---------------------------------------------------------------------
+
+def _payload(step_value):
+    kind, value = step_value
+    if kind == "hex":
+        return bytes.fromhex(value)
+    if kind == "text":
+        return value
+    return [_payload(v) for v in value]          # "frags": a fragmented message
+
+
+async def _traffic(spec) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.asyncio.server import serve
+    from websockets.extensions.permessage_deflate import (ClientPerMessageDeflateFactory,
+                                                          ServerPerMessageDeflateFactory)
+
+    server_conn: asyncio.Future = asyncio.get_running_loop().create_future()
+    done = asyncio.Event()
+
+    async def handler(ws):
+        server_conn.set_result(ws)
+        await done.wait()
+        await ws.wait_closed()
+
+    deflate = spec["deflate"]
+    server_ext = client_ext = None
+    if isinstance(deflate, dict):     # explicit parameters (no_context_takeover, ...)
+        server_ext = [ServerPerMessageDeflateFactory(**deflate)]
+        client_ext = [ClientPerMessageDeflateFactory(**deflate)]
+    compression = "deflate" if deflate else None
+    kw = dict(compression=compression, ping_interval=None, max_size=None)
+    async with serve(handler, "127.0.0.1", spec["port"], extensions=server_ext, **kw):
+        client = await connect(f"ws://127.0.0.1:{spec['port']}/play", extensions=client_ext,
+                               local_addr=("127.0.0.1", spec["client_port"]), **kw)
+        server = await server_conn
+        if spec.get("nagle"):          # Nagle back on (asyncio disables it): back-to-back messages share segments
+            for conn in (client, server):
+                conn.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
+        ends = {"c2s": (client, server), "s2c": (server, client)}
+        for side, kind, value in spec["steps"]:
+            tx, rx = ends[side]
+            if kind == "send":
+                payload = _payload(value)
+                await tx.send(payload)
+                got = await rx.recv()
+                want = b"".join(payload) if isinstance(payload, list) and payload and isinstance(payload[0], bytes) \
+                    else ("".join(payload) if isinstance(payload, list) else payload)
+                if got != want:
+                    raise netns_record.RecordError(f"{side} message mangled")
+            elif kind == "burst":                                   # no waiting: messages share segments
+                payloads = [_payload(v) for v in value]
+                for payload in payloads:
+                    await tx.send(payload)
+                for payload in payloads:
+                    if await rx.recv() != payload:
+                        raise netns_record.RecordError(f"{side} burst mangled")
+            elif kind == "ping":
+                await (await tx.ping(bytes.fromhex(value)))         # the peer answers with a pong by itself
+            elif kind == "close":
+                code, reason = value
+                await tx.close(code, reason)
+        done.set()
+        await client.wait_closed()
+    await asyncio.sleep(0.05)
+
+
+def _inner(spec) -> None:
+    with netns_record.recording(dict(out=spec["out"], mtu=1500, proto="tcp")):
+        asyncio.run(_traffic(spec))
+
+
+def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, client_port=CLIENT_PORT,
+           timeout=120) -> None:
+    """Run `steps` [(side, kind, value)] between a websockets client and server; write the pcap to `out`.
+    kinds: ("send", ("hex", "0a..") | ("text", "...") | ("frags", [..])), ("burst", [("hex", ..), ..]) (sent
+    back to back, read afterwards), ("ping", hex), ("close", (code, reason))."""
+    spec = dict(steps=steps, out=str(out.resolve()), deflate=deflate, nagle=nagle, port=port,
+                client_port=client_port)
+    prefix = netns_record._unshare_prefix()
+    if prefix is None:
+        raise netns_record.RecordError("cannot create a network namespace (unshare)")
+    proc = subprocess.run(prefix + [sys.executable, os.path.abspath(__file__), "--inner"],
+                          input=json.dumps(spec).encode(), capture_output=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise netns_record.RecordError(proc.stderr.decode(errors="replace"))
+
+
+# --- the scripts -----------------------------------------------------------------------------------------------
+
+def _scripts() -> dict:
+    from freeblox_sessions import sessions      # the Freeblox sessions, built with the table encoder
+    return sessions()
+
+
+def write_golden(name: str) -> None:
+    for flag, ext in ((["-V"], "txt"), (["-T", "json"], "json")):
+        out = subprocess.run(["protodump", *flag, name], cwd=CAPTURES, capture_output=True, check=True).stdout
+        (GOLDEN / f"{name}.{ext}").write_bytes(out)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--inner"]:
+        _inner(json.load(sys.stdin))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--golden", action="store_true", help="only rewrite the golden outputs")
+    ap.add_argument("--only", help="one capture name")
+    a = ap.parse_args(argv)
+    from freeblox_sessions import crafted_websocket
+    for name, (steps, options) in _scripts().items():
+        if a.only and name != a.only:
+            continue
+        if not a.golden:
+            record(steps, CAPTURES / name, **options)
+            print("recorded", name)
+        write_golden(name)
+    if not a.only or a.only == CRAFTED:
+        if not a.golden:             # raw bytes over real sockets: frames no library would send
+            netns_record.record_tcp(crafted_websocket(), str(CAPTURES / CRAFTED), server_port=SERVER_PORT,
+                                    client_port=CLIENT_PORT)
+            print("recorded", CRAFTED)
+        write_golden(CRAFTED)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
