@@ -1,7 +1,10 @@
 """-z io,phs: the protocol hierarchy, frames and bytes per protocol path, as tshark counts them.
 
-The path is frame.protocols without the pseudo-protocols tshark keeps out of the tree ("ethertype"), plus
-"data" for a transport payload no dissector claimed (tshark's data dissector takes it).
+The path is tshark's nesting of protocol items in the tree: the standard layers (frame.protocols up to the
+transport, without the pseudo-protocols tshark keeps out of the tree, "ethertype"), then every game layer in tree
+order (several PDUs of one TCP segment nest one under the other, as the plugin's items do), then "tcp.segments"
+when a PDU was reassembled from segments by tshark's TCP, and "data" for a UDP payload no dissector claimed
+(tshark's data dissector takes it; TCP and SCTP payloads belong to their stream, even while it buffers them).
 """
 from __future__ import annotations
 
@@ -12,10 +15,38 @@ HIDDEN = {"frame", "ethertype"}
 
 def protocol_path(packet) -> list[str]:
     d = packet.decoded
-    path = [p for p in d.protocols if p not in HIDDEN]
-    if packet.game is None and d.transport in ("udp", "tcp") and d.payload:
+    std = d.protocols
+    if d.transport in std:                       # the game layers' names follow the transport in frame.protocols
+        std = std[:len(std) - std[::-1].index(d.transport)]
+    path = [p for p in std if p not in HIDDEN]
+    if d.transport == "sctp" and getattr(d, "chunk_marks", None):
+        # the game layers with the SCTP continuation layers between them (engine.dispatch.Packet.layers)
+        layers = packet.layers()
+        first = next(i for i, layer in enumerate(layers) if layer.proto == "sctp")
+        path.extend(layer.proto for layer in layers[first + 1:] if layer.proto != "tcp.segments")
+    else:
+        for layer in packet.games:
+            path.append(layer.proto)
+            if layer.proto == "websocket" and _continues(layer):
+                path.append("websocket.payload.continue")    # tshark's protocol item for such a payload
+    if d.reassembled:
+        path.append("tcp.segments")
+    if not packet.games and d.transport == "udp" and d.payload:
         path.append("data")
     return path
+
+
+def _continues(layer) -> bool:
+    """A WebSocket continuation frame (opcode 0) carrying payload bytes."""
+    opcode = length = None
+    for item in layer.item.walk():
+        f = item.field
+        if f is not None:
+            if f.abbrev == "websocket.opcode":
+                opcode = item.value
+            elif f.abbrev == "websocket.payload_length":
+                length = item.value
+    return opcode == 0 and bool(length)
 
 
 @register

@@ -22,7 +22,7 @@ class Decoded:
 
     __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
-                 "spans", "problems", "_layers", "reassembled", "chunks")
+                 "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -48,6 +48,9 @@ class Decoded:
         # engine.streams; shown as tshark's "tcp.segments" layer before the game layers
         self.reassembled: list | None = None
         self.chunks: list | None = None      # SCTP: capture.sctp.Chunk per chunk
+        self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
+        self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
+        self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
         self._layers: list[Layer] | None = None
 
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
@@ -82,8 +85,11 @@ _new = object.__new__
 _EIU_SPANS = (("eth", 0, 14), ("ip", 14, 20), ("udp", 34, 8))
 
 
-def decode(frame: RawFrame) -> Decoded:
-    """Decode the standard layers of one frame. Never raises for any frame content."""
+def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
+    """Decode the standard layers of one frame. Never raises for any frame content. `tcp_table`: the capture's
+    capture.tcp_analysis.TcpTable, which records this frame's TCP conversation state (relative sequence numbers,
+    analysis) in decode order; without one, TCP layers show only what the header says. `tsn_table`: the
+    capture's capture.sctp.TsnTable (relative SCTP TSNs), likewise."""
     data = frame.data
     if frame.linktype == 1 and len(data) >= 42:
         # Fast path, taken only when every check the general decoders make would pass; else fall through.
@@ -105,7 +111,7 @@ def decode(frame: RawFrame) -> Decoded:
             d.dport = dport
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
-            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = None
+            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = None
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []
@@ -116,4 +122,27 @@ def decode(frame: RawFrame) -> Decoded:
         d.error = f"unknown link type {frame.linktype}"
         return d
     fn(d, data)
+    if tcp_table is not None and d.transport == "tcp" and d.window is not None and d.payload_offset:
+        tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
+    elif tsn_table is not None and d.transport == "sctp":
+        tsn_table.analyze(d, data)
     return d
+
+
+def _wscale(d: Decoded, data: bytes) -> int | None:
+    """The window scale option's shift count of a SYN segment (None: no such option)."""
+    span = next(s for s in reversed(d.spans) if s[0] == "tcp")
+    p, end = span[1] + 20, span[1] + span[2]
+    while p < end:
+        kind = data[p]
+        if kind == 0:
+            return None
+        if kind == 1:
+            p += 1
+            continue
+        if p + 1 >= end or data[p + 1] < 2:
+            return None
+        if kind == 3 and data[p + 1] == 3 and p + 2 < end:
+            return min(data[p + 2], 14)
+        p += data[p + 1]
+    return None

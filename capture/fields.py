@@ -153,6 +153,28 @@ tcp_options = F("tcp.options", "TCP Options", "bytes")
 tcp_option_kind = F("tcp.option_kind", "Kind", "uint8")
 tcp_option_len = F("tcp.option_len", "Length", "uint8")
 tcp_payload = F("tcp.payload", "TCP payload", "bytes")
+# conversation state (capture/tcp_analysis.py); relative times are strings holding tshark's "%d.%09d"
+tcp_stream = F("tcp.stream", "Stream index", "uint32")
+tcp_completeness = F("tcp.completeness", "Conversation completeness", "uint8")
+tcp_seq = F("tcp.seq", "Sequence Number", "uint32")
+tcp_nxtseq = F("tcp.nxtseq", "Next Sequence Number", "uint32")
+tcp_ack = F("tcp.ack", "Acknowledgment Number", "uint32")
+tcp_window_size = F("tcp.window_size", "Calculated window size", "uint32")
+tcp_window_size_scalefactor = F("tcp.window_size_scalefactor", "Window size scaling factor", "int32")
+tcp_mss_val = F("tcp.options.mss_val", "MSS Value", "uint16")
+tcp_wscale_shift = F("tcp.options.wscale.shift", "Shift count", "uint8")
+tcp_wscale_multiplier = F("tcp.options.wscale.multiplier", "Multiplier", "uint16")
+tcp_tsval = F("tcp.options.timestamp.tsval", "Timestamp value", "uint32")
+tcp_tsecr = F("tcp.options.timestamp.tsecr", "Timestamp echo reply", "uint32")
+tcp_time_relative = F("tcp.time_relative", "Time since first frame in this TCP stream", "string")
+tcp_time_delta = F("tcp.time_delta", "Time since previous frame in this TCP stream", "string")
+tcp_analysis = F("tcp.analysis", "SEQ/ACK analysis", "none")
+tcp_analysis_acks_frame = F("tcp.analysis.acks_frame", "This is an ACK to the segment in frame", "uint32")
+tcp_analysis_ack_rtt = F("tcp.analysis.ack_rtt", "The RTT to ACK the segment was", "string")
+tcp_analysis_initial_rtt = F("tcp.analysis.initial_rtt", "iRTT", "string")
+tcp_analysis_bytes_in_flight = F("tcp.analysis.bytes_in_flight", "Bytes in flight", "uint32")
+tcp_analysis_push_bytes_sent = F("tcp.analysis.push_bytes_sent", "Bytes sent since last PSH flag", "uint32")
+tcp_analysis_flags = F("tcp.analysis.flags", "TCP Analysis Flags", "none")
 TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.options.nop", "No-Operation (NOP)"),
                2: ("tcp.options.mss", "Maximum segment size"), 3: ("tcp.options.wscale", "Window scale"),
                4: ("tcp.options.sack_perm", "SACK permitted"), 5: ("tcp.options.sack", "SACK"),
@@ -167,13 +189,22 @@ tcp_reassembled_length = F("tcp.reassembled.length", "Reassembled TCP length", "
 tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes")
 
 # SCTP (capture/sctp.py)
-sctp = F("sctp", "Stream Control Transmission Protocol", "protocol")
+# an sctp item without a label (a DATA chunk's continuation item) prints its name in -V and its abbrev in -T fields
+sctp = F("sctp", "Stream Control Transmission Protocol", "protocol",
+         labeler=lambda item: "Stream Control Transmission Protocol")
 sctp_srcport = F("sctp.srcport", "Source port", "uint16")
 sctp_dstport = F("sctp.dstport", "Destination port", "uint16")
 sctp_verification_tag = F("sctp.verification_tag", "Verification tag", "uint32", "HEX")
 sctp_checksum = F("sctp.checksum", "Checksum", "uint32", "HEX")
 sctp_checksum_status = F("sctp.checksum.status", "Checksum Status", "uint8")
-sctp_chunk = F("sctp.chunk", "Chunk", "none")
+sctp_assoc_index = F("sctp.assoc_index", "Association index", "uint16")
+sctp_parameter_type = F("sctp.parameter_type", "Parameter type", "uint16", "HEX")
+sctp_parameter_bit_1 = F("sctp.parameter_bit_1", "Bit", "bool", mask=0x8000, bits=16)
+sctp_parameter_bit_2 = F("sctp.parameter_bit_2", "Bit", "bool", mask=0x4000, bits=16)
+sctp_parameter_length = F("sctp.parameter_length", "Parameter length", "uint16")
+sctp_parameter_value = F("sctp.parameter_value", "Parameter value", "bytes")
+sctp_parameter_state_cookie = F("sctp.parameter_state_cookie", "State cookie", "bytes")
+sctp_parameter_padding = F("sctp.parameter_padding", "Parameter padding", "bytes")
 sctp_chunk_type = F("sctp.chunk_type", "Chunk type", "uint8")
 sctp_chunk_bit_1 = F("sctp.chunk_bit_1", "Bit", "bool", mask=0x80, bits=8)
 sctp_chunk_bit_2 = F("sctp.chunk_bit_2", "Bit", "bool", mask=0x40, bits=8)
@@ -186,6 +217,9 @@ sctp_data_i_bit = F("sctp.data_i_bit", "I-Bit", "bool", mask=0x08, bits=8)
 sctp_data_u_bit = F("sctp.data_u_bit", "U-Bit", "bool", mask=0x04, bits=8)
 sctp_data_b_bit = F("sctp.data_b_bit", "B-Bit", "bool", mask=0x02, bits=8)
 sctp_data_e_bit = F("sctp.data_e_bit", "E-Bit", "bool", mask=0x01, bits=8)
+sctp_data_tsn = F("sctp.data_tsn", "Transmission sequence number (relative)", "uint32")
+sctp_sack_cumulative_tsn_ack = F("sctp.sack_cumulative_tsn_ack", "Cumulative TSN ACK (relative)", "uint32")
+sctp_sack_nounce_sum = F("sctp.sack_nounce_sum", "Nounce sum", "uint8", mask=0x01)
 sctp_data_tsn_raw = F("sctp.data_tsn_raw", "Transmission sequence number (absolute)", "uint32")
 sctp_data_sid = F("sctp.data_sid", "Stream identifier", "uint16", "HEX")
 sctp_data_ssn = F("sctp.data_ssn", "Stream sequence number", "uint16")
@@ -204,7 +238,23 @@ sctp_sack_cumulative_tsn_ack_raw = F("sctp.sack_cumulative_tsn_ack_raw", "Cumula
 sctp_sack_a_rwnd = F("sctp.sack_a_rwnd", "Advertised receiver window credit (a_rwnd)", "uint32")
 sctp_sack_gap_blocks = F("sctp.sack_number_of_gap_blocks", "Number of gap acknowledgement blocks", "uint16")
 sctp_sack_dup_tsns = F("sctp.sack_number_of_duplicated_tsns", "Number of duplicated TSNs", "uint16")
+sctp_shutdown_complete_t_bit = F("sctp.shutdown_complete_t_bit", "T-Bit", "bool", mask=0x01, bits=8)
 sctp_shutdown_cumulative_tsn_ack = F("sctp.shutdown_cumulative_tsn_ack", "Cumulative TSN Ack", "uint32")
+
+# TCP conversation experts (capture/layers.py): abbrev -> (group, severity, message); {} = the server port
+TCP_EXPERTS = {
+    "tcp.connection.syn": ("SEQUENCE", "CHAT", "Connection establish request (SYN): server port {}"),
+    "tcp.connection.synack": ("SEQUENCE", "CHAT", "Connection establish acknowledge (SYN+ACK): server port {}"),
+    "tcp.connection.fin": ("SEQUENCE", "CHAT", "Connection finish (FIN)"),
+    "tcp.connection.rst": ("SEQUENCE", "WARN", "Connection reset (RST)"),
+    "tcp.connection.fin_active": ("SEQUENCE", "NOTE", "This frame initiates the connection closing"),
+    "tcp.connection.fin_passive": ("SEQUENCE", "NOTE", "This frame undergoes the connection closing"),
+    "tcp.analysis.lost_segment": ("SEQUENCE", "WARN", "Previous segment(s) not captured (common at capture start)"),
+    "tcp.analysis.out_of_order": ("SEQUENCE", "WARN", "This frame is a (suspected) out-of-order segment"),
+    "tcp.analysis.retransmission": ("SEQUENCE", "NOTE", "This frame is a (suspected) retransmission"),
+    "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
+                                      "ACKed segment that wasn't captured (common at capture start)"),
+}
 
 # Experts: the MALFORMED ones Decoded.bad() uses (abbrev -> description), for registration by outputs.
 EXPERTS = {
@@ -214,4 +264,5 @@ EXPERTS = {
     "ip.bogus_ip_length": "Bogus IP length", "ip.len.past_end": "IPv4 total length exceeds packet length",
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
     "udp.length.bad": "Bad UDP length", "tcp.hdr_len.bad": "Bogus TCP header length",
+    **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

@@ -9,7 +9,8 @@ from __future__ import annotations
 import socket
 import struct
 
-from ..engine.tree import Item, Layer, bit_picture
+from ..engine import tree
+from ..engine.tree import ExpertInfo, Item, Layer, TextItem, bit_picture
 from . import fields as f
 from .sctp import sctp_layer
 
@@ -356,6 +357,21 @@ OPTION_KINDS = {0: "End of Option List", 1: "No-Operation", 2: "Maximum Segment 
                 4: "SACK Permitted", 5: "SACK", 8: "Time Stamp Option"}
 
 
+def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
+    """The decoded values of the options tshark decodes (MSS, window scale, timestamps)."""
+    if kind == 2 and n == 4:
+        v = struct.unpack_from("!H", data, p + 2)[0]
+        o.add(Item(f.tcp_mss_val, v, p + 2, 2, f"MSS Value: {v}"))
+    elif kind == 3 and n == 3:
+        o.add(Item(f.tcp_wscale_shift, data[p + 2], p + 2, 1, f"Shift count: {data[p + 2]}"))
+        m = 1 << min(data[p + 2], 14)
+        o.add(Item(f.tcp_wscale_multiplier, m, p + 2, 1, f"[Multiplier: {m}]", generated=True))
+    elif kind == 8 and n == 10:
+        tsval, tsecr = struct.unpack_from("!II", data, p + 2)
+        o.add(Item(f.tcp_tsval, tsval, p + 2, 4, f"Timestamp value: {tsval}"))
+        o.add(Item(f.tcp_tsecr, tsecr, p + 6, 4, f"Timestamp echo reply: {tsecr}"))
+
+
 def _tcp_options(top: Item, data: bytes, off: int, end: int) -> None:
     opts = data[off:end]
     names = []
@@ -382,10 +398,90 @@ def _tcp_options(top: Item, data: bytes, off: int, end: int) -> None:
         o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS.get(kind, 'Unknown')} ({kind})"))
         if n > 1:
             o.add(Item(f.tcp_option_len, data[p + 1], p + 1, 1, f"Length: {data[p + 1]}"))
+        _option_values(o, data, p, kind, n)
         p += n
         if kind == 0:
             break
     item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
+
+
+def _ns(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def _tcp_expert(item: Item, abbrev: str, *args) -> None:
+    group, severity, message = f.TCP_EXPERTS[abbrev]
+    item.expert(ExpertInfo(abbrev, getattr(tree, group), getattr(tree, severity), message.format(*args)))
+
+
+COMPLETENESS = {1: "Incomplete, SYN_SENT", 3: "Incomplete, CLIENT_ESTABLISHED", 7: "Incomplete, ESTABLISHED",
+                15: "Incomplete, DATA", 31: "Complete, WITH_DATA", 47: "Complete, WITH_DATA",
+                63: "Complete, WITH_DATA", 23: "Complete, NO_DATA", 39: "Complete, NO_DATA",
+                55: "Complete, NO_DATA"}
+
+
+def _tcp_head(top: Item, t, off: int, seglen: int) -> None:
+    """Stream index and completeness (before the segment length, as tshark)."""
+    top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
+    c = t.completeness
+    top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
+                                                 f" ({c})]", generated=True))
+
+
+def _tcp_numbers(top: Item, t, off: int, seq: int, ack: int, fl: int) -> None:
+    top.add(Item(f.tcp_seq, t.seq, off + 4, 4, f"Sequence Number: {t.seq}    (relative sequence number)"))
+    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    top.add(Item(f.tcp_nxtseq, t.nxtseq, off, 0, f"[Next Sequence Number: {t.nxtseq}    (relative sequence number)]",
+                 generated=True))
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    top.add(Item(f.tcp_ack, t.ack, off + 8, 4, f"Acknowledgment Number: {t.ack}{rel}"))
+
+
+def _tcp_window(top: Item, t, off: int) -> None:
+    if t is None or t.win_scale == -3:
+        if t is not None:
+            top.add(Item(f.tcp_window_size, t.window, off + 14, 2, f"[Calculated window size: {t.window}]",
+                         generated=True))
+        return
+    top.add(Item(f.tcp_window_size, t.window, off + 14, 2, f"[Calculated window size: {t.window}]", generated=True))
+    sc = t.win_scale
+    text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+    top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                 f"[Window size scaling factor: {text}]", generated=True))
+
+
+def _tcp_analysis(top: Item, t, off: int) -> None:
+    ts = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
+    ts.add(Item(f.tcp_time_relative, _ns(t.rel_ns), off, 0,
+                f"[Time since first frame in this TCP stream: {_ns(t.rel_ns)} seconds]", generated=True))
+    ts.add(Item(f.tcp_time_delta, _ns(t.delta_ns), off, 0,
+                f"[Time since previous frame in this TCP stream: {_ns(t.delta_ns)} seconds]", generated=True))
+    if t.acks_frame is None and t.bif is None and t.push is None and not t.flags:
+        return                          # tshark shows the tree (and the iRTT) only with something to say
+    kids = []
+    if t.acks_frame is not None:
+        kids.append(Item(f.tcp_analysis_acks_frame, t.acks_frame, off, 0,
+                         f"[This is an ACK to the segment in frame: {t.acks_frame}]", generated=True))
+        kids.append(Item(f.tcp_analysis_ack_rtt, _ns(t.ack_rtt_ns), off, 0,
+                         f"[The RTT to ACK the segment was: {_ns(t.ack_rtt_ns)} seconds]", generated=True))
+    if t.irtt_ns is not None:
+        kids.append(Item(f.tcp_analysis_initial_rtt, _ns(t.irtt_ns), off, 0, f"[iRTT: {_ns(t.irtt_ns)} seconds]",
+                         generated=True))
+    if t.bif is not None:
+        kids.append(Item(f.tcp_analysis_bytes_in_flight, t.bif, off, 0, f"[Bytes in flight: {t.bif}]",
+                         generated=True))
+    if t.push is not None:
+        kids.append(Item(f.tcp_analysis_push_bytes_sent, t.push, off, 0, f"[Bytes sent since last PSH flag: {t.push}]",
+                         generated=True))
+    if t.flags:
+        flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
+        for kind in t.flags:
+            _tcp_expert(flags, "tcp.analysis." + kind)
+        kids.append(flags)
+    if kids:
+        a = top.add(Item(f.tcp_analysis, None, off, 0, "SEQ/ACK analysis", generated=True))
+        for k in kids:
+            a.add(k)
 
 
 def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
@@ -395,12 +491,20 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
     hl = offflags >> 12
     fl = offflags & 0x0FFF
     seglen = len(d.payload) if d.transport == "tcp" else 0
+    t = getattr(d, "tcp", None)
+    shown_seq, shown_ack = (t.seq, t.ack) if t is not None else (seq, ack)
     top = _proto(f.tcp, off, length, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport},"
-                                      f" Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else "") + f", Len: {seglen}")
+                                      f" Seq: {shown_seq}" + (f", Ack: {shown_ack}" if fl & 0x10 else "") +
+                 f", Len: {seglen}")
     top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
     top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    if t is not None:
+        _tcp_head(top, t, off, seglen)
     top.add(Item(f.tcp_len, seglen, off, 0, f"[TCP Segment Len: {seglen}]", generated=True))
-    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    if t is not None:
+        _tcp_numbers(top, t, off, seq, ack, fl)
+    else:
+        top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
     top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
     top.add(Item(f.tcp_hdr_len, hl * 4, off + 12, 1,
                  f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"))
@@ -409,19 +513,35 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
     for fld, mask, _, _ in f.TCP_FLAG_BITS:
         # Wireshark trims a bit field's bytes to those its mask touches.
         o, n = (off + 12, 2) if mask & 0xF00 and mask & 0xFF else (off + 12, 1) if mask & 0xF00 else (off + 13, 1)
-        flags.add(Item(fld, bool(fl & mask), o, n, f"{bits(fl, mask, 12)} = {fld.name}: {_set(fl & mask)}"))
+        bit = flags.add(Item(fld, bool(fl & mask), o, n, f"{bits(fl, mask, 12)} = {fld.name}: {_set(fl & mask)}"))
+        if t is not None and fl & mask:
+            _flag_expert(bit, mask, fl, t)
     s = "".join(FLAG_LETTERS[11 - i] if fl >> i & 1 else "\u00b7" for i in range(11, -1, -1))
-    flags.add(Item(f.tcp_flags_str, s, off + 12, 2, f"[TCP Flags: {s}]", generated=True))
+    fstr = flags.add(Item(f.tcp_flags_str, s, off + 12, 2, f"[TCP Flags: {s}]", generated=True))
+    if t is not None and t.fin_role:
+        _tcp_expert(fstr, "tcp.connection.fin_" + t.fin_role)
     top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    _tcp_window(top, t, off)
     top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
     top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
     if hl > 5 and length >= hl * 4 and len(data) >= off + hl * 4:
         _tcp_options(top, data, off + 20, off + hl * 4)
+    if t is not None:
+        _tcp_analysis(top, t, off)
     if seglen:
         top.add(Item(f.tcp_payload, d.payload, d.payload_offset, seglen, f"TCP payload ({seglen} byte"
                                                                            f"{'s' if seglen != 1 else ''})"))
     return Layer("tcp", top)
+
+
+def _flag_expert(bit: Item, mask: int, fl: int, t) -> None:
+    if mask == 0x02:
+        _tcp_expert(bit, "tcp.connection.synack" if fl & 0x10 else "tcp.connection.syn", t.server_port)
+    elif mask == 0x01:
+        _tcp_expert(bit, "tcp.connection.fin")
+    elif mask == 0x04:
+        _tcp_expert(bit, "tcp.connection.rst")
 
 
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
@@ -440,8 +560,9 @@ def build(d) -> list[Layer]:
             if "ipv6" in by_proto:
                 by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, span[3]))
             continue
-        layer = BUILDERS[proto](d, data, off, length, *span[3:])
-        layers.append(layer)
+        made = BUILDERS[proto](d, data, off, length, *span[3:])
+        layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
+        layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
     for proto, info in d.problems:
         (by_proto.get(proto) or layers[-1]).item.expert(info)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..engine.tree import Item, Layer, bit_picture
+from ..engine.tree import Item, Layer, TextItem, bit_picture
 from . import fields as f
 
 _COMMON = struct.Struct("!HHII").unpack_from
@@ -75,27 +75,68 @@ def decode(d, data: bytes, off: int, end: int) -> None:
     d.chunks = chunks
 
 
+class TsnTable:
+    """Per association direction, the TSN that relative TSNs count from (tshark: the INIT / INIT_ACK's Initial
+    TSN, else the first TSN seen). Kept per capture in decode order; bounded."""
+
+    LIMIT = 4096
+
+    def __init__(self):
+        self.bases: dict[tuple, int] = {}
+
+    def analyze(self, d, data: bytes) -> None:
+        """Set d.tsn_bases = (the sender's base, the receiver's base) for this packet."""
+        me, peer = (d.src, d.sport, d.dst, d.dport), (d.dst, d.dport, d.src, d.sport)
+        for c in d.chunks or ():
+            if c.kind in (1, 2) and c.length >= 20:
+                self._put(me, struct.unpack_from("!I", data, c.offset + 16)[0])
+            elif c.kind == DATA and me not in self.bases:
+                self._put(me, c.tsn)
+        d.tsn_bases = (self.bases.get(me), self.bases.get(peer))
+
+    def _put(self, key: tuple, base: int) -> None:
+        if len(self.bases) >= self.LIMIT:
+            self.bases.pop(next(iter(self.bases)))
+        self.bases[key] = base
+
+
+def _rel(tsn: int, base: int | None) -> int:
+    return (tsn - (tsn if base is None else base)) & 0xFFFFFFFF
+
+
 # -- the tree -------------------------------------------------------------------------------------------------
 
-def sctp_layer(d, data: bytes, off: int, length: int) -> Layer:
+def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
+    """The SCTP layer, and a continuation layer per DATA chunk after the first (engine.dispatch.Packet.layers
+    puts those after the game layers of the chunk before)."""
     if length < 12 or len(data) < off + 12:
-        return Layer("sctp", Item(f.sctp, None, off, length, "Stream Control Transmission Protocol"))
+        return [Layer("sctp", Item(f.sctp, None, off, length, "Stream Control Transmission Protocol"))]
     sport, dport, vtag, csum = _COMMON(data, off)
     top = Item(f.sctp, None, off, length, f"Stream Control Transmission Protocol, Src Port: {sport} ({sport}), "
                                           f"Dst Port: {dport} ({dport})")
     top.add(Item(f.sctp_srcport, sport, off, 2, f"Source port: {sport}"))
     top.add(Item(f.sctp_dstport, dport, off + 2, 2, f"Destination port: {dport}"))
     top.add(Item(f.sctp_verification_tag, vtag, off + 4, 4, f"Verification tag: 0x{vtag:08x}"))
+    top.add(Item(f.sctp_assoc_index, 65535, off, 0, "[Association index: disabled (enable in preferences)]",
+                 generated=True))
     top.add(Item(f.sctp_checksum, csum, off + 8, 4, f"Checksum: 0x{csum:08x} [unverified]"))
     top.add(Item(f.sctp_checksum_status, 2, off + 8, 0, "[Checksum Status: Unverified]", generated=True))
+    bases = getattr(d, "tsn_bases", None) or (None, None)
+    layers, seen_data = [Layer("sctp", top)], False
     for c in getattr(d, "chunks", None) or ():
-        top.add(chunk_item(data, c))
-    return Layer("sctp", top)
+        if c.kind == DATA:
+            if seen_data:   # tshark: each later DATA chunk opens a new sctp item, after the previous one's payload
+                top = Item(f.sctp, None, c.offset, off + length - c.offset)
+                layers.append(Layer("sctp", top))
+            seen_data = True
+        top.add(chunk_item(data, c, bases))
+    return layers
 
 
-def chunk_item(data: bytes, c: Chunk) -> Item:
+def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
     name = CHUNK_NAMES.get(c.kind, "UNKNOWN")
-    item = Item(f.sctp_chunk, None, c.offset, c.length + (-c.length % 4), f"{name} chunk" + _summary(data, c))
+    # a text item (tshark's JSON keys it by its label)
+    item = TextItem(None, None, c.offset, c.length + (-c.length % 4), f"{name} chunk" + _summary(data, c, bases))
     p = c.offset
     t = item.add(Item(f.sctp_chunk_type, c.kind, p, 1, f"Chunk type: {name} ({c.kind})"))
     t.add(Item(f.sctp_chunk_bit_1, bool(c.kind & 0x80), p, 1, f"{bit_picture(c.kind, 0x80, 8)} = Bit: " + (
@@ -103,24 +144,39 @@ def chunk_item(data: bytes, c: Chunk) -> Item:
     t.add(Item(f.sctp_chunk_bit_2, bool(c.kind & 0x40), p, 1, f"{bit_picture(c.kind, 0x40, 8)} = Bit: " + (
         "Do report" if c.kind & 0x40 else "Do not report")))
     fl = item.add(Item(f.sctp_chunk_flags, c.flags, p + 1, 1, f"Chunk flags: 0x{c.flags:02x}"))
+    if c.kind == 14:
+        fl.add(Item(f.sctp_shutdown_complete_t_bit, bool(c.flags & 1), p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = "
+                    f"T-Bit: {'Tag reflected' if c.flags & 1 else 'Tag not reflected'}"))
+    if c.kind == 3:
+        fl.add(Item(f.sctp_sack_nounce_sum, c.flags & 1, p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = Nounce sum: "
+                                                                   f"{c.flags & 1}"))
     if c.kind == DATA:
         for field, mask, label, on, off in _DATA_BITS:
             fl.add(Item(field, bool(c.flags & mask), p + 1, 1,
                         f"{bit_picture(c.flags, mask, 8)} = {label}: {on if c.flags & mask else off}"))
     item.add(Item(f.sctp_chunk_length, c.length, p + 2, 2, f"Chunk length: {c.length}"))
     if c.kind == DATA:
+        rel = _rel(c.tsn, bases[0])
+        item.add(Item(f.sctp_data_tsn, rel, p + 4, 4, f"Transmission sequence number (relative): {rel}"))
         item.add(Item(f.sctp_data_tsn_raw, c.tsn, p + 4, 4, f"Transmission sequence number (absolute): {c.tsn}"))
         item.add(Item(f.sctp_data_sid, c.sid, p + 8, 2, f"Stream identifier: 0x{c.sid:04x}"))
         item.add(Item(f.sctp_data_ssn, c.ssn, p + 10, 2, f"Stream sequence number: {c.ssn}"))
-        item.add(Item(f.sctp_data_ppid, c.ppid, p + 12, 4, f"Payload protocol identifier: {c.ppid}"))
+        item.add(Item(f.sctp_data_ppid, c.ppid, p + 12, 4, f"Payload protocol identifier: "
+                                                             f"{PPIDS.get(c.ppid, 'Unknown')} ({c.ppid})"))
     else:
         for field, at, size, label in _FIXED.get(c.kind, ()):
             if c.length >= at + size:
                 value = int.from_bytes(data[p + at:p + at + size], "big")
+                if field is f.sctp_sack_cumulative_tsn_ack_raw:
+                    rel = _rel(value, bases[1])
+                    item.add(Item(f.sctp_sack_cumulative_tsn_ack, rel, p + at, size,
+                                  f"Cumulative TSN ACK (relative): {rel}"))
                 shown = f"0x{value:08x}" if field.base == "HEX" else str(value)
                 item.add(Item(field, value, p + at, size, f"{label}: {shown}"))
         rest = max((at + size for _, at, size, _ in _FIXED.get(c.kind, ())), default=4)
-        if c.length > rest:
+        if c.kind in (1, 2):
+            _parameters(item, data, p + rest, p + c.length)
+        elif c.length > rest:
             value = data[p + rest:p + c.length]
             field, label = (f.sctp_cookie, "Cookie") if c.kind == 10 else (f.sctp_chunk_value, "Chunk value")
             item.add(Item(field, value, p + rest, len(value), f"{label}: {value.hex()}"))
@@ -131,11 +187,44 @@ def chunk_item(data: bytes, c: Chunk) -> Item:
     return item
 
 
-def _summary(data: bytes, c: Chunk) -> str:
+PARAMETER_NAMES = {7: "State cookie"}
+PPIDS = {0: "not specified"}
+
+
+def _parameters(chunk: Item, data: bytes, p: int, end: int) -> None:
+    """The variable-length parameters of an INIT / INIT_ACK chunk (type, length, value, padding to 4 bytes)."""
+    while p + 4 <= end:
+        kind, length = struct.unpack_from("!HH", data, p)
+        if length < 4 or p + length > end:
+            value = data[p:end]
+            chunk.add(Item(f.sctp_chunk_value, value, p, len(value), f"Chunk value: {value.hex()}"))
+            return
+        name = PARAMETER_NAMES.get(kind, "Unknown")
+        extra = f" (Cookie length: {length - 4} bytes)" if kind == 7 else ""
+        item = chunk.add(TextItem(None, None, p, length + (-length % 4), f"{name} parameter{extra}"))
+        t = item.add(Item(f.sctp_parameter_type, kind, p, 2, f"Parameter type: {name} (0x{kind:04x})"))
+        t.add(Item(f.sctp_parameter_bit_1, bool(kind & 0x8000), p, 2, f"{bit_picture(kind, 0x8000, 16)} = Bit: " + (
+            "Skip parameter and continue processing of the chunk" if kind & 0x8000 else "Stop processing of chunk")))
+        t.add(Item(f.sctp_parameter_bit_2, bool(kind & 0x4000), p, 2, f"{bit_picture(kind, 0x4000, 16)} = Bit: " + (
+            "Do report" if kind & 0x4000 else "Do not report")))
+        item.add(Item(f.sctp_parameter_length, length, p + 2, 2, f"Parameter length: {length}"))
+        value = data[p + 4:p + length]
+        if value:
+            field, label = ((f.sctp_parameter_state_cookie, "State cookie") if kind == 7
+                            else (f.sctp_parameter_value, "Parameter value"))
+            item.add(Item(field, value, p + 4, len(value), f"{label}: {value.hex()}"))
+        pad = -length % 4
+        if pad and p + length + pad <= end:
+            raw = data[p + length:p + length + pad]
+            item.add(Item(f.sctp_parameter_padding, raw, p + length, pad, f"Parameter padding: {raw.hex()}"))
+        p += length + pad
+
+
+def _summary(data: bytes, c: Chunk, bases=(None, None)) -> str:
     if c.kind == DATA:
         order = "unordered" if c.flags & 0x04 else "ordered"
         part = {3: "complete segment", 2: "first segment", 1: "last segment", 0: "middle segment"}[c.flags & 3]
-        return (f" ({order}, {part}, TSN: {c.tsn}, SID: {c.sid}, SSN: {c.ssn}, PPID: {c.ppid}, "
+        return (f" ({order}, {part}, TSN: {_rel(c.tsn, bases[0])}, SID: {c.sid}, SSN: {c.ssn}, PPID: {c.ppid}, "
                 f"payload length: {c.data_length} bytes)")
     if c.kind in (1, 2) and c.length >= 16:
         out_streams, in_streams = struct.unpack_from("!HH", data, c.offset + 12)
@@ -145,6 +234,8 @@ def _summary(data: bytes, c: Chunk) -> str:
         return f" (Cumulative TSN: {cum}, a_rwnd: {rwnd}, gaps: {gaps}, duplicate TSNs: {dups})"
     if c.kind == 10:
         return f" (Cookie length: {c.length - 4} bytes)"
+    if c.kind == 7 and c.length >= 8:
+        return f" (Cumulative TSN ack: {struct.unpack_from('!I', data, c.offset + 4)[0]})"
     return ""
 
 

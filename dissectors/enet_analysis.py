@@ -21,35 +21,6 @@ FRAGMENT_LIMIT = 4096          # fragments we hold for one message (~5.6 MB at t
 PAYLOAD_COMMANDS = {6: "reliable", 7: "unreliable", 9: "unsequenced"}
 
 
-class Fragments(OffsetReassembly):
-    """OffsetReassembly whose coverage is kept up to date piece by piece (a merge into the sorted covered spans)
-    instead of sorting every piece on every add: a message may hold thousands of fragments. Twin: rt.offsets_*."""
-
-    __slots__ = ("_spans", "_covered", "_merged")
-
-    def __init__(self, total: int, limit: int):
-        super().__init__(total, limit)
-        self._spans: list[tuple[int, int]] = []
-        self._covered = self._merged = 0
-
-    def covered(self) -> int:
-        for at, piece, _ in self.pieces[self._merged:]:
-            a, b = at, at + len(piece)
-            kept = []
-            for lo, hi in self._spans:
-                if hi < a or lo > b:
-                    kept.append((lo, hi))
-                else:
-                    self._covered -= hi - lo
-                    a, b = min(a, lo), max(b, hi)
-            kept.append((a, b))
-            kept.sort()
-            self._spans = kept
-            self._covered += b - a
-        self._merged = len(self.pieces)
-        return self._covered
-
-
 def dissect_datagram(p, ctx: Ctx, prefs: dict):
     checksum_on = prefs.get("enet.checksum", "off") == "on"
     first = ctx.pos
@@ -276,7 +247,7 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
             return
         entry = None                    # a finished message's key in use again (sequence wrap): a new message
     if entry is None:
-        entry = (Fragments(total, MESSAGE_MAX), count, total, set())
+        entry = (OffsetReassembly(total, MESSAGE_MAX), count, total, set())
         bounded_put(messages, key, entry, MESSAGE_LIMIT)
     message, numbers = entry[0], entry[3]
     if message.done:

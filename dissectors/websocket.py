@@ -111,6 +111,7 @@ class WebSocket:
     revision_pref = None
     lua = False                    # the plugin relies on Wireshark's own http and websocket dissectors
     lua_parity = False             # ... so tests/test_parity.py does not compare this layer
+    listed_after = ("http",)       # Wireshark's websocket runs under http: frame.protocols "...:tcp:http:websocket"
 
     def __init__(self):
         b = Binder("websocket")

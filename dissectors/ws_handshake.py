@@ -10,7 +10,7 @@ import re
 from http import HTTPStatus
 
 from ..engine.fields import Binder
-from ..engine.tree import CHAT, ERROR, MALFORMED, SEQUENCE, ExpertInfo, Item
+from ..engine.tree import CHAT, ERROR, MALFORMED, SEQUENCE, ExpertInfo, HiddenItem, Item, TextItem
 
 WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 HEAD_LIMIT = 65536            # an HTTP head longer than this cannot be a WebSocket upgrade: stop framing
@@ -58,6 +58,7 @@ def extensions(value: str) -> dict | None:
 
 def register(b: Binder) -> dict:
     f = {"http": b.field("http", "Hypertext Transfer Protocol", "protocol"),
+         "chat": b.field("http.chat", "Formatted text", "none"),     # the expert on the first line
          "method": b.field("http.request.method", "Request Method", "string"),
          "uri": b.field("http.request.uri", "Request URI", "string"),
          "req_version": b.field("http.request.version", "Request Version", "string"),
@@ -101,7 +102,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         return "HTTP"
     first_at, first = lines[0]
     text = first.decode("latin-1")
-    top = ctx.tree.add(Item(None, None, first_at, len(first), text.replace("\r\n", "\\r\\n"), False, src))
+    top = ctx.tree.add(TextItem(None, None, first_at, len(first), text.replace("\r\n", "\\r\\n"), False, src))
     _expert(top, "http.chat", SEQUENCE, CHAT, text.replace("\r\n", "\\r\\n"))
     parts = text.strip().split(" ", 2)
     response = text.startswith("HTTP/")
@@ -126,10 +127,13 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         if known:
             headers[name.strip().lower()] = value
             ctx.tree.add(Item(f[known[0]], value, at, len(line), f"{known[1]}: {value}\\r\\n", False, src))
+            # tshark adds the whole line too, hidden
+            field = f["response_line"] if response else f["request_line"]
+            ctx.tree.add(HiddenItem(field, line.decode("latin-1"), at, len(line), None, False, src))
         elif line != b"\r\n":
             field = f["response_line"] if response else f["request_line"]
             ctx.tree.add(Item(field, line.decode("latin-1"), at, len(line), None, False, src))
-    ctx.tree.add(Item(None, None, head_end - 2, 2, "\\r\\n", False, src))
+    ctx.tree.add(TextItem(None, None, head_end - 2, 2, "\\r\\n", False, src))
     if head_end + 2 < end:
         ctx.tree.add(Item(f["body"], data[head_end + 2:end], head_end + 2, end - head_end - 2, None, False, src))
     if response:

@@ -50,7 +50,22 @@ class Packet:
         return self.frame.number
 
     def layers(self) -> list[Layer]:
-        return [*self.decoded.layers(), *self.games]
+        std = self.decoded.layers()
+        marks = getattr(self.decoded, "chunk_marks", None)
+        if not marks or len(marks) < 2:
+            return [*std, *self.games]
+        # SCTP: tshark shows each DATA chunk after the first in a new "sctp" item that follows the layers of the
+        # chunk before it (capture.sctp builds those continuation layers: they carry no header)
+        first = next(i for i, layer in enumerate(std) if layer.proto == "sctp")
+        conts = [layer for layer in std[first + 1:] if layer.proto == "sctp"]
+        out = [layer for layer in std if layer not in conts]
+        out, rest = out[:first + 1], out[first + 1:]
+        games, at = self.games, 0
+        for mark, cont in zip(marks[1:], conts):
+            out.extend(games[at:mark])
+            out.append(cont)
+            at = mark
+        return [*out, *games[at:], *rest]
 
     def index(self) -> dict[str, list]:
         """Every item of every layer by field abbrev, in tree order; protocols (layer names) map to their top
@@ -88,11 +103,12 @@ class Stack:
     """The game layers of one frame, built outwards: the first one chosen from the transport, each further one
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
-    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth")
+    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
         self.layers: list[Layer] = []
+        self.called: list[str] = []      # protocols called that made no layer (still named in frame.protocols)
         self.infos: list[tuple[str, object]] = []      # (protocol, info or a function making it), per layer
         self.sources: list[DataSource] = [DataSource("Frame", frame.data)]
         self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
@@ -148,8 +164,13 @@ class Stack:
         d = self.d
         if not self.layers:
             protocol = (d.protocols[-1] if d.protocols else "frame").upper()
+            d.protocols.extend(self.called)
             return Packet(self.frame, d, [], _plain_info(d), protocol, [])
-        d.protocols.extend(layer.proto for layer in self.layers)    # frame.protocols: "eth:...:udp:enet:iceball"
+        protos = self.dispatcher.protocols
+        for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"
+            if layer.listed:
+                d.protocols.extend(getattr(protos.get(layer.proto), "listed_after", ()))   # a parent it runs under
+                d.protocols.append(layer.proto)
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         last = self.layers[-1].proto
         infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]

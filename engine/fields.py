@@ -33,6 +33,16 @@ class Binder:
     def __init__(self, proto: str):
         self.proto = proto
         self.fields: dict[str, FieldInfo] = {}
+        # (id(struct), abbrev) -> (struct, bound): a struct used by many packets (Iceball's 128 message codes under
+        # several framings) is bound once; binding is deterministic and a bound table is never changed afterwards.
+        self.structs: dict[tuple[int, str], tuple[Field, Field]] = {}
+
+    def bound_struct(self, struct: Field, own: str, make) -> Field:
+        key = (id(struct), own)
+        hit = self.structs.get(key)
+        if hit is None:
+            hit = self.structs[key] = (struct, make())     # the description is kept so its id stays unique
+        return hit[1]
 
     def field(self, abbrev: str, name: str, ftype: str, **kw) -> FieldInfo:
         info = self.fields.get(abbrev)
@@ -55,6 +65,13 @@ class Field:
         self.label = label
         self.abbrev = ""
         self.info: FieldInfo | None = None
+
+    def __copy__(self):
+        # copy.copy's generic __reduce_ex__ path made binding the tables (tens of thousands of copies) a third
+        # of the start-up time; a field is a plain __dict__ object, so a dict copy is the same shallow copy.
+        bound = object.__new__(type(self))
+        bound.__dict__.update(self.__dict__)
+        return bound
 
     def bind(self, b: Binder, prefix: str) -> Field:
         bound = copy.copy(self)
@@ -372,8 +389,11 @@ class Struct(Field):
             self.size = sum(f.size for f in self.fields)
 
     def bind(self, b, prefix):
-        bound = copy.copy(self)
         own = prefix if self.label is None else f"{b.proto}.{self.name}"
+        return b.bound_struct(self, own, lambda: self._bind(b, own))
+
+    def _bind(self, b, own):
+        bound = copy.copy(self)
         bound.abbrev = own
         bound.fields = [f.bind(b, own) for f in self.fields]
         if self.label is not None:
@@ -426,8 +446,11 @@ class Packet(Struct):
         self.remember = remember
 
     def bind(self, b, prefix):
-        bound = copy.copy(self)
         own = f"{b.proto}.{self.name}"
+        return b.bound_struct(self, own, lambda: self._bind(b, own))
+
+    def _bind(self, b, own):
+        bound = copy.copy(self)
         bound.abbrev = own
         bound.fields = [f.bind(b, own) for f in self.fields]
         bound.steps = _runs(bound.fields)

@@ -43,6 +43,8 @@ class StreamProtocol(Protocol):
         self.names = names or {}                      # numbering -> {code: name} for the error texts
         self.header_size = self.header.size
         self.final = set(final)                       # packet names a direction sends nothing after
+        self._roles: dict[str, str] = {}              # direction -> role (role() is pure)
+        self._cases = {(n, role): self.body[f"{n}/{role}"].cases for n, by_role in bodies.items() for role in by_role}
 
     # --- registration -----------------------------------------------------------------------------------------
     def preferences(self):
@@ -54,6 +56,15 @@ class StreamProtocol(Protocol):
 
     # --- framing ----------------------------------------------------------------------------------------------
     def role(self, direction: str) -> str:
+        # asked several times per PDU with the few directions of the open connections: remembered, bounded
+        role = self._roles.get(direction)
+        if role is None:
+            if len(self._roles) >= 4096:
+                self._roles.clear()
+            role = self._roles[direction] = self._role(direction)
+        return role
+
+    def _role(self, direction: str) -> str:
         sport, dport = ports_of(direction)
         if sport in self.server_ports:
             return "s2c"
@@ -65,7 +76,10 @@ class StreamProtocol(Protocol):
         alt = self.alternates.get((numbering, role, code))
         if alt is not None and conv.get("flags", {}).get(f"{alt[0]}:{role}"):
             role = alt[1]
-        return self.body[f"{numbering}/{role}"].cases.get(code)
+        cases = self._cases.get((numbering, role))
+        if cases is None:         # not a numbering of ours: fail as the plain lookup does
+            cases = self.body[f"{numbering}/{role}"].cases
+        return cases.get(code)
 
     def frames_cleanly(self, numbering: str, role: str, data: bytes, pos: int, conv: dict) -> bool:
         """Every PDU starting in the next NUMBERING_SCAN bytes from pos has a layout in this numbering."""

@@ -118,16 +118,23 @@ class Streams:
         if flags & SYN:
             conn.handshake |= 2 if flags & ACK else 1
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
+        made = 0                         # layers this segment's one (Lua) dissector call made so far
         for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags):
             if proto is not None:
                 if not state.started:
                     state.started = True
                     h.lost = h.lost or not conn.synced
                 cutter = Cutter(self, stack, proto, state, h, d.payload_offset, "Reassembled TCP")
+                cutter.layers = made
                 cutter.run()
-                if h.seg_offset is None and cutter.source is not None:
-                    # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]"
+                made = cutter.layers
+                if h.seg_offset is None and cutter.source is not None and getattr(proto, "lua", True) is False:
+                    # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
+                    # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data)]
+        if proto is not None and d.payload and not made and getattr(proto, "lua", True) is not False \
+                and not _resent(d):
+            stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
 
     # --- SCTP -----------------------------------------------------------------------------------------------
     def sctp(self, stack, d) -> None:
@@ -138,9 +145,11 @@ class Streams:
         if assoc is None:
             assoc = conn.sctp[sender] = SctpDirection()
         data, frame = stack.frame.data, stack.frame.number
+        d.chunk_marks = []
         for c in d.chunks:
             if c.kind != 0:
                 continue
+            d.chunk_marks.append(len(stack.layers))   # this DATA chunk's layers start here (see Packet.layers)
             payload = data[c.data_offset:c.offset + c.length]
             message = assoc.data_chunk(c.tsn, c.sid, c.ssn, c.flags, payload, frame, c.data_offset)
             if message is None or self.choose(stack, conn, "sctp.port", d, message.data) is None:
@@ -151,6 +160,12 @@ class Streams:
             h = state.stream.message(message, frame)
             if h is not None and h.data:
                 Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
+
+
+def _resent(d) -> bool:
+    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector."""
+    t = getattr(d, "tcp", None)
+    return t is not None and ("out_of_order" in t.flags or "retransmission" in t.flags)
 
 
 class Cutter:
@@ -164,6 +179,7 @@ class Cutter:
         self.conv = stack.conversation(proto)
         self.direction = stack.direction
         self.note: str | None = None     # "previous segment not captured", for the next layer made
+        self.layers = 0                  # layers made for this segment (or chunk) so far
         if h.seg_offset is None:         # bytes from several segments: their own data source, once a layer uses it
             self.data, self.base, self.source, self.source_name = h.data, 0, None, source
         else:
@@ -231,6 +247,7 @@ class Cutter:
         start = self.base + pos
         layer = self.stack.dissect(self.proto, self.data, start, start + n, source=self.where(),
                                    direction=self.direction, conv=self.conv)
+        self.listed(layer)
         self.flush_note(layer)
 
     def undecoded(self, pos: int, stop: int | None, message: str | None = None, kind: str = "sequence") -> None:
@@ -240,10 +257,17 @@ class Cutter:
         shown = Undecoded(self.proto, message, kind)
         layer = self.stack.dissect(shown, self.data, start, end, source=self.where(), direction=self.direction,
                                    conv=self.conv)
+        self.listed(layer)
         if message is None:
             self.flush_note(layer)
         else:
             self.note = None
+
+    def listed(self, layer: Layer) -> None:
+        """frame.protocols names the stream's protocol once per segment (or SCTP chunk), as tshark does: the
+        generated Lua decodes all of a segment's PDUs in one call, and tshark lists websocket once too."""
+        layer.listed = not self.layers
+        self.layers += 1
 
     def flush_note(self, layer: Layer) -> None:
         if self.note is not None:

@@ -130,6 +130,19 @@ class Item:
         return None
 
 
+class TextItem(Item):
+    """A C dissector's text item with children (tshark's "[Timestamps]" under tcp): JSON keys it by its label,
+    where a Lua text item is keyed "_ws.lua.text"."""
+
+    __slots__ = ()
+
+
+class HiddenItem(Item):
+    """A hidden item (Wireshark's PROTO_ITEM_SET_HIDDEN): in JSON and -T fields, never in -V."""
+
+    __slots__ = ()
+
+
 @dataclass(eq=False)
 class DataSource:
     """A named byte buffer the tree points into: the frame, or one made by reassembly or decompression."""
@@ -144,3 +157,6 @@ class Layer:
 
     proto: str
     item: Item
+    # False for a PDU after the first that one dissector call decodes (the generated Lua cuts a whole TCP segment
+    # or SCTP chunk in one call): tshark lists a protocol in frame.protocols once per call
+    listed: bool = True

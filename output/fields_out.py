@@ -126,14 +126,17 @@ def item_value(item, game_tops=()) -> str:
     if f is None:                                   # an expert item under its own abbrev: a Lua ProtoExpert, FT_NONE
         return "1"
     t = f.ftype
-    if t == "bytes":
-        return item.value.hex()
+    if t == "bytes":                                # an empty byte field prints as its -V label does (measured)
+        return item.value.hex() if item.value else "<MISSING>"
     if t == "none":
         return "1"
     if t == "protocol":
         # tshark prints the item's representation if the dissector set one, else the abbrev: a Lua protocol's
-        # top item has none (its -V line is made from the name only when displayed)
-        return f.abbrev if item in game_tops or not item.label else item.label
+        # top item has none (its -V line is made from the name only when displayed) unless it set a text
+        # (set_text: a label other than the protocol's name)
+        if not item.label or (item in game_tops and item.label == f.name):
+            return f.abbrev
+        return item.label
     return tv.json_value(f, item.value)
 
 

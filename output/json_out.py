@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from . import tshark_values as tv
+from .frozen import FrozenText
+from ..engine.tree import TextItem
 
 
 # Items go straight to text. Keys are field abbrevs (plain ASCII, never escaped); most values are numbers (never
@@ -27,6 +29,15 @@ def _format_of(f):
             conv = lambda v: "%.15g" % v if v == v else tv.format_float(v, False)   # noqa: E731
         elif t == "float":      # values read from the wire are already single precision
             conv = lambda v: "%.6g" % v if v == v else tv.format_float(v, True)    # noqa: E731
+        # the common rest of tv.json_value, specialised per field (the TCP layer's flags, strings, bytes)
+        elif t in ("uint8", "uint16", "uint32") and base in ("DEC", "DEC_HEX"):
+            conv = lambda v: str(v & 0xFFFFFFFF)      # noqa: E731 - tv._int_norm of an unsigned <= 32 bits
+        elif t in ("uint8", "uint16", "uint32") and base in ("HEX", "HEX_DEC"):
+            conv = lambda v, m=(1 << 8 * int(t[4:]) // 8) - 1, p="0x%0" + str(int(t[4:]) // 4) + "x": p % (v & m)  # noqa
+        elif t == "bool":
+            conv = lambda v, m=f.mask: "1" if (v if v is True or v is False else v & m if m else v) else "0"  # noqa
+        elif t == "bytes":
+            conv = lambda v: v.hex(":")                # noqa: E731
         elif t == "string":
             conv = lambda v, f=f: tv.json_escape(tv.json_value(f, v))   # noqa: E731
         else:
@@ -35,10 +46,6 @@ def _format_of(f):
         # key, value formatter, children key, value type (None: none/protocol), line prefix per depth
         fmt = f.json_format = ('"' + f.abbrev + '": ', conv, '"' + f.abbrev + '_tree": ', valued, {})
     return fmt
-
-
-_FROZEN: dict[tuple[int, int], tuple] = {}      # (id(frozen children), depth) -> (children, text)
-_FROZEN_LIMIT = 2048
 
 
 def object_text(item, depth: int) -> str:
@@ -52,15 +59,7 @@ def _object(kids, depth: int, out: list) -> None:
     """Append the object's text to `out`. Pieces go to one list joined once per packet: building each level as a
     string and pasting it into its parent would copy the text once per nesting level."""
     if kids.__class__ is tuple:        # a frozen subtree shared between packets: its text is too
-        key = (id(kids), depth)
-        hit = _FROZEN.get(key)
-        if hit is None or hit[0] is not kids:
-            sub: list[str] = []
-            _fresh(kids, depth, sub)
-            if len(_FROZEN) >= _FROZEN_LIMIT:
-                _FROZEN.clear()
-            hit = _FROZEN[key] = (kids, "".join(sub))    # holding `kids` keeps its id from being reused
-        out.append(hit[1])
+        out.append(_FROZEN.text(kids, depth))
         return
     _fresh(kids, depth, out)
 
@@ -78,10 +77,12 @@ def _fresh(kids, depth: int, out: list) -> None:
                 for key, value in tv.expert_pairs(info):
                     add(",\n" + tv.json_kv(depth + 1, key, value))
             elif child.children:
-                add(",\n" + ind + '"' + tv.LUA_TEXT_KEY + '": ')
+                key = tv.json_escape(child.label) if child.__class__ is TextItem else tv.LUA_TEXT_KEY
+                add(",\n" + ind + '"' + key + '": ')
                 _object(child.children, depth + 1, out)
             else:
-                add(",\n" + ind + '"' + tv.LUA_TEXT_KEY + '": ""')
+                key = tv.json_escape(child.label) if child.__class__ is TextItem else tv.LUA_TEXT_KEY
+                add(",\n" + ind + '"' + key + '": ""')
             continue
         key, conv, tree_key, ftype, lines = f.json_format or _format_of(f)
         if ftype is None:             # none / protocol: an object when it has children, else a plain value
@@ -104,6 +105,9 @@ def _fresh(kids, depth: int, out: list) -> None:
         return
     out[first] = out[first][1:]       # the first member follows "{" directly: no comma
     add("\n" + _INDENT[depth] + "}")
+
+
+_FROZEN = FrozenText(_fresh)
 
 
 def layer_text(packet) -> str:

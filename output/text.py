@@ -1,8 +1,9 @@
 """Text outputs: the one-line summary, the -V detail tree, the -x hex dump. Colours (rich) on a terminal only."""
 from __future__ import annotations
 
-from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, Item
+from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
+from .frozen import FrozenText
 
 _SEVERITY_STYLE = {ERROR: "bold red", WARN: "yellow", NOTE: "cyan"}
 
@@ -19,15 +20,15 @@ TRUNCATED = b" [truncated]"
 
 
 def item_label(item: Item) -> str:
-    if item.label is not None:
-        text = item.label
-    elif item.field is not None:
-        text = item.field.labeler(item) if item.field.labeler else tv.label(item.field, item.value)
-    else:
-        text = ""
-    if item.field is not None and len(text) >= LABEL_LENGTH // 4:
-        text = fit_label(text, item.field.name)
-    return f"[{text}]" if item.generated and not text.startswith("[") else text
+    text, f = item.label, item.field
+    if text is None:
+        if f is None:
+            text = ""
+        else:
+            text = f.labeler(item) if f.labeler else tv.label(f, item.value)
+    if f is not None and len(text) >= LABEL_LENGTH // 4:
+        text = fit_label(text, f.name)
+    return "[" + text + "]" if item.generated and not text.startswith("[") else text
 
 
 def fit_label(text: str, name: str) -> str:
@@ -52,6 +53,8 @@ def fit_label(text: str, name: str) -> str:
 
 def tree_lines(item: Item, depth: int = 0):
     """(depth, text, style) lines of an item's subtree, as tshark -V prints them (experts get their details)."""
+    if item.__class__ is HiddenItem:
+        return
     info = item.expert_info
     if info is not None:
         yield depth, f"[{item.label}]", _SEVERITY_STYLE.get(info.severity, "")
@@ -64,13 +67,61 @@ def tree_lines(item: Item, depth: int = 0):
         yield from tree_lines(child, depth + 1)
 
 
+_PADS = ["    " * d for d in range(64)]
+
+
+def _pad(depth: int) -> str:
+    return _PADS[depth] if depth < 64 else "    " * depth
+
+
+def _detail(kids, depth: int, out: list) -> None:
+    """Append the -V lines of `kids` at `depth` to `out`: tree_lines as plain text, without a generator and a
+    write per line (the -V hot path). A frozen subtree (a tuple shared between packets) is rendered once."""
+    if kids.__class__ is tuple:
+        out.append(_FROZEN.text(kids, depth))
+        return
+    _detail_fresh(kids, depth, out)
+
+
+def _detail_fresh(kids, depth: int, out: list) -> None:
+    pad = _pad(depth)
+    add = out.append
+    for item in kids:
+        if item.__class__ is HiddenItem:
+            continue
+        info = item.expert_info
+        if info is not None:
+            inner = _pad(depth + 1)
+            add(f"{pad}[{item.label}]\n{inner}[{info.message}]\n{inner}[Severity level: "
+                f"{SEVERITY_NAMES[info.severity]}]\n{inner}[Group: {GROUP_NAMES[info.group]}]\n")
+            continue
+        add(pad + item_label(item) + "\n")
+        if item.children:
+            _detail(item.children, depth + 1, out)
+
+
+_FROZEN = FrozenText(_detail_fresh)
+
+
+def detail_text(packet, only: set[str] | None = None) -> str:
+    """A packet's -V tree as plain text (what layer_lines gives, joined)."""
+    out: list[str] = []
+    for layer in packet.layers():
+        top = layer.item
+        out.append((top.label or (item_label(top) if top.field is not None and top.field.labeler
+                                  else layer.proto)) + "\n")
+        if (only is None or layer.proto in only) and top.children:
+            _detail(top.children, 1, out)
+    return "".join(out)
+
+
 def layer_lines(packet, only: set[str] | None = None):
     for layer in packet.layers():
         top = layer.item
+        head = top.label or (item_label(top) if top.field is not None and top.field.labeler else layer.proto)
+        yield 0, head, "bold"
         if only is not None and layer.proto not in only:
-            yield 0, top.label or layer.proto, "bold"
             continue
-        yield 0, top.label or layer.proto, "bold"
         for child in top.children or ():
             yield from tree_lines(child, 1)
 
@@ -126,12 +177,15 @@ class TextWriter:
             if self.hexdump:
                 out.write("\n".join(hex_lines(packet)) + "\n\n")
             return
-        for depth, line, style in layer_lines(packet, self.only):
-            if self.console is not None and style:
-                self.console.print("    " * depth + line, style=style, highlight=False, markup=False,
-                                   soft_wrap=True)
-            else:
-                out.write("    " * depth + line + "\n")
+        if self.console is None:
+            out.write(detail_text(packet, self.only))
+        else:
+            for depth, line, style in layer_lines(packet, self.only):
+                if style:
+                    self.console.print("    " * depth + line, style=style, highlight=False, markup=False,
+                                       soft_wrap=True)
+                else:
+                    out.write("    " * depth + line + "\n")
         if self.hexdump:
             out.write("\n" + "\n".join(hex_lines(packet)) + "\n")
         out.write("\n")

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Iterator
 
 from .capture.decode import decode
 from .capture.files import RawFrame, open_capture
+from .capture.sctp import TsnTable
+from .capture.tcp_analysis import TcpTable
 from .dissectors import PROTOCOLS
 from .engine.dispatch import Dispatcher, Packet, Settings
 
@@ -30,13 +32,15 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
     # Packet trees and conversation state hold no reference cycles, but the shared-subtree memos keep many objects
     # alive, which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
+    tcp_table = TcpTable()           # per-capture TCP state (stream indexes, relative sequence numbers)
+    tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         for frame in frames:
             if frame.number % 50_000 == 0:
                 gc.collect()
-            yield dispatcher.dissect(frame, decode(frame))
+            yield dispatcher.dissect(frame, decode(frame, tcp_table, tsn_table))
     finally:
         if was_enabled:
             gc.enable()

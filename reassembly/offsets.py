@@ -14,7 +14,7 @@ class OutOfRange(ValueError):
 
 
 class OffsetReassembly:
-    __slots__ = ("total", "pieces", "done", "_frames")
+    __slots__ = ("total", "pieces", "done", "_frames", "_spans", "_covered")
 
     def __init__(self, total: int, limit: int):
         if total > limit:
@@ -23,6 +23,8 @@ class OffsetReassembly:
         self.pieces: list[tuple[int, bytes, int]] = []   # (offset, data, frame), in arrival order
         self.done = 0                                      # the frame that completed it, once complete
         self._frames: list[int] = []
+        self._spans: list[list[int]] = []                  # the covered [start, end) spans, sorted, disjoint
+        self._covered = 0
 
     def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
         """Place a piece; the whole message when this piece completes it, else None (also for a late copy
@@ -32,7 +34,8 @@ class OffsetReassembly:
         if offset + len(data) > self.total:
             raise OutOfRange(f"Block {offset}+{len(data)} lies beyond the transfer size {self.total}")
         self.pieces.append((offset, data, frame))
-        if self.covered() < self.total:
+        self._cover(offset, offset + len(data))
+        if self._covered < self.total:
             return None
         self.done = frame
         buf = bytearray(self.total)
@@ -40,17 +43,33 @@ class OffsetReassembly:
             buf[at:at + len(piece)] = piece
         self._frames = sorted({f for _, _, f in self.pieces})
         self.pieces = []                                  # done: keep no bytes (memory stays bounded)
+        self._spans = []
         return bytes(buf)
+
+    def _cover(self, start: int, stop: int) -> None:
+        """Merge [start, stop) into the covered spans, keeping the covered byte count (a message may hold
+        thousands of pieces: no sorting of every piece on every add)."""
+        spans = self._spans
+        if spans and spans[-1][0] <= start <= spans[-1][1]:      # the usual case: pieces in order
+            if stop > spans[-1][1]:
+                self._covered += stop - spans[-1][1]
+                spans[-1][1] = stop
+            return
+        kept = []
+        for lo, hi in spans:
+            if hi < start or lo > stop:
+                kept.append([lo, hi])
+            else:
+                self._covered -= hi - lo
+                start, stop = min(start, lo), max(stop, hi)
+        kept.append([start, stop])
+        kept.sort()
+        self._spans = kept
+        self._covered += stop - start
 
     def covered(self) -> int:
         """Bytes covered by the union of the pieces."""
-        total = end = 0
-        for at, piece, _ in sorted(self.pieces, key=lambda p: p[0]):
-            stop = at + len(piece)
-            if stop > end:
-                total += stop - max(at, end)
-                end = stop
-        return total
+        return self._covered
 
     def frames(self) -> list[int]:
         """The frames whose pieces made the message (so far, or in the end)."""

@@ -419,12 +419,18 @@ def test_repeated_fragment_numbers_are_ignored():
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 120), st.lists(st.tuples(st.integers(0, 119), st.integers(1, 120)), min_size=1, max_size=40))
 def test_incremental_coverage_is_offset_reassembly(total, spans):
-    """Fragments (coverage kept up to date) completes and assembles exactly as OffsetReassembly does."""
-    from protodump.dissectors.enet_analysis import Fragments
+    """OffsetReassembly's running coverage (the spans merged piece by piece) completes exactly when a byte map of
+    every piece placed so far is full, and assembles the first copy of every byte."""
     from protodump.reassembly.offsets import OffsetReassembly
-    plain, fast = OffsetReassembly(total, 1 << 20), Fragments(total, 1 << 20)
+    message, have, first = OffsetReassembly(total, 1 << 20), [False] * total, bytearray(total)
     for frame, (at, length) in enumerate(spans, 1):
         at = at % total
         piece = bytes([frame]) * min(length, total - at)
-        assert plain.add(at, piece, frame) == fast.add(at, piece, frame)
-    assert plain.done == fast.done
+        for i in range(at, at + len(piece)):
+            if not have[i]:
+                have[i], first[i] = True, frame
+        whole = message.add(at, piece, frame)
+        if message.done == frame:
+            assert whole == bytes(first) and all(have)
+        elif not message.done:
+            assert whole is None and message.covered() == sum(have) and not all(have)

@@ -271,8 +271,19 @@ def repeat_capture(path: Path, times: int) -> Path:
         w = dpkt.pcap.Writer(f, linktype=linktype)
         for k in range(times):
             for ts, buf in frames:
-                w.writepkt(buf, ts + k * span)
+                w.writepkt(_moved(buf, k) if linktype == 1 else buf, ts + k * span)
     return out
+
+
+def _moved(frame: bytes, k: int) -> bytes:
+    """An Ethernet/IPv4 frame with both addresses' last byte moved by k: each round is a conversation (and TCP
+    connection) of its own instead of a replay of the first one's sequence numbers."""
+    if k == 0 or len(frame) < 34 or frame[12:14] != b"\x08\x00":
+        return frame
+    b = bytearray(frame)
+    for at in (29, 33):
+        b[at] = (b[at] + k) % 250 + 1
+    return bytes(b)
 
 
 # --- timing -------------------------------------------------------------------------------------------------------
