@@ -27,9 +27,9 @@ def _conversation(table: dict, packet):
     return conv, ("c2s" if a == conv["client"] else "s2c")
 
 
-class MessageTypes(Tap):
+class GameTap(Tap):
+    """A statistic over one game protocol's layers, per conversation and direction."""
     proto = ""                   # set per protocol by register_game_taps
-    type_abbrevs: tuple = ()
 
     def __init__(self, args):
         super().__init__(args)
@@ -37,10 +37,18 @@ class MessageTypes(Tap):
 
     def add(self, packet):
         layers = [layer for layer in packet.games if layer.proto == self.proto]
-        if not layers:
-            return
-        conv, direction = _conversation(self.convs, packet)
-        counts = conv[direction]
+        if layers:
+            conv, direction = _conversation(self.convs, packet)
+            self.count(conv[direction], layers)
+
+    def count(self, stats: dict, layers: list) -> None:
+        raise NotImplementedError
+
+
+class MessageTypes(GameTap):
+    type_abbrevs: tuple = ()
+
+    def count(self, counts, layers):
         for layer in layers:
             for n, key in enumerate(self.layer_types(layer)):
                 c = counts.setdefault(key, [0, 0])
@@ -75,19 +83,10 @@ class MessageTypes(Tap):
         return {"kind": self.kind, "layout": "game_types", "proto": self.proto, "conversations": out}
 
 
-class SequenceAnalysis(Tap):
-    proto = expert_abbrev = ""   # set per protocol by register_game_taps
+class SequenceAnalysis(GameTap):
+    expert_abbrev = ""           # set per protocol by register_game_taps
 
-    def __init__(self, args):
-        super().__init__(args)
-        self.convs: dict = {}
-
-    def add(self, packet):
-        layers = [layer for layer in packet.games if layer.proto == self.proto]
-        if not layers:
-            return
-        conv, direction = _conversation(self.convs, packet)
-        s = conv[direction]
+    def count(self, s, layers):
         if not s:
             s.update(packets=0, lost=0, duplicate=0, out_of_order=0)
         s["packets"] += 1

@@ -76,14 +76,5 @@ class BitSplit(Field):
             for p in self.parts:
                 w(f"local p = math.floor(v / {1 << p.shift}) % {(p.mask >> p.shift) + 1}")
                 w(f"sc[{lua_str(p.name)}] = p")
-                f = f"F[{lua_str(p.info.abbrev)}]"
-                if p.is_bool or _lua_has_mask(gen, p.info):
-                    w(f"it:add({f}, r)")                  # the ProtoField's mask does the split
-                else:
-                    w(f"it:add({f}, r, p)")
-
-
-def _lua_has_mask(gen, info) -> bool:
-    """Whether the generator writes integer masks into ProtoFields (then the field splits the value itself)."""
-    text = gen.protofield(info).replace(" ", "")
-    return text.endswith((f",{info.mask})", f",{hex(info.mask)})", f",0x{info.mask:04x})", f",0x{info.mask:02x})"))
+                # every part's ProtoField carries its mask (lua_backend.protofield), so it splits the value itself
+                w(f"it:{gen.add(self.number)}(F[{lua_str(p.info.abbrev)}], r)")
