@@ -13,6 +13,7 @@ from ..output.json_out import JsonWriter
 from ..output import fields_out
 from . import capture_opts
 from . import filter_cli
+from . import sets_opts
 from ..analysis import stats
 from ..output import stats_out
 from ..output.progress import track
@@ -47,7 +48,7 @@ def parse_prefs(values) -> dict:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.argument("file", nargs=-1, type=click.Path())
 @click.option("-r", "read_file", type=click.Path(dir_okay=False), help="Capture file to read (pcap, pcapng, gzip).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
@@ -73,6 +74,7 @@ def parse_prefs(values) -> dict:
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
+@sets_opts.set_options                 # several files, --concatenate, --dask, --parquet
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None):
     """Decode a capture file.
@@ -88,7 +90,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
       protodump -i lo -f "udp port 12354" -a duration:60  # live, decoded as packets arrive
       protodump -i lo -c 100 -w session.pcapng            # capture to a file (add -P to print too)
     """
-    path = read_file or file
+    path = sets_opts.input_path(read_file, file)       # a path, or a CaptureSet (several files, directories)
     source = capture_opts.current()
     source.check(path)
     if not path and source.interface is None:
@@ -113,9 +115,11 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
+    if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
+        return
     n = 0
     try:
-        if source.interface is None:
+        if source.interface is None and not sets_opts.is_set(path):
             open_capture(path).close()   # a missing or non-capture file: one clear line, before any output
     except (CaptureError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -123,7 +127,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     try:
         # a progress bar (stderr, terminals only, after a moment) when the packets are not what is printed
         slow = source.interface is None and (quiet or taps or source.write_path is not None)
-        with track(source.packets(capture_path, dispatcher), capture_path if slow else None) as stream:
+        shown_path = None if sets_opts.is_set(path) else capture_path      # a set: no one size to measure
+        with track(source.packets(capture_path, dispatcher), shown_path if slow else None) as stream:
             for packet in stream:     # a file, or live frames with -i
                 n += 1
                 for tap in taps:
@@ -145,6 +150,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         source.finish()                   # closes -w; live: "N packets captured"
     writer.close()
     stats_out.write([t.result() for t in taps], out, stats_format)
+    sets_opts.finish(path)              # a set with an unreadable file: exit 2
 
 
 def stats_taps(args) -> list:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from .capture.decode import decode
 from .capture.files import RawFrame, open_capture
+from .capture.sets import CaptureSet
 from .capture.sctp import TsnTable
 from .capture.tcp_analysis import TcpTable
 from .dissectors import PROTOCOLS
@@ -19,7 +20,7 @@ def packets(path, settings: Settings | None = None, dispatcher: Dispatcher | Non
     """Dissect every frame of a capture file, in order. Raises capture.files.CaptureError after yielding every
     frame that could be read when the file is truncated or corrupt."""
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
-    capture = open_capture(path)
+    capture = path if isinstance(path, CaptureSet) else open_capture(path)     # a capture set: capture/sets.py
     try:
         yield from packets_from_frames(capture, dispatcher=dispatcher)
     finally:

@@ -1,0 +1,367 @@
+"""Shards: a capture (or a capture set) cut into pieces that decode independently, and the merge of their results.
+
+A shard is a whole file of a set (or the whole file, for one capture): everything protodump keeps state for lives
+in a conversation, and a conversation is assumed to stay inside one file of a set (a conversation cut by a file
+rotation is decoded as two, one per file). The client plans the shards (`plan`): for a merged set it reads the
+frame headers once, in set order, so each shard knows the set-wide number of every one of its frames and the
+set's first timestamp; a worker (`run_shard`, here, in a process pool, or on a Dask worker) then decodes its file
+as if it were reading the whole set: frame numbers, relative times and -c are the set's.
+
+What comes back is small: the -T fields lines with their frame numbers (merged back in frame order), data frame
+rows, and each statistic's state. Statistics are merged per kind (`merge_taps`): counts add up, first/last times
+take the extremes, and every table that tshark prints in first-seen order is ordered by the set-wide frame
+number at which each key first appeared, recorded in the worker by `FirstSeen` dicts. Nested orders inside one
+conversation (message types of equal counts) follow shard order, exact whenever a conversation is in one file.
+
+Plain Python, no Dask: the same shards serve `--dask` (protodump/dask.py) and can serve a process pool (-j).
+"""
+from __future__ import annotations
+
+import heapq
+import io
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .capture.files import CaptureError, open_capture
+from .capture.sets import CaptureSet, expand
+
+
+@dataclass
+class Job:
+    """What every shard of a run does (the same for all shards; sent once per shard, it is small)."""
+
+    prefs: dict = field(default_factory=dict)
+    decode_as: dict = field(default_factory=dict)
+    filter: str | None = None               # -Y
+    stats: tuple = ()                       # -z arguments
+    fields: tuple = ()                      # -T fields -e ...
+    field_options: tuple = ()               # -E ...
+    count: int | None = None                # -c: frames of the set, in set order
+    rows: tuple | None = None               # data frame columns (protodump.frames), or None
+    per_pdu: bool = False
+
+
+@dataclass
+class Shard:
+    """One file of a set. numbers: the set-wide number of each of its frames (None: its own numbering)."""
+
+    index: int
+    path: str
+    numbers: array | None = None
+    first_ns: int | None = None             # the set's first timestamp (relative times), None: the file's own
+
+    def __str__(self) -> str:
+        return f"shard {self.index} ({self.path})"
+
+
+@dataclass
+class ShardResult:
+    index: int
+    frames: int = 0
+    lines: list = field(default_factory=list)       # (frame number, -T fields line)
+    rows: list = field(default_factory=list)        # (frame number, data frame row)
+    taps: list = field(default_factory=list)        # per -z argument: (kind, state dict, result of this shard)
+    error: str | None = None
+
+
+def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None) -> list[Shard]:
+    """The shards of a capture or a capture set; unreadable files are named through on_error and left out."""
+    files = expand([paths] if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__") else paths)
+    if len(files) == 1:
+        return [Shard(0, files[0])]
+    capture_set = CaptureSet(files, concatenate=concatenate, on_error=on_error)
+    numbers = [array("q") for _ in files]
+    first_ns = None
+    n = 0
+    for index, frame in capture_set.indexed():
+        n += 1
+        if first_ns is None:
+            first_ns = frame.ts_ns
+        numbers[index].append(n)
+    failed = {path for path, _ in capture_set.errors if capture_set.counts[files.index(path)] == 0}
+    return [Shard(i, path, numbers[i], first_ns) for i, path in enumerate(files) if path not in failed]
+
+
+# --- first-seen order ---------------------------------------------------------------------------------------------
+
+_FRAME = [0]        # the set-wide number of the frame being tapped (a worker runs one shard at a time)
+
+
+class FirstSeen(dict):
+    """A dict that remembers the frame number at which each key was first inserted (`.first`)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.first = {k: 0 for k in self}
+
+    def __setitem__(self, key, value):
+        if key not in self:
+            self.first[key] = _FRAME[0]
+        super().__setitem__(key, value)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self.first[key] = _FRAME[0]
+        return super().setdefault(key, default)
+
+    def __reduce__(self):
+        return (_rebuild, (dict(self), self.first))
+
+
+def _rebuild(items, first):
+    d = FirstSeen(items)
+    d.first = first
+    return d
+
+
+def _track(value):
+    if type(value) is dict:
+        return FirstSeen({k: _track(v) for k, v in value.items()})
+    if type(value) is list and any(type(v) is dict for v in value):
+        return [_track(v) for v in value]
+    return value
+
+
+def _prepare(tap, first_ns) -> None:
+    """Before the first packet: FirstSeen tables, and the set's time origin."""
+    for name, value in list(vars(tap).items()):
+        if name not in ("match", "matchers"):
+            setattr(tap, name, _track(value))
+    if first_ns is not None and hasattr(tap, "first_ns"):
+        tap.first_ns = first_ns
+
+
+def _state(tap) -> dict:
+    return {k: v for k, v in vars(tap).items() if k not in ("match", "matchers")}
+
+
+# --- a worker's part ----------------------------------------------------------------------------------------------
+
+def _frames(shard: Shard, job: Job, result: ShardResult):
+    capture = open_capture(shard.path)
+    numbers = shard.numbers
+    try:
+        for i, frame in enumerate(capture):
+            if numbers is not None:
+                if i >= len(numbers):
+                    break
+                frame.number = numbers[i]
+            if job.count is not None and frame.number > job.count:
+                break                    # a shard's numbers only grow
+            yield frame
+    except CaptureError as exc:
+        if numbers is None:        # a set's planning already named the file
+            result.error = str(exc)
+    finally:
+        capture.close()
+
+
+def run_shard(shard: Shard, job: Job) -> ShardResult:
+    """Decode one shard: its -T fields lines, data frame rows and statistics' state."""
+    from .analysis import stats
+    from .analysis.filter import compile_filter
+    from .dissectors import PROTOCOLS
+    from .engine.dispatch import Dispatcher, Settings
+    from .output import fields_out
+    from .session import packets_from_frames
+
+    result = ShardResult(shard.index)
+    dispatcher = Dispatcher(PROTOCOLS, Settings(dict(job.prefs), dict(job.decode_as)))
+    shows = compile_filter(job.filter) if job.filter else None
+    taps = stats.make_taps(job.stats)
+    for tap in taps:
+        _prepare(tap, shard.first_ns)
+    phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
+    writer = fields_out.make_writer(io.StringIO(), job.fields, job.field_options, PROTOCOLS) if job.fields else None
+    rower = None
+    if job.rows is not None:
+        from .frames import row_maker
+        rower = row_maker(job.rows, job.per_pdu)
+    for packet in packets_from_frames(_frames(shard, job, result), dispatcher=dispatcher):
+        result.frames += 1
+        _FRAME[0] = packet.number
+        for tap, paths in zip(taps, phs_paths):
+            tap.add(packet)
+            if paths is not None:
+                _phs_record(tap, packet, paths)
+        if shows is not None and not shows(packet):
+            continue
+        if writer is not None:
+            result.lines.append((packet.number, writer.line(packet)))
+        if rower is not None:
+            result.rows.extend((packet.number, row) for row in rower(packet))
+    for tap, paths in zip(taps, phs_paths):
+        state = _state(tap)
+        if paths is not None:
+            state["paths"] = paths
+        result.taps.append((tap.kind, state, tap.result()))
+    return result
+
+
+def _phs_record(tap, packet, paths: FirstSeen) -> None:
+    if tap.match is not None and not tap.match(packet):
+        return
+    from .analysis.stats_phs import protocol_path
+    path = ()
+    for proto in protocol_path(packet):
+        path += (proto,)
+        if path not in paths:
+            paths[path] = True
+
+
+# --- merging statistics -------------------------------------------------------------------------------------------
+
+def merge_taps(args, results: list[ShardResult]) -> list[dict]:
+    """The statistics of the whole run: each -z argument's shard states merged, as one local run prints them."""
+    from .analysis import stats
+    out = []
+    for n, arg in enumerate(args):
+        parts = [r.taps[n] for r in results]
+        if len(parts) == 1:
+            out.append(parts[0][2])
+            continue
+        tap = stats.make_tap(arg)
+        merge = MERGES.get(_family(tap))
+        if merge is None:
+            raise stats.StatsError(f"-z {arg}: cannot be merged across the files of a set (run it without --dask)")
+        merge(tap, [state for _, state, _ in parts])
+        out.append(tap.result())
+    return out
+
+
+def _family(tap) -> str:
+    from .analysis.stats_game import MessageTypes, SequenceAnalysis
+    if isinstance(tap, MessageTypes):
+        return "game_types"
+    if isinstance(tap, SequenceAnalysis):
+        return "game_seq"
+    return tap.kind
+
+
+def _by_first(tables: list) -> list:
+    """(first frame, shard order, key, value) of every entry of several FirstSeen tables, first-seen first."""
+    entries = [(t.first.get(k, 0), s, k, v) for s, t in enumerate(tables) for k, v in t.items()]
+    entries.sort(key=lambda e: (e[0], e[1]))
+    return entries
+
+
+def _first_ns(tap, states) -> None:
+    firsts = [s["first_ns"] for s in states if s.get("first_ns") is not None]
+    tap.first_ns = min(firsts) if firsts else None
+
+
+def _merge_conv(tap, states):
+    _first_ns(tap, states)
+    convs = {}
+    for _, _, key, c in _by_first([s["convs"] for s in states]):
+        base = convs.get(key)
+        if base is None:
+            convs[key] = {"a": c["a"], "b": c["b"], "tx": list(c["tx"]), "rx": list(c["rx"]),
+                          "start": c["start"], "stop": c["stop"]}
+            continue
+        tx, rx = (c["tx"], c["rx"]) if c["a"] == base["a"] else (c["rx"], c["tx"])
+        base["tx"] = [x + y for x, y in zip(base["tx"], tx)]
+        base["rx"] = [x + y for x, y in zip(base["rx"], rx)]
+        base["start"], base["stop"] = min(base["start"], c["start"]), max(base["stop"], c["stop"])
+    tap.convs = convs
+
+
+def _merge_endpoints(tap, states):
+    _first_ns(tap, states)
+    ends = {}
+    for _, _, key, e in _by_first([s["ends"] for s in states]):
+        have = ends.setdefault(key, [0, 0, 0, 0])
+        ends[key] = [x + y for x, y in zip(have, e)]
+    tap.ends = ends
+
+
+def _merge_phs(tap, states):
+    first = {}
+    for s in states:
+        for path, frame in s["paths"].first.items():
+            first[path] = min(first.get(path, frame), frame)
+
+    def merge(levels, prefix):
+        names = sorted({n for level in levels for n in level}, key=lambda n: first.get(prefix + (n,), 0))
+        out = {}
+        for name in names:
+            nodes = [level[name] for level in levels if name in level]
+            out[name] = [sum(n[0] for n in nodes), sum(n[1] for n in nodes), merge([n[2] for n in nodes],
+                                                                                    prefix + (name,))]
+        return out
+    tap.root = merge([s["root"] for s in states], ())
+
+
+def _merge_io(tap, states):
+    _first_ns(tap, states)
+    tap.last_us = max(s["last_us"] for s in states)
+    for column, bins in enumerate(tap.bins):
+        for s in states:
+            for idx, (f, b) in s["bins"][column].items():
+                have = bins.setdefault(idx, [0, 0])
+                have[0] += f
+                have[1] += b
+
+
+def _merge_expert(tap, states):
+    for sev in tap.items:
+        entries = {}
+        for _, _, key, (n, first) in _by_first([s["items"][sev] for s in states]):
+            have = entries.get(key)
+            entries[key] = [n, first] if have is None else [have[0] + n, min(have[1], first)]
+        tap.items[sev] = dict(sorted(entries.items(), key=lambda e: e[1][1]))
+
+
+def _merge_game(tap, states, add):
+    convs = {}
+    for _, _, key, c in _by_first([s["convs"] for s in states]):
+        base = convs.get(key)
+        if base is None:
+            base = convs[key] = {"client": c["client"], "server": c["server"], "c2s": {}, "s2c": {}}
+        swap = c["client"] != base["client"]
+        for direction in ("c2s", "s2c"):
+            into = base[("s2c" if direction == "c2s" else "c2s") if swap else direction]
+            add(into, c[direction])
+    tap.convs = convs
+
+
+def _add_types(into, counts):
+    for key, (n, size) in counts.items():
+        have = into.setdefault(key, [0, 0])
+        have[0] += n
+        have[1] += size
+
+
+def _add_seq(into, s):
+    if not s:
+        return
+    if not into:
+        into.update(packets=0, lost=0, duplicate=0, out_of_order=0)
+    for k in into:
+        into[k] += s.get(k, 0)
+
+
+MERGES = {"conv": _merge_conv, "endpoints": _merge_endpoints, "phs": _merge_phs, "io_stat": _merge_io,
+          "expert": _merge_expert,
+          "game_types": lambda tap, states: _merge_game(tap, states, _add_types),
+          "game_seq": lambda tap, states: _merge_game(tap, states, _add_seq)}
+
+
+def merge_lines(results: list[ShardResult]) -> list[str]:
+    """-T fields lines of all shards, in set frame order."""
+    return [line for _, line in heapq.merge(*(r.lines for r in results), key=_number)]
+
+
+def merge_rows(results: list[ShardResult]) -> list[tuple]:
+    """Data frame rows of all shards, in set frame order (a PDU's rows stay in layer order)."""
+    return [row for _, row in heapq.merge(*(r.rows for r in results), key=_number)]
+
+
+def _number(entry):
+    return entry[0]
+
+
+def run_local(shards: list[Shard], job: Job) -> list[ShardResult]:
+    """Every shard in this process (what a worker would do), in order."""
+    return [run_shard(shard, job) for shard in shards]
