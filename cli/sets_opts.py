@@ -104,7 +104,7 @@ def divert(path) -> bool:
     results = _run(shards, job, address)
     for r in results:
         if r.error:
-            _report(shards[r.index].path if r.index < len(shards) else "?", r.error)
+            _report(shards[0].paths[0], r.error)       # only a lone file's shard reads what planning did not
             errors.append(r.error)
     _output(job, results, parquet, p)
     if errors:

@@ -12,6 +12,7 @@ a shard at its first lost worker instead of retrying it); a run with no worker l
 """
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 
@@ -26,14 +27,14 @@ class ShardError(Exception):
     """A shard that did not come back: its worker died, or the decode raised."""
 
 
-def connect(address: str | None = None, *, timeout: float = 10.0, workers: int | None = None):
+def connect(address: str | None = None, *, timeout: float = 5.0, workers: int | None = None):
     """A distributed.Client: to the scheduler at `address`, or to a new LocalCluster (None or "local")."""
     import dask
     from distributed import Client, LocalCluster
     if address in (None, "", "local"):
         dask.config.set({"distributed.scheduler.allowed-failures": 0})
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+                               dashboard_address=None, silence_logs=logging.ERROR)
         return Client(cluster)
     try:
         return Client(address, timeout=timeout)
@@ -57,7 +58,11 @@ def run(shards: list[Shard], job: Job, client, *, poll: float = 0.25, idle: floa
     try:
         while len(results) < len(shards):
             pending = [f for f, s in futures.items() if s.index not in results]
-            done, _ = wait(pending, timeout=poll, return_when="FIRST_COMPLETED")
+            try:
+                wait(pending, timeout=poll, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            done = [f for f in pending if f.done()]
             for future in done:
                 shard = futures[future]
                 try:

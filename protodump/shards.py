@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import io
+import os
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,15 +45,17 @@ class Job:
 
 @dataclass
 class Shard:
-    """One file of a set. numbers: the set-wide number of each of its frames (None: its own numbering)."""
+    """Files of a set that share no conversation with any other shard (usually one file).
+
+    numbers: per file, the set-wide number of each of its frames (None: one file in its own numbering)."""
 
     index: int
-    path: str
-    numbers: array | None = None
+    paths: list
+    numbers: list | None = None
     first_ns: int | None = None             # the set's first timestamp (relative times), None: the file's own
 
     def __str__(self) -> str:
-        return f"shard {self.index} ({self.path})"
+        return f"shard {self.index} ({', '.join(self.paths)})"
 
 
 @dataclass
@@ -66,21 +69,45 @@ class ShardResult:
 
 
 def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None) -> list[Shard]:
-    """The shards of a capture or a capture set; unreadable files are named through on_error and left out."""
+    """The shards of a capture or a capture set; unreadable files are named through on_error and left out.
+
+    Files whose frames share a conversation (the same addresses and ports) go into one shard, so every
+    conversation is decoded whole, in set order, by one worker."""
     files = expand([paths] if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__") else paths)
     if len(files) == 1:
-        return [Shard(0, files[0])]
+        return [Shard(0, [os.path.abspath(files[0])])]
+    from .capture.decode import decode
     capture_set = CaptureSet(files, concatenate=concatenate, on_error=on_error)
     numbers = [array("q") for _ in files]
+    group = list(range(len(files)))            # union-find over files
+    owner: dict = {}                           # conversation -> a file that has it
     first_ns = None
+
+    def root(i):
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
     n = 0
     for index, frame in capture_set.indexed():
         n += 1
         if first_ns is None:
             first_ns = frame.ts_ns
         numbers[index].append(n)
-    failed = {path for path, _ in capture_set.errors if capture_set.counts[files.index(path)] == 0}
-    return [Shard(i, path, numbers[i], first_ns) for i, path in enumerate(files) if path not in failed]
+        d = decode(frame)
+        if d.sport is None:
+            continue
+        a, b = (d.src, d.sport), (d.dst, d.dport)
+        key = (d.transport, a, b) if a <= b else (d.transport, b, a)
+        other = owner.setdefault(key, index)
+        if other != index:
+            group[root(index)] = root(other)
+    shards: dict[int, list[int]] = {}
+    for i in range(len(files)):
+        if capture_set.counts[i]:
+            shards.setdefault(root(i), []).append(i)
+    return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns)
+            for k, members in enumerate(shards.values())]
 
 
 # --- first-seen order ---------------------------------------------------------------------------------------------
@@ -138,23 +165,30 @@ def _state(tap) -> dict:
 
 # --- a worker's part ----------------------------------------------------------------------------------------------
 
-def _frames(shard: Shard, job: Job, result: ShardResult):
-    capture = open_capture(shard.path)
-    numbers = shard.numbers
+def _file_frames(path, numbers, count, result: ShardResult):
+    capture = open_capture(path)
     try:
         for i, frame in enumerate(capture):
             if numbers is not None:
                 if i >= len(numbers):
                     break
                 frame.number = numbers[i]
-            if job.count is not None and frame.number > job.count:
-                break                    # a shard's numbers only grow
+            if count is not None and frame.number > count:
+                break                    # a file's numbers only grow
             yield frame
     except CaptureError as exc:
         if numbers is None:        # a set's planning already named the file
             result.error = str(exc)
     finally:
         capture.close()
+
+
+def _frames(shard: Shard, job: Job, result: ShardResult):
+    """The shard's frames in set order, with their set-wide numbers."""
+    if shard.numbers is None:
+        return _file_frames(shard.paths[0], None, job.count, result)
+    files = [_file_frames(p, n, job.count, result) for p, n in zip(shard.paths, shard.numbers)]
+    return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
 
 
 def run_shard(shard: Shard, job: Job) -> ShardResult:

@@ -1,0 +1,177 @@
+"""--dask for real: Dask's own `dask scheduler` and two `dask worker` processes on 127.0.0.1 (free ports, bounded
+waits, always torn down); statistics and -T fields from the cluster against the local run of the same set."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES_DIR, PROTODUMP
+
+distributed = pytest.importorskip("distributed")
+
+DASK = str(Path(sys.executable).parent / "dask")
+if not Path(DASK).exists():
+    DASK = shutil.which("dask")
+
+SET = ["blank-2015.pcap", "blank-sequence.pcap", "blank-server-session.pcap", "iceball-enet-session.pcap",
+       "iceball-tcp-session.pcap", "rutentoy-login-texture.pcap", "freeblox-session.pcap"]
+STATS = ["io,phs", "conv,udp", "conv,tcp", "endpoints,ip", "io,stat,60", "expert", "blank,types", "blank,seq",
+         "iceball,types", "enet,types"]
+FIELDS = ["-T", "fields", "-E", "header=y", "-e", "frame.number", "-e", "frame.len", "-e", "ip.src",
+          "-e", "udp.srcport", "-e", "blank.seq", "-e", "blank.type", "-e", "iceball.id", "-e", "enet.command.type"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(*args, timeout=240):
+    return subprocess.run([*PROTODUMP, *map(str, args)], cwd=CAPTURES_DIR, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+class Cluster:
+    """A scheduler and workers started with Dask's CLI; workers without a nanny, so a killed one stays dead."""
+
+    def __init__(self, workers=2):
+        if DASK is None:
+            pytest.skip("the dask command is not installed")
+        self.procs = []
+        self.port = free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+        self.procs.append(subprocess.Popen([DASK, "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
+                                            "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, env=env))
+        for _ in range(workers):
+            self.procs.append(subprocess.Popen([DASK, "worker", self.address, "--host", "127.0.0.1",
+                                                "--nthreads", "1", "--no-nanny", "--no-dashboard"],
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        self.client = distributed.Client(self.address, timeout=30)
+        self.client.wait_for_workers(workers, timeout=60)
+
+    def close(self):
+        try:
+            self.client.close()
+        finally:
+            for p in reversed(self.procs):
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for p in self.procs:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = Cluster()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def local_stats():
+    return {z: run("-q", "-z", z, *SET) for z in STATS}
+
+
+@pytest.mark.parametrize("stat", STATS)
+def test_statistics_from_the_cluster_equal_the_local_run(cluster, local_stats, stat):
+    got = run("--dask", cluster.address, "-q", "-z", stat, *SET)
+    want = local_stats[stat]
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert len(got.stdout.splitlines()) > 5
+
+
+def test_fields_and_filter_from_the_cluster(cluster):
+    for extra in ((), ("-Y", "blank || iceball"), ("-c", "700")):
+        want = run(*FIELDS, *extra, *SET)
+        got = run("--dask", cluster.address, *FIELDS, *extra, *SET)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == want.stdout
+        assert len(got.stdout.splitlines()) > 500
+
+
+def test_local_cluster_and_one_file():
+    one = "iceball-enet-session.pcap"
+    args = ("-z", "io,phs", "-z", "iceball,types", *FIELDS)
+    assert run("--dask", *args, one).stdout == run(*args, one).stdout
+    got = run("--dask", "local", "-q", "-z", "conv,udp", "-z", "blank,seq", *SET[:3])
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == run("-q", "-z", "conv,udp", "-z", "blank,seq", *SET[:3]).stdout
+
+
+def test_unreachable_scheduler_is_one_line():
+    started = time.monotonic()
+    got = run("--dask", f"tcp://127.0.0.1:{free_port()}", "-q", "-z", "io,phs", SET[0], timeout=60)
+    assert got.returncode == 2
+    assert len(got.stderr.strip().splitlines()) == 1, got.stderr
+    assert "cannot reach the Dask scheduler" in got.stderr
+    assert time.monotonic() - started < 30
+
+
+def _big_set(folder: Path, files=2, rounds=25) -> list[Path]:
+    """Files of the real blank session replayed `rounds` times each, every file on client ports of its own."""
+    import dpkt
+    with open(CAPTURES_DIR / "blank-server-session.pcap", "rb") as f:
+        frames = list(dpkt.pcap.Reader(f))
+    span = frames[-1][0] - frames[0][0] + 1
+    out = []
+    for k in range(files):
+        path = folder / f"big-{k}.pcap"
+        with open(path, "wb") as f:
+            w = dpkt.pcap.Writer(f)
+            for r in range(rounds):
+                port = (40000 + k * 100 + r).to_bytes(2, "big")
+                for ts, data in frames:
+                    data = bytearray(data)
+                    if data[34:36] == (35367).to_bytes(2, "big"):
+                        data[34:36] = port
+                    if data[36:38] == (35367).to_bytes(2, "big"):
+                        data[36:38] = port
+                    w.writepkt(bytes(data), ts + r * span)
+        out.append(path)
+    return out
+
+
+def test_a_worker_that_dies_fails_the_run_naming_the_shard(tmp_path):
+    files = _big_set(tmp_path)
+    c = Cluster()
+    try:
+        proc = subprocess.Popen([*PROTODUMP, "--dask", c.address, "-q", "-z", "io,phs", *map(str, files)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pids = c.client.run(os.getpid)
+        victim = None
+        deadline = time.monotonic() + 60
+        while victim is None and time.monotonic() < deadline and proc.poll() is None:
+            for worker, keys in c.client.processing().items():
+                if any("shard" in str(k) for k in keys):
+                    victim = worker
+            time.sleep(0.05)
+        assert victim is not None, "no worker took a shard"
+        os.kill(pids[victim], signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 2, err
+        assert "shard" in err and "big-" in err, err
+        assert "died" in err or "KilledWorker" in err, err
+        assert "Traceback" not in err
+        assert out == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        c.close()
