@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 __version__ = "0.1.0"
-__all__ = ["read", "compile_filter", "FilterError"]
+__all__ = ["read", "compile_filter", "FilterError", "to_dataframe"]
 
 
 def read(path, filter=None, prefs: dict | None = None, decode_as: dict | None = None) -> Iterator:  # noqa: A002
@@ -48,6 +48,12 @@ def compile_filter(text: str):
     """Compile a display filter once (to reuse with read(), or to test packets: f(packet) -> bool)."""
     from .analysis.filter import compile_filter as _compile
     return _compile(text)
+
+
+def to_dataframe(paths, fields, filter=None, **options):  # noqa: A002
+    """A pandas DataFrame of a capture or a capture set, one typed column per field (protodump/frames.py)."""
+    from .frames import to_dataframe as frame
+    return frame(paths, fields, filter, **options)
 
 
 def __getattr__(name: str):

@@ -5,15 +5,16 @@
 Columns are typed from the field tables: integer fields are nullable Int64, floats float64, booleans boolean,
 everything else string (the -T fields text); `frame.time` is a UTC timestamp. A field with several occurrences
 in a row gives its first (-E occurrence=f). With per_pdu=True there is one row per game-protocol layer (a PDU)
-and two more columns can be asked for: `pdu.proto` (the layer's protocol) and `pdu.len` (its bytes); a game
-field then comes from that layer only, a standard field from its frame.
+and three more columns can be asked for: `pdu.proto` (the layer's protocol), `pdu.len` (its bytes) and
+`pdu.type` (its message type as `-z <proto>,types` names it, "NAME (id)"); a game field then comes from that layer
+only, a standard field from its frame.
 
 The rows come from the same shards as --dask (protodump/shards.py), so `protodump.dask.read` builds the same
 frame partition by partition. pandas and pyarrow are the `frames` extra.
 """
 from __future__ import annotations
 
-PSEUDO = {"frame.time": "time", "pdu.proto": "string", "pdu.len": "Int64"}
+PSEUDO = {"frame.time": "time", "pdu.proto": "string", "pdu.len": "Int64", "pdu.type": "string"}
 
 
 def column_types(columns) -> dict[str, str]:
@@ -57,6 +58,18 @@ def row_maker(columns, per_pdu: bool = False):
             return values[0] if values else None
         return typed(name, packet.index().get(name), packet)
 
+    kinds: dict = {}
+
+    def pdu_type(layer):
+        tap = kinds.get(layer.proto)
+        if tap is None:
+            from .analysis.stats import StatsError, make_tap
+            try:
+                tap = kinds[layer.proto] = make_tap(f"{layer.proto},types")
+            except StatsError:
+                tap = kinds[layer.proto] = False
+        return tap.layer_types(layer)[0] if tap else None
+
     def per_packet(packet):
         return [tuple(standard(name, packet) for name in columns)]
 
@@ -70,6 +83,8 @@ def row_maker(columns, per_pdu: bool = False):
                     row.append(layer.proto)
                 elif name == "pdu.len":
                     row.append(layer.item.length)
+                elif name == "pdu.type":
+                    row.append(pdu_type(layer))
                 elif name.split(".", 1)[0] == layer.proto or name == layer.proto:
                     if own is None:
                         own = {}
