@@ -54,6 +54,7 @@ def run(shards: list[Shard], job: Job, client, *, poll: float = 0.25, idle: floa
                shard for shard in shards}
     results: dict[int, ShardResult] = {}
     holder: dict[str, str] = {}                   # future key -> the worker last seen processing it
+    missing: dict[str, int] = {}                  # worker -> polls in a row it was absent while holding a shard
     alone_since = None
     try:
         while len(results) < len(shards):
@@ -75,7 +76,9 @@ def run(shards: list[Shard], job: Job, client, *, poll: float = 0.25, idle: floa
             for future in pending:
                 worker = holder.get(future.key)
                 if worker is not None and worker not in present and future not in done:
-                    raise ShardError(f"{futures[future]} lost: worker {worker} died while decoding it")
+                    missing[worker] = missing.get(worker, 0) + 1
+                    if missing[worker] >= 2:           # gone in two polls in a row: not a registration race
+                        raise ShardError(f"{futures[future]} lost: worker {worker} died while decoding it")
             for worker, keys in client.processing().items():
                 for key in keys:
                     holder[key] = worker

@@ -18,5 +18,5 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "tools/test.sh: missing ${need[*]}: install them with apt-get (as root) for the full suite" >&2
   fi
 fi
-python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q -e '.[test,dask]'     # dask: pandas, pyarrow and dask.distributed too
 python3 -m pytest -q "$@"
