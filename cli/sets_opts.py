@@ -11,7 +11,7 @@ import sys
 
 import click
 
-_KEY = "protodump.sets_opts"
+from .capture_opts import _KEY, _store      # the read command's option store: one dict in the click context
 
 
 class SetRunError(click.ClickException):
@@ -20,24 +20,18 @@ class SetRunError(click.ClickException):
     exit_code = 2
 
 
-def _store(name):
-    def callback(ctx, _param, value):
-        ctx.meta.setdefault(_KEY, {})[name] = value
-    return callback
-
-
 def set_options(command):
     """Decorator: adds --concatenate, --dask and --parquet to a click command."""
     options = [
-        click.option("--concatenate", is_flag=True, expose_value=False, callback=_store("concatenate"),
+        click.option("--concatenate", is_flag=True, expose_value=False, callback=_store("sets.concatenate"),
                      help="With several files: read them one after another (default: merged in time order, "
                           "as mergecap)."),
         click.option("--dask", "dask_address", metavar="ADDRESS", is_flag=False, flag_value="local",
-                     expose_value=False, callback=_store("dask"),
+                     expose_value=False, callback=_store("sets.dask"),
                      help="Decode the files on a Dask cluster (a scheduler's address, or 'local' for a local "
                           "cluster); for -T fields and -z statistics. Needs protodump[dask]."),
         click.option("--parquet", "parquet_path", metavar="OUT", type=click.Path(dir_okay=False),
-                     expose_value=False, callback=_store("parquet"),
+                     expose_value=False, callback=_store("sets.parquet"),
                      help="With -T fields: write the fields as a typed Parquet table to OUT. Needs protodump[frames]."),
     ]
     for option in reversed(options):
@@ -62,7 +56,7 @@ def input_path(read_file, files):
         return paths[0]
     if not paths:
         return None
-    return CaptureSet(paths, concatenate=bool(_values().get("concatenate")), on_error=_report)
+    return CaptureSet(paths, concatenate=bool(_values().get("sets.concatenate")), on_error=_report)
 
 
 def is_set(path) -> bool:
@@ -79,7 +73,7 @@ def finish(path) -> None:
 def divert(path) -> bool:
     """Run the job on shards (--dask, --parquet) and print its output; False when neither option is given."""
     opts = _values()
-    address, parquet = opts.get("dask"), opts.get("parquet")
+    address, parquet = opts.get("sets.dask"), opts.get("sets.parquet")
     if address is None and parquet is None:
         return False
     from ..shards import Job, plan
@@ -91,8 +85,17 @@ def divert(path) -> bool:
         raise click.UsageError("--dask needs -T fields or -z (with -q to print only statistics)")
     if parquet is not None and p.get("output_format") != "fields":
         raise click.UsageError("--parquet needs -T fields -e FIELD ...")
+    from .capture_opts import current
+    if current().write_path is not None or current().interface is not None:
+        raise click.UsageError("--dask and --parquet read capture files: not with -w or -i")
+    if not is_set(path):
+        from ..capture.files import CaptureError, open_capture
+        try:
+            open_capture(path).close()        # a missing or non-capture file: one line, before any shard runs
+        except (CaptureError, OSError) as exc:
+            raise click.ClickException(str(exc)) from None
     paths = path.paths if is_set(path) else [path]
-    concatenate = bool(opts.get("concatenate"))
+    concatenate = bool(opts.get("sets.concatenate"))
     job = Job(prefs=parse_prefs(p["prefs"]), decode_as=parse_decode_as(p["decode_as"]), filter=p["display_filter"],
               stats=tuple(p["zstats"]), count=p["count"])
     if parquet is not None:
@@ -108,7 +111,7 @@ def divert(path) -> bool:
             errors.append(r.error)
     _output(job, results, parquet, p)
     if errors:
-        sys.exit(2)
+        sys.exit(2 if is_set(path) else 1)      # as the local run: a set's read error 2, a cut file 1
     return True
 
 
@@ -116,10 +119,7 @@ def _run(shards, job, address):
     from ..shards import run_local
     if address is None:
         return run_local(shards, job)
-    try:
-        from .. import dask as pd_dask
-    except ImportError:
-        raise SetRunError("--dask needs Dask: pip install 'protodump[dask]'") from None
+    from .. import dask as pd_dask
     try:
         client = pd_dask.connect(address)
     except ImportError:
