@@ -175,3 +175,15 @@ def test_a_worker_that_dies_fails_the_run_naming_the_shard(tmp_path):
         if proc.poll() is None:
             proc.kill()
         c.close()
+
+
+def test_interleaved_files_keep_first_seen_order(cluster, tmp_path):
+    """Three files of equal traffic at the same instants (ties everywhere): every table's order is the set's."""
+    files = _big_set(tmp_path, files=3, rounds=1)
+    for stat in ("conv,udp", "endpoints,udp", "io,phs", "expert", "blank,types", "blank,seq", "io,stat,2"):
+        want = run("-q", "-z", stat, *files)
+        got = run("--dask", cluster.address, "-q", "-z", stat, *files)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == want.stdout, stat
+    fields = ("-T", "fields", "-e", "frame.number", "-e", "udp.srcport", "-e", "blank.seq")
+    assert run("--dask", cluster.address, *fields, *files).stdout == run(*fields, *files).stdout
