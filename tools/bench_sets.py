@@ -73,6 +73,26 @@ def start_cluster():
     return address, procs
 
 
+def measure_parts(parts) -> None:
+    """What the client pays before any worker starts (planning: one pass over the frame headers) and what a
+    shard sends back (pickled), per job."""
+    import pickle
+    from protodump.shards import Job, plan, run_shard
+    t0 = time.perf_counter()
+    shards = plan(parts)
+    planned = time.perf_counter() - t0
+    print(f"planning {len(shards)} shards: {planned:.2f} s")
+    for name, job in (("stats", Job(stats=tuple(JOBS["stats"][2::2]))),
+                      ("fields", Job(fields=tuple(JOBS["fields"][3::2])))):
+        t0 = time.perf_counter()
+        result = run_shard(shards[0], job)
+        took = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        size = len(pickle.dumps(result))
+        print(f"one shard, {name}: {result.frames} frames decoded in {took:.2f} s; result {size / 1024:.0f} KiB "
+              f"pickled in {(time.perf_counter() - t0) * 1000:.1f} ms")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--file", type=Path, default=ROOT / "captures" / "iceball-enet-session.pcap")
@@ -84,6 +104,7 @@ def main(argv=None) -> int:
     frames = sum(1 for p in parts for _ in dpkt.pcap.Reader(open(p, "rb")))
     print(f"set: {args.files} files x {args.repeat} rounds of {args.file.name}, {frames} frames; "
           f"{os.cpu_count()} cores")
+    measure_parts(parts)
     address, procs = start_cluster()
     try:
         cmd = protodump_cmd()
