@@ -103,11 +103,13 @@ def divert(path) -> bool:
     elif not p.get("quiet"):
         job.fields, job.field_options = tuple(p["fields_e"]), tuple(p["fields_opts"])
     errors = []
-    shards = plan(paths, concatenate, on_error=lambda f, m: (errors.append(f), _report(f, m)))
+
+    def shards(split=1):
+        return plan(paths, concatenate, on_error=lambda f, m: (errors.append(f), _report(f, m)), split=split)
     results = _run(shards, job, address)
     for r in results:
         if r.error:
-            _report(shards[0].paths[0], r.error)       # only a lone file's shard reads what planning did not
+            _report(paths[0], r.error)       # only a lone file's unsplit shard reads what planning did not
             errors.append(r.error)
     _output(job, results, parquet, p)
     if errors:
@@ -116,9 +118,10 @@ def divert(path) -> bool:
 
 
 def _run(shards, job, address):
+    """shards(split) plans; on Dask, one file is split in as many shards of conversations as there are workers."""
     from ..shards import run_local
     if address is None:
-        return run_local(shards, job)
+        return run_local(shards(), job)
     from .. import dask as pd_dask
     try:
         client = pd_dask.connect(address)
@@ -127,7 +130,7 @@ def _run(shards, job, address):
     except pd_dask.SchedulerError as exc:
         raise SetRunError(str(exc)) from None
     try:
-        return pd_dask.run(shards, job, client)
+        return pd_dask.run(shards(max(1, len(pd_dask.workers(client)))), job, client)
     except pd_dask.ShardError as exc:
         raise SetRunError(str(exc)) from None
     finally:

@@ -27,13 +27,13 @@ class ShardError(Exception):
     """A shard that did not come back: its worker died, or the decode raised."""
 
 
-def connect(address: str | None = None, *, timeout: float = 5.0, workers: int | None = None):
+def connect(address: str | None = None, *, timeout: float = 5.0, n_workers: int | None = None):
     """A distributed.Client: to the scheduler at `address`, or to a new LocalCluster (None or "local")."""
     import dask
     from distributed import Client, LocalCluster
     if address in (None, "", "local"):
         dask.config.set({"distributed.scheduler.allowed-failures": 0})
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                dashboard_address=None, silence_logs=logging.ERROR)
         return Client(cluster)
     try:
@@ -42,7 +42,8 @@ def connect(address: str | None = None, *, timeout: float = 5.0, workers: int | 
         raise SchedulerError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
 
 
-def _workers(client) -> set:
+def workers(client) -> set:
+    """The addresses of the cluster's workers now."""
     return set(client.scheduler_info().get("workers", {}))
 
 
@@ -72,7 +73,7 @@ def run(shards: list[Shard], job: Job, client, *, poll: float = 0.25, idle: floa
                     raise ShardError(f"{shard} failed: {type(exc).__name__}: {exc}") from None
             if len(results) == len(shards):
                 break
-            present = _workers(client)
+            present = workers(client)
             for future in pending:
                 worker = holder.get(future.key)
                 if worker is not None and worker not in present and future not in done:
@@ -94,9 +95,10 @@ def run(shards: list[Shard], job: Job, client, *, poll: float = 0.25, idle: floa
 
 
 def read(paths, fields, filter=None, *, per_pdu=False, concatenate=False, prefs=None,  # noqa: A002
-         decode_as=None):
-    """A dask DataFrame, one partition per shard (a file of the set), the columns and rows of
-    protodump.to_dataframe; computed by whatever scheduler is active (a distributed.Client, or threads)."""
+         decode_as=None, split=1):
+    """A dask DataFrame, one partition per shard (a file of the set; one file in `split` shards of whole
+    conversations), the columns and rows of protodump.to_dataframe, each partition in frame order; computed by
+    whatever scheduler is active (a distributed.Client, or threads)."""
     import dask.dataframe as dd
     from dask import delayed
     from .frames import make_job, to_pandas
@@ -105,4 +107,5 @@ def read(paths, fields, filter=None, *, per_pdu=False, concatenate=False, prefs=
 
     def part(shard):
         return to_pandas(merge_rows([run_shard(shard, job)]), fields)
-    return dd.from_delayed([delayed(part)(s) for s in plan(paths, concatenate)], meta=meta, verify_meta=False)
+    shards = plan(paths, concatenate, split=split)
+    return dd.from_delayed([delayed(part)(s) for s in shards], meta=meta, verify_meta=False)

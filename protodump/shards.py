@@ -1,8 +1,9 @@
 """Shards: a capture (or a capture set) cut into pieces that decode independently, and the merge of their results.
 
-A shard is a whole file of a set (or the whole file, for one capture): everything protodump keeps state for lives
-in a conversation, and a conversation is assumed to stay inside one file of a set (a conversation cut by a file
-rotation is decoded as two, one per file). The client plans the shards (`plan`): for a merged set it reads the
+A shard is a file of a set, or several files that share a conversation, or (one file split N ways) the frames of
+some of its conversations: everything protodump keeps state for lives in a conversation (addresses and ports), so
+each conversation is decoded whole by one worker. What is numbered across conversations in frame order
+(`tcp.stream`) counts per shard. The client plans the shards (`plan`): for a merged set it reads the
 frame headers once, in set order, so each shard knows the set-wide number of every one of its frames and the
 set's first timestamp; a worker (`run_shard`, here, in a process pool, or on a Dask worker) then decodes its file
 as if it were reading the whole set: frame numbers, relative times and -c are the set's.
@@ -45,14 +46,16 @@ class Job:
 
 @dataclass
 class Shard:
-    """Files of a set that share no conversation with any other shard (usually one file).
+    """Files of a set that share no conversation with any other shard (usually one file), or the frames of some
+    whole conversations of one file (`plan(..., split=N)`: what -j needs too).
 
-    numbers: per file, the set-wide number of each of its frames (None: one file in its own numbering)."""
+    numbers: per file, the set-wide number of each of its (picked) frames (None: one file, its own numbering)."""
 
     index: int
     paths: list
     numbers: list | None = None
     first_ns: int | None = None             # the set's first timestamp (relative times), None: the file's own
+    picks: list | None = None               # per file: the 0-based indexes of the frames to decode (None: all)
 
     def __str__(self) -> str:
         return f"shard {self.index} ({', '.join(self.paths)})"
@@ -68,15 +71,28 @@ class ShardResult:
     error: str | None = None
 
 
-def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None) -> list[Shard]:
+def conversation(frame):
+    """What ties frames together (transport and both ends, in either direction), or None (no ports: no state)."""
+    from .capture.decode import decode
+    d = decode(frame)
+    if d.sport is None:
+        return None
+    a, b = (d.src, d.sport), (d.dst, d.dport)
+    return (d.transport, a, b) if a <= b else (d.transport, b, a)
+
+
+def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None,
+         split: int = 1) -> list[Shard]:
     """The shards of a capture or a capture set; unreadable files are named through on_error and left out.
 
     Files whose frames share a conversation (the same addresses and ports) go into one shard, so every
-    conversation is decoded whole, in set order, by one worker."""
+    conversation is decoded whole, in set order, by one worker. One file is one shard, or with split=N up to N
+    shards of whole conversations (`split_file`)."""
     files = expand([paths] if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__") else paths)
     if len(files) == 1:
+        if split > 1:
+            return split_file(files[0], split, on_error)
         return [Shard(0, [os.path.abspath(files[0])])]
-    from .capture.decode import decode
     capture_set = CaptureSet(files, concatenate=concatenate, on_error=on_error)
     numbers = [array("q") for _ in files]
     group = list(range(len(files)))            # union-find over files
@@ -94,11 +110,9 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
         if first_ns is None:
             first_ns = frame.ts_ns
         numbers[index].append(n)
-        d = decode(frame)
-        if d.sport is None:
+        key = conversation(frame)
+        if key is None:
             continue
-        a, b = (d.src, d.sport), (d.dst, d.dport)
-        key = (d.transport, a, b) if a <= b else (d.transport, b, a)
         other = owner.setdefault(key, index)
         if other != index:
             group[root(index)] = root(other)
@@ -108,6 +122,45 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
             shards.setdefault(root(i), []).append(i)
     return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns)
             for k, members in enumerate(shards.values())]
+
+
+def split_file(path, parts: int, on_error=None) -> list[Shard]:
+    """One file as up to `parts` shards of whole conversations, balanced by frames (largest conversation first
+    to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
+    planned and the cut is named through on_error."""
+    conv_of = array("q")                # per frame: its conversation's id, -1 for none
+    ids: dict = {}
+    sizes: list[int] = []
+    first_ns = None
+    capture = open_capture(path)
+    try:
+        for frame in capture:
+            if first_ns is None:
+                first_ns = frame.ts_ns
+            key = conversation(frame)
+            cid = -1 if key is None else ids.setdefault(key, len(ids))
+            if cid == len(sizes):
+                sizes.append(0)
+            if cid >= 0:
+                sizes[cid] += 1
+            conv_of.append(cid)
+    except CaptureError as exc:
+        if on_error is not None:
+            on_error(str(path), f"{exc} after {len(conv_of)} packets")
+    finally:
+        capture.close()
+    loads = [0] * max(1, min(parts, len(sizes)))
+    target = {}
+    for cid in sorted(range(len(sizes)), key=lambda c: -sizes[c]):
+        k = loads.index(min(loads))
+        target[cid] = k
+        loads[k] += sizes[cid]
+    picks = [array("q") for _ in loads]
+    for i, cid in enumerate(conv_of):
+        picks[target.get(cid, 0)].append(i)
+    full = os.path.abspath(path)
+    return [Shard(k, [full], [array("q", (i + 1 for i in p))], first_ns, [p])
+            for k, p in enumerate(picks) if p]
 
 
 # --- first-seen order ---------------------------------------------------------------------------------------------
@@ -165,14 +218,21 @@ def _state(tap) -> dict:
 
 # --- a worker's part ----------------------------------------------------------------------------------------------
 
-def _file_frames(path, numbers, count, result: ShardResult):
+def _file_frames(path, numbers, picks, count, result: ShardResult):
     capture = open_capture(path)
+    j = 0
     try:
         for i, frame in enumerate(capture):
-            if numbers is not None:
-                if i >= len(numbers):
+            if picks is not None:
+                if j >= len(picks):
                     break
-                frame.number = numbers[i]
+                if i != picks[j]:
+                    continue
+            elif numbers is not None and j >= len(numbers):
+                break
+            if numbers is not None:
+                frame.number = numbers[j]
+            j += 1
             if count is not None and frame.number > count:
                 break                    # a file's numbers only grow
             yield frame
@@ -186,8 +246,9 @@ def _file_frames(path, numbers, count, result: ShardResult):
 def _frames(shard: Shard, job: Job, result: ShardResult):
     """The shard's frames in set order, with their set-wide numbers."""
     if shard.numbers is None:
-        return _file_frames(shard.paths[0], None, job.count, result)
-    files = [_file_frames(p, n, job.count, result) for p, n in zip(shard.paths, shard.numbers)]
+        return _file_frames(shard.paths[0], None, None, job.count, result)
+    picks = shard.picks or [None] * len(shard.paths)
+    files = [_file_frames(p, n, k, job.count, result) for p, n, k in zip(shard.paths, shard.numbers, picks)]
     return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
 
 

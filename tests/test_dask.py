@@ -187,3 +187,25 @@ def test_interleaved_files_keep_first_seen_order(cluster, tmp_path):
         assert got.stdout == want.stdout, stat
     fields = ("-T", "fields", "-e", "frame.number", "-e", "udp.srcport", "-e", "blank.seq")
     assert run("--dask", cluster.address, *fields, *files).stdout == run(*fields, *files).stdout
+
+
+def test_one_file_splits_into_conversations(cluster, tmp_path):
+    """One file of three conversations: on two workers it is cut into shards of whole conversations, and the
+    statistics and fields are still the local run's."""
+    from protodump.capture.files import open_capture
+    from protodump.shards import conversation, plan
+    (one,) = _big_set(tmp_path, files=1, rounds=3)
+    frames = list(open_capture(one))
+    shards = plan(one, split=2)
+    assert len(shards) == 2
+    picked = sorted(i for s in shards for i in s.picks[0])
+    assert picked == list(range(len(frames)))               # every frame once
+    keys = [{conversation(frames[i]) for i in s.picks[0]} - {None} for s in shards]
+    assert keys[0] and keys[1] and not keys[0] & keys[1]     # whole conversations
+    for stat in ("conv,udp", "io,phs", "expert", "blank,types", "blank,seq", "io,stat,1"):
+        want = run("-q", "-z", stat, one)
+        got = run("--dask", cluster.address, "-q", "-z", stat, one)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == want.stdout, stat
+    fields = ("-T", "fields", "-e", "frame.number", "-e", "udp.srcport", "-e", "blank.seq", "-e", "blank.type")
+    assert run("--dask", cluster.address, *fields, one).stdout == run(*fields, one).stdout

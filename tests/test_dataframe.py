@@ -94,6 +94,11 @@ def test_set_and_dask_read_and_parquet(tmp_path):
     assert lazy.npartitions == 2          # the two blank files share a conversation: one shard
     got = lazy.compute(scheduler="sync").sort_values("frame.number").reset_index(drop=True)
     pd.testing.assert_frame_equal(got, frame)
+    split = protodump_dask.read(files[2], fields=fields, split=2)
+    assert split.npartitions >= 1
+    alone = protodump.to_dataframe(files[2], fields=fields)
+    pd.testing.assert_frame_equal(split.compute(scheduler="sync").sort_values("frame.number").reset_index(drop=True),
+                                  alone)
     out = tmp_path / "set.parquet"
     columns = [f for f in fields if f != "frame.time"]         # -e knows no frame.time (yet): the API does
     run = subprocess.run([*PROTODUMP, "-T", "fields", *(a for f in columns for a in ("-e", f)), "-Y", "!tcp.len == 0",
