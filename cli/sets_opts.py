@@ -119,7 +119,8 @@ def divert(path) -> bool:
 
 def _run(shards, job, address):
     """shards(split) plans; on Dask, one file is split in as many shards of conversations as there are workers."""
-    from ..shards import run_local
+    from ..analysis.stats import StatsError
+    from ..shards import check_mergeable, run_local
     if address is None:
         return run_local(shards(), job)
     from .. import dask as pd_dask
@@ -130,7 +131,12 @@ def _run(shards, job, address):
     except pd_dask.SchedulerError as exc:
         raise SetRunError(str(exc)) from None
     try:
-        return pd_dask.run(shards(max(1, len(pd_dask.workers(client)))), job, client)
+        planned = shards(max(1, len(pd_dask.workers(client))))
+        try:
+            check_mergeable(job.stats, planned)
+        except StatsError as exc:
+            raise click.UsageError(str(exc)) from None
+        return pd_dask.run(planned, job, client)
     except pd_dask.ShardError as exc:
         raise SetRunError(str(exc)) from None
     finally:

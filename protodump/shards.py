@@ -319,10 +319,19 @@ def merge_taps(args, results: list[ShardResult]) -> list[dict]:
         tap = stats.make_tap(arg)
         merge = MERGES.get(_family(tap))
         if merge is None:
-            raise stats.StatsError(f"-z {arg}: cannot be merged across the files of a set (run it without --dask)")
+            raise stats.StatsError(f"-z {arg}: cannot be merged across shards (run it without --dask)")
         merge(tap, [state for _, state, _ in parts])
         out.append(tap.result())
     return out
+
+
+def check_mergeable(args, shards: list) -> None:
+    """StatsError before any work when a statistic of `args` cannot be merged and there are several shards."""
+    from .analysis import stats
+    if len(shards) > 1:
+        for arg in args:
+            if _family(stats.make_tap(arg)) not in MERGES:
+                raise stats.StatsError(f"-z {arg}: cannot be merged across shards (run it without --dask)")
 
 
 def _family(tap) -> str:
