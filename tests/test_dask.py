@@ -209,3 +209,17 @@ def test_one_file_splits_into_conversations(cluster, tmp_path):
         assert got.stdout == want.stdout, stat
     fields = ("-T", "fields", "-e", "frame.number", "-e", "udp.srcport", "-e", "blank.seq", "-e", "blank.type")
     assert run("--dask", cluster.address, *fields, one).stdout == run(*fields, one).stdout
+
+
+def test_unreadable_files_of_a_set_on_the_cluster(cluster, tmp_path):
+    data = (CAPTURES_DIR / "blank-server-session.pcap").read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:len(data) // 2 + 7])
+    junk = tmp_path / "junk.pcap"
+    junk.write_text("not a capture\n")
+    got = run("--dask", cluster.address, "-T", "fields", "-e", "frame.number", cut, junk, SET[0])
+    want = run("-T", "fields", "-e", "frame.number", cut, junk, SET[0])
+    assert got.returncode == want.returncode == 2
+    assert got.stdout == want.stdout and len(got.stdout.split()) == 814 + 12
+    assert sorted(got.stderr.splitlines()) == sorted(want.stderr.splitlines())
+    assert len(got.stderr.splitlines()) == 2
