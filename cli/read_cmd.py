@@ -12,6 +12,7 @@ from ..output import text
 from ..output.json_out import JsonWriter
 from ..output import fields_out
 from . import capture_opts
+from . import export_opts
 from . import filter_cli
 from ..analysis import stats
 from ..output import stats_out
@@ -73,6 +74,7 @@ def parse_prefs(values) -> dict:
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
+@export_opts.export_options            # --export-objects PROTO,DIR
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None):
     """Decode a capture file.
@@ -95,6 +97,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
     quiet = quiet or source.quiet
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
     try:
@@ -128,6 +131,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 n += 1
                 for tap in taps:
                     tap.add(packet)
+                if exporter is not None:
+                    exporter.add(packet)
                 shown = shows is None or shows(packet)
                 if shown and not quiet:
                     writer.write(packet)
@@ -145,6 +150,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         source.finish()                   # closes -w; live: "N packets captured"
     writer.close()
     stats_out.write([t.result() for t in taps], out, stats_format)
+    export_opts.finish(exporter)
 
 
 def stats_taps(args) -> list:
