@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from .text import hex_columns
+from ..engine.tree import Item
+from .text import hex_columns, tree_lines
 
 EQ80 = "=" * 80
 EQ67 = "=" * 67
@@ -209,6 +210,9 @@ def text_follow(r) -> list[str]:
     offsets = [0, 0]
     for rec in r["records"]:
         node = rec["node"]
+        if r["mode"] == "decoded":        # a game follow: each message's summary and detail tree
+            lines += decoded_message(rec)
+            continue
         if "info" in rec:          # follow,blank: the message summary, then the buffers built from it
             tab = "\t" if node else ""
             lines.append(f"{tab}Frame {rec['frame']}: {rec['info']}")
@@ -220,6 +224,15 @@ def text_follow(r) -> list[str]:
         offsets[node] += len(rec["data"])
     lines.append(EQ67)
     return lines
+
+
+def decoded_message(rec) -> list[str]:
+    tab = "\t" if rec["node"] else ""
+    lines = [f"{tab}Frame {rec['frame']}: {rec.get('label', '')} ({len(rec['data'])} bytes)"]
+    tree = rec.get("tree")
+    if tree is None:
+        return lines + hex_lines(rec["data"], 0, tab)
+    return lines + [f"{tab}{'    ' * (depth + 1)}{label}" for depth, label, _ in tree_lines(tree)]
 
 
 TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert": text_expert,
@@ -236,6 +249,8 @@ def render_text(result: dict) -> str:
 def _jsonable(o):
     if isinstance(o, (bytes, bytearray)):
         return o.hex()
+    if isinstance(o, Item):            # a followed message's tree: its -V lines
+        return [("    " * depth) + label for depth, label, _ in tree_lines(o)]
     raise TypeError(type(o).__name__)
 
 
