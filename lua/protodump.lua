@@ -966,7 +966,7 @@ local STEPS = {}
 function STEPS.request(c, st, names, mask)
   if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
   local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
-  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind }
+  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind, c.frame }
   return {}
 end
 
@@ -1024,9 +1024,13 @@ function STEPS.finish(c, st)
   return res
 end
 
-function STEPS.abort(c, st)
+function STEPS.abort(c, st, names, mask, who)
   local cur = st.current
   st.current = nil
+  if cur == nil and who == "Server" and #st.requests > 0 then   -- refuses the oldest request (a missing file)
+    local req = table.remove(st.requests, 1)
+    return { refused = true, name = req[1], kind = req[2], frame = req[3] }
+  end
   if cur == nil then return { none = true } end
   return { name = cur.name, kind = cur.kind, total = cur.total,
            got = cur.whole and cur.total or cur.got }
@@ -1087,7 +1091,7 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
   local st = c.conv.files
   local name = step == "end" and "finish" or step
   local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
-    return STEPS[name](c, st, names, mask)
+    return STEPS[name](c, st, names, mask, who)
   end)
   if step == "request" then return end
   if step == "end" then return show_end(c, T, F, label, res, inside) end
@@ -1104,6 +1108,10 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
   elseif step == "piece" then
     if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
     if res.err then rt.expert(c, node, "malformed", res.err) end
+  elseif step == "abort" and res.refused then
+    node:add(F.request, r, res.frame):set_generated()
+    rt.expert(c, node, "unexpected", string.format("Server refused the request for %s (frame %d)", res.name,
+      res.frame))
   elseif step == "abort" then
     node:add(F.received, r, res.got):set_generated()
     rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
@@ -5587,6 +5595,7 @@ F["iceball.file.blocks"] = ProtoField.uint32("iceball.file.blocks", "Blocks", ba
 F["iceball.file.first_frame"] = ProtoField.uint32("iceball.file.first_frame", "First block in frame", base.DEC, nil)
 F["iceball.file.last_frame"] = ProtoField.uint32("iceball.file.last_frame", "Last block in frame", base.DEC, nil)
 F["iceball.file.inflated_size"] = ProtoField.uint32("iceball.file.inflated_size", "Inflated size", base.DEC, nil)
+F["iceball.file.request_frame"] = ProtoField.uint32("iceball.file.request_frame", "Requested in frame", base.DEC, nil)
 F["iceball.file_start.clen"] = ProtoField.uint32("iceball.file_start.clen", "Compressed length", base.DEC, nil)
 F["iceball.file_start.ulen"] = ProtoField.uint32("iceball.file_start.ulen", "Uncompressed length", base.DEC, nil)
 F["iceball.file.text"] = ProtoField.string("iceball.file.text", "Text")
@@ -7102,7 +7111,7 @@ S.iceball_file_request_97 = function(c, T)
     if v ~= 0 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Terminator", 0, v)) end
     c.pos = c.pos + 1
   end
-  rt.transfer(c, T, "request", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { name = "name", kind = "flags" }, {  }, 15, "")
+  rt.transfer(c, T, "request", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, { name = "name", kind = "flags" }, {  }, 15, "")
 end
 S.iceball_file_start_98 = function(c, T)
   do
@@ -7121,10 +7130,10 @@ S.iceball_file_start_98 = function(c, T)
     local it = T:add_le(F["iceball.file_start.ulen"], r)
     c.pos = c.pos + 4
   end
-  rt.transfer(c, T, "start", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { total = "clen", size = "ulen" }, {  }, 15, "")
+  rt.transfer(c, T, "start", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, { total = "clen", size = "ulen" }, {  }, 15, "")
 end
 S.iceball_file_end_99 = function(c, T)
-  rt.transfer(c, T, "end", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, { [1] = S.iceball_file_el_113, [2] = S.iceball_file_el_113, [3] = S.iceball_file_el_113, [4] = S.iceball_icemap_el_114, [8] = S.iceball_tga_el_115, [12] = S.iceball_png_el_116 }, 15, "")
+  rt.transfer(c, T, "end", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, {  }, { [1] = S.iceball_file_el_113, [2] = S.iceball_file_el_113, [3] = S.iceball_file_el_113, [4] = S.iceball_icemap_el_114, [8] = S.iceball_tga_el_115, [12] = S.iceball_png_el_116 }, 15, "")
 end
 S.iceball_file_block_100 = function(c, T)
   do
@@ -7152,13 +7161,13 @@ S.iceball_file_block_100 = function(c, T)
     T:add(F["iceball.file_block.data"], r)
     c.pos = c.pos + n
   end
-  rt.transfer(c, T, "piece", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { at = "offset", data = "data" }, {  }, 15, "")
+  rt.transfer(c, T, "piece", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, { at = "offset", data = "data" }, {  }, 15, "")
 end
 S.iceball_file_abort_client_101 = function(c, T)
-  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, {  }, 15, "Client")
+  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, {  }, {  }, 15, "Client")
 end
 S.iceball_file_abort_server_102 = function(c, T)
-  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, {  }, 15, "Server")
+  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, {  }, {  }, 15, "Server")
 end
 S.iceball_lua_short_103 = function(c, T)
   do
