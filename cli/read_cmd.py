@@ -13,6 +13,7 @@ from ..output.json_out import JsonWriter
 from ..output import fields_out
 from . import capture_opts
 from . import export_opts
+from . import two_pass_opts
 from . import filter_cli
 from ..analysis import stats
 from ..output import stats_out
@@ -75,6 +76,7 @@ def parse_prefs(values) -> dict:
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 @export_opts.export_options            # --export-objects PROTO,DIR
+@two_pass_opts.two_pass_option         # -2
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None):
     """Decode a capture file.
@@ -104,6 +106,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         dispatcher = Dispatcher(PROTOCOLS, settings)
     except DispatchError as exc:
         raise click.UsageError(str(exc)) from None
+    dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher)    # -2: a first pass
     out = sys.stdout
     only_set = set(only.split(",")) if only else None
     detail = verbose or only_set is not None
