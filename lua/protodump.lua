@@ -1718,6 +1718,10 @@ function rt.text_reassembly(c, T, s)
   c.sc[#c.sc][s.name] = chunk
   local item = T:add(s.f, r)
   c.pos = c.pos + s.size
+  local chunk_shown = until_nul(chunk)
+  if #chunk_shown > 0 then    -- the chunk alone as text (engine/blocks_cookies.py TextReassembly.decode)
+    item:add_packet_field(s.ctext, r:range(0, #chunk_shown), ENC_UTF_8)
+  end
   local piece = string.gsub(chunk, "%z+$", "")
   local res, msg = rt.once(c, "text#" .. c.pdu, function() return text_step(c, s, piece) end)
   if msg then rt.expert(c, item, "reassembly", msg) end
@@ -1962,6 +1966,25 @@ function rt.split_id_grid(c, T, count, max_listed, label, names, f)
     local it = node:add(f.unknown, r, unknown)
     it:set_generated()
     rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
+  end
+  if count == 512 then      -- every block by position, i = x + 8 (y + 8 z) (engine/blocks_rutentoy.py block_map)
+    local top = T:add(f.map, c.tvb(c.pos, count))
+    top:set_text(label .. " by position (x, y, z)")
+    for z = 0, 7 do
+      for y = 0, 7 do
+        local at = 8 * (y + 8 * z)
+        local row = top:add(f.row, c.tvb(c.pos + at, 8))
+        row:set_text(string.format("z=%d, y=%d", z, y))
+        for x = 0, 7 do
+          local i = at + x
+          local m = string.byte(raw, count + i + 1)
+          local id, l = string.byte(raw, i + 1) * 16 + floor(m / 16), m % 16
+          local it = row:add(f.at, c.tvb(c.pos + i, 1), id)
+          it:set_text(string.format("x=%d: %s (0x%03x), light %d", x, names[id] or "Unknown", id, l))
+          it:add(f.light, c.tvb(c.pos + count + i, 1), l)
+        end
+      end
+    end
   end
   c.pos = c.pos + 2 * count
 end
@@ -8897,6 +8920,7 @@ F["rutentoy.message.reassembled.frame"] = ProtoField.uint32("rutentoy.message.re
 F["rutentoy.message.reassembled.chunks"] = ProtoField.uint32("rutentoy.message.reassembled.chunks", "Chunks", base.DEC, nil)
 F["rutentoy.message.reassembled.length"] = ProtoField.uint32("rutentoy.message.reassembled.length", "Length", base.DEC, nil)
 F["rutentoy.message.text"] = ProtoField.string("rutentoy.message.text", "Text")
+F["rutentoy.message.chunk.text"] = ProtoField.string("rutentoy.message.chunk.text", "Chunk text")
 F["rutentoy.ipc.command"] = ProtoField.string("rutentoy.ipc.command", "IPC command")
 F["rutentoy.ipc.slots"] = ProtoField.uint32("rutentoy.ipc.slots", "Total player slots", base.DEC, nil)
 F["rutentoy.ipc.players"] = ProtoField.uint32("rutentoy.ipc.players", "Occupied player slots", base.DEC, nil)
@@ -8922,6 +8946,10 @@ F["rutentoy.world_chunk.blocks.block.count"] = ProtoField.uint32("rutentoy.world
 F["rutentoy.world_chunk.blocks.lit"] = ProtoField.uint32("rutentoy.world_chunk.blocks.lit", "Lit blocks", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.max_light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.max_light", "Maximum light", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.unknown"] = ProtoField.uint32("rutentoy.world_chunk.blocks.unknown", "Blocks with unknown IDs", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.map"] = ProtoField.none("rutentoy.world_chunk.blocks.map", "Block map")
+F["rutentoy.world_chunk.blocks.map.row"] = ProtoField.none("rutentoy.world_chunk.blocks.map.row", "Row")
+F["rutentoy.world_chunk.blocks.map.block"] = ProtoField.uint16("rutentoy.world_chunk.blocks.map.block", "Block", base.HEX, VT26)
+F["rutentoy.world_chunk.blocks.map.light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.map.light", "Light", base.DEC, nil)
 F["rutentoy.set_block.coords"] = ProtoField.uint64("rutentoy.set_block.coords", "Chunk coordinates", base.HEX, nil)
 F["rutentoy.set_block.chunk_x"] = ProtoField.int32("rutentoy.set_block.chunk_x", "Chunk X", base.DEC, nil)
 F["rutentoy.set_block.chunk_y"] = ProtoField.int32("rutentoy.set_block.chunk_y", "Chunk Y", base.DEC, nil)
@@ -9350,7 +9378,7 @@ S.rutentoy_message_153 = function(c, T)
     local k = it:add(F["rutentoy.message.channel"], r, v)
     c.pos = c.pos + 1
   end
-  rt.text_reassembly(c, T, { size = 64, key = "cookie", final = "final", channel = "channel", command_channel = 5, limit = 16384, pending = 64, f = F["rutentoy.message.chunk"], r = F["rutentoy.message.reassembled"], frame = F["rutentoy.message.reassembled.frame"], chunks = F["rutentoy.message.reassembled.chunks"], length = F["rutentoy.message.reassembled.length"], text = F["rutentoy.message.text"], cmd = F["rutentoy.ipc.command"], name = "chunk", label = "Text chunk", commands = { { word = "INFO", label = "Server info", alone = "Server info request", sep = ";", maxsplit = -1, sets = nil, args = { { name = "slots", label = "Total player slots", kind = "uint32", f = F["rutentoy.ipc.slots"] }, { name = "players", label = "Occupied player slots", kind = "uint32", f = F["rutentoy.ipc.players"] }, { name = "timezone", label = "Timezone offset", kind = "string", f = F["rutentoy.ipc.timezone"] }, { name = "motd", label = "Message of the day", kind = "string", f = F["rutentoy.ipc.motd"] }, { name = "extra", label = "Extra text", kind = "string", f = F["rutentoy.ipc.extra"] } } }, { word = "LOGIN", label = "Login", alone = nil, sep = " ", maxsplit = 1, sets = nil, args = { { name = "user", label = "User name", kind = "string", f = F["rutentoy.ipc.user"] }, { name = "passkey", label = "Passkey", kind = "string", f = F["rutentoy.ipc.passkey"] } } }, { word = "HASTEX", label = "Has texture", alone = nil, sep = " ", maxsplit = -1, sets = nil, args = { { name = "digest", label = "Texture digest (xxHash32)", kind = "string", f = F["rutentoy.ipc.digest"] } } }, { word = "HAVETEX", label = "Have texture", alone = nil, sep = " ", maxsplit = -1, sets = { "have", 0, "texture_exchange" }, args = { { name = "have", label = "Have texture", kind = "uint32", f = F["rutentoy.ipc.have"] } } }, { word = "LEAVE", label = "Leave", alone = nil, sep = " ", maxsplit = 0, sets = nil, args = { { name = "reason", label = "Reason", kind = "string", f = F["rutentoy.ipc.reason"] } } } } })
+  rt.text_reassembly(c, T, { size = 64, key = "cookie", final = "final", channel = "channel", command_channel = 5, limit = 16384, pending = 64, f = F["rutentoy.message.chunk"], r = F["rutentoy.message.reassembled"], frame = F["rutentoy.message.reassembled.frame"], chunks = F["rutentoy.message.reassembled.chunks"], length = F["rutentoy.message.reassembled.length"], text = F["rutentoy.message.text"], cmd = F["rutentoy.ipc.command"], ctext = F["rutentoy.message.chunk.text"], name = "chunk", label = "Text chunk", commands = { { word = "INFO", label = "Server info", alone = "Server info request", sep = ";", maxsplit = -1, sets = nil, args = { { name = "slots", label = "Total player slots", kind = "uint32", f = F["rutentoy.ipc.slots"] }, { name = "players", label = "Occupied player slots", kind = "uint32", f = F["rutentoy.ipc.players"] }, { name = "timezone", label = "Timezone offset", kind = "string", f = F["rutentoy.ipc.timezone"] }, { name = "motd", label = "Message of the day", kind = "string", f = F["rutentoy.ipc.motd"] }, { name = "extra", label = "Extra text", kind = "string", f = F["rutentoy.ipc.extra"] } } }, { word = "LOGIN", label = "Login", alone = nil, sep = " ", maxsplit = 1, sets = nil, args = { { name = "user", label = "User name", kind = "string", f = F["rutentoy.ipc.user"] }, { name = "passkey", label = "Passkey", kind = "string", f = F["rutentoy.ipc.passkey"] } } }, { word = "HASTEX", label = "Has texture", alone = nil, sep = " ", maxsplit = -1, sets = nil, args = { { name = "digest", label = "Texture digest (xxHash32)", kind = "string", f = F["rutentoy.ipc.digest"] } } }, { word = "HAVETEX", label = "Have texture", alone = nil, sep = " ", maxsplit = -1, sets = { "have", 0, "texture_exchange" }, args = { { name = "have", label = "Have texture", kind = "uint32", f = F["rutentoy.ipc.have"] } } }, { word = "LEAVE", label = "Leave", alone = nil, sep = " ", maxsplit = 0, sets = nil, args = { { name = "reason", label = "Reason", kind = "string", f = F["rutentoy.ipc.reason"] } } } } })
 end
 S.rutentoy_world_chunk_154 = function(c, T)
   do
@@ -9370,7 +9398,7 @@ S.rutentoy_world_chunk_154 = function(c, T)
     local k = it:add(F["rutentoy.world_chunk.chunk_z"], r, v)
     c.pos = c.pos + 8
   end
-  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"] })
+  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"], map = F["rutentoy.world_chunk.blocks.map"], row = F["rutentoy.world_chunk.blocks.map.row"], at = F["rutentoy.world_chunk.blocks.map.block"], light = F["rutentoy.world_chunk.blocks.map.light"] })
 end
 S.rutentoy_set_block_155 = function(c, T)
   do
