@@ -7,7 +7,10 @@ tcp.stream) or two endpoints ADDR:PORT,ADDR:PORT. Node 0 is the source of the st
   tcp    the byte stream of each direction, in order: retransmitted bytes are dropped, overlaps trimmed
          (a simple in-order stream: out-of-order segments are not reordered)
   blank  one record per blank message, with its summary and the buffers the dissector built from it
-         (reassembled and inflated chunk data); STREAM numbers the UDP conversations as follow,udp does
+         (reassembled and inflated chunk data); STREAM numbers the UDP conversations as follow,udp does;
+         "decoded": each message's summary and tree
+
+The other game streams (enet, iceball, rutentoy, websocket, freeblox): analysis/follow_game.py.
 """
 from __future__ import annotations
 
@@ -148,6 +151,7 @@ class FollowBlank(Follow):
     name = "follow,blank"
     proto = "blank"
     transport = "udp"
+    modes = (*MODES, "decoded")
 
     def filter_text(self):
         return super().filter_text() + " and blank"
@@ -157,4 +161,5 @@ class FollowBlank(Follow):
         if node is None or packet.game is None or packet.protocol != "blank":
             return
         buffers = [{"name": s.name, "data": bytes(s.data)} for s in packet.sources[1:]]
-        self.record(packet, node, bytes(packet.decoded.payload), info=packet.info, buffers=buffers)
+        extra = {"label": packet.info, "tree": packet.game.item} if self.mode == "decoded" else {}
+        self.record(packet, node, bytes(packet.decoded.payload), info=packet.info, buffers=buffers, **extra)
