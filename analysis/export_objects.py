@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .safe_names import SafeFolder
+from .tree_walk import child, child_value, value_name
 
 PROTOCOLS = ("iceball", "rutentoy", "freeblox", "blank")
 MAX_OBJECTS = 10_000
@@ -41,28 +42,20 @@ def _sources(packet, name: str) -> list[bytes]:
     return [s.data for s in packet.sources if s.name == name]
 
 
-def _child(node, abbrev):
-    for c in node.children or ():
-        if c.field is not None and c.field.abbrev == abbrev:
-            return c.value
-    return None
-
-
 def iceball_objects(packet):
     compressed, inflated = iter(_sources(packet, "Reassembled file")), iter(_sources(packet, "Inflated file"))
     for layer in packet.games:
         if layer.proto != "iceball":
             continue
         for node in layer.item.walk():
-            if node.field is None or node.field.abbrev != "iceball.file" or _child(node, "iceball.file.blocks") is None:
+            if node.field is None or node.field.abbrev != "iceball.file" or child_value(node, "iceball.file.blocks") is None:
                 continue                       # only FILE_END nodes of complete transfers made sources
             whole = next(compressed, None)
             if whole is None:
                 return
-            name = _child(node, "iceball.file.name") or "file"
-            kind = _child(node, "iceball.file.type")
-            type_name = _type_names(node).get(kind, f"type {kind}")
-            if _child(node, "iceball.file.inflated_size") is not None:
+            name = child_value(node, "iceball.file.name") or "file"
+            type_name = value_name(child(node, "iceball.file.type"))
+            if child_value(node, "iceball.file.inflated_size") is not None:
                 data = next(inflated, None)
                 if data is not None:
                     yield GameObject(packet.number, "iceball", name, type_name, data,
@@ -70,13 +63,6 @@ def iceball_objects(packet):
                     continue
             yield GameObject(packet.number, "iceball", name, type_name + " (zlib, does not inflate)", whole,
                              suffix=".zlib")
-
-
-def _type_names(node) -> dict:
-    for c in node.children or ():
-        if c.field is not None and c.field.abbrev == "iceball.file.type":
-            return c.field.values or {}
-    return {}
 
 
 def rutentoy_objects(packet):
@@ -97,7 +83,7 @@ def rutentoy_objects(packet):
                 digest, ok = node.value, None
                 parent = _parent_image(layer.item, node)
                 if parent is not None:
-                    ok = _child(parent, "rutentoy.texture.image.digest_ok")
+                    ok = child_value(parent, "rutentoy.texture.image.digest_ok")
                 yield GameObject(packet.number, "rutentoy", f"texture-{cookie or 0:08x}-{digest}", "QOI image",
                                  data, suffix=".qoi", extra={"xxh32": digest, "digest_ok": ok, "cookie": cookie})
 
@@ -121,7 +107,7 @@ def freeblox_objects(packet):
             if f.abbrev == "freeblox.stream_asset.asset_name":
                 name = node.value
             elif f.abbrev == "freeblox.stream_asset.buffer" and isinstance(node.value, (bytes, bytearray)):
-                fmt = _child(node, "freeblox.stream_asset.buffer.format") or ""
+                fmt = child_value(node, "freeblox.stream_asset.buffer.format") or ""
                 ext = EXTENSIONS.get(str(fmt).upper(), "")
                 yield GameObject(packet.number, "freeblox", name or "asset", fmt or "data", bytes(node.value),
                                  suffix=ext)

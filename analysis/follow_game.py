@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from .follow import MODES, Follow
 from .stats_base import StatsError, register
+from .tree_walk import child, value_name
 
 
 def layer_bytes(packet, item) -> bytes:
@@ -24,20 +25,6 @@ def layer_bytes(packet, item) -> bytes:
     sources = packet.sources
     data = sources[item.source].data if item.source < len(sources) else packet.frame.data
     return bytes(data[item.offset:item.offset + (item.length or 0)])
-
-
-def _child(node, abbrev):
-    for c in node.children or ():
-        if c.field is not None and c.field.abbrev == abbrev:
-            return c
-    return None
-
-
-def _value_name(item) -> str:
-    if item is None:
-        return "?"
-    names = item.field.values or {}
-    return names.get(item.value, str(item.value))
 
 
 def _source_under(packet, node, name: str) -> bytes | None:
@@ -60,17 +47,17 @@ def enet_messages(packet):
         for cmd in layer.item.children or ():
             if cmd.field is None or cmd.field.abbrev != "enet.command":
                 continue
-            kind, channel = cmd.find("enet.command.type"), _child(cmd, "enet.command.channel")
+            kind, channel = cmd.find("enet.command.type"), child(cmd, "enet.command.channel")
             if kind is None or channel is None:
                 continue
             data = None
             if kind.value in ENET_DATA:
-                item = _child(cmd, ENET_DATA[kind.value])
+                item = child(cmd, ENET_DATA[kind.value])
                 data = bytes(item.value) if item is not None and isinstance(item.value, (bytes, bytearray)) else None
-            elif _child(cmd, "enet.reassembled") is not None:
+            elif child(cmd, "enet.reassembled") is not None:
                 data = next(reassembled, None)
             if data is not None:
-                yield {"channel": channel.value}, f"channel {channel.value} {_value_name(kind)}", data, cmd
+                yield {"channel": channel.value}, f"channel {channel.value} {value_name(kind)}", data, cmd
 
 
 def layer_messages(proto: str):
@@ -79,7 +66,7 @@ def layer_messages(proto: str):
             if layer.proto == proto:
                 kind = next((c for c in layer.item.children or () if c.field is not None
                              and c.field.abbrev in (f"{proto}.id", f"{proto}.lua_id")), None)
-                label = _value_name(kind) if kind is not None else proto
+                label = value_name(kind) if kind is not None else proto
                 yield {"type": label}, label, layer_bytes(packet, layer.item), layer.item
     return messages
 
@@ -113,17 +100,17 @@ def websocket_messages(packet):
     for n, layer in enumerate(games):
         if layer.proto != "websocket":
             continue
-        opcode = _child(layer.item, "websocket.opcode")
-        label = _value_name(opcode) if opcode is not None else "websocket"
+        opcode = child(layer.item, "websocket.opcode")
+        label = value_name(opcode) if opcode is not None else "websocket"
         upper = games[n + 1] if n + 1 < len(games) and games[n + 1].proto != "websocket" else None
         if upper is not None:                        # the message as handed up: unmasked, decompressed
             yield {"opcode": label}, label, layer_bytes(packet, upper.item), layer.item
             continue
-        payload = _child(layer.item, "websocket.payload")
+        payload = child(layer.item, "websocket.payload")
         if payload is None:
             continue
         data = layer_bytes(packet, payload)
-        key = _child(layer.item, "websocket.masking_key")
+        key = child(layer.item, "websocket.masking_key")
         unmasked = _source_under(packet, layer.item, "Unmasked data")
         if unmasked is not None:
             data = unmasked

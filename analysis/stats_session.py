@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from .stats_base import Tap, register
+from .tree_walk import child, child_value, value_name
 
 ROW_LIMIT = 2000            # rows of one kind kept per conversation
 SERIES_LIMIT = 4000         # points of one time series kept (every other one dropped when full)
@@ -34,23 +35,6 @@ CONV_LIMIT = 100_000        # conversations tracked by one statistic
 def seconds(packet) -> float:
     ns = packet.frame.ts_ns
     return ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
-
-
-def value_name(item) -> str:
-    names = (item.field.values or {}) if item.field is not None else {}
-    return names.get(item.value, str(item.value))
-
-
-def child(node, abbrev):
-    for c in node.children or ():
-        if c.field is not None and c.field.abbrev == abbrev:
-            return c
-    return None
-
-
-def child_value(node, abbrev, default=None):
-    c = child(node, abbrev)
-    return default if c is None else c.value
 
 
 class Series(list):
