@@ -16,7 +16,7 @@ decompressed buffers), never decoded again.
 from __future__ import annotations
 
 from .follow import MODES, Follow
-from .stats_base import StatsError, register
+from .stats_base import register
 from .tree_walk import child, value_name
 
 
@@ -161,4 +161,3 @@ def register_game_follows() -> None:
 
 
 register_game_follows()
-__all__ = ["FollowGame", "StatsError"]

@@ -2,15 +2,11 @@
 hostile names from captures the project's encoders make (nothing is ever written outside the folder)."""
 from __future__ import annotations
 
-import hashlib
-import io
-import os
 import subprocess
 import sys
 import zlib
 from pathlib import Path
 
-import pytest
 import xxhash
 
 from conftest import CAPTURES_DIR
@@ -52,6 +48,7 @@ def test_iceball_enet_session_files_inflated_as_the_server_sent_them(tmp_path):
 
 
 def test_rutentoy_textures_as_qoi_and_png_hash_checked(tmp_path):
+    import numpy
     import qoi
     from PIL import Image
     e = export(CAPTURES_DIR / "rutentoy-login-texture.pcap", "rutentoy", tmp_path)
@@ -61,7 +58,7 @@ def test_rutentoy_textures_as_qoi_and_png_hash_checked(tmp_path):
         data = (tmp_path / w["file"]).read_bytes()
         assert xxhash.xxh32_hexdigest(data) == w["xxh32"] and w["file"].endswith(f"-{w['xxh32']}.qoi")
         png = Image.open(tmp_path / w["file"].replace(".qoi", ".png"))
-        assert (qoi.decode(data) == __import__("numpy").asarray(png)).all()
+        assert (qoi.decode(data) == numpy.asarray(png)).all()
 
 
 def test_freeblox_assets_and_blank_chunks(tmp_path):
