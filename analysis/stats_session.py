@@ -27,7 +27,7 @@ from .stats_base import Tap, register
 from .tree_walk import child, child_value, value_name
 
 ROW_LIMIT = 2000            # rows of one kind kept per conversation
-SERIES_LIMIT = 4000         # points of one time series kept (every other one dropped when full)
+SERIES_LIMIT = 1000         # points of one time series kept (every other one dropped when full)
 PENDING_LIMIT = 4096        # reliable ENet commands awaiting their acknowledgement, per peer
 CONV_LIMIT = 100_000        # conversations tracked by one statistic
 
@@ -149,7 +149,7 @@ def libenet_rtt(state: dict, sample_ms: float) -> None:
 def new_peer() -> dict:
     return {"datagrams": 0, "bytes": 0, "commands": 0, **{k: 0 for k in ENET_KINDS.values()}, "other": 0,
             "ack_requested": 0, "retransmissions": 0, "acknowledged": 0, "range_coded": 0, "coded_bytes": 0, "decoded_bytes": 0,
-            "_pending": OrderedDict(), "_acked": OrderedDict(), "_rtt": [], "_libenet": {},
+            "_pending": OrderedDict(), "_acked": OrderedDict(), "_rtt": [0, 0.0, None, None], "_libenet": {},
             "rtt_series": Series(), "retransmission_series": Series(), "bandwidth": Series()}
 
 
@@ -197,7 +197,10 @@ class EnetPeers(SessionTap):
                 bounded(other["_acked"], key, t)
             rtt = child_value(cmd, "enet.acknowledge.rtt")
             if rtt is not None:
-                other["_rtt"].append(rtt)
+                r = other["_rtt"]                 # count, sum, min, max: constant memory
+                r[0], r[1] = r[0] + 1, r[1] + rtt
+                r[2] = rtt if r[2] is None else min(r[2], rtt)
+                r[3] = rtt if r[3] is None else max(r[3], rtt)
                 libenet_rtt(other["_libenet"], rtt)
                 other["rtt_series"].add((t, rtt))
             return
@@ -218,12 +221,11 @@ class EnetPeers(SessionTap):
                                       ("s2c", (conv["server"], conv["client"]))):
             p = conv[direction]
             row = {k: v for k, v in p.items() if not k.startswith("_")}
-            rtts = p["_rtt"]
+            n, total, low, high = p["_rtt"]
             reliable_sent = p["ack_requested"]
             unacked = len(p["_pending"])
             row.update(peer=src, to=dst, unacknowledged=unacked,
-                       rtt_min=min(rtts) if rtts else None, rtt_max=max(rtts) if rtts else None,
-                       rtt_avg=sum(rtts) / len(rtts) if rtts else None, rtt_samples=len(rtts),
+                       rtt_min=low, rtt_max=high, rtt_avg=total / n if n else None, rtt_samples=n,
                        libenet_rtt=p["_libenet"].get("rtt"), libenet_rtt_variance=p["_libenet"].get("var"),
                        compression_ratio=(p["coded_bytes"] / p["decoded_bytes"]) if p["decoded_bytes"] else None,
                        loss=p["retransmissions"] / reliable_sent if reliable_sent else 0.0)

@@ -42,6 +42,18 @@ def test_enet_peers_real_iceball_session():
     assert len(server["rtt_series"]) == 397
 
 
+def test_series_and_rows_stay_bounded():
+    from protodump.analysis.stats_session import ROW_LIMIT, SERIES_LIMIT, Rows, Series
+    series, rows = Series(), Rows()
+    for i in range(5 * SERIES_LIMIT):
+        series.add((i, i))
+    for i in range(ROW_LIMIT + 7):
+        rows.add({"i": i})
+    assert SERIES_LIMIT // 2 <= len(series) <= SERIES_LIMIT and series[-1] == (5 * SERIES_LIMIT - 1,) * 2
+    assert series == sorted(series) and series[0][0] < SERIES_LIMIT
+    assert len(rows) == ROW_LIMIT and rows.omitted == 7
+
+
 def test_enet_range_coder_ratio_and_retransmission():
     (conv,) = run("enet-rangecoder.pcap", "enet,peers")["conversations"]
     assert conv["c2s"]["range_coded"] + conv["s2c"]["range_coded"] > 0
