@@ -6,7 +6,8 @@
   rutentoy  each reassembled texture as QOI (".qoi") and, when it decodes, as PNG (".png", the `qoi` and Pillow
             libraries), named by cookie and xxHash32; a hash that does not match the announced digest is noted
   freeblox  each STREAM_ASSET buffer under its asset name, with the extension of its detected format
-  blank     each reassembled chunk transfer, raw (".zlib") and inflated (".bin")
+  blank     each reassembled chunk transfer, raw (".zlib") and inflated (".bin"), named by the chunk's
+            coordinates (from its Chunk Begin), transmission id and frame
 
 Objects are read from what the dissectors already built (the packet's data sources and tree), never decoded
 again. Names from the wire go through analysis.safe_names (no path ever leaves DIR). Output is bounded: at most
@@ -42,7 +43,7 @@ def _sources(packet, name: str) -> list[bytes]:
     return [s.data for s in packet.sources if s.name == name]
 
 
-def iceball_objects(packet):
+def iceball_objects(packet, _memo):
     compressed, inflated = iter(_sources(packet, "Reassembled file")), iter(_sources(packet, "Inflated file"))
     for layer in packet.games:
         if layer.proto != "iceball":
@@ -65,7 +66,7 @@ def iceball_objects(packet):
                              suffix=".zlib")
 
 
-def rutentoy_objects(packet):
+def rutentoy_objects(packet, _memo):
     images = [s for s in packet.sources if s.name == "Reassembled image"]
     for layer in packet.games:
         if layer.proto != "rutentoy":
@@ -95,7 +96,7 @@ def _parent_image(top, target):
     return None
 
 
-def freeblox_objects(packet):
+def freeblox_objects(packet, _memo):
     for layer in packet.games:
         if layer.proto != "freeblox":
             continue
@@ -113,12 +114,22 @@ def freeblox_objects(packet):
                                  suffix=ext)
 
 
-def blank_objects(packet):
+def blank_objects(packet, memo):
+    """A chunk is named by the coordinates its Chunk Begin announced (remembered per transmission id)."""
+    d = packet.decoded
+    conv = tuple(sorted((f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")))
+    for tid, x, y, z in zip(*(packet.values(f"blank.chunk_begin.{f}") for f in (
+            "transmission_id", "coords.x", "coords.y", "coords.z"))):
+        memo[(conv, tid)] = (x, y, z)
+        while len(memo) > 4096:
+            del memo[next(iter(memo))]
     raw, inflated = _sources(packet, "Reassembled chunk"), _sources(packet, "Inflated chunk")
     if not raw:
         return
     tid = (packet.values("blank.chunk_data.transmission_id") or [0])[0]
-    name = f"chunk-{tid}-frame{packet.number}"
+    where = memo.get((conv, tid))
+    at = "chunk_" + "_".join(map(str, where)) if where else "chunk"
+    name = f"{at}-tid{tid}-frame{packet.number}"
     yield GameObject(packet.number, "blank", name, "zlib chunk", raw[0], suffix=".zlib")
     if inflated:
         yield GameObject(packet.number, "blank", name, "chunk", inflated[0], suffix=".bin")
@@ -150,6 +161,7 @@ class ObjectExporter:
         if proto not in FINDERS:
             raise ValueError(f"--export-objects: unknown protocol {proto!r} (known: {', '.join(PROTOCOLS)})")
         self.proto, self.find = proto, FINDERS[proto]
+        self.memo: dict = {}           # what a finder remembers between packets (blank: chunk coordinates)
         self.folder = SafeFolder(folder)
         self.max_objects, self.max_bytes = max_objects, max_bytes
         self.written: list[dict] = []
@@ -160,7 +172,7 @@ class ObjectExporter:
     def add(self, packet) -> None:
         if not packet.games:
             return
-        for obj in self.find(packet):
+        for obj in self.find(packet, self.memo):
             self.write(obj, obj.data, obj.suffix)
             if obj.proto == "rutentoy":
                 if obj.extra.get("digest_ok") is False:

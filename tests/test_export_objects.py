@@ -72,6 +72,7 @@ def test_freeblox_assets_and_blank_chunks(tmp_path):
     for f in raw:
         assert zlib.decompress(f.read_bytes()) == f.with_suffix(".bin").read_bytes()
         assert f.with_suffix(".bin").stat().st_size == 20484
+    assert (tmp_path / "bl" / "chunk_0_0_0-tid1-frame6.zlib").stat().st_size == 45     # Chunk Begin: (0, 0, 0)
 
 
 HOSTILE = ["../../escaped", "/tmp/absolute", "a\0b", "CON", "nul.txt", "com1.lua", "..", ".", "",
