@@ -129,3 +129,36 @@ def test_bad_arguments(tmp_path):
     for arg in ("nosuch,x", "iceball"):
         out = subprocess.run([PROTODUMP, "-q", "--export-objects", arg, cap], capture_output=True, text=True)
         assert out.returncode == 2 and "--export-objects" in out.stderr
+
+
+def test_hostile_freeblox_asset_names(tmp_path):
+    """A Freeblox server (WebSocket on port 8765, messages from the table's encoder) streams assets under hostile
+    names: every one is written, inside the folder, with its bytes."""
+    import base64
+    import hashlib
+
+    from protodump.dissectors.freeblox import PROTOCOL
+    from protodump.dissectors.websocket import encode_frame
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    accept = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+    request = ("GET /play HTTP/1.1\r\nHost: 127.0.0.1:8765\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+    response = ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Accept: {accept.decode()}\r\n\r\n").encode()
+    auth = PROTOCOL.encode(dict(id=0, player_uuid="5bc8fbbc-bde5-4099-8164-d8399f767c45", session_token="t",
+                                client_version=3))
+    segments = [(True, request), (False, response), (True, encode_frame(2, auth, mask=b"\x01\x02\x03\x04"))]
+    names = ["../../x", "/etc/passwd", "CON", "a\0b", ".", "é" * 300]
+    for i, name in enumerate(names):
+        asset = PROTOCOL.encode(dict(id=3, asset_path=f"assets/{i}", asset_name=name, asset_type="Texture",
+                                     buffer=b"payload %d" % i))
+        segments.append((False, encode_frame(2, asset)))
+    cap = tmp_path / "fb.pcap"
+    tcp_pcap(cap, segments)
+    folder = tmp_path / "out"
+    e = export(cap, "freeblox", folder)
+    assert [w["wire_name"] for w in e.written] == [n.split("\0")[0] for n in names]    # a string ends at NUL
+    files = sorted(folder.iterdir())
+    assert len(files) == len(names) and all(f.parent == folder for f in files)
+    assert sorted(f.read_bytes() for f in files) == sorted(b"payload %d" % i for i in range(len(names)))
+    assert set(tmp_path.iterdir()) == {cap, folder}
