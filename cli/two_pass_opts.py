@@ -27,8 +27,8 @@ def two_pass_option(command):
 
 def dispatcher(path, protocols, settings: Settings, first: Dispatcher) -> Dispatcher:
     """With -2 and a file: run `first` over the file, then a fresh dispatcher that knows what it learnt."""
-    if not click.get_current_context().meta.get(_KEY) or not path:
-        return first
+    if not click.get_current_context().meta.get(_KEY) or not path or path == "-":
+        return first               # a live capture or a pipe cannot be read twice: one pass
     from ..session import packets
     try:
         for _ in packets(path, dispatcher=first):
