@@ -149,7 +149,7 @@ class FollowGame(Follow):
             return
         for keys, label, data, tree in type(self).messages(packet):
             if all(str(keys.get(k)) == v for k, v in self.select.items()):
-                self.record(packet, node, data, label=label, tree=tree)
+                self.record(packet, node, data, label=label, **({"tree": tree} if self.mode == "decoded" else {}))
 
 
 def register_game_follows() -> None:
