@@ -83,7 +83,9 @@ class Follow(Tap):
 
     def filter_text(self) -> str:
         if self.index is not None:
-            return f"{self.transport or (self.transports or ('udp',))[0]}.stream eq {self.index}"
+            transport = self.transport or (self.transports or ("udp",))[0]
+            field = "sctp.assoc_index" if transport == "sctp" else f"{transport}.stream"
+            return f"{field} eq {self.index}"
         (a, ap), (b, bp) = self.pair
         ip = "ipv6" if ":" in a else "ip"
         t = self.transport
