@@ -384,7 +384,8 @@ class FreebloxAssets(SessionTap):
 # --- players per session, every game ---------------------------------------------------------------------------------
 
 JOINS = {"blank.login.name": "login", "iceball.auth.name": "auth", "iceball.plr_add.name": "announced",
-         "freeblox.player_join.player_name": "joined", "rutentoy.ipc.user": "login"}
+         "freeblox.player_join.player_name": "joined", "freeblox.player.entry.player_name": "listed",
+         "rutentoy.ipc.user": "login"}
 LEAVES = {"freeblox.player_quit.player_name": "quit", "iceball.quit.msg": "quit"}
 CHATS = {"blank.message.text", "iceball.chat_send.msg", "iceball.chat_send_team.msg", "iceball.chat_add_text.msg",
          "freeblox.stream_chat.message", "freeblox.player_chat.message"}

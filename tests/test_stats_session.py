@@ -100,6 +100,9 @@ def test_rutentoy_freeblox_players():
     (conv,) = run("freeblox-session.pcap", "freeblox,assets")["conversations"]
     assert [a["name"] for a in conv["assets"]] == ["grass", "noise", "sky", "photo", "crate"]
     assert [(c["player"], c["message"]) for c in conv["chat"]] == [("alice", "hi"), ("bob", "hello alice ✌")]
+    (conv,) = run("freeblox-session.pcap", "players")["conversations"]
+    assert [(p["name"], p["left_how"]) for p in conv["players"]] == [
+        ("alice", "session end"), ("bob", "quit"), ("carol", "session end")]      # PLAYER_LIST, PLAYER_QUIT bob
     (conv,) = run("blank-server-session.pcap", "players")["conversations"]
     (pybot,) = conv["players"]
     assert (pybot["name"], pybot["joined_frame"], pybot["left_how"]) == ("pybot", 1, "part")
