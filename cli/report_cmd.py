@@ -3,6 +3,7 @@ bandwidth by message type, ENet RTT and loss, transfers, expert infos), plots by
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -35,7 +36,6 @@ def report(capture, output, decode_as, prefs):
     except (CaptureError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
     note = None
-    collected = []
 
     def frames():
         nonlocal note
@@ -43,7 +43,6 @@ def report(capture, output, decode_as, prefs):
             yield from packets(capture, dispatcher=dispatcher)
         except CaptureError as exc:
             note = str(exc)
-        collected.append(True)
 
     data = gather(frames())
     try:
@@ -52,5 +51,6 @@ def report(capture, output, decode_as, prefs):
         raise click.ClickException(str(exc)) from None
     with open(output, "w", encoding="utf-8") as f:
         f.write(page)
-    if note:
+    if note:      # as `protodump read`: everything that could be read is used, and the exit status says it
         click.echo(f"protodump: {capture}: {note} (the report covers the packets before it)", err=True)
+        sys.exit(1)

@@ -94,3 +94,17 @@ def test_thousands_of_conversations_are_summarised(tmp_path):
     assert html.count("<tr><td>127.0.0.1:") == 500 and "2500 more conversations are not listed" in html
     assert html.count("<h2 id=\"conv") == 12
     assert len(html) < 5_000_000
+
+
+def test_truncated_and_bad_files(tmp_path):
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes((CAPTURES_DIR / "iceball-enet-session.pcap").read_bytes()[:30000])
+    run = subprocess.run([PROTODUMP, "report", str(cut), "-o", str(tmp_path / "cut.html")], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1 and "truncated" in run.stderr and "pkg/base/main_client.lua" in (
+        tmp_path / "cut.html").read_text()
+    bad = tmp_path / "bad.pcap"
+    bad.write_bytes(b"garbage")
+    run = subprocess.run([PROTODUMP, "report", str(bad), "-o", str(tmp_path / "bad.html")], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1 and "not a pcap" in run.stderr and not (tmp_path / "bad.html").exists()
