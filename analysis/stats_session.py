@@ -295,8 +295,15 @@ class IceballFiles(SessionTap):
                     conv["_current"] = None
                     current.update(end_frame=packet.number, end_time=t, status=f"aborted by {who}")
                     self.timing(current)
-                elif requests and who == "server":
-                    req = requests.pop(0)
+                elif node is not None and child(node, "iceball.file.request_frame") is not None:
+                    # the dissector linked this abort to the request it refuses (the tree says which)
+                    frame = child_value(node, "iceball.file.request_frame")
+                    req = next((r for r in requests if r["request_frame"] == frame), None)
+                    if req is None:
+                        req = {"name": child_value(node, "iceball.file.name"), "type_id": None,
+                               "request_frame": frame, "request_time": t}
+                    else:
+                        requests.remove(req)
                     files.add({**req, "type": None, "compressed_size": None, "announced_size": None,
                                "inflated_size": None, "start_frame": None, "start_time": None,
                                "end_frame": packet.number, "end_time": t, "blocks": 0,
