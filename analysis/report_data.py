@@ -21,7 +21,9 @@ EXPERT_LIMIT = 50          # distinct expert messages kept per conversation
 
 
 class Timeline(Tap):
-    """Per conversation: bytes by message type in time bins, packet and byte totals, expert infos."""
+    """Per conversation: bytes by message type in time bins, packet and byte totals, expert infos. A
+    conversation starts with its first game message; its later packets without one (TCP segments of a message
+    that ends in a later frame, acknowledgements) count under "<transport> (no game message)"."""
 
     name = "report,timeline"
     kind = "report_timeline"
@@ -44,21 +46,22 @@ class Timeline(Tap):
         if self.first is None:
             self.first = t
         d = packet.decoded
-        if d.sport is None or not packet.games:
+        if d.sport is None:
             return
         a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
         key = (a, b) if a < b else (b, a)
         conv = self.convs.get(key)
+        if not packet.games:      # a segment of a message that ends later, an ACK: the conversation's bytes too
+            if conv is not None:
+                self.count(conv, t, f"{d.transport} (no game message)", len(packet.frame.data))
+            return
         if conv is None:
             if len(self.convs) >= CONV_LIMIT:
                 self.omitted += 1
                 return
             conv = self.convs[key] = {"key": key, "start": t, "end": t, "packets": 0, "bytes": 0,
-                                      "protocols": [], "bin": 0.05, "bins": Counter(), "types": Counter(),
+                                      "protocols": [], "bin": 0.001, "bins": Counter(), "types": Counter(),
                                       "experts": Counter(), "experts_omitted": 0}
-        conv["end"] = t
-        conv["packets"] += 1
-        conv["bytes"] += len(packet.frame.data)
         top = packet.games[-1].proto
         if top not in conv["protocols"]:
             conv["protocols"].append(top)
@@ -68,9 +71,7 @@ class Timeline(Tap):
         if typer is not None and layers:
             kinds = typer.layer_types(layers[0])
             kind = f"{top} {kinds[0]}" if kinds else top
-        size = len(packet.frame.data)
-        conv["types"][kind] += size
-        self.put(conv, t - conv["start"], kind, size)
+        self.count(conv, t, kind, len(packet.frame.data))
         for layer in packet.games:
             for item in layer.item.walk():
                 info = item.expert_info
@@ -80,6 +81,13 @@ class Timeline(Tap):
                         conv["experts"][k] += 1
                     else:
                         conv["experts_omitted"] += 1
+
+    def count(self, conv, t, kind, size):
+        conv["end"] = t
+        conv["packets"] += 1
+        conv["bytes"] += size
+        conv["types"][kind] += size
+        self.put(conv, t - conv["start"], kind, size)
 
     @staticmethod
     def put(conv, rel, kind, size):
@@ -149,7 +157,8 @@ def detail_of(conv, row, first, extra) -> dict:
         kind = kind if kind in types else "other"
         series.setdefault(kind, Counter())[i] += size
     width = conv["bin"]
-    bandwidth = {kind: [(conv["start"] - first + i * width, 8 * v / width) for i, v in sorted(c.items())]
+    last = max((i for i, _ in conv["bins"]), default=0) + 1        # every bin, empty ones as 0 (< BIN_LIMIT)
+    bandwidth = {kind: [(conv["start"] - first + i * width, 8 * c.get(i, 0) / width) for i in range(last + 1)]
                  for kind, c in series.items()}
     d = {**row, "bin": width, "bandwidth": bandwidth,
          "experts": [{"severity": s, "protocol": p, "message": m, "count": n}

@@ -91,7 +91,8 @@ def summary_table(data) -> list[str]:
 
 def conversation(plt, n, c) -> list[str]:
     out = [f"<h2 id=\"conv{n}\">{e(c['client'])} &harr; {e(c['server'])} ({e('/'.join(c['protocols']))})</h2>",
-           f"<p>{c['packets']} packets, {c['bytes']} bytes, {c['duration']:.3f} s from {c['start']:.3f} s.</p>"]
+           f"<p>{c['packets']} packets, {c['bytes']} bytes, {c['duration']:.3f} s from {c['start']:.3f} s."
+           "</p>"]
     out += players(plt, c)
     out.append(plot(plt, bandwidth_figure, c))
     if c.get("enet"):
@@ -163,7 +164,8 @@ def bandwidth_figure(ax, c):
     for kind, points in sorted(c["bandwidth"].items(), key=lambda kv: -sum(v for _, v in kv[1])):
         xs = [x for x, _ in points]
         ys = [y / 1000 for _, y in points]
-        ax.step(xs, ys, where="post", label=kind, linewidth=1.2)
+        ax.plot(xs, ys, drawstyle="steps-post", marker="o" if len(xs) < 4 else None, markersize=3, label=kind,
+                linewidth=1.2)
     ax.set_title(f"Bandwidth by message type (kbit/s, {c['bin']:.3g} s bins)")
     ax.set_xlabel("time (s)")
     ax.legend(fontsize=7, loc="upper right", ncol=2)
