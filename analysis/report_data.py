@@ -169,7 +169,7 @@ def detail_of(conv, row, first, extra) -> dict:
         d["enet"] = [{"peer": enet[k]["peer"], "rtt": [(t - first, v) for t, v in enet[k]["rtt_series"]],
                       "retransmission_series": [(t - first, v) for t, v in enet[k]["retransmission_series"]],
                       **{f: enet[k][f] for f in ("rtt_min", "rtt_avg", "rtt_max", "libenet_rtt", "loss",
-                                                  "retransmissions", "datagrams", "unacknowledged")}}
+                                                  "retransmissions", "late", "datagrams", "unacknowledged")}}
                      for k in ("c2s", "s2c")]
     transfers = []
     files = extra.get("files") or {}

@@ -3,7 +3,8 @@
 -z enet,peers      per ENet peer (each side of a conversation): datagrams, commands by kind (reliable, unreliable,
                    unsequenced, fragments, acknowledgements), retransmissions (a reliable command sent again with
                    the same channel and sequence number), unacknowledged reliable commands, loss inferred from
-                   retransmissions (as libenet counts packetsLost: a reliable command that timed out), range-coder ratio, round-trip times measured by that peer from the acknowledgements it
+                   retransmissions (as libenet counts packetsLost: a reliable command that timed out), late commands (a
+                   reliable sequence number skipped, seen later: lost before the capture point), range-coder ratio, round-trip times measured by that peer from the acknowledgements it
                    received (capture-time min/avg/max, and libenet's own smoothed figure: protocol.c
                    enet_protocol_handle_acknowledge, integer milliseconds, mean and variance)
 -z iceball,files   every file transfer: name, type, compressed / inflated size, request, start and end frames,
@@ -148,9 +149,9 @@ def libenet_rtt(state: dict, sample_ms: float) -> None:
 
 def new_peer() -> dict:
     return {"datagrams": 0, "bytes": 0, "commands": 0, **{k: 0 for k in ENET_KINDS.values()}, "other": 0,
-            "ack_requested": 0, "retransmissions": 0, "acknowledged": 0, "range_coded": 0, "coded_bytes": 0, "decoded_bytes": 0,
-            "_pending": OrderedDict(), "_acked": OrderedDict(), "_rtt": [0, 0.0, None, None], "_libenet": {},
-            "rtt_series": Series(), "retransmission_series": Series(), "bandwidth": Series()}
+            "ack_requested": 0, "retransmissions": 0, "late": 0, "acknowledged": 0, "range_coded": 0, "coded_bytes": 0, "decoded_bytes": 0,
+            "_pending": OrderedDict(), "_acked": OrderedDict(), "_top": {}, "_missing": OrderedDict(), "_rtt": [0, 0.0, None, None], "_libenet": {},
+            "rtt_series": Series(), "retransmission_series": Series()}     # (time, retransmissions + late so far)
 
 
 @register
@@ -171,7 +172,6 @@ class EnetPeers(SessionTap):
             top = layer.item
             me["datagrams"] += 1
             me["bytes"] += top.length
-            me["bandwidth"].add((t, top.length))
             coded = top.find("enet.compressed_data")
             if coded is not None:
                 me["range_coded"] += 1
@@ -211,9 +211,29 @@ class EnetPeers(SessionTap):
         key = (channel, child_value(cmd, "enet.command.reliable_seq"))
         if key in me["_pending"] or key in me["_acked"]:
             me["retransmissions"] += 1
-            me["retransmission_series"].add((t, me["retransmissions"]))
+            me["retransmission_series"].add((t, me["retransmissions"] + me["late"]))
             me["_acked"].pop(key, None)
+        elif key[1] is not None:
+            self.sequence(me, t, key)
         bounded(me["_pending"], key, packet.number)
+
+    @staticmethod
+    def sequence(me, t, key) -> None:
+        """Reliable sequence numbers of a channel go up by one: a number skipped and seen later is a command lost
+        (or overtaken) before the capture point, then sent again: counted as `late`."""
+        channel, seq = key
+        top = me["_top"].get(channel)
+        if top is None:
+            me["_top"][channel] = seq
+            return
+        ahead = (seq - top) & 0xFFFF
+        if 0 < ahead < 0x8000:
+            for skipped in range(top + 1, top + min(ahead, 64)):        # a big jump: not a loss we can count
+                bounded(me["_missing"], (channel, skipped & 0xFFFF), t)
+            me["_top"][channel] = seq
+        elif me["_missing"].pop(key, None) is not None:
+            me["late"] += 1
+            me["retransmission_series"].add((t, me["retransmissions"] + me["late"]))
 
     def finish(self, conv):
         out = {k: v for k, v in conv.items() if k not in ("c2s", "s2c")}
@@ -228,7 +248,7 @@ class EnetPeers(SessionTap):
                        rtt_min=low, rtt_max=high, rtt_avg=total / n if n else None, rtt_samples=n,
                        libenet_rtt=p["_libenet"].get("rtt"), libenet_rtt_variance=p["_libenet"].get("var"),
                        compression_ratio=(p["coded_bytes"] / p["decoded_bytes"]) if p["decoded_bytes"] else None,
-                       loss=p["retransmissions"] / reliable_sent if reliable_sent else 0.0)
+                       loss=(p["retransmissions"] + p["late"]) / reliable_sent if reliable_sent else 0.0)
             out[direction] = row
         return out
 

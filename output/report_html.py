@@ -98,12 +98,13 @@ def conversation(plt, n, c) -> list[str]:
     if c.get("enet"):
         out.append(plot(plt, enet_figure, c))
         out.append("<table><tr><th>Peer</th><th>Datagrams</th><th>RTT min/avg/max (ms)</th><th>libenet RTT</th>"
-                   "<th>Retransmissions</th><th>Unacknowledged</th><th>Loss</th></tr>")
+                   "<th>Retransmissions</th><th>Late</th><th>Unacknowledged</th><th>Loss</th></tr>")
         for p in c["enet"]:
             rtt = "/".join("-" if p[k] is None else f"{p[k]:.3f}" for k in ("rtt_min", "rtt_avg", "rtt_max"))
             out.append(f"<tr><td>{e(p['peer'])}</td><td class=n>{p['datagrams']}</td><td class=n>{rtt}</td>"
                        f"<td class=n>{e(p['libenet_rtt'] if p['libenet_rtt'] is not None else '-')}</td>"
-                       f"<td class=n>{p['retransmissions']}</td><td class=n>{p['unacknowledged']}</td>"
+                       f"<td class=n>{p['retransmissions']}</td><td class=n>{p['late']}</td>"
+                       f"<td class=n>{p['unacknowledged']}</td>"
                        f"<td class=n>{100 * p['loss']:.2f}%</td></tr>")
         out.append("</table>")
     if c["transfers"]:
@@ -178,14 +179,14 @@ def enet_figure(ax, c):
                     label=f"RTT measured by {p['peer']}")
     ax.set_ylabel("RTT (ms)")
     ax.set_xlabel("time (s)")
-    ax.set_title("ENet round-trip time and retransmissions")
+    ax.set_title("ENet round-trip time and losses (retransmitted or late reliable commands)")
     ax2 = ax.twinx()
     for p in c["enet"]:
         series = p["retransmission_series"]
         pts = [(c["start"], 0), *series, (c["start"] + c["duration"], series[-1][1] if series else 0)]
         ax2.step([t for t, _ in pts], [v for _, v in pts], where="post", linestyle="--",
-                 label=f"retransmissions by {p['peer']}")
-    ax2.set_ylabel("retransmissions")
+                 label=f"retransmitted or late, from {p['peer']}")
+    ax2.set_ylabel("retransmitted or late")
     lines = ax.get_legend_handles_labels()
     more = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper right")

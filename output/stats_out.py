@@ -239,7 +239,7 @@ def text_enet_peers(r) -> list[str]:
     for c in r["conversations"]:
         lines.append(_conv_title(c))
         lines.append(f"  {'Peer':<22} {'Dgrams':>7} {'Bytes':>9} {'Rel':>6} {'Unrel':>6} {'Unseq':>6} {'Frag':>5}"
-                     f" {'Acks':>6} {'Retr':>5} {'Unack':>5} {'Loss%':>6} {'RTT min/avg/max':>23} {'libenet':>8}"
+                     f" {'Acks':>6} {'Retr':>5} {'Late':>5} {'Unack':>5} {'Loss%':>6} {'RTT min/avg/max':>23} {'libenet':>8}"
                      f" {'RC ratio':>8}")
         for d in ("c2s", "s2c"):
             p = c[d]
@@ -248,7 +248,7 @@ def text_enet_peers(r) -> list[str]:
             ratio = "-" if p["compression_ratio"] is None else f"{p['compression_ratio']:.3f}"
             lines.append(f"  {p['peer']:<22} {p['datagrams']:7d} {p['bytes']:9d} {p['reliable']:6d}"
                          f" {p['unreliable']:6d} {p['unsequenced']:6d} {p['fragments'] + p['unreliable_fragments']:5d}"
-                         f" {p['acknowledgements']:6d} {p['retransmissions']:5d} {p['unacknowledged']:5d}"
+                         f" {p['acknowledgements']:6d} {p['retransmissions']:5d} {p['late']:5d} {p['unacknowledged']:5d}"
                          f" {100 * p['loss']:6.2f} {rtt:>23} {lib:>8} {ratio:>8}")
     lines.append(EQ80)
     return lines

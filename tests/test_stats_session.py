@@ -70,6 +70,25 @@ def test_enet_range_coder_ratio_and_retransmission():
     assert s2c["retransmissions"] == 1 and s2c["loss"] == pytest.approx(1 / s2c["ack_requested"])
 
 
+def test_enet_late_reliable_commands():
+    """The server's fragments (reliable sequence numbers in a row) fed with one held back: a number skipped, then
+    seen: one late command, counted as a loss; nothing else changes."""
+    from protodump.analysis.stats_session import EnetPeers
+    frames = decoded("enet-plain.pcap")
+    order = [p.number for p in frames]
+    i = order.index(7)
+    order[i], order[i + 1] = order[i + 1], order[i]          # fragment 2 of 4 arrives after fragment 3
+    tap = EnetPeers([])
+    for n in order:
+        tap.add(frames[n - 1])
+    (conv,) = tap.result()["conversations"]
+    sender = next(d for d in ("c2s", "s2c") if conv[d]["fragments"] == 4)
+    assert conv[sender]["late"] == 1 and conv[sender]["retransmissions"] == 0
+    assert conv[sender]["loss"] == pytest.approx(1 / conv[sender]["ack_requested"])
+    (plain,) = run("enet-plain.pcap", "enet,peers")["conversations"]
+    assert plain["c2s"]["late"] == plain["s2c"]["late"] == 0
+
+
 def test_libenet_smoothing_matches_protocol_c():
     state = {}
     for sample in (10, 10, 50, 2):
