@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ..dissectors.iceball import FILE_TYPES
 from .stats_base import Tap, register
 from .tree_walk import child, child_value, value_name
 
@@ -324,7 +325,8 @@ class IceballFiles(SessionTap):
                                "request_frame": frame, "request_time": t}
                     else:
                         requests.remove(req)
-                    files.add({**req, "type": None, "compressed_size": None, "announced_size": None,
+                    files.add({**req, "type": FILE_TYPES.get(req["type_id"]), "compressed_size": None,
+                               "announced_size": None,
                                "inflated_size": None, "start_frame": None, "start_time": None,
                                "end_frame": packet.number, "end_time": t, "blocks": 0,
                                "status": "refused", "duration": t - req["request_time"], "throughput": None})
