@@ -120,6 +120,16 @@ def websocket_messages(packet):
         yield {"opcode": label}, label, data, layer.item
 
 
+def selects(value, wanted: str) -> bool:
+    """KEY=VALUE of a follow: numbers in any base (cookie=0x64 or cookie=100), else the text."""
+    if isinstance(value, int):
+        try:
+            return value == int(wanted, 0)
+        except ValueError:
+            return False
+    return str(value) == wanted
+
+
 class FollowGame(Follow):
     """Follow the messages of one game protocol: one record per message (keys select some)."""
 
@@ -134,7 +144,6 @@ class FollowGame(Follow):
         for a in select:
             k, _, v = a.partition("=")
             self.select[k] = v
-        self.listing = []
 
     def accepts(self, packet):
         return any(layer.proto == self.proto for layer in packet.games)
@@ -147,8 +156,8 @@ class FollowGame(Follow):
         node = self.in_stream(packet)
         if node is None or not packet.games:
             return
-        for keys, label, data, tree in type(self).messages(packet):
-            if all(str(keys.get(k)) == v for k, v in self.select.items()):
+        for keys, label, data, tree in self.messages(packet):
+            if all(selects(keys.get(k), v) for k, v in self.select.items()):
                 self.record(packet, node, data, label=label, **({"tree": tree} if self.mode == "decoded" else {}))
 
 

@@ -85,6 +85,7 @@ def test_websocket_messages_are_the_decompressed_freeblox_messages():
 
 def test_rutentoy_messages_by_cookie_and_textures():
     msgs = follow(RUTENTOY, "follow,rutentoy,raw,0,cookie=100")["records"]
+    assert follow(RUTENTOY, "follow,rutentoy,raw,0,cookie=0x64")["records"] == msgs
     assert len(msgs) == 1 and msgs[0]["data"].decode("utf-8").startswith("Ünïcödé → 日本語")
     tex = follow(str(CAPTURES_DIR / "rutentoy-login-texture.pcap"), "follow,rutentoy,raw,0,kind=texture")
     assert [len(r["data"]) for r in tex["records"]] == [3362, 1036]
