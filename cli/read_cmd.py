@@ -71,7 +71,9 @@ def parse_prefs(values) -> dict:
                    "endpoints,eth|ip|ipv6|udp|tcp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
                    "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
                    "follow,blank,MODE,N (each blank message of UDP stream N: its summary and the reassembled "
-                   "and inflated chunk buffers).")
+                   "and inflated chunk buffers). Game sessions: enet,peers | iceball,files | rutentoy,objects | "
+                   "freeblox,assets | players | follow,enet|iceball|rutentoy|websocket|freeblox,MODE|decoded,N"
+                   "[,KEY=VALUE].")
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
