@@ -108,6 +108,8 @@ class CaptureSet:
                 base += len(ifs) if ifs else 1
 
     def _fail(self, path: str, message: str) -> None:
+        if any(p == path for p, _ in self.errors):      # read again (-2's first pass): named once
+            return
         self.errors.append((path, message))
         if self.on_error is not None:
             self.on_error(path, message)

@@ -263,6 +263,7 @@ class _Generated:
         self.command = f("enet.command", "Command", "none")
         self.acked_frame = f("enet.acknowledge.frame", "Acknowledges frame", "uint32")
         self.rtt = f("enet.acknowledge.rtt", "Round-trip time (ms)", "double")
+        self.acked_in = f("enet.acknowledged_in", "Acknowledged in frame", "uint32")   # second pass only
         self.reassembled = f("enet.reassembled", "Reassembled ENet message", "none")
         self.reassembled_frame = f("enet.reassembled.frame", "Fragment in frame", "uint32")
         self.reassembled_length = f("enet.reassembled.length", "Reassembled length", "uint32")

@@ -373,6 +373,7 @@ do
   local PAYLOAD = { [6] = true, [7] = true, [9] = true }
   local MTU_MAX, PEER_NONE = 4096, 4095
   local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX, FRAGMENT_COUNT_MAX = 4096, 256, 33554432, 1048576
+  local ACKED_IN_LIMIT = 65536       -- acknowledgements remembered for the second pass (enet_analysis.py)
   local FRAGMENT_LIMIT = 4096
 
   local function u16(s, i) return string.byte(s, i) * 256 + string.byte(s, i + 1) end
@@ -689,8 +690,14 @@ do
           values.sent_time), { c.frame, c.time }, SENT_LIMIT)
       end
       if kind == 1 and c.conv.enet_sent then
-        return c.conv.enet_sent.map[string.format("%s|%d|%d|%d", reverse(c.dir), scope.channel,
+        local sent = c.conv.enet_sent.map[string.format("%s|%d|%d|%d", reverse(c.dir), scope.channel,
           scope.received_reliable_seq, scope.received_sent_time)]
+        if sent then      -- the reverse link, shown when the sent frame is dissected again (tshark -2, a click)
+          c.conv.enet_acked_in = c.conv.enet_acked_in or rt.btable()
+          rt.bput(c.conv.enet_acked_in, string.format("%d|%d|%d", sent[1], scope.channel,
+            scope.received_reliable_seq), c.frame, ACKED_IN_LIMIT)
+        end
+        return sent
       end
       return nil
     end)
@@ -700,6 +707,10 @@ do
         local rtt = (c.time - acked[2]) * 1000.0
         gen(item, F["enet.acknowledge.rtt"], c.cmd_range, rtt, string.format("Round-trip time: %.3f ms", rtt))
       end
+    end
+    if c.visited and scope.acknowledge == 1 and c.conv.enet_acked_in then
+      local fr = c.conv.enet_acked_in.map[string.format("%d|%d|%d", c.frame, scope.channel, scope.reliable_seq)]
+      if fr then gen(item, F["enet.acknowledged_in"], c.cmd_range, fr, string.format("Acknowledged in frame %d", fr)) end
     end
     if PAYLOAD[kind] then
       local n = #scope.data
@@ -966,7 +977,7 @@ local STEPS = {}
 function STEPS.request(c, st, names, mask)
   if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
   local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
-  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind }
+  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind, c.frame }
   return {}
 end
 
@@ -1024,9 +1035,13 @@ function STEPS.finish(c, st)
   return res
 end
 
-function STEPS.abort(c, st)
+function STEPS.abort(c, st, names, mask, who)
   local cur = st.current
   st.current = nil
+  if cur == nil and who == "Server" and #st.requests > 0 then   -- refuses the oldest request (a missing file)
+    local req = table.remove(st.requests, 1)
+    return { refused = true, name = req[1], kind = req[2], frame = req[3] }
+  end
   if cur == nil then return { none = true } end
   return { name = cur.name, kind = cur.kind, total = cur.total,
            got = cur.whole and cur.total or cur.got }
@@ -1087,7 +1102,7 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
   local st = c.conv.files
   local name = step == "end" and "finish" or step
   local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
-    return STEPS[name](c, st, names, mask)
+    return STEPS[name](c, st, names, mask, who)
   end)
   if step == "request" then return end
   if step == "end" then return show_end(c, T, F, label, res, inside) end
@@ -1104,6 +1119,10 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
   elseif step == "piece" then
     if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
     if res.err then rt.expert(c, node, "malformed", res.err) end
+  elseif step == "abort" and res.refused then
+    node:add(F.request, r, res.frame):set_generated()
+    rt.expert(c, node, "unexpected", string.format("Server refused the request for %s (frame %d)", res.name,
+      res.frame))
   elseif step == "abort" then
     node:add(F.received, r, res.got):set_generated()
     rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
@@ -1699,6 +1718,10 @@ function rt.text_reassembly(c, T, s)
   c.sc[#c.sc][s.name] = chunk
   local item = T:add(s.f, r)
   c.pos = c.pos + s.size
+  local chunk_shown = until_nul(chunk)
+  if #chunk_shown > 0 then    -- the chunk alone as text (engine/blocks_cookies.py TextReassembly.decode)
+    item:add_packet_field(s.ctext, r:range(0, #chunk_shown), ENC_UTF_8)
+  end
   local piece = string.gsub(chunk, "%z+$", "")
   local res, msg = rt.once(c, "text#" .. c.pdu, function() return text_step(c, s, piece) end)
   if msg then rt.expert(c, item, "reassembly", msg) end
@@ -1943,6 +1966,25 @@ function rt.split_id_grid(c, T, count, max_listed, label, names, f)
     local it = node:add(f.unknown, r, unknown)
     it:set_generated()
     rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
+  end
+  if count == 512 then      -- every block by position, i = x + 8 (y + 8 z) (engine/blocks_rutentoy.py block_map)
+    local top = T:add(f.map, c.tvb(c.pos, count))
+    top:set_text(label .. " by position (x, y, z)")
+    for z = 0, 7 do
+      for y = 0, 7 do
+        local at = 8 * (y + 8 * z)
+        local row = top:add(f.row, c.tvb(c.pos + at, 8))
+        row:set_text(string.format("z=%d, y=%d", z, y))
+        for x = 0, 7 do
+          local i = at + x
+          local m = string.byte(raw, count + i + 1)
+          local id, l = string.byte(raw, i + 1) * 16 + floor(m / 16), m % 16
+          local it = row:add(f.at, c.tvb(c.pos + i, 1), id)
+          it:set_text(string.format("x=%d: %s (0x%03x), light %d", x, names[id] or "Unknown", id, l))
+          it:add(f.light, c.tvb(c.pos + count + i, 1), l)
+        end
+      end
+    end
   end
   c.pos = c.pos + 2 * count
 end
@@ -4749,6 +4791,7 @@ F["enet.send_unreliable_fragment.data"] = ProtoField.bytes("enet.send_unreliable
 F["enet.command"] = ProtoField.none("enet.command", "Command")
 F["enet.acknowledge.frame"] = ProtoField.uint32("enet.acknowledge.frame", "Acknowledges frame", base.DEC, nil)
 F["enet.acknowledge.rtt"] = ProtoField.double("enet.acknowledge.rtt", "Round-trip time (ms)")
+F["enet.acknowledged_in"] = ProtoField.uint32("enet.acknowledged_in", "Acknowledged in frame", base.DEC, nil)
 F["enet.reassembled"] = ProtoField.none("enet.reassembled", "Reassembled ENet message")
 F["enet.reassembled.frame"] = ProtoField.uint32("enet.reassembled.frame", "Fragment in frame", base.DEC, nil)
 F["enet.reassembled.length"] = ProtoField.uint32("enet.reassembled.length", "Reassembled length", base.DEC, nil)
@@ -5587,6 +5630,7 @@ F["iceball.file.blocks"] = ProtoField.uint32("iceball.file.blocks", "Blocks", ba
 F["iceball.file.first_frame"] = ProtoField.uint32("iceball.file.first_frame", "First block in frame", base.DEC, nil)
 F["iceball.file.last_frame"] = ProtoField.uint32("iceball.file.last_frame", "Last block in frame", base.DEC, nil)
 F["iceball.file.inflated_size"] = ProtoField.uint32("iceball.file.inflated_size", "Inflated size", base.DEC, nil)
+F["iceball.file.request_frame"] = ProtoField.uint32("iceball.file.request_frame", "Requested in frame", base.DEC, nil)
 F["iceball.file_start.clen"] = ProtoField.uint32("iceball.file_start.clen", "Compressed length", base.DEC, nil)
 F["iceball.file_start.ulen"] = ProtoField.uint32("iceball.file_start.ulen", "Uncompressed length", base.DEC, nil)
 F["iceball.file.text"] = ProtoField.string("iceball.file.text", "Text")
@@ -7102,7 +7146,7 @@ S.iceball_file_request_97 = function(c, T)
     if v ~= 0 then rt.expert(c, it, "unexpected", string.format("%s should be 0x%x, not 0x%x", "Terminator", 0, v)) end
     c.pos = c.pos + 1
   end
-  rt.transfer(c, T, "request", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { name = "name", kind = "flags" }, {  }, 15, "")
+  rt.transfer(c, T, "request", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, { name = "name", kind = "flags" }, {  }, 15, "")
 end
 S.iceball_file_start_98 = function(c, T)
   do
@@ -7121,10 +7165,10 @@ S.iceball_file_start_98 = function(c, T)
     local it = T:add_le(F["iceball.file_start.ulen"], r)
     c.pos = c.pos + 4
   end
-  rt.transfer(c, T, "start", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { total = "clen", size = "ulen" }, {  }, 15, "")
+  rt.transfer(c, T, "start", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, { total = "clen", size = "ulen" }, {  }, 15, "")
 end
 S.iceball_file_end_99 = function(c, T)
-  rt.transfer(c, T, "end", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, { [1] = S.iceball_file_el_113, [2] = S.iceball_file_el_113, [3] = S.iceball_file_el_113, [4] = S.iceball_icemap_el_114, [8] = S.iceball_tga_el_115, [12] = S.iceball_png_el_116 }, 15, "")
+  rt.transfer(c, T, "end", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, {  }, { [1] = S.iceball_file_el_113, [2] = S.iceball_file_el_113, [3] = S.iceball_file_el_113, [4] = S.iceball_icemap_el_114, [8] = S.iceball_tga_el_115, [12] = S.iceball_png_el_116 }, 15, "")
 end
 S.iceball_file_block_100 = function(c, T)
   do
@@ -7152,13 +7196,13 @@ S.iceball_file_block_100 = function(c, T)
     T:add(F["iceball.file_block.data"], r)
     c.pos = c.pos + n
   end
-  rt.transfer(c, T, "piece", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, { at = "offset", data = "data" }, {  }, 15, "")
+  rt.transfer(c, T, "piece", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, { at = "offset", data = "data" }, {  }, 15, "")
 end
 S.iceball_file_abort_client_101 = function(c, T)
-  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, {  }, 15, "Client")
+  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, {  }, {  }, 15, "Client")
 end
 S.iceball_file_abort_server_102 = function(c, T)
-  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"] }, {  }, {  }, 15, "Server")
+  rt.transfer(c, T, "abort", "File", { node = F["iceball.file"], name = F["iceball.file.name"], kind = F["iceball.file.type"], total = F["iceball.file.compressed_size"], size = F["iceball.file.size"], received = F["iceball.file.received"], blocks = F["iceball.file.blocks"], first = F["iceball.file.first_frame"], last = F["iceball.file.last_frame"], inflated = F["iceball.file.inflated_size"], request = F["iceball.file.request_frame"] }, {  }, {  }, 15, "Server")
 end
 S.iceball_lua_short_103 = function(c, T)
   do
@@ -8876,6 +8920,7 @@ F["rutentoy.message.reassembled.frame"] = ProtoField.uint32("rutentoy.message.re
 F["rutentoy.message.reassembled.chunks"] = ProtoField.uint32("rutentoy.message.reassembled.chunks", "Chunks", base.DEC, nil)
 F["rutentoy.message.reassembled.length"] = ProtoField.uint32("rutentoy.message.reassembled.length", "Length", base.DEC, nil)
 F["rutentoy.message.text"] = ProtoField.string("rutentoy.message.text", "Text")
+F["rutentoy.message.chunk.text"] = ProtoField.string("rutentoy.message.chunk.text", "Chunk text")
 F["rutentoy.ipc.command"] = ProtoField.string("rutentoy.ipc.command", "IPC command")
 F["rutentoy.ipc.slots"] = ProtoField.uint32("rutentoy.ipc.slots", "Total player slots", base.DEC, nil)
 F["rutentoy.ipc.players"] = ProtoField.uint32("rutentoy.ipc.players", "Occupied player slots", base.DEC, nil)
@@ -8901,6 +8946,10 @@ F["rutentoy.world_chunk.blocks.block.count"] = ProtoField.uint32("rutentoy.world
 F["rutentoy.world_chunk.blocks.lit"] = ProtoField.uint32("rutentoy.world_chunk.blocks.lit", "Lit blocks", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.max_light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.max_light", "Maximum light", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.unknown"] = ProtoField.uint32("rutentoy.world_chunk.blocks.unknown", "Blocks with unknown IDs", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.map"] = ProtoField.none("rutentoy.world_chunk.blocks.map", "Block map")
+F["rutentoy.world_chunk.blocks.map.row"] = ProtoField.none("rutentoy.world_chunk.blocks.map.row", "Row")
+F["rutentoy.world_chunk.blocks.map.block"] = ProtoField.uint16("rutentoy.world_chunk.blocks.map.block", "Block", base.HEX, VT26)
+F["rutentoy.world_chunk.blocks.map.light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.map.light", "Light", base.DEC, nil)
 F["rutentoy.set_block.coords"] = ProtoField.uint64("rutentoy.set_block.coords", "Chunk coordinates", base.HEX, nil)
 F["rutentoy.set_block.chunk_x"] = ProtoField.int32("rutentoy.set_block.chunk_x", "Chunk X", base.DEC, nil)
 F["rutentoy.set_block.chunk_y"] = ProtoField.int32("rutentoy.set_block.chunk_y", "Chunk Y", base.DEC, nil)
@@ -9329,7 +9378,7 @@ S.rutentoy_message_153 = function(c, T)
     local k = it:add(F["rutentoy.message.channel"], r, v)
     c.pos = c.pos + 1
   end
-  rt.text_reassembly(c, T, { size = 64, key = "cookie", final = "final", channel = "channel", command_channel = 5, limit = 16384, pending = 64, f = F["rutentoy.message.chunk"], r = F["rutentoy.message.reassembled"], frame = F["rutentoy.message.reassembled.frame"], chunks = F["rutentoy.message.reassembled.chunks"], length = F["rutentoy.message.reassembled.length"], text = F["rutentoy.message.text"], cmd = F["rutentoy.ipc.command"], name = "chunk", label = "Text chunk", commands = { { word = "INFO", label = "Server info", alone = "Server info request", sep = ";", maxsplit = -1, sets = nil, args = { { name = "slots", label = "Total player slots", kind = "uint32", f = F["rutentoy.ipc.slots"] }, { name = "players", label = "Occupied player slots", kind = "uint32", f = F["rutentoy.ipc.players"] }, { name = "timezone", label = "Timezone offset", kind = "string", f = F["rutentoy.ipc.timezone"] }, { name = "motd", label = "Message of the day", kind = "string", f = F["rutentoy.ipc.motd"] }, { name = "extra", label = "Extra text", kind = "string", f = F["rutentoy.ipc.extra"] } } }, { word = "LOGIN", label = "Login", alone = nil, sep = " ", maxsplit = 1, sets = nil, args = { { name = "user", label = "User name", kind = "string", f = F["rutentoy.ipc.user"] }, { name = "passkey", label = "Passkey", kind = "string", f = F["rutentoy.ipc.passkey"] } } }, { word = "HASTEX", label = "Has texture", alone = nil, sep = " ", maxsplit = -1, sets = nil, args = { { name = "digest", label = "Texture digest (xxHash32)", kind = "string", f = F["rutentoy.ipc.digest"] } } }, { word = "HAVETEX", label = "Have texture", alone = nil, sep = " ", maxsplit = -1, sets = { "have", 0, "texture_exchange" }, args = { { name = "have", label = "Have texture", kind = "uint32", f = F["rutentoy.ipc.have"] } } }, { word = "LEAVE", label = "Leave", alone = nil, sep = " ", maxsplit = 0, sets = nil, args = { { name = "reason", label = "Reason", kind = "string", f = F["rutentoy.ipc.reason"] } } } } })
+  rt.text_reassembly(c, T, { size = 64, key = "cookie", final = "final", channel = "channel", command_channel = 5, limit = 16384, pending = 64, f = F["rutentoy.message.chunk"], r = F["rutentoy.message.reassembled"], frame = F["rutentoy.message.reassembled.frame"], chunks = F["rutentoy.message.reassembled.chunks"], length = F["rutentoy.message.reassembled.length"], text = F["rutentoy.message.text"], cmd = F["rutentoy.ipc.command"], ctext = F["rutentoy.message.chunk.text"], name = "chunk", label = "Text chunk", commands = { { word = "INFO", label = "Server info", alone = "Server info request", sep = ";", maxsplit = -1, sets = nil, args = { { name = "slots", label = "Total player slots", kind = "uint32", f = F["rutentoy.ipc.slots"] }, { name = "players", label = "Occupied player slots", kind = "uint32", f = F["rutentoy.ipc.players"] }, { name = "timezone", label = "Timezone offset", kind = "string", f = F["rutentoy.ipc.timezone"] }, { name = "motd", label = "Message of the day", kind = "string", f = F["rutentoy.ipc.motd"] }, { name = "extra", label = "Extra text", kind = "string", f = F["rutentoy.ipc.extra"] } } }, { word = "LOGIN", label = "Login", alone = nil, sep = " ", maxsplit = 1, sets = nil, args = { { name = "user", label = "User name", kind = "string", f = F["rutentoy.ipc.user"] }, { name = "passkey", label = "Passkey", kind = "string", f = F["rutentoy.ipc.passkey"] } } }, { word = "HASTEX", label = "Has texture", alone = nil, sep = " ", maxsplit = -1, sets = nil, args = { { name = "digest", label = "Texture digest (xxHash32)", kind = "string", f = F["rutentoy.ipc.digest"] } } }, { word = "HAVETEX", label = "Have texture", alone = nil, sep = " ", maxsplit = -1, sets = { "have", 0, "texture_exchange" }, args = { { name = "have", label = "Have texture", kind = "uint32", f = F["rutentoy.ipc.have"] } } }, { word = "LEAVE", label = "Leave", alone = nil, sep = " ", maxsplit = 0, sets = nil, args = { { name = "reason", label = "Reason", kind = "string", f = F["rutentoy.ipc.reason"] } } } } })
 end
 S.rutentoy_world_chunk_154 = function(c, T)
   do
@@ -9349,7 +9398,7 @@ S.rutentoy_world_chunk_154 = function(c, T)
     local k = it:add(F["rutentoy.world_chunk.chunk_z"], r, v)
     c.pos = c.pos + 8
   end
-  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"] })
+  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"], map = F["rutentoy.world_chunk.blocks.map"], row = F["rutentoy.world_chunk.blocks.map.row"], at = F["rutentoy.world_chunk.blocks.map.block"], light = F["rutentoy.world_chunk.blocks.map.light"] })
 end
 S.rutentoy_set_block_155 = function(c, T)
   do
