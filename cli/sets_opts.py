@@ -56,7 +56,10 @@ def input_path(read_file, files):
         return paths[0]
     if not paths:
         return None
-    return CaptureSet(paths, concatenate=bool(_values().get("sets.concatenate")), on_error=_report)
+    found = CaptureSet(paths, concatenate=bool(_values().get("sets.concatenate")), on_error=_report)
+    if not found.paths:
+        raise click.UsageError(f"no capture files in {', '.join(paths)}")
+    return found
 
 
 def is_set(path) -> bool:

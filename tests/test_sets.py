@@ -111,3 +111,9 @@ def test_capture_set_api(tmp_path):
     singles = [list(CaptureSet([f])) for f in files]
     assert sorted(f.ts_ns for f in frames) == sorted(f.ts_ns for s in singles for f in s)
     assert sum(map(len, singles)) == len(frames)
+
+
+def test_directory_without_captures_is_a_usage_error(tmp_path):
+    result = run(tmp_path)
+    assert result.returncode == 2
+    assert "no capture files in" in result.stderr and result.stdout == ""
