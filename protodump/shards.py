@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import io
 import os
+import threading
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -165,7 +166,8 @@ def split_file(path, parts: int, on_error=None) -> list[Shard]:
 
 # --- first-seen order ---------------------------------------------------------------------------------------------
 
-_FRAME = [0]        # the set-wide number of the frame being tapped (a worker runs one shard at a time)
+# the set-wide number of the frame being tapped, per thread: a `dask worker --nthreads N` runs N shards at once
+_FRAME = threading.local()
 
 
 class FirstSeen(dict):
@@ -177,12 +179,12 @@ class FirstSeen(dict):
 
     def __setitem__(self, key, value):
         if key not in self:
-            self.first[key] = _FRAME[0]
+            self.first[key] = getattr(_FRAME, "number", 0)
         super().__setitem__(key, value)
 
     def setdefault(self, key, default=None):
         if key not in self:
-            self.first[key] = _FRAME[0]
+            self.first[key] = getattr(_FRAME, "number", 0)
         return super().setdefault(key, default)
 
     def __reduce__(self):
@@ -275,7 +277,7 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
         rower = row_maker(job.rows, job.per_pdu)
     for packet in packets_from_frames(_frames(shard, job, result), dispatcher=dispatcher):
         result.frames += 1
-        _FRAME[0] = packet.number
+        _FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):
             tap.add(packet)
             if paths is not None:

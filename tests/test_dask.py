@@ -223,3 +223,20 @@ def test_unreadable_files_of_a_set_on_the_cluster(cluster, tmp_path):
     assert got.stdout == want.stdout and len(got.stdout.split()) == 814 + 12
     assert sorted(got.stderr.splitlines()) == sorted(want.stderr.splitlines())
     assert len(got.stderr.splitlines()) == 2
+
+
+def test_shards_in_threads_of_one_worker_merge_the_same():
+    """`dask worker --nthreads N` runs N shards in one process at once: the first-seen bookkeeping is per thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from protodump.shards import Job, merge_lines, merge_taps, plan, run_shard
+    files = [CAPTURES_DIR / f for f in SET]
+    job = Job(stats=("io,phs", "conv,tcp", "conv,udp", "expert", "endpoints,ip", "blank,types"),
+              fields=("frame.number", "ip.src", "blank.seq"))
+    shards = plan(files)
+    assert len(shards) >= 4
+    one_by_one = [run_shard(s, job) for s in shards]
+    with ThreadPoolExecutor(4) as pool:
+        at_once = list(pool.map(lambda s: run_shard(s, job), shards))
+    assert merge_taps(job.stats, at_once) == merge_taps(job.stats, one_by_one)
+    assert merge_lines(at_once) == merge_lines(one_by_one)
