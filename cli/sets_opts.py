@@ -7,6 +7,7 @@ Parquet) instead of its own loop.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -52,6 +53,9 @@ def input_path(read_file, files):
     from ..capture.sets import CaptureSet
     from pathlib import Path
     paths = ([read_file] if read_file else []) + list(files or ())
+    address = _values().get("sets.dask")
+    if address is not None and os.path.exists(address):        # `--dask FILE`: click took FILE for the address
+        raise click.UsageError(f"--dask took {address!r} as a scheduler address: write --dask local {address}")
     if len(paths) == 1 and not Path(paths[0]).is_dir():
         return paths[0]
     if not paths:

@@ -240,3 +240,9 @@ def test_shards_in_threads_of_one_worker_merge_the_same():
         at_once = list(pool.map(lambda s: run_shard(s, job), shards))
     assert merge_taps(job.stats, at_once) == merge_taps(job.stats, one_by_one)
     assert merge_lines(at_once) == merge_lines(one_by_one)
+
+
+def test_dask_followed_by_a_file_is_a_clear_usage_error():
+    got = run("-q", "-z", "io,phs", "--dask", SET[0], timeout=60)
+    assert got.returncode == 2
+    assert f"--dask local {SET[0]}" in got.stderr
