@@ -338,6 +338,9 @@ def check_mergeable(args, shards: list) -> None:
 
 def _family(tap) -> str:
     from .analysis.stats_game import MessageTypes, SequenceAnalysis
+    from .analysis.stats_session import SessionTap
+    if isinstance(tap, SessionTap):
+        return "session"
     if isinstance(tap, MessageTypes):
         return "game_types"
     if isinstance(tap, SequenceAnalysis):
@@ -448,10 +451,21 @@ def _add_seq(into, s):
         into[k] += s.get(k, 0)
 
 
+def _merge_sessions(tap, states):
+    """Game-session statistics (enet,peers, iceball,files, players ...): a conversation lives in one shard, so
+    the tables are the shards' conversations in the order of their first frames."""
+    entries = [(c["first_frame"], n, key, c) for n, st in enumerate(states) for key, c in st["convs"].items()]
+    entries.sort(key=lambda e: (e[0], e[1]))
+    tap.convs = {}
+    for _, _, key, c in entries:
+        tap.convs.setdefault(key, c)
+    tap.omitted_convs = sum(st["omitted_convs"] for st in states)
+
+
 MERGES = {"conv": _merge_conv, "endpoints": _merge_endpoints, "phs": _merge_phs, "io_stat": _merge_io,
           "expert": _merge_expert,
           "game_types": lambda tap, states: _merge_game(tap, states, _add_types),
-          "game_seq": lambda tap, states: _merge_game(tap, states, _add_seq)}
+          "game_seq": lambda tap, states: _merge_game(tap, states, _add_seq), "session": _merge_sessions}
 
 
 def merge_lines(results: list[ShardResult]) -> list[str]:

@@ -24,7 +24,7 @@ if not Path(DASK).exists():
 SET = ["blank-2015.pcap", "blank-sequence.pcap", "blank-server-session.pcap", "iceball-enet-session.pcap",
        "iceball-tcp-session.pcap", "rutentoy-login-texture.pcap", "freeblox-session.pcap"]
 STATS = ["io,phs", "conv,udp", "conv,tcp", "endpoints,ip", "io,stat,60", "expert", "blank,types", "blank,seq",
-         "iceball,types", "enet,types"]
+         "iceball,types", "enet,types", "enet,peers", "iceball,files", "rutentoy,objects", "freeblox,assets", "players"]
 FIELDS = ["-T", "fields", "-E", "header=y", "-e", "frame.number", "-e", "frame.len", "-e", "ip.src",
           "-e", "udp.srcport", "-e", "blank.seq", "-e", "blank.type", "-e", "iceball.id", "-e", "enet.command.type"]
 
