@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from conftest import LUA_ERROR, PLUGIN, PROTODUMP, TSHARK, layer_of, packet_layers
+from conftest import LUA_ERROR, PLUGIN, PROTODUMP, TSHARK, layer_of, packet_layers, tshark_cmd_run
 from protodump.dissectors import PROTOCOLS
 from protodump.dissectors.blank import PROTOCOL, TAG
 from protodump.engine.lua_backend import generate
@@ -113,8 +113,8 @@ def _real_packet(rng: random.Random) -> bytes:
 def test_fuzz_parity(tmp_path, seed):
     pcap = tmp_path / f"fuzz-{seed}.pcap"
     write_pcap(pcap, fuzz_datagrams(seed))
-    theirs = subprocess.run([TSHARK, "-X", f"lua_script:{PLUGIN}", "-r", str(pcap), "-T", "json"],
-                            capture_output=True, text=True, errors="surrogateescape", timeout=300)
+    theirs = tshark_cmd_run(["-X", f"lua_script:{PLUGIN}", "-r", str(pcap), "-T", "json"], text=True,
+                            errors="surrogateescape", timeout=300)
     ours = subprocess.run([*PROTODUMP, "-T", "json", str(pcap)], capture_output=True, text=True, errors="surrogateescape", timeout=300)
     assert ours.returncode == 0 and theirs.returncode == 0, (ours.stderr, theirs.stderr)
     for where, text in (("output", theirs.stdout), ("stderr", theirs.stderr)):
@@ -127,3 +127,21 @@ def test_fuzz_parity(tmp_path, seed):
     if reports:
         pytest.fail(f"seed {seed} ({pcap}): {len(reports)} packet(s) differ\n\n" + "\n\n".join(reports[:3]),
                     pytrace=False)
+
+
+@pytest.mark.parametrize("wireshark", ["system_tshark", "trixie_tshark"])
+@pytest.mark.parametrize("script,expect", [
+    ("local p = Proto('blank', 'blank game protocol')\n", "there cannot be two protocols"),   # a second copy
+    ("local x = \n", "lua"),                                                                   # does not load
+    ("error('boom')\n", "boom"),                                                               # raises at load
+])
+def test_load_failures_are_caught(request, tmp_path, wireshark, script, expect):
+    """What the tests' tshark runs would see if the plugin under test failed to load, or another copy shadowed
+    it: LUA_ERROR matches it (4.0 and 4.4 word it differently), so no test can pass against a stale plugin."""
+    tshark = request.getfixturevalue(wireshark)
+    bad = tmp_path / "bad.lua"
+    bad.write_text(script)
+    proc = tshark.run(["-X", f"lua_script:{PLUGIN}", "-X", f"lua_script:{bad}", "-r", "blank-server-session.pcap",
+                       "-c", "1"])
+    err = proc.stderr.decode("utf-8", "replace")
+    assert LUA_ERROR.search(err) and expect in err.lower(), err
