@@ -265,10 +265,10 @@ def layers_of(layers, proto: str) -> list:
 
 
 def tshark_divergent(layers) -> bool:
-    """A frame (protodump's layers) where tshark 4.0.17's own ws dissector does not hand the message over as it
-    is, so the layers above websocket differ by design (docs/tshark-formats.md section 7): a fragmented message
-    whose last frame is empty is never delivered, a compressed fragmented one is delivered still compressed.
-    protodump decodes both; its websocket layer then holds `websocket.fragments`."""
+    """A frame (protodump's layers) where tshark's own websocket layer shows a fragmented message differently
+    from protodump's websocket layer (tshark 4.0 does not reassemble: docs/tshark-formats.md section 7). The game
+    layers above it are the same (the plugin assembles WebSocket messages itself, lua/rt_websocket.lua): only the
+    websocket and fields comparisons skip these frames."""
     def keys(obj):
         for k, v in obj:
             yield k

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from conftest import LUA_ERROR, VARIANTS, layers_of, packet_layers, raw_layers, tshark_divergent, variant_id
+from conftest import LUA_ERROR, VARIANTS, layers_of, packet_layers, raw_layers, variant_id
 from protodump.dissectors import PROTOCOLS
 
 # The layers the plugin itself builds (a Python-only layer such as websocket, which tshark's own dissector
@@ -29,8 +29,6 @@ def layer_mismatches(ours_text: str, theirs_text: str, proto: str = "blank", lim
         reports.append(f"protodump has {len(ours)} packets, tshark {len(theirs)}")
     raw_ours, raw_theirs = raw_layers(ours_text, proto), raw_layers(theirs_text, proto)
     for i, (o, t) in enumerate(zip(ours, theirs)):
-        if tshark_divergent(o):
-            continue
         a, b = layers_of(o, proto), layers_of(t, proto)
         if a != b:
             diff = difflib.unified_diff(_show(a), _show(b), "protodump", "tshark", lineterm="", n=3)
@@ -86,7 +84,6 @@ def test_game_layer_parity(both):
 def test_game_layers_present(both):
     """Both sides found the same game layers in the same frames (and found some at all)."""
     name, ours, theirs = both
-    skip = [tshark_divergent(layers) for layers in packet_layers(ours.stdout)]
-    a, b = present(ours.stdout, skip), present(theirs.stdout, skip)
+    a, b = present(ours.stdout), present(theirs.stdout)
     assert any(a), f"protodump found no game layer in {name}"
     assert a == b, [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y][:10]
