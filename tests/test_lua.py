@@ -145,3 +145,36 @@ def test_load_failures_are_caught(request, tmp_path, wireshark, script, expect):
                        "-c", "1"])
     err = proc.stderr.decode("utf-8", "replace")
     assert LUA_ERROR.search(err) and expect in err.lower(), err
+
+
+def test_install_says_when_another_copy_is_there(tmp_path):
+    """`protodump lua install` into a folder holding an older copy says it replaced it; a second copy elsewhere in
+    Wireshark's Lua folders is named as one Wireshark would refuse."""
+    from click.testing import CliRunner
+    from protodump.cli import lua_cmd
+    personal, other = tmp_path / "personal", tmp_path / "global"
+    personal.mkdir()
+    other.mkdir()
+    (personal / "protodump.lua").write_text("-- protodump.lua: Wireshark dissectors\n-- protodump version: 0.0.1\n")
+    (other / "old-protodump.lua").write_text("-- protodump.lua: Wireshark dissectors\n")
+    (other / "unrelated.lua").write_text("-- something else\n")
+    real = lua_cmd.wireshark_facts
+    lua_cmd.wireshark_facts = lambda tshark=None: ((4, 0), [personal, other])
+    try:
+        result = CliRunner().invoke(lua_cmd.lua, ["install", "--dir", str(personal)])
+    finally:
+        lua_cmd.wireshark_facts = real
+    assert result.exit_code == 0, result.output
+    assert "a different copy (version 0.0.1) was there: replaced" in result.output
+    assert f"{other / 'old-protodump.lua'}: another copy, also loaded" in result.output
+    assert "unrelated" not in result.output
+    assert (personal / "protodump.lua").read_text() == PLUGIN.read_text()
+
+
+def test_install_knows_when_wireshark_refuses_lua():
+    from protodump.cli.lua_cmd import refuses_lua, wireshark_facts
+    assert refuses_lua((4, 2), 0) and refuses_lua((4, 4), 0)
+    assert not refuses_lua((4, 0), 0) and not refuses_lua((4, 4), 1000) and not refuses_lua(None, 0)
+    if TSHARK is not None:
+        version, folders = wireshark_facts()
+        assert version is not None and version >= (4, 0) and folders
