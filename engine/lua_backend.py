@@ -524,8 +524,9 @@ class Generator:
             w(f"pinfo.cols.protocol:set({lua_str(p.name)})")
             w(f"local conv, dir = rt.conversation({lua_str(p.name)}, pinfo)")
             w(f"local T = tree:add({var}, tvb())")
+            visited = "rt.ws_visited(pinfo)" if getattr(p, "heuristic_list", None) == "ws" else "pinfo.visited"
             w("local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, "
-              "dir = dir, E = E, notes = {}, visited = pinfo.visited }")
+              f"dir = dir, E = E, notes = {{}}, visited = {visited} }}")
             with w.block("local ok, info = pcall(function()", "end)"):
                 w(f"local okh, eh = pcall({header_fn}, c, T)")
                 w("if not okh then")
@@ -573,7 +574,8 @@ class Generator:
                 w("for _, n in ipairs(c.notes) do parts[#parts + 1] = n end")
                 w("return rt.join_nonempty(parts)")
             with w.block("if ok then", None):
-                w("pinfo.cols.info:set(info)")
+                # several messages in one frame (WebSocket): their texts joined with ", ", as protodump does
+                w("rt.ws_info(pinfo, info)" if getattr(p, "heuristic_list", None) == "ws" else "pinfo.cols.info:set(info)")
             with w.block("else"):
                 w("rt.expert(c, T, \"malformed\", \"Dissector error: \" .. tostring(info))")
             w("return tvb:len()")

@@ -109,7 +109,7 @@ class MessageProtocol(Protocol):
         w("local registered_port = 0")
         with w.block(f"local function take_{self.name}(tvb, pinfo, tree)"):
             w(f"local conv = rt.conversation({lua_str(self.name)}, pinfo)")
-            w("local c = { conv = conv, frame = pinfo.number, visited = pinfo.visited }")
+            w("local c = { conv = conv, frame = pinfo.number, visited = rt.ws_visited(pinfo) }")
             w(f"if registered_port ~= 0 and (pinfo.src_port == registered_port or pinfo.dst_port == registered_port)"
               f" then conv.heuristic = true end")
             w(f"if not rt.taken(c, tvb, {self.first}, FIRST_SHAPE) then return false end")
@@ -117,8 +117,9 @@ class MessageProtocol(Protocol):
             w("return true")
         with w.block(f"local function heur_{self.name}(tvb, pinfo, tree)"):
             w("local mine, seen = rt.ws_next(pinfo, tvb)")
-            w(f"if seen and mine == nil then return rt.conversation({lua_str(self.name)}, pinfo).heuristic == true end")
-            w(f"return take_{self.name}(mine or tvb, pinfo, tree)")
+            w("if not seen then return false end     -- a pass without the fields (tshark -2): nothing yet")
+            w(f"if mine == nil then return rt.conversation({lua_str(self.name)}, pinfo).heuristic == true end")
+            w(f"return take_{self.name}(mine, pinfo, tree)")
         w(f"function {var}.dissector(tvb, pinfo, tree) heur_{self.name}(tvb, pinfo, tree); return tvb:len() end")
         w(f"rt.ws_consumer(take_{self.name})")
         # pcall: a Wireshark without this list (or table) must still load the rest of the plugin

@@ -2102,6 +2102,11 @@ local function stream_tvb(e, seg_tvb, made)
   return t(e.off, e.n):tvb()
 end
 
+-- The Info texts of our layers in this frame, joined with ", " as protodump joins them: one count per frame,
+-- reset at the frame's first call (an SCTP packet calls the dissector once per DATA chunk, behind a column
+-- fence, so each chunk's text goes after the ones before).
+local info_frame, info_parts = -1, {}
+
 local function stream_show(spec, e, t, pinfo, tree, conv, st)
   local info, T
   if e.kind == "pdu" then
@@ -2116,8 +2121,9 @@ local function stream_show(spec, e, t, pinfo, tree, conv, st)
   if e.note and T and spec.opts.E then T:add_proto_expert_info(spec.opts.E["sequence"], e.note) end
   pinfo.cols.protocol:set(spec.name)       -- only frames with a layer of ours (Python: Packet.protocol)
   if info ~= nil then
-    st.infos = st.infos + 1
-    if st.infos == 1 then pinfo.cols.info:set(tostring(info)) else pinfo.cols.info:append(", " .. tostring(info)) end
+    info_parts[#info_parts + 1] = tostring(info)
+    if #info_parts > 1 then pcall(function() pinfo.cols.info:clear_fence() end) end   -- SCTP's "DATA (TSN=n)"
+    pinfo.cols.info:set(table.concat(info_parts, ", "))
   end
 end
 
@@ -2321,7 +2327,7 @@ function rt.stream_dissector(proto, name, len_fn, pdu_fn, opts)
       if seq ~= nil then index = 1 end
     end
     local st = stream_state(conv, key)
-    st.infos = 0
+    if pinfo.number ~= info_frame or (index or 1) <= 1 then info_frame, info_parts = pinfo.number, {} end
     local blind = (sctp and ssn == nil) or (not sctp and seq == nil)
     if blind and not (pinfo.visited and st.recs[pinfo.number]) then return tvb:len() end   -- tree-less: later
     local rec, replay = stream_record(st, pinfo, index)
@@ -2949,6 +2955,13 @@ function rt.ws_messages(pinfo, final)
   return rec.msgs
 end
 
+-- Whether this frame's messages were shown by an earlier dissection (replay: state is not learnt again). Not
+-- pinfo.visited: under tshark -2 the first pass sees no fields, so the first dissection that computes is visited.
+function rt.ws_visited(pinfo)
+  local rec = ws_frames[pinfo.number]
+  return rec ~= nil and rec.done == true
+end
+
 -- Hand-off bookkeeping: which of the frame's messages Wireshark's calls have shown.
 local ws_calls = {}
 
@@ -2976,9 +2989,18 @@ function rt.ws_tvb(m, delivered)
   return ByteArray.new(m.data, true):tvb(m.name)
 end
 
+-- The Info column of a frame holding several messages: their texts joined with ", " (reset by the postdissector
+-- at the end of every dissection, so the next dissection of the frame starts afresh).
+local info_frame, info_parts = -1, {}
+function rt.ws_info(pinfo, info)
+  if info_frame ~= pinfo.number then info_frame, info_parts = pinfo.number, {} end
+  info_parts[#info_parts + 1] = tostring(info)
+  pinfo.cols.info:set(table.concat(info_parts, ", "))
+end
+
 -- The messages of this frame no hand-off showed (postdissector); resets the count for the next dissection.
 function rt.ws_rest(pinfo)
-  local msgs = rt.ws_messages(pinfo, true)
+  local msgs = rt.ws_messages(pinfo)
   local i = ws_calls[pinfo.number] or 0
   ws_calls[pinfo.number] = nil
   local rest = {}
@@ -2997,13 +3019,16 @@ function rt.ws_consumer(fn)
     local post = Proto("protodump.ws", "protodump: WebSocket messages Wireshark did not hand up")
     function post.dissector(tvb, pinfo, tree)
       local ok, rest = pcall(rt.ws_rest, pinfo)
-      if not ok then return 0 end
-      for _, t in ipairs(rest) do
-        for _, take in ipairs(ws_consumers) do
-          local ok2, taken = pcall(take, t, pinfo, tree)
-          if ok2 and taken then break end
+      if ok then
+        for _, t in ipairs(rest) do
+          for _, take in ipairs(ws_consumers) do
+            local ok2, taken = pcall(take, t, pinfo, tree)
+            if ok2 and taken then break end
+          end
         end
       end
+      info_frame = -1
+      pcall(rt.ws_messages, pinfo, true)      -- the record is complete: later dissections replay it
       return 0       -- adds no layer of its own (frame.protocols unchanged)
     end
     register_postdissector(post)
@@ -9078,7 +9103,7 @@ local function dissect_freeblox(tvb, pinfo, tree)
   pinfo.cols.protocol:set("freeblox")
   local conv, dir = rt.conversation("freeblox", pinfo)
   local T = tree:add(P_freeblox, tvb())
-  local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, dir = dir, E = E, notes = {}, visited = pinfo.visited }
+  local c = { tvb = tvb, pos = 0, stop = tvb:len(), sc = { {} }, conv = conv, frame = pinfo.number, dir = dir, E = E, notes = {}, visited = rt.ws_visited(pinfo) }
   local ok, info = pcall(function()
     local okh, eh = pcall(S.freeblox_123, c, T)
     if not okh then
@@ -9119,7 +9144,7 @@ local function dissect_freeblox(tvb, pinfo, tree)
     return rt.join_nonempty(parts)
   end)
   if ok then
-    pinfo.cols.info:set(info)
+    rt.ws_info(pinfo, info)
   else
     rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
   end
@@ -9131,7 +9156,7 @@ local FIRST_SHAPE = { { "uuid", nil }, { "text", nil }, { "fixed", 1 } }
 local registered_port = 0
 local function take_freeblox(tvb, pinfo, tree)
   local conv = rt.conversation("freeblox", pinfo)
-  local c = { conv = conv, frame = pinfo.number, visited = pinfo.visited }
+  local c = { conv = conv, frame = pinfo.number, visited = rt.ws_visited(pinfo) }
   if registered_port ~= 0 and (pinfo.src_port == registered_port or pinfo.dst_port == registered_port) then conv.heuristic = true end
   if not rt.taken(c, tvb, 0, FIRST_SHAPE) then return false end
   dissect_freeblox(tvb, pinfo, tree)
@@ -9139,8 +9164,9 @@ local function take_freeblox(tvb, pinfo, tree)
 end
 local function heur_freeblox(tvb, pinfo, tree)
   local mine, seen = rt.ws_next(pinfo, tvb)
-  if seen and mine == nil then return rt.conversation("freeblox", pinfo).heuristic == true end
-  return take_freeblox(mine or tvb, pinfo, tree)
+  if not seen then return false end     -- a pass without the fields (tshark -2): nothing yet
+  if mine == nil then return rt.conversation("freeblox", pinfo).heuristic == true end
+  return take_freeblox(mine, pinfo, tree)
 end
 function P_freeblox.dissector(tvb, pinfo, tree) heur_freeblox(tvb, pinfo, tree); return tvb:len() end
 rt.ws_consumer(take_freeblox)

@@ -265,6 +265,13 @@ function rt.ws_messages(pinfo, final)
   return rec.msgs
 end
 
+-- Whether this frame's messages were shown by an earlier dissection (replay: state is not learnt again). Not
+-- pinfo.visited: under tshark -2 the first pass sees no fields, so the first dissection that computes is visited.
+function rt.ws_visited(pinfo)
+  local rec = ws_frames[pinfo.number]
+  return rec ~= nil and rec.done == true
+end
+
 -- Hand-off bookkeeping: which of the frame's messages Wireshark's calls have shown.
 local ws_calls = {}
 
@@ -292,9 +299,18 @@ function rt.ws_tvb(m, delivered)
   return ByteArray.new(m.data, true):tvb(m.name)
 end
 
+-- The Info column of a frame holding several messages: their texts joined with ", " (reset by the postdissector
+-- at the end of every dissection, so the next dissection of the frame starts afresh).
+local info_frame, info_parts = -1, {}
+function rt.ws_info(pinfo, info)
+  if info_frame ~= pinfo.number then info_frame, info_parts = pinfo.number, {} end
+  info_parts[#info_parts + 1] = tostring(info)
+  pinfo.cols.info:set(table.concat(info_parts, ", "))
+end
+
 -- The messages of this frame no hand-off showed (postdissector); resets the count for the next dissection.
 function rt.ws_rest(pinfo)
-  local msgs = rt.ws_messages(pinfo, true)
+  local msgs = rt.ws_messages(pinfo)
   local i = ws_calls[pinfo.number] or 0
   ws_calls[pinfo.number] = nil
   local rest = {}
@@ -313,13 +329,16 @@ function rt.ws_consumer(fn)
     local post = Proto("protodump.ws", "protodump: WebSocket messages Wireshark did not hand up")
     function post.dissector(tvb, pinfo, tree)
       local ok, rest = pcall(rt.ws_rest, pinfo)
-      if not ok then return 0 end
-      for _, t in ipairs(rest) do
-        for _, take in ipairs(ws_consumers) do
-          local ok2, taken = pcall(take, t, pinfo, tree)
-          if ok2 and taken then break end
+      if ok then
+        for _, t in ipairs(rest) do
+          for _, take in ipairs(ws_consumers) do
+            local ok2, taken = pcall(take, t, pinfo, tree)
+            if ok2 and taken then break end
+          end
         end
       end
+      info_frame = -1
+      pcall(rt.ws_messages, pinfo, true)      -- the record is complete: later dissections replay it
       return 0       -- adds no layer of its own (frame.protocols unchanged)
     end
     register_postdissector(post)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 
 import pytest
 
@@ -87,3 +88,41 @@ def test_game_layers_present(both):
     a, b = present(ours.stdout), present(theirs.stdout)
     assert any(a), f"protodump found no game layer in {name}"
     assert a == b, [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y][:10]
+
+
+# Rows whose Info differs for a reason outside the plugin, (capture, None: every tshark): why.
+INFO_KNOWN = {
+    ("rutentoy-lost-reordered.pcap", None): "tshark's TCP puts its analysis flag ([TCP Previous segment not "
+                                            "captured]) before the Info of the layer above; protodump does not yet",
+}
+GAME_ROW = re.compile(r"^ +\d+ +\S+ +\S+ . \S+ +(" + "|".join(PARITY) + r") ", re.M)
+
+
+def _escape(m) -> str:
+    c = m.group(0)
+    return {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+            "\v": "\\v"}.get(c, f"\\x{ord(c):02x}")
+
+
+@pytest.fixture(scope="module", params=[(w, v) for w in WIRESHARKS for v in VARIANTS],
+                ids=lambda p: f"{p[0].split('_')[0]}-{variant_id(p[1])}")
+def summaries(request, protodump_run):
+    wireshark, (name, extra) = request.param
+    tshark = request.getfixturevalue(wireshark)
+    m = re.search(r"(\d+)\.(\d+)\.", tshark("--version").stdout)
+    version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    return name, version, protodump_run(*extra, name), tshark(*extra, "-r", name)
+
+
+def test_info_columns(summaries):
+    """The summary rows of the frames with a game layer (Protocol and Info columns: several messages of a frame
+    joined with ", ", also over SCTP chunks and WebSocket messages) are tshark's."""
+    name, version, ours, theirs = summaries
+    if (name, None) in INFO_KNOWN:
+        pytest.skip(INFO_KNOWN[(name, None)])
+    a = [line for line in ours.stdout.split("\n") if GAME_ROW.match(line)]        # (a \r inside a row is data)
+    b = [line for line in theirs.stdout.split("\n") if GAME_ROW.match(line)]
+    assert a, f"no game row in {name}"
+    if version >= (4, 2):       # tshark 4.2+ escapes control characters in columns (\r, \x01); 4.0, and protodump, not
+        a = [re.sub(r"[\x00-\x1f]", _escape, x) for x in a]
+    assert a == b, [(x, y) for x, y in zip(a, b) if x != y][:3] or (len(a), len(b))
