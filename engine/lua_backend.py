@@ -112,6 +112,12 @@ class Generator:
             entries = ", ".join(f"[{k}] = {lua_str(v)}" for k, v in key)
             w(f"local {name} = {{ {entries} }}")
         w.lines.extend(body.lines)
+        w("-- ===== game statistics: tshark -z <proto>,types / <proto>,seq (analysis/stats_game.py) =====")
+        for proto in self.protocols:
+            if getattr(proto, "lua", True):
+                types = getattr(proto, "type_fields", None) or (proto.type_field,)
+                abbrevs = ", ".join(lua_str(f"{proto.name}.{t}") for t in types)
+                w(f"rt.game_stats({lua_str(proto.name)}, {{ {abbrevs} }}, {'true' if proto.sequence else 'false'})")
         return "\n".join(w.lines) + "\n"
 
     def values_table(self, values: dict[int, str]) -> str:

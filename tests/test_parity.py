@@ -126,3 +126,29 @@ def test_info_columns(summaries):
     if version >= (4, 2):       # tshark 4.2+ escapes control characters in columns (\r, \x01); 4.0, and protodump, not
         a = [re.sub(r"[\x00-\x1f]", _escape, x) for x in a]
     assert a == b, [(x, y) for x, y in zip(a, b) if x != y][:3] or (len(a), len(b))
+
+
+def stat_cases():
+    """(capture, -z argument): each capture's own game protocol's statistics (and ENet's under Iceball)."""
+    cases = []
+    for name in sorted({v[0] for v in VARIANTS}):
+        protos = [p for p in PARITY if name.startswith(p)] or (["freeblox"] if name.startswith("websocket") else [])
+        if name.startswith("iceball-enet"):
+            protos.append("enet")
+        for p in protos:
+            cases.append((name, f"{p},types"))
+            if p == "blank":
+                cases.append((name, "blank,seq"))
+    return cases
+
+
+@pytest.mark.parametrize("wireshark", WIRESHARKS)
+@pytest.mark.parametrize("name,stat", stat_cases())
+def test_game_statistics_in_tshark(request, wireshark, name, stat, protodump_run):
+    """`tshark -q -z <proto>,types|seq` with the plugin prints protodump's statistics byte for byte (the plugin
+    registers them: lua/rt_stats.lua)."""
+    tshark = request.getfixturevalue(wireshark)
+    ours, theirs = protodump_run("-q", "-z", stat, name), tshark("-q", "-z", stat, "-r", name)
+    assert ours.returncode == 0 and theirs.returncode == 0, theirs.stderr
+    assert ours.stdout.count("\n") > 4, ours.stdout
+    assert theirs.stdout == ours.stdout
