@@ -24,11 +24,7 @@ local function stat_fields(names)
   return out
 end
 
-local function values(f)
-  if not f then return {} end
-  local ok, r = pcall(function() return { f() } end)
-  return ok and r or {}
-end
+local values = rt.field_values
 
 -- The conversation of a packet (client: the source of its first packet) and the packet's direction.
 local function stat_conversation(st, pinfo)
@@ -42,6 +38,14 @@ local function stat_conversation(st, pinfo)
     st.order[#st.order + 1] = conv
   end
   return conv, (a == conv.client) and "c2s" or "s2c"
+end
+
+-- The protocol's layers in this frame and the counters of the frame's direction (nil: no layer).
+local function stat_frame(st, pinfo)
+  local layers = values(st.f_layer)
+  if #layers == 0 then return nil end
+  local conv, dir = stat_conversation(st, pinfo)
+  return layers, conv[dir]
 end
 
 -- "Name (value)" of a type item, as protodump labels it (value names, decimal value).
@@ -59,10 +63,8 @@ end
 
 -- message types: per layer, every item of the most specific type field present; the layer's bytes count once
 local function types_packet(st, pinfo)
-  local layers = values(st.f_layer)
-  if #layers == 0 then return end
-  local conv, dir = stat_conversation(st, pinfo)
-  local counts = conv[dir]
+  local layers, counts = stat_frame(st, pinfo)
+  if layers == nil then return end
   local found = {}
   for k = 1, #layers do found[k] = {} end
   for t, f in ipairs(st.f_types) do
@@ -136,10 +138,8 @@ local function seq_note(message)
 end
 
 local function seq_packet(st, pinfo)
-  local layers = values(st.f_layer)
-  if #layers == 0 then return end
-  local conv, dir = stat_conversation(st, pinfo)
-  local s = conv[dir]
+  local layers, s = stat_frame(st, pinfo)
+  if layers == nil then return end
   if s.packets == nil then s.packets, s.lost, s.duplicate, s.out_of_order = 0, 0, 0, 0 end
   s.packets = s.packets + 1
   -- the expert messages of the frame that are sequence notes (expert abbrevs are no fields for an extractor; only

@@ -39,11 +39,7 @@ local function ws_fields()
   return F_WS
 end
 
-local function all(f)
-  if not f then return {} end
-  local ok, r = pcall(function() return { f() } end)
-  return ok and r or {}
-end
+local all = rt.field_values
 
 -- XOR of two bytes, from a table built on first use (Lua 5.2 has no bit operators)
 local XOR8
