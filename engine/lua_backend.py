@@ -114,10 +114,11 @@ class Generator:
         w.lines.extend(body.lines)
         w("-- ===== game statistics: tshark -z <proto>,types / <proto>,seq (analysis/stats_game.py) =====")
         for proto in self.protocols:
-            if getattr(proto, "lua", True):
-                types = getattr(proto, "type_fields", None) or (proto.type_field,)
+            types = getattr(proto, "type_fields", None) or (getattr(proto, "type_field", None),)
+            if getattr(proto, "lua", True) and all(types):
                 abbrevs = ", ".join(lua_str(f"{proto.name}.{t}") for t in types)
-                w(f"rt.game_stats({lua_str(proto.name)}, {{ {abbrevs} }}, {'true' if proto.sequence else 'false'})")
+                seq = "true" if getattr(proto, "sequence", None) else "false"
+                w(f"rt.game_stats({lua_str(proto.name)}, {{ {abbrevs} }}, {seq})")
         return "\n".join(w.lines) + "\n"
 
     def values_table(self, values: dict[int, str]) -> str:
