@@ -28,8 +28,11 @@ TSHARK = shutil.which("tshark")
 LUA_ERROR = re.compile(r"_ws\.lua\.error|Lua:? Error|Lua: syntax error|lua_script|could not load|there cannot be two protocols")
 # The game protocols the plugin must register (checked with -G protocols once per tshark).
 PLUGIN_PROTOCOLS = ("blank", "enet", "iceball", "rutentoy", "freeblox")
-# A Debian 13 root with tshark 4.4 / Lua 5.4 (tools/test.sh makes it with debootstrap where it can).
-TRIXIE_ROOT = Path(os.environ.get("PROTODUMP_TRIXIE", "/var/cache/protodump/trixie"))
+# The other Wireshark people run, in a Debian root of its own (tools/test.sh makes it with debootstrap where it
+# can): Debian 13's tshark 4.4 / Lua 5.4 on a Debian 12 machine, Debian 12's tshark 4.0 / Lua 5.2 on Debian 13.
+OTHER_ROOT = Path(os.environ.get("PROTODUMP_WIRESHARK_ROOT") or next(
+    (p for p in (Path("/var/cache/protodump/trixie"), Path("/var/cache/protodump/bookworm"))
+     if (p / "usr" / "bin" / "tshark").exists()), Path("/var/cache/protodump/trixie")))
 NOBODY = 65534
 
 # Extra options given to both protodump and tshark for some captures (same syntax on both sides).
@@ -208,9 +211,16 @@ def system_tshark() -> Tshark:
 
 
 @pytest.fixture(scope="session")
-def trixie_tshark() -> Tshark:
-    """tshark 4.4 / Lua 5.4 in the cached Debian 13 root (skipped where there is none)."""
-    return _tshark_session(TRIXIE_ROOT)
+def other_tshark(system_tshark) -> Tshark:
+    """The tshark of the cached other Debian root (skipped where there is none, or when it is the system's
+    version)."""
+    other = _tshark_session(OTHER_ROOT)
+    def number(t):
+        m = re.search(r"\d+\.\d+\.\d+", t.version())
+        return m.group(0) if m else t.version()
+    if number(other) == number(system_tshark):
+        pytest.skip(f"{OTHER_ROOT} has the system's {system_tshark.version()}")
+    return other
 
 
 @pytest.fixture(scope="session")
@@ -219,8 +229,8 @@ def tshark_run(system_tshark) -> Runner:
 
 
 @pytest.fixture(scope="session")
-def trixie_run(trixie_tshark) -> Runner:
-    return TsharkRunner(trixie_tshark)
+def other_run(other_tshark) -> Runner:
+    return TsharkRunner(other_tshark)
 
 
 def tshark_cmd_run(args, **kw) -> subprocess.CompletedProcess:

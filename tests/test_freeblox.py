@@ -33,7 +33,7 @@ ALICE = "5bc8fbbc-bde5-4099-8164-d8399f767c45"
 
 # --- parity with the plugin -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("wireshark", ["tshark_run", "trixie_run"])
+@pytest.mark.parametrize("wireshark", ["tshark_run", "other_run"])
 @pytest.mark.parametrize("name", FREEBLOX_CAPTURES)
 def test_freeblox_layer_parity(request, name, wireshark, protodump_run):
     tshark_run = request.getfixturevalue(wireshark)
@@ -382,7 +382,7 @@ def upgrade(deflate: bool) -> list[tuple[bool, bytes]]:
                     f"Sec-WebSocket-Accept: {accept_key(key)}\r\n{ext}\r\n".encode())]
 
 
-@pytest.mark.parametrize("wireshark", ["tshark_run", "trixie_run"])
+@pytest.mark.parametrize("wireshark", ["tshark_run", "other_run"])
 @pytest.mark.parametrize("seed,deflate", [(1, False), (2, False), (3, True)])
 def test_fuzz_parity(request, tmp_path, seed, deflate, wireshark, protodump_run):
     tshark_run = request.getfixturevalue(wireshark)
@@ -458,7 +458,7 @@ def websocket_fuzz_segments(seed: int) -> list[tuple[bool, bytes]]:
     return segments
 
 
-@pytest.mark.parametrize("wireshark", ["tshark_run", "trixie_run"])
+@pytest.mark.parametrize("wireshark", ["tshark_run", "other_run"])
 @pytest.mark.parametrize("seed", [7, 8])
 def test_websocket_fuzz_parity(request, tmp_path, seed, wireshark, protodump_run):
     """Bad WebSocket streams: the plugin's freeblox layers are protodump's in every frame, no Lua error (the

@@ -129,7 +129,7 @@ def test_fuzz_parity(tmp_path, seed):
                     pytrace=False)
 
 
-@pytest.mark.parametrize("wireshark", ["system_tshark", "trixie_tshark"])
+@pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])
 @pytest.mark.parametrize("script,expect", [
     ("local p = Proto('blank', 'blank game protocol')\n", "there cannot be two protocols"),   # a second copy
     ("local x = \n", "lua"),                                                                   # does not load
