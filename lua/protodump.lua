@@ -3071,7 +3071,7 @@ local function ws_header(src, at)
     size, pos = src(at + 2, 2):uint(), pos + 2
   elseif size == 127 then
     if avail < 10 then return nil end
-    size, pos = src(at + 2, 4):uint() * 4294967296 + src(at + 6, 4):uint(), pos + 8
+    size, pos = src(at + 2, 4):uint() * 4294967296.0 + src(at + 6, 4):uint(), pos + 8   -- a float: no 5.4 wrap
   end
   local key
   if b1 >= 128 then
