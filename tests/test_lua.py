@@ -178,3 +178,17 @@ def test_install_knows_when_wireshark_refuses_lua():
     if TSHARK is not None:
         version, folders = wireshark_facts()
         assert version is not None and version >= (4, 0) and folders
+
+
+def test_websocket_limits_are_protodumps():
+    """The plugin's WebSocket assembly stops where protodump stops (lua/rt_websocket.lua's limits are the Python
+    constants its comments name)."""
+    import re
+    from protodump.dissectors import websocket
+    from protodump.reassembly.tcp import MAX_PDU
+    text = (PLUGIN.parent / "rt_websocket.lua").read_text()
+    limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"^local (WS_\w+) = (\d+)", text, re.M)}
+    assert limits["WS_MESSAGE_LIMIT"] == websocket.MESSAGE_LIMIT
+    assert limits["WS_FRAGMENT_LIMIT"] == websocket.FRAGMENT_LIMIT
+    assert limits["WS_MAX_FRAME"] == MAX_PDU
+    assert limits["WS_WINDOW"] == 1 << 15            # zlib's largest window: permessage-deflate's max_window_bits
