@@ -3,7 +3,6 @@ old transfers and sequence numbers are forgotten), and Python and the plugin for
 import io
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 

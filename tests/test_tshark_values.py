@@ -6,7 +6,6 @@ import json
 import math
 import shutil
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
