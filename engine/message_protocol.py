@@ -104,17 +104,28 @@ class MessageProtocol(Protocol):
         w = gen.w
         items = ", ".join(f"{{ {lua_str(k)}, {self.lua_arg(k, a)} }}" for k, a in self.first_shape)
         w(f"local FIRST_SHAPE = {{ {items} }}")
-        with w.block(f"local function heur_{self.name}(tvb, pinfo, tree)"):
+        # Messages come from the plugin's own WebSocket assembly (lua/rt_websocket.lua): Wireshark's hand-off
+        # only says where in the frame's layers the next one goes.
+        w("local registered_port = 0")
+        with w.block(f"local function take_{self.name}(tvb, pinfo, tree)"):
             w(f"local conv = rt.conversation({lua_str(self.name)}, pinfo)")
-            w("local c = { conv = conv, frame = pinfo.number, visited = pinfo.visited }")
+            w("local c = { conv = conv, frame = pinfo.number, visited = rt.ws_visited(pinfo) }")
+            w(f"if registered_port ~= 0 and (pinfo.src_port == registered_port or pinfo.dst_port == registered_port)"
+              f" then conv.heuristic = true end")
             w(f"if not rt.taken(c, tvb, {self.first}, FIRST_SHAPE) then return false end")
             w(f"dissect_{self.name}(tvb, pinfo, tree)")
             w("return true")
+        with w.block(f"local function heur_{self.name}(tvb, pinfo, tree)"):
+            w("local mine, seen = rt.ws_next(pinfo, tvb)")
+            w("if not seen then return false end     -- a pass without the fields (tshark -2): nothing yet")
+            w(f"if mine == nil then return rt.conversation({lua_str(self.name)}, pinfo).heuristic == true end")
+            w(f"return take_{self.name}(mine, pinfo, tree)")
+        w(f"function {var}.dissector(tvb, pinfo, tree) heur_{self.name}(tvb, pinfo, tree); return tvb:len() end")
+        w(f"rt.ws_consumer(take_{self.name})")
         # pcall: a Wireshark without this list (or table) must still load the rest of the plugin
         w(f"pcall(function() {var}:register_heuristic({lua_str(self.heuristic_list)}, heur_{self.name}) end)")
         w(f"{var}.prefs.{self.port_pref} = Pref.uint({lua_str(self.port_pref)}, 0, "
           f"{lua_str(self.preferences()[self.port_pref][0])})")
-        w("local registered_port = 0")
         with w.block(f"function {var}.prefs_changed()"):
             w(f"local ok, t = pcall(DissectorTable.get, {lua_str(self.port_table)})")
             w("if not ok or t == nil then return end")

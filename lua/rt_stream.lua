@@ -92,6 +92,11 @@ local function stream_tvb(e, seg_tvb, made)
   return t(e.off, e.n):tvb()
 end
 
+-- The Info texts of our layers in this frame, joined with ", " as protodump joins them: one count per frame,
+-- reset at the frame's first call (an SCTP packet calls the dissector once per DATA chunk, behind a column
+-- fence, so each chunk's text goes after the ones before).
+local info_frame, info_parts = -1, {}
+
 local function stream_show(spec, e, t, pinfo, tree, conv, st)
   local info, T
   if e.kind == "pdu" then
@@ -106,8 +111,9 @@ local function stream_show(spec, e, t, pinfo, tree, conv, st)
   if e.note and T and spec.opts.E then T:add_proto_expert_info(spec.opts.E["sequence"], e.note) end
   pinfo.cols.protocol:set(spec.name)       -- only frames with a layer of ours (Python: Packet.protocol)
   if info ~= nil then
-    st.infos = st.infos + 1
-    if st.infos == 1 then pinfo.cols.info:set(tostring(info)) else pinfo.cols.info:append(", " .. tostring(info)) end
+    info_parts[#info_parts + 1] = tostring(info)
+    if #info_parts > 1 then pcall(function() pinfo.cols.info:clear_fence() end) end   -- SCTP's "DATA (TSN=n)"
+    pinfo.cols.info:set(table.concat(info_parts, ", "))
   end
 end
 
@@ -311,7 +317,7 @@ function rt.stream_dissector(proto, name, len_fn, pdu_fn, opts)
       if seq ~= nil then index = 1 end
     end
     local st = stream_state(conv, key)
-    st.infos = 0
+    if pinfo.number ~= info_frame or (index or 1) <= 1 then info_frame, info_parts = pinfo.number, {} end
     local blind = (sctp and ssn == nil) or (not sctp and seq == nil)
     if blind and not (pinfo.visited and st.recs[pinfo.number]) then return tvb:len() end   -- tree-less: later
     local rec, replay = stream_record(st, pinfo, index)

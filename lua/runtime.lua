@@ -354,3 +354,10 @@ function rt.conversation(proto, pinfo)
   return conv, a .. ">" .. b
 end
 function rt.reset() conversations = {} end
+
+-- Every value of a field extractor in this frame so far ({} when none, or no tree on this pass).
+function rt.field_values(f)
+  if not f then return {} end
+  local ok, r = pcall(function() return { f() } end)
+  return ok and r or {}
+end

@@ -3,10 +3,12 @@ however many tests read its output)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +23,17 @@ BLANK_CAPTURES = [name for name in CAPTURES if name.startswith("blank")]
 # protodump as a command, whatever the PATH (the console script runs main() too).
 PROTODUMP = [sys.executable, "-c", "from protodump.cli.main import main; main()"]
 TSHARK = shutil.which("tshark")
-LUA_ERROR = re.compile(r"_ws\.lua\.error|Lua Error")
+# Any sign that the plugin did not load or raised: a Lua error in the tree or on stderr (4.0 writes "Lua Error",
+# 4.4 "Lua: Error"), a script that could not load, or a second copy of the plugin clashing with this one.
+LUA_ERROR = re.compile(r"_ws\.lua\.error|Lua:? Error|Lua: syntax error|lua_script|could not load|there cannot be two protocols")
+# The game protocols the plugin must register (checked with -G protocols once per tshark).
+PLUGIN_PROTOCOLS = ("blank", "enet", "iceball", "rutentoy", "freeblox")
+# The other Wireshark people run, in a Debian root of its own (tools/test.sh makes it with debootstrap where it
+# can): Debian 13's tshark 4.4 / Lua 5.4 on a Debian 12 machine, Debian 12's tshark 4.0 / Lua 5.2 on Debian 13.
+OTHER_ROOT = Path(os.environ.get("PROTODUMP_WIRESHARK_ROOT") or next(
+    (p for p in (Path("/var/cache/protodump/trixie"), Path("/var/cache/protodump/bookworm"))
+     if (p / "usr" / "bin" / "tshark").exists()), Path("/var/cache/protodump/trixie")))
+NOBODY = 65534
 
 # Extra options given to both protodump and tshark for some captures (same syntax on both sides).
 VARIANTS = [(name, ()) for name in CAPTURES] + [
@@ -72,11 +84,164 @@ def protodump_run() -> Runner:
     return Runner(PROTODUMP)
 
 
+class Tshark:
+    """tshark as the tests run it, the same way on every machine: as an unprivileged user when we are root
+    (Wireshark >= 4.2 runs no Lua as root), with an empty personal configuration (a private HOME, XDG dirs and
+    WIRESHARK_CONFIG_DIR: an installed copy of the plugin cannot mask the file under test), optionally inside
+    another root (`chroot`: the Debian 13 tshark 4.4). Every file argument (`-r F`, `lua_script:F`, a bare path)
+    is copied into a private directory that user can read; `-w F` is written there and copied back."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = root
+        base = Path(root) / "tmp" if root else Path(tempfile.gettempdir())
+        self.dir = Path(tempfile.mkdtemp(prefix="protodump-tshark-", dir=base))
+        (self.dir / "home").mkdir()
+        (self.dir / "files").mkdir()
+        self.staged: dict[tuple, str] = {}
+        self.unprivileged = os.geteuid() == 0
+        if self.unprivileged:
+            for d in (self.dir, self.dir / "home", self.dir / "files"):
+                os.chown(d, NOBODY, NOBODY)
+        self.dir.chmod(0o755)
+
+    def inside(self, path: Path) -> str:
+        """The path as tshark sees it (inside the chroot)."""
+        return "/" + str(path.relative_to(self.root)) if self.root else str(path)
+
+    def stage(self, path: Path) -> str:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+        if key not in self.staged:
+            target = self.dir / "files" / f"{len(self.staged)}-{path.name}"
+            shutil.copyfile(path, target)
+            target.chmod(0o644)
+            self.staged[key] = self.inside(target)
+        return self.staged[key]
+
+    def command(self, args, cwd: Path = CAPTURES_DIR) -> tuple[list[str], list[tuple[str, Path]]]:
+        """The argument list to run and the (staged, real) output files to copy back."""
+        out, copy_back, prev = [], [], None
+        for a in args:
+            a = str(a)
+            if a.startswith("lua_script:") and (cwd / a[11:]).is_file():
+                a = "lua_script:" + self.stage(cwd / a[11:])
+            elif prev == "-w":
+                staged = self.dir / "files" / f"out-{len(copy_back)}-{Path(a).name}"
+                copy_back.append((staged, cwd / a))
+                a = self.inside(staged)
+            elif not a.startswith("-") and (cwd / a).is_file():
+                a = self.stage(cwd / a)
+            out.append(a)
+            prev = a
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": self.inside(self.dir / "home"),
+               "XDG_CONFIG_HOME": self.inside(self.dir / "home" / ".config"),
+               "XDG_DATA_HOME": self.inside(self.dir / "home" / ".local" / "share"),
+               "WIRESHARK_CONFIG_DIR": self.inside(self.dir / "home" / "wireshark")}
+        cmd = ["env", "-i", *(f"{k}={v}" for k, v in env.items()), "tshark", *out]
+        if self.unprivileged:
+            cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
+        if self.root:
+            cmd = ["chroot", str(self.root), *cmd]
+        return cmd, copy_back
+
+    def run(self, args, cwd: Path = CAPTURES_DIR, timeout: float = 600, **kw) -> subprocess.CompletedProcess:
+        cmd, copy_back = self.command(args, cwd)
+        proc = subprocess.run(cmd, cwd=self.dir, capture_output=True, timeout=timeout, **kw)
+        for staged, real in copy_back:
+            if staged.exists():
+                shutil.copyfile(staged, real)
+        return proc
+
+    def check_plugin(self) -> None:
+        """The plugin loads in this tshark: no load error and every game protocol registered."""
+        proc = self.run(["-G", "protocols", "-X", f"lua_script:{PLUGIN}"], cwd=ROOT)
+        text = proc.stdout.decode("utf-8", "replace")
+        names = {line.split("\t")[2] for line in text.splitlines() if line.count("\t") >= 2}
+        missing = [p for p in PLUGIN_PROTOCOLS if p not in names]
+        err = LUA_ERROR.search(proc.stderr.decode("utf-8", "replace"))
+        if missing or err or proc.returncode:
+            raise RuntimeError(f"the plugin does not load in {self}: missing {missing}; "
+                               f"stderr: {proc.stderr.decode('utf-8', 'replace')[-2000:]}")
+
+    def version(self) -> str:
+        return self.run(["--version"]).stdout.decode().split("\n")[0]
+
+    def __repr__(self):
+        return f"tshark{' in ' + str(self.root) if self.root else ''}"
+
+
+def tshark_available(root: Path | None = None) -> bool:
+    if root is None:
+        return TSHARK is not None
+    return (root / "usr" / "bin" / "tshark").exists() and os.geteuid() == 0
+
+
+class TsharkRunner(Runner):
+    """Runner for tshark with the plugin (cached like protodump's): a run whose output shows that the plugin
+    failed to load or raised fails the test that asked for it."""
+
+    def __init__(self, tshark: Tshark):
+        super().__init__([])
+        self.tshark = tshark
+
+    def __call__(self, *args: str, cwd: Path = CAPTURES_DIR) -> Run:
+        key = (str(cwd), *args)
+        if key not in self.cache:
+            run = Run(self.tshark.run(["-X", f"lua_script:{PLUGIN}", *args], cwd=cwd))
+            for where, text in (("stderr", run.stderr), ("output", run.stdout)):
+                m = LUA_ERROR.search(text)
+                if m:
+                    pytest.fail(f"{self.tshark} {' '.join(args)}: Lua error or load failure in its {where}: "
+                                f"{text[max(0, m.start() - 400):m.end() + 400]}", pytrace=False)
+            self.cache[key] = run
+        return self.cache[key]
+
+
+def _tshark_session(root: Path | None) -> Tshark:
+    if not tshark_available(root):
+        pytest.skip(f"no tshark{' in ' + str(root) if root else ' on PATH'}")
+    t = Tshark(root)
+    t.check_plugin()
+    return t
+
+
 @pytest.fixture(scope="session")
-def tshark_run() -> Runner:
-    if TSHARK is None:
-        pytest.skip("tshark is not on PATH")
-    return Runner([TSHARK, "-X", f"lua_script:{PLUGIN}"])
+def system_tshark() -> Tshark:
+    return _tshark_session(None)
+
+
+@pytest.fixture(scope="session")
+def other_tshark(system_tshark) -> Tshark:
+    """The tshark of the cached other Debian root (skipped where there is none, or when it is the system's
+    version)."""
+    other = _tshark_session(OTHER_ROOT)
+    def number(t):
+        m = re.search(r"\d+\.\d+\.\d+", t.version())
+        return m.group(0) if m else t.version()
+    if number(other) == number(system_tshark):
+        pytest.skip(f"{OTHER_ROOT} has the system's {system_tshark.version()}")
+    return other
+
+
+@pytest.fixture(scope="session")
+def tshark_run(system_tshark) -> Runner:
+    return TsharkRunner(system_tshark)
+
+
+@pytest.fixture(scope="session")
+def other_run(other_tshark) -> Runner:
+    return TsharkRunner(other_tshark)
+
+
+def tshark_cmd_run(args, **kw) -> subprocess.CompletedProcess:
+    """One tshark run the tests' way (unprivileged, clean configuration), for tests outside the fixtures."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = Tshark(None)
+    return _SHARED.run(args, cwd=kw.pop("cwd", Path.cwd()), **kw)
+
+
+_SHARED: Tshark | None = None
 
 
 # --- JSON helpers ---------------------------------------------------------------------------------------------------
@@ -110,10 +275,10 @@ def layers_of(layers, proto: str) -> list:
 
 
 def tshark_divergent(layers) -> bool:
-    """A frame (protodump's layers) where tshark 4.0.17's own ws dissector does not hand the message over as it
-    is, so the layers above websocket differ by design (docs/tshark-formats.md section 7): a fragmented message
-    whose last frame is empty is never delivered, a compressed fragmented one is delivered still compressed.
-    protodump decodes both; its websocket layer then holds `websocket.fragments`."""
+    """A frame (protodump's layers) where tshark's own websocket layer shows a fragmented message differently
+    from protodump's websocket layer (tshark 4.0 does not reassemble: docs/tshark-formats.md section 7). The game
+    layers above it are the same (the plugin assembles WebSocket messages itself, lua/rt_websocket.lua): only the
+    websocket and fields comparisons skip these frames."""
     def keys(obj):
         for k, v in obj:
             yield k

@@ -3,7 +3,6 @@ old transfers and sequence numbers are forgotten), and Python and the plugin for
 import io
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -56,8 +55,9 @@ def test_bounded_put_forgets_the_oldest_key():
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not on PATH")
 def test_plugin_forgets_at_the_same_points(long_session):
-    out = subprocess.run(["tshark", "-X", f"lua_script:{ROOT / 'lua' / 'protodump.lua'}", "-r", str(long_session),
-                          "-T", "json"], capture_output=True, check=True, timeout=300).stdout
+    from conftest import tshark_cmd_run     # unprivileged, clean configuration (Wireshark >= 4.2: no Lua as root)
+    out = tshark_cmd_run(["-X", f"lua_script:{ROOT / 'lua' / 'protodump.lua'}", "-r", str(long_session),
+                          "-T", "json"], check=True, timeout=300).stdout
     theirs = json.loads(out.decode("utf-8", "surrogateescape"), object_pairs_hook=lambda kv: kv)
     text = io.StringIO()
     writer = JsonWriter(text)

@@ -102,7 +102,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["--inner"]:
 
 # --- the tests ------------------------------------------------------------------------------------------------------
 
-from conftest import PLUGIN, PROTODUMP, TSHARK, get, layer_of, packet_layers, raw_layers
+from conftest import PLUGIN, PROTODUMP, TSHARK, get, layer_of, packet_layers, raw_layers, tshark_cmd_run
 from protodump.dissectors.blank import PROTOCOL
 
 
@@ -227,8 +227,7 @@ def test_w_file_reads_in_tshark_as_sent(live):
         assert bytes.fromhex(hexpl) == payload
         assert ifname == "lo"
     # The game layer in tshark (generated plugin) is protodump's, byte for byte, on the same file.
-    theirs = subprocess.run([TSHARK, "-X", f"lua_script:{PLUGIN}", "-r", path, "-T", "json"],
-                            capture_output=True, text=True, check=True).stdout
+    theirs = tshark_cmd_run(["-X", f"lua_script:{PLUGIN}", "-r", path, "-T", "json"], text=True, check=True).stdout
     ours = subprocess.run([*PROTODUMP, "-T", "json", path], capture_output=True, text=True, check=True).stdout
     assert raw_layers(theirs, "blank") == raw_layers(ours, "blank")
     times = subprocess.run([TSHARK, "-r", path, "-T", "fields", "-e", "frame.time_epoch"],
@@ -332,7 +331,7 @@ def test_w_on_files_like_tshark(tmp_path):
     run = subprocess.run([*PROTODUMP, "-r", src, "-Y", shown, "-w", str(tmp_path / "ours.pcapng")],
                          capture_output=True, text=True, check=False)
     assert run.returncode == 0 and run.stdout == "", run.stderr
-    subprocess.run([TSHARK, "-X", f"lua_script:{PLUGIN}", "-r", src, "-Y", shown, "-w", str(tmp_path / "theirs.pcapng")],
-                   capture_output=True, check=True)
+    tshark_cmd_run(["-X", f"lua_script:{PLUGIN}", "-r", src, "-Y", shown, "-w", str(tmp_path / "theirs.pcapng")],
+                   check=True)
     ours = tshark_fields(tmp_path / "ours.pcapng")
     assert ours == tshark_fields(tmp_path / "theirs.pcapng") and ours.count("\n") == 5

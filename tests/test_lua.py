@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from conftest import LUA_ERROR, PLUGIN, PROTODUMP, TSHARK, layer_of, packet_layers
+from conftest import LUA_ERROR, PLUGIN, PROTODUMP, TSHARK, layer_of, packet_layers, tshark_cmd_run
 from protodump.dissectors import PROTOCOLS
 from protodump.dissectors.blank import PROTOCOL, TAG
 from protodump.engine.lua_backend import generate
@@ -113,8 +113,8 @@ def _real_packet(rng: random.Random) -> bytes:
 def test_fuzz_parity(tmp_path, seed):
     pcap = tmp_path / f"fuzz-{seed}.pcap"
     write_pcap(pcap, fuzz_datagrams(seed))
-    theirs = subprocess.run([TSHARK, "-X", f"lua_script:{PLUGIN}", "-r", str(pcap), "-T", "json"],
-                            capture_output=True, text=True, errors="surrogateescape", timeout=300)
+    theirs = tshark_cmd_run(["-X", f"lua_script:{PLUGIN}", "-r", str(pcap), "-T", "json"], text=True,
+                            errors="surrogateescape", timeout=300)
     ours = subprocess.run([*PROTODUMP, "-T", "json", str(pcap)], capture_output=True, text=True, errors="surrogateescape", timeout=300)
     assert ours.returncode == 0 and theirs.returncode == 0, (ours.stderr, theirs.stderr)
     for where, text in (("output", theirs.stdout), ("stderr", theirs.stderr)):
@@ -127,3 +127,68 @@ def test_fuzz_parity(tmp_path, seed):
     if reports:
         pytest.fail(f"seed {seed} ({pcap}): {len(reports)} packet(s) differ\n\n" + "\n\n".join(reports[:3]),
                     pytrace=False)
+
+
+@pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])
+@pytest.mark.parametrize("script,expect", [
+    ("local p = Proto('blank', 'blank game protocol')\n", "there cannot be two protocols"),   # a second copy
+    ("local x = \n", "lua"),                                                                   # does not load
+    ("error('boom')\n", "boom"),                                                               # raises at load
+])
+def test_load_failures_are_caught(request, tmp_path, wireshark, script, expect):
+    """What the tests' tshark runs would see if the plugin under test failed to load, or another copy shadowed
+    it: LUA_ERROR matches it (4.0 and 4.4 word it differently), so no test can pass against a stale plugin."""
+    tshark = request.getfixturevalue(wireshark)
+    bad = tmp_path / "bad.lua"
+    bad.write_text(script)
+    proc = tshark.run(["-X", f"lua_script:{PLUGIN}", "-X", f"lua_script:{bad}", "-r", "blank-server-session.pcap",
+                       "-c", "1"])
+    err = proc.stderr.decode("utf-8", "replace")
+    assert LUA_ERROR.search(err) and expect in err.lower(), err
+
+
+def test_install_says_when_another_copy_is_there(tmp_path):
+    """`protodump lua install` into a folder holding an older copy says it replaced it; a second copy elsewhere in
+    Wireshark's Lua folders is named as one Wireshark would refuse."""
+    from click.testing import CliRunner
+    from protodump.cli import lua_cmd
+    personal, other = tmp_path / "personal", tmp_path / "global"
+    personal.mkdir()
+    other.mkdir()
+    (personal / "protodump.lua").write_text("-- protodump.lua: Wireshark dissectors\n-- protodump version: 0.0.1\n")
+    (other / "old-protodump.lua").write_text("-- protodump.lua: Wireshark dissectors\n")
+    (other / "unrelated.lua").write_text("-- something else\n")
+    real = lua_cmd.wireshark_facts
+    lua_cmd.wireshark_facts = lambda tshark=None: ((4, 0), [personal, other])
+    try:
+        result = CliRunner().invoke(lua_cmd.lua, ["install", "--dir", str(personal)])
+    finally:
+        lua_cmd.wireshark_facts = real
+    assert result.exit_code == 0, result.output
+    assert "a different copy (version 0.0.1) was there: replaced" in result.output
+    assert f"{other / 'old-protodump.lua'}: another copy, also loaded" in result.output
+    assert "unrelated" not in result.output
+    assert (personal / "protodump.lua").read_text() == PLUGIN.read_text()
+
+
+def test_install_knows_when_wireshark_refuses_lua():
+    from protodump.cli.lua_cmd import refuses_lua, wireshark_facts
+    assert refuses_lua((4, 2), 0) and refuses_lua((4, 4), 0)
+    assert not refuses_lua((4, 0), 0) and not refuses_lua((4, 4), 1000) and not refuses_lua(None, 0)
+    if TSHARK is not None:
+        version, folders = wireshark_facts()
+        assert version is not None and version >= (4, 0) and folders
+
+
+def test_websocket_limits_are_protodumps():
+    """The plugin's WebSocket assembly stops where protodump stops (lua/rt_websocket.lua's limits are the Python
+    constants its comments name)."""
+    import re
+    from protodump.dissectors import websocket
+    from protodump.reassembly.tcp import MAX_PDU
+    text = (PLUGIN.parent / "rt_websocket.lua").read_text()
+    limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"^local (WS_\w+) = (\d+)", text, re.M)}
+    assert limits["WS_MESSAGE_LIMIT"] == websocket.MESSAGE_LIMIT
+    assert limits["WS_FRAGMENT_LIMIT"] == websocket.FRAGMENT_LIMIT
+    assert limits["WS_MAX_FRAME"] == MAX_PDU
+    assert limits["WS_WINDOW"] == 1 << 15            # zlib's largest window: permessage-deflate's max_window_bits

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 
 import pytest
 
-from conftest import LUA_ERROR, VARIANTS, layers_of, packet_layers, raw_layers, tshark_divergent, variant_id
+from conftest import LUA_ERROR, VARIANTS, layers_of, packet_layers, raw_layers, variant_id
 from protodump.dissectors import PROTOCOLS
 
 # The layers the plugin itself builds (a Python-only layer such as websocket, which tshark's own dissector
@@ -29,8 +30,6 @@ def layer_mismatches(ours_text: str, theirs_text: str, proto: str = "blank", lim
         reports.append(f"protodump has {len(ours)} packets, tshark {len(theirs)}")
     raw_ours, raw_theirs = raw_layers(ours_text, proto), raw_layers(theirs_text, proto)
     for i, (o, t) in enumerate(zip(ours, theirs)):
-        if tshark_divergent(o):
-            continue
         a, b = layers_of(o, proto), layers_of(t, proto)
         if a != b:
             diff = difflib.unified_diff(_show(a), _show(b), "protodump", "tshark", lineterm="", n=3)
@@ -42,10 +41,18 @@ def layer_mismatches(ours_text: str, theirs_text: str, proto: str = "blank", lim
     return reports
 
 
-@pytest.fixture(scope="module", params=VARIANTS, ids=variant_id)
-def both(request, protodump_run, tshark_run):
-    name, extra = request.param
-    return name, protodump_run("-T", "json", *extra, name), tshark_run("-T", "json", *extra, "-r", name)
+# The Wireshark versions people run: the system's tshark, and the other one (4.4 / Lua 5.4 from Debian 13 on a
+# Debian 12 machine, 4.0 / Lua 5.2 from Debian 12 on Debian 13) in a Debian root where the machine has one
+# (tools/test.sh builds it; skipped elsewhere).
+WIRESHARKS = ["tshark_run", "other_run"]
+
+
+@pytest.fixture(scope="module", params=[(w, v) for w in WIRESHARKS for v in VARIANTS],
+                ids=lambda p: f"{p[0].split('_')[0]}-{variant_id(p[1])}")
+def both(request, protodump_run):
+    wireshark, (name, extra) = request.param
+    tshark = request.getfixturevalue(wireshark)
+    return name, protodump_run("-T", "json", *extra, name), tshark("-T", "json", *extra, "-r", name)
 
 
 def test_no_lua_error(both):
@@ -79,7 +86,70 @@ def test_game_layer_parity(both):
 def test_game_layers_present(both):
     """Both sides found the same game layers in the same frames (and found some at all)."""
     name, ours, theirs = both
-    skip = [tshark_divergent(layers) for layers in packet_layers(ours.stdout)]
-    a, b = present(ours.stdout, skip), present(theirs.stdout, skip)
+    a, b = present(ours.stdout), present(theirs.stdout)
     assert any(a), f"protodump found no game layer in {name}"
     assert a == b, [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y][:10]
+
+
+# Rows whose Info differs for a reason outside the plugin, (capture, None: every tshark): why.
+INFO_KNOWN = {
+    ("rutentoy-lost-reordered.pcap", None): "tshark's TCP puts its analysis flag ([TCP Previous segment not "
+                                            "captured]) before the Info of the layer above; protodump does not yet",
+}
+GAME_ROW = re.compile(r"^ +\d+ +\S+ +\S+ . \S+ +(" + "|".join(PARITY) + r") ", re.M)
+
+
+def _escape(m) -> str:
+    c = m.group(0)
+    return {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+            "\v": "\\v"}.get(c, f"\\x{ord(c):02x}")
+
+
+@pytest.fixture(scope="module", params=[(w, v) for w in WIRESHARKS for v in VARIANTS],
+                ids=lambda p: f"{p[0].split('_')[0]}-{variant_id(p[1])}")
+def summaries(request, protodump_run):
+    wireshark, (name, extra) = request.param
+    tshark = request.getfixturevalue(wireshark)
+    m = re.search(r"(\d+)\.(\d+)\.", tshark("--version").stdout)
+    version = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+    return name, version, protodump_run(*extra, name), tshark(*extra, "-r", name)
+
+
+def test_info_columns(summaries):
+    """The summary rows of the frames with a game layer (Protocol and Info columns: several messages of a frame
+    joined with ", ", also over SCTP chunks and WebSocket messages) are tshark's."""
+    name, version, ours, theirs = summaries
+    if (name, None) in INFO_KNOWN:
+        pytest.skip(INFO_KNOWN[(name, None)])
+    a = [line for line in ours.stdout.split("\n") if GAME_ROW.match(line)]        # (a \r inside a row is data)
+    b = [line for line in theirs.stdout.split("\n") if GAME_ROW.match(line)]
+    assert a, f"no game row in {name}"
+    if version >= (4, 2):       # tshark 4.2+ escapes control characters in columns (\r, \x01); 4.0, and protodump, not
+        a = [re.sub(r"[\x00-\x1f]", _escape, x) for x in a]
+    assert a == b, [(x, y) for x, y in zip(a, b) if x != y][:3] or (len(a), len(b))
+
+
+def stat_cases():
+    """(capture, -z argument): each capture's own game protocol's statistics (and ENet's under Iceball)."""
+    cases = []
+    for name in sorted({v[0] for v in VARIANTS}):
+        protos = [p for p in PARITY if name.startswith(p)] or (["freeblox"] if name.startswith("websocket") else [])
+        if name.startswith("iceball-enet"):
+            protos.append("enet")
+        for p in protos:
+            cases.append((name, f"{p},types"))
+            if p == "blank":
+                cases.append((name, "blank,seq"))
+    return cases
+
+
+@pytest.mark.parametrize("wireshark", WIRESHARKS)
+@pytest.mark.parametrize("name,stat", stat_cases())
+def test_game_statistics_in_tshark(request, wireshark, name, stat, protodump_run):
+    """`tshark -q -z <proto>,types|seq` with the plugin prints protodump's statistics byte for byte (the plugin
+    registers them: lua/rt_stats.lua)."""
+    tshark = request.getfixturevalue(wireshark)
+    ours, theirs = protodump_run("-q", "-z", stat, name), tshark("-q", "-z", stat, "-r", name)
+    assert ours.returncode == 0 and theirs.returncode == 0, theirs.stderr
+    assert ours.stdout.count("\n") > 4, ours.stdout
+    assert theirs.stdout == ours.stdout

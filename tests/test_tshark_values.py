@@ -6,7 +6,6 @@ import json
 import math
 import shutil
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
@@ -212,9 +211,10 @@ def tshark_out(tmp_path_factory):
     d = tmp_path_factory.mktemp("tsv")
     (d / "x.lua").write_text(_lua_script())
     _pcap(d / "x.pcap")
-    base = ["tshark", "-X", f"lua_script:{d / 'x.lua'}", "-r", str(d / "x.pcap")]
-    js = subprocess.run(base + ["-T", "json"], capture_output=True, check=True).stdout
-    vt = subprocess.run(base + ["-V"], capture_output=True, check=True).stdout
+    from conftest import tshark_cmd_run     # unprivileged, clean configuration (Wireshark >= 4.2: no Lua as root)
+    base = ["-X", f"lua_script:{d / 'x.lua'}", "-r", str(d / "x.pcap")]
+    js = tshark_cmd_run(base + ["-T", "json"], check=True).stdout
+    vt = tshark_cmd_run(base + ["-V"], check=True).stdout
     assert b"Lua Error" not in js, js[-2000:]
     return js, vt
 

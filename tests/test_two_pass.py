@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import packet_layers
+from conftest import packet_layers, tshark_cmd_run
 from protodump.dissectors import PROTOCOLS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,8 +22,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark i
 
 
 def tshark_json(capture: Path, *extra: str) -> bytes:
-    return subprocess.run(["tshark", *extra, "-X", f"lua_script:{PLUGIN}", "-r", str(capture), "-T", "json"],
-                          capture_output=True, check=True, timeout=300).stdout
+    return tshark_cmd_run([*extra, "-X", f"lua_script:{PLUGIN}", "-r", str(capture), "-T", "json"], check=True,
+                          timeout=300).stdout
 
 
 @pytest.mark.parametrize("capture", [c for c in CAPTURES if c.stat().st_size < 100_000], ids=lambda c: c.name)

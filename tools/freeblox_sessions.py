@@ -143,11 +143,45 @@ def burst(steps: list) -> list:
     return out + [(run[0][0], "burst", [v for _, v in run])]
 
 
+def fragmented(side: str, values: dict, cuts: tuple, pings: tuple = (), empty_last: bool = False) -> tuple:
+    """One message sent as several frames (cut at `cuts`), a ping between fragments after each index in `pings`
+    (control frames between fragments), optionally ending with an empty final frame."""
+    data = PROTOCOL.encode(values)
+    bounds = (0, *cuts, len(data))
+    parts = [data[a:b] for a, b in zip(bounds, bounds[1:])] + ([b""] if empty_last else [])
+    steps = []
+    for i, part in enumerate(parts):
+        steps.append(("hex", part.hex()))
+        if i in pings:       # each ping its own payload: websockets refuses two pings waiting with the same one
+            steps.append(("ping", RNG.randbytes(4).hex()))
+    return (side, "interleaved", steps)
+
+
+def fragments_session() -> list:
+    """Fragmented messages in both directions, among whole ones: control frames between fragments, an empty
+    final fragment, a large fragmented asset; the messages after them show the inflate context kept in step."""
+    steps = game(big=False)[:4]
+    steps += [
+        fragmented("c2s", dict(id=15, player_uuid=ALICE, chat_type="team", message="three frames"), (5, 30)),
+        fragmented("s2c", dict(id=9, player_uuid=BOB, chat_type="global", message="ping between " * 4), (3, 40),
+                   pings=(0, 1)),
+        fragmented("s2c", dict(id=3, asset_path=f"assets/{uid()}", asset_name="tiles", asset_type="Texture",
+                               buffer=png(64, 48, True)), (100, 4000, 9000), pings=(1,), empty_last=True),
+        fragmented("c2s", dict(id=16, player_uuid=ALICE, object_uuid=CRATE, event="Click",
+                               event_data='{"button": 1}'), (1,), empty_last=True),
+    ]
+    steps += game(big=False)[4:12]
+    steps += [fragmented("s2c", dict(id=11, player_uuid=CAROL, player_name="carol"), (20,), pings=(0,)),
+              msg("s2c", id=9, player_uuid=CAROL, chat_type="global", message="carol here, after the fragments"),
+              ("c2s", "ping", "6c617374"), ("c2s", "close", (1000, "bye"))]
+    return steps
+
+
 def sessions() -> dict:
     chat = PROTOCOL.encode(dict(id=15, player_uuid=ALICE, chat_type="team", message="fragmented hello"))
     fragmented = ("c2s", "send", ("frags", [("hex", part.hex()) for part in (chat[:10], chat[10:30], chat[30:])]))
     full = game()
-    return {
+    out = {
         "freeblox-session.pcap": (full + [("c2s", "ping", "70696e67"), ("c2s", "close", (1000, "bye"))],
                                   dict(deflate=True)),
         "freeblox-plain.pcap": (game(big=True) + [fragmented, ("s2c", "ping", ""),
@@ -163,6 +197,18 @@ def sessions() -> dict:
         "freeblox-burst.pcap": (burst(game(big=False)) + [("s2c", "close", (1000, ""))],
                                 dict(deflate=True, nagle=True)),
     }
+    frag_steps = fragments_session()       # after the others: their seeded messages stay the recorded ones
+    out.update({
+        # fragments and control frames between them: deflate with context takeover and 9-bit windows, deflate
+        # without context takeover, and no deflate
+        "freeblox-fragments.pcap": (frag_steps, dict(deflate=dict(server_max_window_bits=9,
+                                                                  client_max_window_bits=9))),
+        "freeblox-fragments-nocontext.pcap": (frag_steps, dict(deflate=dict(server_no_context_takeover=True,
+                                                                            client_no_context_takeover=True,
+                                                                            server_max_window_bits=10))),
+        "freeblox-fragments-plain.pcap": (frag_steps, dict(deflate=False)),
+    })
+    return out
 
 
 # --- a crafted connection: what the websockets library never sends (for tools/make_freeblox_captures.py) --------

@@ -86,6 +86,18 @@ async def _traffic(spec) -> None:
                     else ("".join(payload) if isinstance(payload, list) else payload)
                 if got != want:
                     raise netns_record.RecordError(f"{side} message mangled")
+            elif kind == "interleaved":     # a fragmented message with pings sent between its fragments
+                parts = [bytes.fromhex(v) for k, v in value if k == "hex"]
+
+                async def fragments():
+                    for k, v in value:
+                        if k == "hex":
+                            yield bytes.fromhex(v)
+                        else:
+                            await tx.ping(bytes.fromhex(v))
+                await tx.send(fragments())
+                if await rx.recv() != b"".join(parts):
+                    raise netns_record.RecordError(f"{side} interleaved message mangled")
             elif kind == "burst":                                   # no waiting: messages share segments
                 payloads = [_payload(v) for v in value]
                 for payload in payloads:
@@ -112,7 +124,8 @@ def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, cli
            timeout=120) -> None:
     """Run `steps` [(side, kind, value)] between a websockets client and server; write the pcap to `out`.
     kinds: ("send", ("hex", "0a..") | ("text", "...") | ("frags", [..])), ("burst", [("hex", ..), ..]) (sent
-    back to back, read afterwards), ("ping", hex), ("close", (code, reason))."""
+    back to back, read afterwards), ("interleaved", [("hex", ..) | ("ping", hex), ..]) (one fragmented message,
+    pings between its fragments), ("ping", hex), ("close", (code, reason))."""
     spec = dict(steps=steps, out=str(out.resolve()), deflate=deflate, nagle=nagle, port=port,
                 client_port=client_port)
     prefix = netns_record._unshare_prefix()
