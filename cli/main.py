@@ -1,6 +1,7 @@
 """The `protodump` command. Argument parsing and the choice of output only; the work is in the layers below."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -19,6 +20,20 @@ class DefaultGroup(click.Group):
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "read")
         return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            closed_output()
+
+
+def closed_output():
+    """The reader of our output went away (`protodump ... | head`): exit quietly with tshark's code 2. Standard
+    output is pointed at /dev/null so the interpreter's final flush finds no broken pipe to complain about."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(2)
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -48,5 +63,4 @@ def main() -> None:
     try:
         cli(prog_name="protodump")
     except BrokenPipeError:        # `protodump ... | head` is normal use
-        sys.stderr.close()
-        sys.exit(0)
+        closed_output()

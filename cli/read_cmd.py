@@ -47,8 +47,9 @@ def parse_prefs(values) -> dict:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("file", required=False, type=click.Path(dir_okay=False))
-@click.option("-r", "read_file", type=click.Path(dir_okay=False), help="Capture file to read (pcap, pcapng, gzip).")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("-r", "read_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Capture file to read (pcap, pcapng, gzip); - is the standard input (a pipe is fine).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
 @click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
@@ -70,11 +71,22 @@ def parse_prefs(values) -> dict:
                    "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
                    "follow,blank,MODE,N (each blank message of UDP stream N: its summary and the reassembled "
                    "and inflated chunk buffers).")
+@click.option("-l", "line_buffered", is_flag=True, help="Flush the output after each packet (for pipes).")
+@click.option("-2", "two_pass", is_flag=True, help="Two passes (as tshark -2; protodump's decode of a packet is "
+              "the same in one pass, so this only enables -R).")
+@click.option("-R", "read_filter", metavar="FILTER", help="With -2: a read filter; packets it rejects are dropped "
+              "(from the output, -w and -z).")
+@click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution (protodump never resolves names: "
+              "addresses and ports are always numeric; accepted for tshark's command lines).")
+@click.option("-N", "resolve", metavar="FLAGS", callback=lambda _c, _p, v: check_resolve_flags(v),
+              help="Name resolution flags (d m n N t v s g): accepted and checked, but protodump never resolves "
+                   "names, so output is as with -n.")
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
-         fields_opts, zstats=(), stats_format="text", display_filter=None):
+         fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
+         read_filter=None, no_resolve=False, resolve=None):
     """Decode a capture file.
 
     \b
@@ -95,7 +107,10 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
     quiet = quiet or source.quiet
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    if read_filter is not None and not two_pass:
+        fail("-R without -2 is deprecated. For single-pass filtering use -Y.", 1)
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
+    keeps = filter_cli.compile_or_exit(read_filter)       # -2 -R
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
     try:
         dispatcher = Dispatcher(PROTOCOLS, settings)
@@ -114,17 +129,16 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     n = 0
-    try:
-        if source.interface is None:
-            open_capture(path).close()   # a missing or non-capture file: one clear line, before any output
-    except (CaptureError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
     capture_path = path
+    if source.interface is None:
+        capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
     try:
         # a progress bar (stderr, terminals only, after a moment) when the packets are not what is printed
         slow = source.interface is None and (quiet or taps or source.write_path is not None)
-        with track(source.packets(capture_path, dispatcher), capture_path if slow else None) as stream:
+        with track(source.packets(capture_path, dispatcher), path if slow else None) as stream:
             for packet in stream:     # a file, or live frames with -i
+                if keeps is not None and not keeps(packet):
+                    continue
                 n += 1
                 for tap in taps:
                     tap.add(packet)
@@ -133,6 +147,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                     writer.write(packet)
                 if shown:
                     source.passed(packet, out)    # -w; live: flush now
+                    if line_buffered:
+                        out.flush()
                 if count and n >= count:
                     break
     except CaptureError as exc:
@@ -145,6 +161,42 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         source.finish()                   # closes -w; live: "N packets captured"
     writer.close()
     stats_out.write([t.result() for t in taps], out, stats_format)
+
+
+def fail(message: str, code: int = 2):
+    """One line on stderr, tshark's exit code, no traceback."""
+    click.echo(f"protodump: {message}", err=True)
+    sys.exit(code)
+
+
+def open_or_exit(path):
+    """The open capture (a file, or "-": the standard input, read once); a missing or unreadable file or a
+    non-capture is one line and exit 2, as tshark."""
+    name = "The standard input" if path == "-" else f'The file "{path}"'
+    try:
+        return open_capture(path)
+    except FileNotFoundError:
+        fail(f"{name} doesn't exist.")
+    except IsADirectoryError:
+        fail(f"{name} is a directory (folder), not a file.")
+    except PermissionError:
+        fail(f"{name} could not be opened: permission denied.")
+    except OSError as exc:
+        fail(f"{name} could not be read: {exc.strerror or exc}.")
+    except CaptureError as exc:
+        fail(f"{name} isn't a capture file in a format protodump understands: {exc}.")
+
+
+RESOLVE_FLAGS = "dmnNtvsg"
+
+
+def check_resolve_flags(value):
+    """-N FLAGS: tshark's letters; an unknown one is an error (exit 1, as tshark)."""
+    for letter in value or "":
+        if letter not in RESOLVE_FLAGS:
+            fail(f"-N specifies unknown resolving option '{letter}'; valid options are: "
+                 + " ".join(RESOLVE_FLAGS), 1)
+    return value
 
 
 def stats_taps(args) -> list:
