@@ -11,6 +11,12 @@ from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
 from ..output.json_out import JsonWriter
 from ..output import fields_out
+from ..output import ek, json_forms
+from ..output.psml import PsmlWriter
+from .. import __version__
+
+OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
+CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
 from . import filter_cli
 from ..analysis import stats
@@ -55,9 +61,13 @@ def parse_prefs(values) -> dict:
 @click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
 @click.option("-Y", "display_filter", metavar="FILTER",
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
-@click.option("-T", "output_format", type=click.Choice(["text", "json", "fields"]), default="text",
-              show_default=True, help="Output format.")
-@click.option("-e", "fields_e", multiple=True, metavar="FIELD", help="With -T fields: a field to print (repeat).")
+@click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
+              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
+@click.option("-e", "fields_e", multiple=True, metavar="FIELD",
+              help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
+@click.option("-j", "json_filter", metavar="PROTOCOLS", help='With -T json|jsonraw|ek: print only these protocols '
+              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}.')
+@click.option("-J", "json_filter_all", metavar="PROTOCOLS", help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
 @click.option("-O", "only", help="Detail only these protocols (comma separated), like tshark -O.")
@@ -86,7 +96,7 @@ def parse_prefs(values) -> dict:
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
-         read_filter=None, no_resolve=False, resolve=None):
+         read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None):
     """Decode a capture file.
 
     \b
@@ -117,17 +127,9 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     except DispatchError as exc:
         raise click.UsageError(str(exc)) from None
     out = sys.stdout
-    only_set = set(only.split(",")) if only else None
-    detail = verbose or only_set is not None
-    writer = (JsonWriter(out) if output_format == "json"
-              else text.TextWriter(out, detail=detail, hexdump=hexdump, only=only_set))
-    if output_format == "fields" or fields_e:
-        if output_format != "fields":
-            raise click.UsageError("-e needs -T fields")
-        try:
-            writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+    writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
+                         json_filter=json_filter, json_filter_all=json_filter_all)
+    first_ns = None
     n = 0
     capture_path = path
     if source.interface is None:
@@ -140,6 +142,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 if keeps is not None and not keeps(packet):
                     continue
                 n += 1
+                if first_ns is None:          # the Time column counts from the capture's first frame
+                    first_ns = writer.first_ns = packet.frame.ts_ns
                 for tap in taps:
                     tap.add(packet)
                 shown = shows is None or shows(packet)
@@ -161,6 +165,44 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         source.finish()                   # closes -w; live: "N packets captured"
     writer.close()
     stats_out.write([t.result() for t in taps], out, stats_format)
+
+
+def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
+                json_filter_all):
+    """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
+    if json_filter and json_filter_all:
+        fail("-j and -J cannot be used together", 1)
+    names = json_filter or json_filter_all
+    if names is not None and output_format not in ("json", "jsonraw", "ek"):
+        fail("-j and -J only work with -T json, jsonraw or ek", 1)
+    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
+        fail('"-Tfields", "-Tjson", "-Tek" or "-Tpdml" must be given with -e', 1)
+    if fields_e or output_format == "fields":
+        try:
+            fields_out.check_fields(fields_e, fields_out.known_fields(PROTOCOLS))
+            if output_format == "fields":
+                return fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
+        except ValueError as exc:
+            fail(str(exc), 1)
+    if output_format == "psml":
+        return PsmlWriter(out, creator=CREATOR)
+    if output_format == "ek":
+        flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
+        return ek.EkWriter(out, flt, fields=fields_e or None, values_of=fields_out.field_values, hexdump=hexdump)
+    if output_format in ("json", "jsonraw"):
+        if fields_e:
+            return json_forms.JsonFormWriter(out, lambda p, first_ns: json_forms.fields_text(
+                p, fields_e, lambda pk, name: fields_out.field_values(pk, name, first_ns)))
+        if output_format == "json" and not hexdump and names is None:
+            return JsonWriter(out)
+        opts = json_forms.Options(text=output_format == "json", raw=hexdump or output_format == "jsonraw",
+                                  names=names, include_children=bool(json_filter_all))
+        return json_forms.JsonFormWriter(out, lambda p, _first: json_forms.packet_text(p, opts))
+    if output_format == "pdml":
+        from ..output.pdml import PdmlWriter
+        return PdmlWriter(out, creator=CREATOR, fields=fields_e or None)
+    only_set = set(only.split(",")) if only else None
+    return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set)
 
 
 def fail(message: str, code: int = 2):
