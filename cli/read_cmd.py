@@ -176,7 +176,7 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
     if names is not None and output_format not in ("json", "jsonraw", "ek"):
         fail("-j and -J only work with -T json, jsonraw or ek", 1)
     if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
-        fail('"-Tfields", "-Tjson", "-Tek" or "-Tpdml" must be given with -e', 1)
+        fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
     if fields_e or output_format == "fields":
         try:
             fields_out.check_fields(fields_e, fields_out.known_fields(PROTOCOLS))

@@ -229,6 +229,6 @@ class FieldsWriter:
 def make_writer(out, names, option_values, protocols) -> FieldsWriter:
     """The writer for -T fields; ValueError (one line) for no -e, an unknown field or a bad -E option."""
     if not names:
-        raise ValueError("-T fields needs at least one field: -e FIELD")
+        raise ValueError('"-Tfields" was specified, but no fields were specified with "-e".')
     check_fields(names, known_fields(protocols))
     return FieldsWriter(out, names, parse_options(option_values))
