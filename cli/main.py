@@ -10,6 +10,7 @@ from .. import __version__
 from .check_cmd import check
 from .lua_cmd import lua
 from .fields_cmd import fields
+from .glossary_cmd import glossary, prefs
 from .read_cmd import read
 
 
@@ -17,7 +18,9 @@ class DefaultGroup(click.Group):
     """`protodump FILE ...` means `protodump read FILE ...`, as `tshark -r FILE` needs no sub-command."""
 
     def parse_args(self, ctx, args):
-        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+        if args and args[0] == "-G":          # tshark: -G REPORT, only as the first option
+            args[0] = "glossary"
+        elif args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "read")
         return super().parse_args(ctx, args)
 
@@ -57,6 +60,8 @@ cli.add_command(read)
 cli.add_command(lua)
 cli.add_command(fields)
 cli.add_command(check)
+cli.add_command(glossary)
+cli.add_command(prefs)
 
 
 def main() -> None:
