@@ -4,7 +4,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 __version__ = "0.1.0"
-__all__ = ["read", "compile_filter", "FilterError"]
+__all__ = ["read", "live", "encode", "compile_filter", "FilterError", "EncodeError", "Packet", "Field", "protocol"]
+
+
+def _settings(prefs, decode_as):
+    from .engine.dispatch import Settings
+    table = {}
+    for key, proto in (decode_as or {}).items():
+        table[key if isinstance(key, tuple) else ("udp.port", int(key))] = proto
+    return Settings(dict(prefs or {}), table)
+
+
+def _compiled(filter):  # noqa: A002
+    from .analysis.filter import DisplayFilter, compile_filter as _compile
+    if filter is None:
+        return None
+    return filter if isinstance(filter, DisplayFilter) else _compile(filter)
+
+
+def _shown(packets, shows) -> Iterator:
+    from .packet import Packet
+    first_ns = None
+    for packet in packets:
+        if first_ns is None:
+            first_ns = packet.frame.ts_ns
+        if shows is None or shows(packet):
+            yield Packet(packet, first_ns)
 
 
 def read(path, filter=None, prefs: dict | None = None, decode_as: dict | None = None) -> Iterator:  # noqa: A002
@@ -23,25 +48,49 @@ def read(path, filter=None, prefs: dict | None = None, decode_as: dict | None = 
     >>> next(protodump.read("captures/blank-bad.pcap", filter="blank.seq in {4..8} && !blank.malformed"))["blank.seq"]
     4
 
-    A capture that is cut short raises protodump.capture.files.CaptureError after its readable packets.
+    path may also be "-" (the standard input) or an open binary file (a pipe: nothing seeks). Each packet is a
+    protodump.Packet (see docs/api.md). A capture that is cut short raises protodump.capture.files.CaptureError
+    after its readable packets.
     """
-    from .analysis.filter import DisplayFilter, compile_filter as _compile
-    from .engine.dispatch import Settings
     from .session import packets
+    shows = _compiled(filter)
+    return _shown(packets(path, _settings(prefs, decode_as)), shows)
 
-    shows = None
-    if filter is not None:
-        shows = filter if isinstance(filter, DisplayFilter) else _compile(filter)
-    table = {}
-    for key, proto in (decode_as or {}).items():
-        table[key if isinstance(key, tuple) else ("udp.port", int(key))] = proto
-    settings = Settings(dict(prefs or {}), table)
+
+def live(interface: str, bpf: str | None = None, *, filter=None, count: int | None = None,  # noqa: A002
+         duration: float | None = None, prefs: dict | None = None, decode_as: dict | None = None) -> Iterator:
+    """Capture on `interface` (a name, or a number of `protodump -D`) and yield packets as they arrive, decoded
+    (reassembly included). bpf: a capture filter ("udp port 12354"); filter: a display filter; count: stop after
+    this many captured packets; duration: after this many seconds. Needs CAP_NET_RAW: without it,
+    protodump.capture.live.LiveError says so before anything is yielded."""
+    from .capture.live import open_live
+    from .session import packets_from_frames
+    shows = _compiled(filter)
+    capture = open_live(interface, bpf, duration=duration, limit=count)
 
     def generate():
-        for packet in packets(path, settings):
-            if shows is None or shows(packet):
-                yield packet
+        try:
+            yield from _shown(packets_from_frames(capture, _settings(prefs, decode_as)), shows)
+        finally:
+            capture.close()
     return generate()
+
+
+def protocol(name: str):
+    """The game protocol `name` ("blank", "enet", "iceball", "rutentoy", "freeblox"): its field table, its fields
+    (.fields: abbrev -> FieldInfo), and .encode(values)."""
+    from .dissectors import PROTOCOLS
+    for p in PROTOCOLS:
+        if p.name == name:
+            return p
+    raise KeyError(f"no protocol {name!r} (known: {', '.join(p.name for p in PROTOCOLS)})")
+
+
+def encode(name: str, values: dict, **options) -> bytes:
+    """The wire bytes of one message of protocol `name` from its field values, with every field required:
+    protodump.encode("blank", {"tag": 0xFB1AB1AF, "seq": 1, ...}). An unknown or missing field raises
+    EncodeError naming it. protocol(name).encode(values) is the lenient form: missing fields take defaults."""
+    return protocol(name).encode(values, strict=True, **options)
 
 
 def compile_filter(text: str):
@@ -54,4 +103,10 @@ def __getattr__(name: str):
     if name == "FilterError":            # imported lazily: `import protodump` stays light for the CLI
         from .analysis.filter_lex import FilterError
         return FilterError
+    if name == "EncodeError":
+        from .engine.value_keys import EncodeError
+        return EncodeError
+    if name in ("Packet", "Field"):
+        from . import packet
+        return getattr(packet, name)
     raise AttributeError(name)
