@@ -7,6 +7,7 @@ import sys
 import click
 
 from .. import __version__
+from . import completion
 from .check_cmd import check
 from .lua_cmd import lua
 from .fields_cmd import fields
@@ -23,6 +24,11 @@ class DefaultGroup(click.Group):
         elif args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
             args.insert(0, "read")
         return super().parse_args(ctx, args)
+
+    def shell_complete(self, ctx, incomplete):
+        """`protodump <TAB>`: the sub-commands, and capture files (the default command reads one)."""
+        items = super().shell_complete(ctx, incomplete)
+        return items + completion.capture_file_first(list(self.commands), incomplete)
 
     def invoke(self, ctx):
         try:

@@ -18,6 +18,7 @@ from .. import __version__
 OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
 CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
+from . import completion
 from . import filter_cli
 from ..analysis import stats
 from ..output import stats_out
@@ -59,23 +60,23 @@ def parse_prefs(values) -> dict:
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
 @click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
-@click.option("-Y", "display_filter", metavar="FILTER",
+@click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
 @click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
               show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
-@click.option("-e", "fields_e", multiple=True, metavar="FIELD",
+@click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
-@click.option("-j", "json_filter", metavar="PROTOCOLS", help='With -T json|jsonraw|ek: print only these protocols '
+@click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
               '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}.')
-@click.option("-J", "json_filter_all", metavar="PROTOCOLS", help="As -j, with every field under them.")
+@click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
-@click.option("-O", "only", help="Detail only these protocols (comma separated), like tshark -O.")
-@click.option("-d", "decode_as", multiple=True, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
-@click.option("-o", "prefs", multiple=True, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
+@click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
+@click.option("-d", "decode_as", multiple=True, shell_complete=completion.decode_as, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
+@click.option("-o", "prefs", multiple=True, shell_complete=completion.preferences, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
 @click.option("-q", "quiet", is_flag=True, help="Print no packets (useful to check a capture reads cleanly); "
               "with -z, print only the statistics.")
-@click.option("-z", "zstats", multiple=True, metavar="STATISTIC",
+@click.option("-z", "zstats", multiple=True, shell_complete=completion.statistics, metavar="STATISTIC",
               help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp | "
                    "endpoints,eth|ip|ipv6|udp|tcp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
                    "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
@@ -84,7 +85,7 @@ def parse_prefs(values) -> dict:
 @click.option("-l", "line_buffered", is_flag=True, help="Flush the output after each packet (for pipes).")
 @click.option("-2", "two_pass", is_flag=True, help="Two passes (as tshark -2; protodump's decode of a packet is "
               "the same in one pass, so this only enables -R).")
-@click.option("-R", "read_filter", metavar="FILTER", help="With -2: a read filter; packets it rejects are dropped "
+@click.option("-R", "read_filter", metavar="FILTER", shell_complete=completion.display_filter, help="With -2: a read filter; packets it rejects are dropped "
               "(from the output, -w and -z).")
 @click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution (protodump never resolves names: "
               "addresses and ports are always numeric; accepted for tshark's command lines).")
