@@ -74,5 +74,5 @@ def test_readme_example(command, expected):
     env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", COLUMNS="80")
     r = subprocess.run(["bash", "-c", runnable(command)], cwd=ROOT, capture_output=True, text=True, env=env,
                        timeout=300)
-    got = r.stdout.splitlines()
+    got = r.stdout.rstrip("\n").splitlines()
     assert matches(expected, got), "\n".join(["expected:", *expected, "got:", *got[:60], r.stderr[-2000:]])
