@@ -77,8 +77,8 @@ def parse_prefs(values) -> dict:
 @click.option("-q", "quiet", is_flag=True, help="Print no packets (useful to check a capture reads cleanly); "
               "with -z, print only the statistics.")
 @click.option("-z", "zstats", multiple=True, shell_complete=completion.statistics, metavar="STATISTIC",
-              help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp | "
-                   "endpoints,eth|ip|ipv6|udp|tcp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
+              help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp|sctp | "
+                   "endpoints,eth|ip|ipv6|udp|tcp|sctp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
                    "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
                    "follow,blank,MODE,N (each blank message of UDP stream N: its summary and the reassembled "
                    "and inflated chunk buffers).")

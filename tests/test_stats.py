@@ -21,10 +21,11 @@ pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 TCP_CAPTURE = "/work/shared/captures/iceball-tcp-session.pcap"
 ALL = [str(CAPTURES_DIR / name) for name in CAPTURES] + [TCP_CAPTURE]
 TABLES = ["conv,udp", "conv,tcp", "conv,ip", "conv,eth", "endpoints,udp", "endpoints,tcp", "endpoints,ip",
-          "endpoints,eth"]
+          "endpoints,eth", "conv,sctp", "endpoints,sctp"]
 TITLES = {"conv,udp": "UDP Conversations", "conv,tcp": "TCP Conversations", "conv,ip": "IPv4 Conversations",
           "conv,eth": "Ethernet Conversations", "endpoints,udp": "UDP Endpoints", "endpoints,tcp": "TCP Endpoints",
-          "endpoints,ip": "IPv4 Endpoints", "endpoints,eth": "Ethernet Endpoints"}
+          "endpoints,ip": "IPv4 Endpoints", "endpoints,eth": "Ethernet Endpoints", "conv,sctp": "SCTP Conversations",
+          "endpoints,sctp": "SCTP Endpoints"}
 
 
 def _exists(path):
