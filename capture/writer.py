@@ -48,11 +48,35 @@ def open_writer(path, fmt: str | None = None, *, linktype: int | None = None, in
     return PcapWriter(path, linktype=linktype, nano=fmt == "nsecpcap")
 
 
+class _Output:
+    """What both writers share: the open file, flush, close (finishing the file first), the with-block."""
+
+    _file = None
+
+    def _finish(self) -> None:
+        """Make a file with no frames still valid (its header / interface block)."""
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self._finish()
+        self._file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class WriteError(Exception):
     """Frames that the chosen format cannot hold (pcap has one link type per file)."""
 
 
-class PcapWriter:
+class PcapWriter(_Output):
     """Classic pcap, as tshark -F pcap writes it: host byte order, version 2.4, snaplen 262144, one link type
     (taken from `linktype` or the first frame), microsecond timestamps (nsecpcap: nanoseconds). The header classes
     are dpkt's; dpkt's Writer itself takes float timestamps, which lose the nanoseconds we keep."""
@@ -85,21 +109,9 @@ class PcapWriter:
         self._file.write(frame.data)
         self.written += 1
 
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        if self._file.closed:
-            return
+    def _finish(self) -> None:
         if self._linktype is None:
             self._header(1)
-        self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _idb(linktype: int, name: str | None):
@@ -110,7 +122,7 @@ def _idb(linktype: int, name: str | None):
     return _IDB(linktype=linktype, snaplen=SNAPLEN, opts=opts)
 
 
-class PcapngWriter:
+class PcapngWriter(_Output):
     """Write frames with `write(frame)`; `close()` (or the with-block) finishes the file.
 
     `linktype`/`interface_name` describe the first interface up front (live capture knows them before any
@@ -145,18 +157,6 @@ class PcapngWriter:
                                     caplen=len(frame.data), pkt_len=frame.length, pkt_data=frame.data)))
         self.written += 1
 
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        if self._file.closed:
-            return
+    def _finish(self) -> None:
         if self._writer is None:            # nothing written: still a valid pcapng with one (Ethernet) interface
             self._interface(0, 1)
-        self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
