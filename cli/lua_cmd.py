@@ -7,6 +7,7 @@ import click
 
 from ..dissectors import PROTOCOLS
 from ..engine.lua_backend import generate
+from .verify_cmd import verify
 
 PLUGIN_NAME = "protodump.lua"
 DEFAULT_DIR = Path("~/.local/lib/wireshark/plugins")
@@ -21,6 +22,7 @@ def lua():
       protodump lua generate                 # writes lua/protodump.lua
       protodump lua generate -o /tmp/x.lua
       protodump lua install                  # into ~/.local/lib/wireshark/plugins
+      protodump lua verify capture.pcap      # your Wireshark + the installed plugin against protodump
       tshark -X lua_script:lua/protodump.lua -r captures/blank-server-session.pcap
     """
 
@@ -46,3 +48,6 @@ def install_cmd(directory):
     target = folder / PLUGIN_NAME
     target.write_text(generate(PROTOCOLS))
     click.echo(f"installed {target}\nWireshark and tshark load it at start (check: tshark -G protocols | grep blank)")
+
+
+lua.add_command(verify)
