@@ -28,6 +28,8 @@ class DefaultGroup(click.Group):
     def shell_complete(self, ctx, incomplete):
         """`protodump <TAB>`: the sub-commands, and capture files (the default command reads one)."""
         items = super().shell_complete(ctx, incomplete)
+        if any(item.value in self.commands for item in items) and incomplete:
+            return items                  # "ch" -> check; files when no sub-command starts so
         return items + completion.capture_file_first(list(self.commands), incomplete)
 
     def invoke(self, ctx):
