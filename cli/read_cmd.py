@@ -15,7 +15,7 @@ from ..output import ek, json_forms
 from ..output.psml import PsmlWriter
 from .. import __version__
 
-OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
+OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "psml", "fields"]     # -T pdml: not yet
 CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
 from . import completion
@@ -63,7 +63,7 @@ def parse_prefs(values) -> dict:
 @click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
 @click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
-              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
+              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, psml, fields.")
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
 @click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
@@ -176,7 +176,7 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
     names = json_filter or json_filter_all
     if names is not None and output_format not in ("json", "jsonraw", "ek"):
         fail("-j and -J only work with -T json, jsonraw or ek", 1)
-    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
+    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw"):
         fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
     if fields_e or output_format == "fields":
         try:
@@ -199,9 +199,6 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         opts = json_forms.Options(text=output_format == "json", raw=hexdump or output_format == "jsonraw",
                                   names=names, include_children=bool(json_filter_all))
         return json_forms.JsonFormWriter(out, lambda p, _first: json_forms.packet_text(p, opts))
-    if output_format == "pdml":
-        from ..output.pdml import PdmlWriter
-        return PdmlWriter(out, creator=CREATOR, fields=fields_e or None)
     only_set = set(only.split(",")) if only else None
     return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set)
 
