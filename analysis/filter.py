@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from .filter_functions import Call, call_getter
 from .filter_fields import ALIASES, EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
 from .filter_parse import Field, Literal, parse
@@ -75,8 +76,17 @@ def _compile(node):
     raise AssertionError(tag)
 
 
+def _items(ref: Field):
+    """(packet, index) -> the tree items of a plain field (for len() and string())."""
+    sources = ALIASES.get(ref.name, (ref.name,))
+    return lambda p, ix: [it for s in sources for it in ix.get(s, ())]
+
+
 def _getter(ref: Field):
-    """(packet, index) -> the comparable values of a field's occurrences; and the kind of those values."""
+    """(packet, index) -> the comparable values of a field's occurrences (or a function's values); and the kind
+    of those values."""
+    if isinstance(ref, Call):
+        return call_getter(ref, _getter, _items)
     spec = registry()[ref.name]
     kind = spec.kind
     if ref.name in ALIASES:
@@ -125,7 +135,7 @@ def _getter(ref: Field):
 
 def _operand(value, spec: Spec, name: str):
     """The right side: a getter for a field, or a constant list for a literal converted to the left's type."""
-    if isinstance(value, Field):
+    if isinstance(value, (Field, Call)):
         return _getter(value)
     const = [literal(value, spec, name)]
     return (lambda p, ix: const), spec.kind, spec
@@ -153,7 +163,7 @@ def _check_types(left: Field, lkind: str, lspec: Spec, right, rkind: str, rspec:
     if FAMILY[lkind] == "none":
         raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in {op_text} comparison.",
                           left.pos, left.length)
-    if isinstance(right, Field) and FAMILY[lkind] != FAMILY[rkind]:
+    if isinstance(right, (Field, Call)) and FAMILY[lkind] != FAMILY[rkind]:
         raise FilterError(f"{left.name} and {right.name} are not of compatible types.", right.pos, right.length)
 
 

@@ -8,6 +8,7 @@ Grammar (Wireshark 4.0; `and` binds tighter than `or`, as in tshark):
     value   := field | WORD | STRING | CHAR
     set     := "{" element ( "," element )* "}"        element := value [ ".." value ]
     field   := WORD [ SLICE ]                             (a WORD naming a known field or protocol)
+             | FUNC "(" value ( "," value )* ")"        (filter_functions: len, count, upper, ...)
 Nodes: ("or", a, b) ("and", a, b) ("not", a) ("exists", Field) ("cmp", op, Field, value, op_token)
 ("contains"|"matches", Field, value, op_token) ("in", Field, [(value, value|None)], op_token).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .filter_functions import FUNCTIONS, Call
 from .filter_lex import FilterError, Token, tokenize
 
 
@@ -109,10 +111,39 @@ class Parser:
         if op.kind == "IN":
             self.next()
             return ("in", field, self.set(), op)
+        if isinstance(field, Call):
+            raise FilterError("You cannot test whether a function is present.", field.pos, field.length)
         return ("exists", field)
 
+    def call(self, tok: Token) -> Call:
+        """FUNC ( value, ... ): a display-filter function (the "(" is next)."""
+        self.next()
+        self.next()
+        args = []
+        if self.peek().kind != ")":
+            while True:
+                args.append(self.value())
+                sep = self.next()
+                if sep.kind == ")":
+                    break
+                if sep.kind != ",":
+                    raise self.unexpected(sep)
+        else:
+            self.next()
+        end = self.tokens[self.i - 1]
+        return Call(tok.text, tuple(args), tok.pos, end.pos + end.length - tok.pos)
+
+    def is_call(self, tok: Token) -> bool:
+        if tok.kind != "WORD" or self.tokens[self.i + 1].kind != "(":
+            return False
+        if tok.text not in FUNCTIONS:
+            raise FilterError(f"Function '{tok.text}' does not exist", tok.pos, tok.length)
+        return True
+
     def field(self, tok: Token) -> Field:
-        """A field at the left of a test: it must name a known field or protocol."""
+        """A field at the left of a test: it must name a known field or protocol (or be a function call)."""
+        if self.is_call(tok):
+            return self.call(tok)
         if tok.kind != "WORD":
             if tok.kind in ("STRING", "CHAR") and self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN"):
                 raise self.left_side(tok)
@@ -139,6 +170,8 @@ class Parser:
 
     def value(self):
         """The right side of a test: a field when the word names one (tshark's rule), else a literal."""
+        if self.is_call(self.peek()):
+            return self.call(self.peek())
         tok = self.next()
         if tok.kind == "WORD":
             if self.is_field(tok.text):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .stats_base import StatsError, Tap, register
 from .stats_phs import compile_optional
 
-TITLES = {"eth": "Ethernet", "ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP"}
+TITLES = {"eth": "Ethernet", "ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "sctp": "SCTP"}
 
 
 def _mac(b: bytes) -> str:
@@ -100,7 +100,7 @@ class Conversations(_Table):
                          "frames": c["tx"][0] + c["rx"][0], "bytes": c["tx"][1] + c["rx"][1],
                          "rel_start": c["start"] / 1e9, "duration": (c["stop"] - c["start"]) / 1e9})
         return {"kind": self.kind, "type": self.type, "title": f"{TITLES[self.type]} Conversations",
-                "filter": self.filter, "ports": self.type in ("udp", "tcp"), "conversations": rows}
+                "filter": self.filter, "ports": self.type in ("udp", "tcp", "sctp"), "conversations": rows}
 
 
 @register
@@ -131,6 +131,6 @@ class Endpoints(_Table):
                  "tx_packets": e[0], "tx_bytes": e[1], "rx_packets": e[2], "rx_bytes": e[3]}
                 for (addr, port), e in self.ends.items()]
         return {"kind": self.kind, "type": self.type, "title": f"{TITLES[self.type]} Endpoints",
-                "filter": self.filter, "ports": self.type in ("udp", "tcp"),
+                "filter": self.filter, "ports": self.type in ("udp", "tcp", "sctp"),
                 "endpoints": _busiest_first(rows, lambda r: r["packets"])}
 

@@ -116,14 +116,31 @@ class _Stream:
         return CaptureError(message, offset, compressed=self.compressed)
 
 
-def _open_stream(path) -> _Stream:
-    raw = open(path, "rb")
-    head = raw.read(2)
-    raw.seek(0)
+STDIN = "-"          # tshark's name for the standard input
+
+
+def _raw_input(source):
+    """The byte stream of a path, of "-" (the standard input), or of an open binary file object."""
+    if source == STDIN:
+        import os
+        import sys
+        fd = sys.stdin.fileno() if sys.stdin is not None else 0
+        return os.fdopen(fd, "rb", buffering=0, closefd=False)
+    if hasattr(source, "read"):
+        return source
+    return open(source, "rb")
+
+
+def _open_stream(source) -> _Stream:
+    """Buffered bytes of `source`; gzip is recognised by peeking at its first bytes, never by seeking, so pipes
+    and the standard input (not seekable) read like files."""
+    raw = _raw_input(source)
+    buffered = io.BufferedReader(raw, 256 * 1024) if not hasattr(raw, "peek") else raw
+    head = buffered.peek(2)[:2]
     if head == GZIP_MAGIC:
-        g = _GunzipRaw(raw)
+        g = _GunzipRaw(buffered)
         return _Stream(io.BufferedReader(g, 256 * 1024), g)
-    return _Stream(io.BufferedReader(raw, 256 * 1024), None)
+    return _Stream(buffered, None)
 
 
 class Capture:
@@ -131,7 +148,8 @@ class Capture:
 
     def __init__(self, path):
         from . import pcapfile, pcapngfile  # the two record readers
-        self.path = str(path)
+        self.path = str(path) if isinstance(path, (str, bytes)) or not hasattr(path, "read") else "<stream>"
+        self.is_stdin = path == STDIN
         self._s = _open_stream(path)
         try:
             head = self._s.read(4)
@@ -177,7 +195,10 @@ class Capture:
 def open_capture(path) -> Capture:
     """Open a pcap/pcapng file (gzip or not); iterate the result for RawFrames.
 
+    path: a file name, "-" for the standard input, an open binary file object (a pipe is fine: nothing seeks),
+    or a Capture already opened (returned as it is, so a caller can check a stream before handing it on).
+
     Raises CaptureError at once for a file that is not a capture; a damaged file raises it during iteration,
     after all frames before the damage.
     """
-    return Capture(path)
+    return path if isinstance(path, Capture) else Capture(path)

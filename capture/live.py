@@ -38,6 +38,11 @@ _TIMESPEC = struct.Struct("qq")
 _ANC_SIZE = socket.CMSG_SPACE(_AUXDATA.size) + socket.CMSG_SPACE(_TIMESPEC.size)
 
 
+ANY = "any"                       # libpcap's pseudo-interface: every interface, cooked (LINKTYPE_LINUX_SLL) frames
+LINKTYPE_LINUX_SLL = 113
+_SLL = struct.Struct("!HHH8sH")    # packet type, ARPHRD type, address length, address, protocol
+
+
 class LiveError(Exception):
     """A capture that cannot start; the message is one line for the user."""
 
@@ -51,9 +56,13 @@ def interfaces() -> list[tuple[str, str]]:
         flags = int(_sysfs(name, "flags") or "0", 16)
         digits = re.search(r"[0-9]*$", name).group()
         merit = int(digits) if digits else 0
-        merit |= (0 if flags & 0x40 else 0x80000000) | (0 if flags & 0x1 else 0x40000000)   # IFF_RUNNING, IFF_UP
+        # IFF_RUNNING as the SIOCGIFFLAGS ioctl reports it: sysfs "flags" leaves it out, operstate says it
+        running = flags & 0x40 or _sysfs(name, "operstate") in ("up", "unknown")
+        merit |= (0 if running else 0x80000000) | (0 if flags & 0x1 else 0x40000000)   # IFF_RUNNING, IFF_UP
         merit |= 0x10000000 if loopback else 0
         rows.append((merit, name, "Loopback" if loopback else ""))
+    # libpcap adds "any" last, up and running, no digits: it sorts after the first interfaces of merit 0
+    rows.append((0, ANY, ""))
     return [(name, desc) for _, name, desc in sorted(rows, key=lambda row: row[0])]
 
 
@@ -70,6 +79,8 @@ def resolve(iface: str) -> str:
     names = [name for name, _ in interfaces()]
     if iface not in names and iface.isdigit() and 1 <= int(iface) <= len(names):
         return names[int(iface) - 1]
+    if iface == ANY:
+        return iface
     try:
         socket.if_nametoindex(iface)
     except OSError:
@@ -100,6 +111,12 @@ class LiveCapture:
         from scapy.arch.linux import L2ListenSocket
         from scapy.data import ARPHRD_TO_DLT
         from scapy.error import Scapy_Exception
+        self.duration, self.limit = duration, limit
+        self.captured = 0
+        self.stopped = False
+        if self.interface == ANY:
+            self._open_any(bpf)
+            return
         try:
             self._sock = L2ListenSocket(iface=self.interface, filter=bpf or None)
         except Scapy_Exception as exc:
@@ -113,9 +130,29 @@ class LiveCapture:
         self.loopback = hatype == ARPHRD_LOOPBACK
         dlt = ARPHRD_TO_DLT.get(hatype, 1)
         self.linktype = 101 if dlt in (12, 14) else dlt      # DLT_RAW's number in files is LINKTYPE_RAW
-        self.duration, self.limit = duration, limit
-        self.captured = 0
-        self.stopped = False
+
+    def _open_any(self, bpf: str | None) -> None:
+        """-i any: one packet socket on every interface, cooked (SOCK_DGRAM: no link header), each frame given
+        libpcap's Linux cooked header from its sockaddr_ll, as libpcap does for "any". A capture filter is
+        compiled for raw IP (what the kernel filters here), so link-layer primitives (ether host) do not apply."""
+        from scapy.arch.common import compile_filter
+        from scapy.arch.linux import SO_ATTACH_FILTER, free_filter
+        from scapy.libs.structures import sock_fprog
+        from scapy.error import Scapy_Exception
+        self._sock = None
+        self._ins = socket.socket(socket.AF_PACKET, socket.SOCK_DGRAM, socket.htons(0x0003))
+        self._ins.setsockopt(SOL_PACKET, PACKET_AUXDATA, 1)
+        self._ins.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        if bpf:
+            try:     # the kernel filters a cooked socket's data, which starts at the network header: raw IP
+                program = compile_filter(bpf, linktype=101)
+            except Scapy_Exception as exc:
+                self._ins.close()
+                raise LiveError(f"bad capture filter {bpf!r}: {_filter_message(exc)}") from None
+            self._ins.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, sock_fprog(program.bf_len, program.bf_insns))
+            free_filter(program)
+        self.loopback = False            # "any" keeps both copies of a loopback packet, as libpcap does
+        self.linktype = LINKTYPE_LINUX_SLL
 
     def stop(self, *_signal_args) -> None:
         self.stopped = True
@@ -142,6 +179,9 @@ class LiveCapture:
         data, anc, _, addr = self._ins.recvmsg(SNAPLEN, _ANC_SIZE)
         if self.loopback and addr[2] == PACKET_OUTGOING:
             return None               # lo shows every packet leaving and arriving: keep the arrival only
+        if self.linktype == LINKTYPE_LINUX_SLL:
+            _, protocol, pkttype, hatype, haddr = addr[:5]
+            data = _SLL.pack(pkttype, hatype, len(haddr), haddr[:8].ljust(8, b"\0"), protocol) + data
         ts_ns, length = None, len(data)
         for level, kind, value in anc:
             if level == SOL_PACKET and kind == PACKET_AUXDATA and len(value) >= _AUXDATA.size:
@@ -159,7 +199,7 @@ class LiveCapture:
                         max(length, len(data)), self.linktype, 0, data)
 
     def close(self) -> None:
-        self._sock.close()
+        (self._sock or self._ins).close()
 
 
 def _filter_message(exc: Exception) -> str:

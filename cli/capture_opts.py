@@ -1,4 +1,4 @@
-"""The read command's capture options: -i IFACE, -f BPF, -a duration:S|packets:N, -w FILE, -P, -D.
+"""The read command's capture options: -i IFACE, -f BPF, -a duration:S|packets:N, -w FILE, -F FORMAT, -P, -D.
 
 Kept out of read_cmd.py: the options store their values in the click context (no extra parameters for `read`),
 and `current()` gives read() one object that chooses the frame source (a file or a live interface), writes
@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 
 import click
+
+from ..capture.writer import FORMATS
 
 _KEY = "protodump.capture_opts"
 
@@ -64,8 +66,12 @@ def capture_options(command):
                      help='Capture filter in BPF syntax, e.g. "udp port 12354" (with -i).'),
         click.option("-a", "autostop", multiple=True, metavar="duration:S|packets:N", expose_value=False,
                      callback=_store("autostop"), help="Stop a live capture after S seconds or N packets."),
-        click.option("-w", "write_file", metavar="FILE", type=click.Path(dir_okay=False), expose_value=False,
-                     callback=_store("write"), help="Write the packets (those passing -Y) to a pcapng file."),
+        click.option("-w", "write_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+                     expose_value=False, callback=_store("write"),
+                     help="Write the packets (those passing -Y) to FILE; - is the standard output."),
+        click.option("-F", "write_format", type=click.Choice(FORMATS), expose_value=False, callback=_store("format"),
+                     help="Format of -w: pcapng or pcap (microseconds) or nsecpcap. Default: pcap for a "
+                          "NAME.pcap (.cap, .dmp), else pcapng."),
         click.option("-P", "print_too", is_flag=True, expose_value=False, callback=_store("print"),
                      help="With -w: print the packets as well."),
         click.option("-D", "list_ifaces", is_flag=True, expose_value=False, is_eager=True,
@@ -84,6 +90,7 @@ class CaptureSource:
         self.bpf = values.get("bpf")
         self.stops = _parse_autostop(values.get("autostop") or ())
         self.write_path = values.get("write")
+        self.write_format = values.get("format")
         self.print_too = bool(values.get("print"))
         self.live = None            # capture.live.LiveCapture once started
         self.dump = None            # capture.writer.PcapngWriter with -w
@@ -97,6 +104,8 @@ class CaptureSource:
         """Option combinations, before anything starts."""
         if self.interface is not None and path:
             raise click.UsageError("give either a capture file or -i IFACE, not both")
+        if self.write_format and self.write_path is None:
+            raise click.UsageError("-F needs -w FILE")
         if self.interface is None and (self.bpf or self.stops):
             raise click.UsageError("-f and -a are for live capture: they need -i IFACE (use -Y to filter a file)")
 
@@ -120,9 +129,9 @@ class CaptureSource:
     def _open_dump(self, linktype, name) -> None:
         if self.write_path is None:
             return
-        from ..capture.writer import PcapngWriter
+        from ..capture.writer import open_writer
         try:
-            self.dump = PcapngWriter(self.write_path, linktype=linktype, interface_name=name)
+            self.dump = open_writer(self.write_path, self.write_format, linktype=linktype, interface_name=name)
         except OSError as exc:
             if self.live is not None:
                 self.live.close()
@@ -132,7 +141,11 @@ class CaptureSource:
     def passed(self, packet, out) -> None:
         """A packet that passed the display filter: write it (-w); on a live capture, show it now."""
         if self.dump is not None:
-            self.dump.write(packet.frame)
+            from ..capture.writer import WriteError
+            try:
+                self.dump.write(packet.frame)
+            except WriteError as exc:
+                raise CaptureStartError(str(exc)) from None
             if self.live is not None:
                 self.dump.flush()
         if self.live is not None:

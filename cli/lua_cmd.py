@@ -11,6 +11,7 @@ import click
 
 from ..dissectors import PROTOCOLS
 from ..engine.lua_backend import generate
+from .verify_cmd import verify
 
 PLUGIN_NAME = "protodump.lua"
 DEFAULT_DIR = Path("~/.local/lib/wireshark/plugins")
@@ -25,6 +26,7 @@ def lua():
       protodump lua generate                 # writes lua/protodump.lua
       protodump lua generate -o /tmp/x.lua
       protodump lua install                  # into ~/.local/lib/wireshark/plugins
+      protodump lua verify capture.pcap      # your Wireshark + the installed plugin against protodump
       tshark -X lua_script:lua/protodump.lua -r captures/blank-server-session.pcap
     """
 
@@ -110,3 +112,6 @@ def install_cmd(directory):
     if refuses_lua(version, os.geteuid()):
         click.echo(f"warning: Wireshark {version[0]}.{version[1]} runs no Lua plugin as root: run Wireshark or "
                    "tshark as a normal user (and install the plugin as that user)", err=True)
+
+
+lua.add_command(verify)

@@ -11,11 +11,18 @@ from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
 from ..output.json_out import JsonWriter
 from ..output import fields_out
+from ..output import ek, json_forms
+from ..output.psml import PsmlWriter
+from .. import __version__
+
+OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "psml", "fields"]     # -T pdml: not yet
+CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
+from . import completion
 from . import export_opts
-from . import two_pass_opts
 from . import filter_cli
 from . import sets_opts
+from . import two_pass_opts
 from ..analysis import stats
 from ..output import stats_out
 from ..output.progress import track
@@ -50,39 +57,54 @@ def parse_prefs(values) -> dict:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("file", nargs=-1, type=click.Path())
-@click.option("-r", "read_file", type=click.Path(dir_okay=False), help="Capture file to read (pcap, pcapng, gzip).")
+@click.argument("file", nargs=-1, type=click.Path(allow_dash=True))
+@click.option("-r", "read_file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Capture file to read (pcap, pcapng, gzip); - is the standard input (a pipe is fine).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
 @click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
-@click.option("-Y", "display_filter", metavar="FILTER",
+@click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
-@click.option("-T", "output_format", type=click.Choice(["text", "json", "fields"]), default="text",
-              show_default=True, help="Output format.")
-@click.option("-e", "fields_e", multiple=True, metavar="FIELD", help="With -T fields: a field to print (repeat).")
+@click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
+              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, psml, fields.")
+@click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
+              help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
+@click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
+              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}.')
+@click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
-@click.option("-O", "only", help="Detail only these protocols (comma separated), like tshark -O.")
-@click.option("-d", "decode_as", multiple=True, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
-@click.option("-o", "prefs", multiple=True, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
+@click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
+@click.option("-d", "decode_as", multiple=True, shell_complete=completion.decode_as, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
+@click.option("-o", "prefs", multiple=True, shell_complete=completion.preferences, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
 @click.option("-q", "quiet", is_flag=True, help="Print no packets (useful to check a capture reads cleanly); "
               "with -z, print only the statistics.")
-@click.option("-z", "zstats", multiple=True, metavar="STATISTIC",
-              help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp | "
-                   "endpoints,eth|ip|ipv6|udp|tcp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
+@click.option("-z", "zstats", multiple=True, shell_complete=completion.statistics, metavar="STATISTIC",
+              help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp|sctp | "
+                   "endpoints,eth|ip|ipv6|udp|tcp|sctp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
                    "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
                    "follow,blank,MODE,N (each blank message of UDP stream N: its summary and the reassembled "
                    "and inflated chunk buffers). Game sessions: enet,peers | iceball,files | rutentoy,objects | "
                    "freeblox,assets | players | follow,enet|iceball|rutentoy|websocket|freeblox,MODE|decoded,N"
                    "[,KEY=VALUE].")
+@click.option("-l", "line_buffered", is_flag=True, help="Flush the output after each packet (for pipes).")
+@click.option("-2", "two_pass", is_flag=True, help="Two passes (as tshark -2): show what later frames say, e.g. "
+              "[Acknowledged in frame N] on ENet reliable commands; enables -R.")
+@click.option("-R", "read_filter", metavar="FILTER", shell_complete=completion.display_filter, help="With -2: a read filter; packets it rejects are dropped "
+              "(from the output, -w and -z).")
+@click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution (protodump never resolves names: "
+              "addresses and ports are always numeric; accepted for tshark's command lines).")
+@click.option("-N", "resolve", metavar="FLAGS", callback=lambda _c, _p, v: check_resolve_flags(v),
+              help="Name resolution flags (d m n N t v s g): accepted and checked, but protodump never resolves "
+                   "names, so output is as with -n.")
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 @export_opts.export_options            # --export-objects PROTO,DIR
-@two_pass_opts.two_pass_option         # -2
 @sets_opts.set_options                 # several files, --concatenate, --dask, --parquet
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
-         fields_opts, zstats=(), stats_format="text", display_filter=None):
+         fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
+         read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None):
     """Decode a capture file.
 
     \b
@@ -96,7 +118,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
       protodump -i lo -f "udp port 12354" -a duration:60  # live, decoded as packets arrive
       protodump -i lo -c 100 -w session.pcapng            # capture to a file (add -P to print too)
     """
-    path = sets_opts.input_path(read_file, file)       # a path, or a CaptureSet (several files, directories)
+    path = sets_opts.input_path(read_file, file)      # one path, or a CaptureSet for several files / directories
     source = capture_opts.current()
     source.check(path)
     if not path and source.interface is None:
@@ -104,41 +126,37 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     quiet = quiet or source.quiet
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
     exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
+    if read_filter is not None and not two_pass:
+        fail("-R without -2 is deprecated. For single-pass filtering use -Y.", 1)
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
+    keeps = filter_cli.compile_or_exit(read_filter)       # -2 -R
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
     try:
         dispatcher = Dispatcher(PROTOCOLS, settings)
     except DispatchError as exc:
         raise click.UsageError(str(exc)) from None
-    dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher)    # -2: a first pass
+    dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
     out = sys.stdout
-    only_set = set(only.split(",")) if only else None
-    detail = verbose or only_set is not None
-    writer = (JsonWriter(out) if output_format == "json"
-              else text.TextWriter(out, detail=detail, hexdump=hexdump, only=only_set))
-    if output_format == "fields" or fields_e:
-        if output_format != "fields":
-            raise click.UsageError("-e needs -T fields")
-        try:
-            writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
+    writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
+                         json_filter=json_filter, json_filter_all=json_filter_all)
     if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
         return
+    first_ns = None
     n = 0
-    try:
-        if source.interface is None and not sets_opts.is_set(path):
-            open_capture(path).close()   # a missing or non-capture file: one clear line, before any output
-    except (CaptureError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
     capture_path = path
+    if source.interface is None and not sets_opts.is_set(path):
+        capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
     try:
         # a progress bar (stderr, terminals only, after a moment) when the packets are not what is printed
         slow = source.interface is None and (quiet or taps or source.write_path is not None)
-        shown_path = None if sets_opts.is_set(path) else capture_path      # a set: no one size to measure
+        shown_path = None if sets_opts.is_set(path) or path == "-" else path      # a set or a pipe: no one size
         with track(source.packets(capture_path, dispatcher), shown_path if slow else None) as stream:
             for packet in stream:     # a file, or live frames with -i
+                if keeps is not None and not keeps(packet):
+                    continue
                 n += 1
+                if first_ns is None:          # the Time column counts from the capture's first frame
+                    first_ns = writer.first_ns = packet.frame.ts_ns
                 for tap in taps:
                     tap.add(packet)
                 if exporter is not None:
@@ -148,6 +166,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                     writer.write(packet)
                 if shown:
                     source.passed(packet, out)    # -w; live: flush now
+                    if line_buffered:
+                        out.flush()
                 if count and n >= count:
                     break
     except CaptureError as exc:
@@ -162,6 +182,77 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     stats_out.write([t.result() for t in taps], out, stats_format)
     export_opts.finish(exporter)
     sets_opts.finish(path)              # a set with an unreadable file: exit 2
+
+
+def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
+                json_filter_all):
+    """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
+    if json_filter and json_filter_all:
+        fail("-j and -J cannot be used together", 1)
+    names = json_filter or json_filter_all
+    if names is not None and output_format not in ("json", "jsonraw", "ek"):
+        fail("-j and -J only work with -T json, jsonraw or ek", 1)
+    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw"):
+        fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
+    if fields_e or output_format == "fields":
+        try:
+            fields_out.check_fields(fields_e, fields_out.known_fields(PROTOCOLS))
+            if output_format == "fields":
+                return fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
+        except ValueError as exc:
+            fail(str(exc), 1)
+    if output_format == "psml":
+        return PsmlWriter(out, creator=CREATOR)
+    if output_format == "ek":
+        flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
+        return ek.EkWriter(out, flt, fields=fields_e or None, values_of=fields_out.field_values, hexdump=hexdump)
+    if output_format in ("json", "jsonraw"):
+        if fields_e:
+            return json_forms.JsonFormWriter(out, lambda p, first_ns: json_forms.fields_text(
+                p, fields_e, lambda pk, name: fields_out.field_values(pk, name, first_ns)))
+        if output_format == "json" and not hexdump and names is None:
+            return JsonWriter(out)
+        opts = json_forms.Options(text=output_format == "json", raw=hexdump or output_format == "jsonraw",
+                                  names=names, include_children=bool(json_filter_all))
+        return json_forms.JsonFormWriter(out, lambda p, _first: json_forms.packet_text(p, opts))
+    only_set = set(only.split(",")) if only else None
+    return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set)
+
+
+def fail(message: str, code: int = 2):
+    """One line on stderr, tshark's exit code, no traceback."""
+    click.echo(f"protodump: {message}", err=True)
+    sys.exit(code)
+
+
+def open_or_exit(path):
+    """The open capture (a file, or "-": the standard input, read once); a missing or unreadable file or a
+    non-capture is one line and exit 2, as tshark."""
+    name = "The standard input" if path == "-" else f'The file "{path}"'
+    try:
+        return open_capture(path)
+    except FileNotFoundError:
+        fail(f"{name} doesn't exist.")
+    except IsADirectoryError:
+        fail(f"{name} is a directory (folder), not a file.")
+    except PermissionError:
+        fail(f"{name} could not be opened: permission denied.")
+    except OSError as exc:
+        fail(f"{name} could not be read: {exc.strerror or exc}.")
+    except CaptureError as exc:
+        fail(f"{name} isn't a capture file in a format protodump understands: {exc}.")
+
+
+RESOLVE_FLAGS = "dmnNtvsg"
+
+
+def check_resolve_flags(value):
+    """-N FLAGS: tshark's letters; an unknown one is an error (exit 1, as tshark)."""
+    for letter in value or "":
+        if letter not in RESOLVE_FLAGS:
+            fail(f"-N specifies unknown resolving option '{letter}'; valid options are: "
+                 + " ".join(RESOLVE_FLAGS), 1)
+    return value
 
 
 def stats_taps(args) -> list:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .context import Ctx, Truncated, bounded_put
 from .fields import Binder, Struct, Switch, accepts, format_template
+from .value_keys import RecordingDict, check
 from .tree import (CHAT, ERROR, MALFORMED, NOTE, PROTOCOL, REASSEMBLE, SEQUENCE, UNDECODED, WARN, FieldInfo,
                    Item)
 
@@ -83,15 +84,21 @@ class Protocol:
         return False
 
     # --- encode (tests and capture making) ------------------------------------------------------------------------
-    def encode(self, values: dict, revision: str | None = None, pad_to: int | None = None) -> bytes:
+    def encode(self, values: dict, revision: str | None = None, pad_to: int | None = None, *,
+               strict: bool = False, unknown: str = "error") -> bytes:
         """Wire bytes of one datagram from field values (missing fields take defaults: the expected tag, 0, "").
         values: header and packet fields flat ({"seq": 1, "type": 1, "name": "bob"}), nested structs as dicts
-        ({"state": {"velocity": (1.0, 0.0, 0.0)}}), arrays as lists of element dicts."""
+        ({"state": {"velocity": (1.0, 0.0, 0.0)}}), arrays as lists of element dicts. A key this message does not
+        have raises engine.value_keys.EncodeError (unknown="ignore": skipped, for a superset of values); with
+        strict=True a field not given does too."""
+        values = RecordingDict(values)
         out = bytearray()
         self.header.encode(values, out)
         packet = self.body[revision or self.revisions[0]].cases.get(values.get(self.type_field, 0))
         if packet is not None:
             packet.encode(values, out)
+        check(values, f"{self.name} {packet.name if packet is not None else 'message'}", strict,
+              unknown == "error")
         if pad_to is not None and len(out) < pad_to:
             out += bytes(pad_to - len(out))
         return bytes(out)

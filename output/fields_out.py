@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..capture import fields as std_fields
 from ..engine.tree import GROUP_NAMES, MALFORMED, SEVERITY_NAMES, FieldInfo
+from . import columns
 from . import tshark_values as tv
 
 # The expert pseudo-fields tshark registers (abbrev -> type); values come from the expert items themselves.
@@ -112,7 +113,7 @@ def parse_options(values) -> FieldsOptions:
 
 def check_fields(names, known) -> None:
     """ValueError naming every -e field protodump does not know (tshark: "Some fields aren't valid")."""
-    bad = [n for n in names if n not in known]
+    bad = [n for n in names if n not in known and n not in ALIASES and not columns.is_column(n)]
     if bad:
         raise ValueError("Some fields aren't valid: " + ", ".join(bad))
 
@@ -159,13 +160,25 @@ def _expert_values(abbrev: str, index: dict) -> list[str]:
 _ESCAPES = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r"}
 
 
-def field_values(packet, abbrev: str) -> list[str]:
-    """Every occurrence of `abbrev` in the packet, in tree order, as -T fields text."""
+# Fields tshark adds as hidden items for both ends (ip.addr = ip.src, ip.dst): where the layers do not add them
+ALIASES = {"ip.addr": ("ip.src", "ip.dst"), "ipv6.addr": ("ipv6.src", "ipv6.dst"),
+           "udp.port": ("udp.srcport", "udp.dstport"), "tcp.port": ("tcp.srcport", "tcp.dstport"),
+           "sctp.port": ("sctp.srcport", "sctp.dstport"), "eth.addr": ("eth.dst", "eth.src")}
+
+
+def field_values(packet, abbrev: str, first_ns: int | None = None) -> list[str]:
+    """Every occurrence of `abbrev` in the packet, in tree order, as -T fields text. first_ns: the capture's first
+    frame time, for the _ws.col.Time column."""
     index = packet.index()
     if abbrev in EXPERT_FIELDS:
         return _expert_values(abbrev, index)
     items = index.get(abbrev)
     if not items:
+        if abbrev in ALIASES:
+            return [v for part in ALIASES[abbrev] for v in field_values(packet, part)]
+        if columns.is_column(abbrev):
+            value = columns.column(packet, abbrev, first_ns)
+            return [] if value is None else [value]
         return []
     game_tops = [layer.item for layer in packet.games]
     return [item_value(i, game_tops) for i in items]
@@ -177,6 +190,7 @@ class FieldsWriter:
     def __init__(self, out, names, options: FieldsOptions):
         self.out, self.names, self.opts = out, list(names), options
         self.started = False
+        self.first_ns: int | None = None      # the capture's first frame time (the CLI sets it): _ws.col.Time
 
     def _start(self) -> None:
         # lazily, so a capture that fails to open prints nothing at all
@@ -190,7 +204,7 @@ class FieldsWriter:
         o = self.opts
         cells = []
         for abbrev in self.names:
-            values = field_values(packet, abbrev)
+            values = field_values(packet, abbrev, self.first_ns)
             if values and o.occurrence == "f":
                 values = values[:1]
             elif values and o.occurrence == "l":
@@ -215,6 +229,6 @@ class FieldsWriter:
 def make_writer(out, names, option_values, protocols) -> FieldsWriter:
     """The writer for -T fields; ValueError (one line) for no -e, an unknown field or a bad -E option."""
     if not names:
-        raise ValueError("-T fields needs at least one field: -e FIELD")
+        raise ValueError('"-Tfields" was specified, but no fields were specified with "-e".')
     check_fields(names, known_fields(protocols))
     return FieldsWriter(out, names, parse_options(option_values))

@@ -411,7 +411,17 @@ def write(results: list[dict], out, fmt: str = "text") -> None:
         console = Console(file=out, highlight=False)
     for result in results:
         table = _rich_table(result) if console is not None else None
-        if table is not None:
+        if table is not None and fits(console, table):
             console.print(table)
         else:
             out.write(render_text(result))
+
+
+def fits(console, table) -> bool:
+    """Whether the table shows every cell whole at the terminal's width. Rich would shrink columns and cut
+    addresses ("127.…"); a table that does not fit is printed in tshark's plain layout instead (the terminal wraps
+    its long lines, nothing is cut)."""
+    for column in table.columns:
+        column.no_wrap = True
+    natural = console.measure(table, options=console.options.update(max_width=100_000)).maximum
+    return natural <= console.width

@@ -66,3 +66,37 @@ def test_filter_argument():
     everything = list(protodump.read(CAPTURES_DIR / "blank-sequence.pcap"))
     noted = list(protodump.read(CAPTURES_DIR / "blank-sequence.pcap", filter="blank.sequence"))
     assert [p.number for p in noted] == [p.number for p in everything if "blank.sequence" in p] == [13, 15, 17, 19]
+
+
+# --- docs/api.md: every example prints what the page shows ---------------------------------------------------------
+
+def api_page_examples() -> list[tuple[str, str]]:
+    page = (ROOT / "docs" / "api.md").read_text()
+    return re.findall(r"```python\n(.*?)```\s*```\n(.*?)```", page, re.S)
+
+
+@pytest.mark.parametrize("number", range(len(api_page_examples())))
+def test_api_page_example(number):
+    code, expected = api_page_examples()[number]
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == expected
+
+
+def test_api_page_has_examples():
+    assert len(api_page_examples()) >= 6
+
+
+def test_packet_surface():
+    pkt = next(protodump.read(CAPTURES_DIR / "blank-all-current.pcap"))
+    assert repr(pkt).startswith("<Packet 1 blank 90 bytes: Login")
+    assert pkt.get("no.such.field") is None and pkt.get("no.such.field", 5) == 5
+    assert pkt.to_json().startswith('  {\n    "_index"') and '"blank.login.name": "alice"' in pkt.to_json()
+    assert pkt.text().startswith("Frame 1: 90 bytes on wire")
+    with pytest.raises(KeyError):
+        pkt["blank.join.entity_id"]
+
+
+def test_py_typed_is_shipped():
+    assert (ROOT / "api" / "py.typed").exists()
+    assert '"protodump" = ["py.typed"]' in (ROOT / "pyproject.toml").read_text()

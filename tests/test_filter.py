@@ -85,6 +85,13 @@ GAME = [
     "blank.player_update.movement.z < -0.5", "blank.player_update.actions.primary == 0",
     "blank.chunk.inflated_size >= 20000", "blank.chunk_begin.flags.compressed", "blank.state.block_pos.x > 1e1",
     "blank.state.velocity.x >= 0", "blank.join.world_name == \"default\"", "blank.type == 'A'",
+    # functions and ~ (Wireshark 4.0)
+    "len(blank.login.name) == 5", "len(blank.login.name) > 6", "count(blank.ack_history.received) == 32",
+    "upper(blank.login.name) == \"MALLORY\"", "lower(blank.login.name) contains \"al\"", "string(blank.seq) == \"3\"",
+    "string(blank.tag) == \"4212830639\"", "abs(blank.state.pitch) > 40", "max(blank.seq, blank.ack) > 5",
+    "min(blank.seq, blank.ack) == 0", "blank.login.name ~ \"^m\"", "len(udp) > 0", "count(ip.addr) == 2",
+    "len(blank.padding) == 3", "len(blank.seq) == 2", "string(udp.srcport) matches \"^4\"", "count(blank.chunk) == 1",
+    "abs(blank.state.velocity.z) > 2.5", "len(blank.login.name) == len(blank.message.text)",
 ]
 # Filters both must reject (tshark's reason in a comment where it is its own).
 BAD = [
@@ -94,7 +101,8 @@ BAD = [
     "blank.login.name == \"ab", "(blank.seq == 1", "blank.seq == 1)", "and", "blank.seq == 1 xor blank.ack == 0",
     "blank.login.name == 'mallory'", "blank.login.name matches \"(\"", "eth.src == 00:00:00", "ip.src == 1.2.3.4/40",
     "blank.seq contains 1", "== 1", "blank.seq 1", "blank.login.name[x] == 1", "udp.payload == zz",
-    "blank.malformed == 1", "blank.seq in {}",
+    "blank.malformed == 1", "blank.seq in {}", "nosuch(blank.seq) == 1", "len(blank.seq, blank.ack) == 2",
+    "upper(blank.seq) == \"1\"", "count(blank.malformed)",
 ]
 CAPTURE_FILTERS = {
     "blank-bad.pcap": STANDARD + GAME,

@@ -4,7 +4,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["reassembly", "engine", "capture", "dissectors", "session", "analysis", "output", "cli"]
-EXEMPT = {"protodump/__init__.py"}   # the public API sits on top of everything
+EXEMPT = {"api/__init__.py"}   # the public API sits on top of everything
 
 
 def layer_of_import(module: str, package: str) -> str | None:
@@ -25,10 +25,17 @@ def imports(path: Path):
 def test_imports_point_down():
     wrong = []
     for layer in ORDER:
-        files = [ROOT / "protodump" / "session.py"] if layer == "session" else sorted((ROOT / layer).glob("*.py"))
+        files = [ROOT / "api" / "session.py"] if layer == "session" else sorted((ROOT / layer).glob("*.py"))
         for path in files:
             for module in imports(path):
                 target = layer_of_import(module, layer)
                 if target and target != layer and ORDER.index(target) > ORDER.index(layer):
                     wrong.append(f"{path.relative_to(ROOT)} imports {target}")
     assert not wrong, "imports pointing up: " + "; ".join(wrong)
+
+
+def test_nothing_at_the_root_shadows_the_installed_package():
+    """Python run from the repository root puts the root first on sys.path: a folder or module named `protodump`
+    there would hide the installed package (`import protodump.analysis` would fail after a plain `pip install .`)."""
+    assert not (ROOT / "protodump").exists() and not (ROOT / "protodump.py").exists()
+    assert (ROOT / "api" / "__init__.py").exists()

@@ -53,7 +53,7 @@ def _inner(spec):
         "json": [*prog, "-i", "lo", "-f", BPF, "-c", str(n), "-T", "json"],
         "write": [*prog, "-i", "lo", "-f", BPF, "-a", f"packets:{n}", "-w", f"{tmp}/live.pcapng"],
         "sigint": [*prog, "-i", "lo", "-f", BPF],
-        "duration": [*prog, "-i", "1", "-f", BPF, "-a", "duration:2", "-q"],    # -i by its -D number
+        "duration": [*prog, "-i", "2", "-f", BPF, "-a", "duration:2", "-q"],    # -i by its -D number (1 is any)
         "list": [*prog, "-D"],
     }
     def start(names):
@@ -260,7 +260,7 @@ def test_duration_stops_and_interface_by_number(live):
 
 @needs_netns
 def test_list_interfaces_in_the_namespace(live):
-    assert live["list"] == {"rc": 0, "stdout": "1. lo (Loopback)\n", "stderr": ""}
+    assert live["list"] == {"rc": 0, "stdout": "1. any\n2. lo (Loopback)\n", "stderr": ""}   # as tshark -D there
 
 
 def test_list_interfaces_like_tshark():
@@ -273,6 +273,29 @@ def test_list_interfaces_like_tshark():
         theirs = subprocess.run([TSHARK, "-D"], capture_output=True, text=True, check=False).stdout
         their_names = [line.split(". ", 1)[1].split(" (")[0] for line in theirs.splitlines() if ". " in line]
         assert [n for n in their_names if n in names] == names       # the same interfaces, in tshark's order
+        assert ours.stdout.splitlines() == [line for line in theirs.splitlines() if ". " in line][:len(names)]
+
+
+@needs_netns
+def test_any_captures_cooked_frames_that_tshark_reads(tmp_path):
+    """-i any (with a capture filter): Linux cooked frames, both copies of a loopback packet, as tshark -i any."""
+    out = tmp_path / "any.pcapng"
+    import shlex
+    script = (f"ip link set lo up; {shlex.join(PROTODUMP)} -i any -f 'udp port 9999' -c 4 -w {out} & "
+              "sleep 2; python3 -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); "
+              "[s.sendto(b'hi', ('127.0.0.1', 9999)) for _ in range(2)]; "
+              "s.sendto(b'no', ('127.0.0.1', 9998))\"; wait")
+    r = subprocess.run(["unshare", "-n", "bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert "4 packets captured" in r.stderr, r.stderr
+    data = out.read_bytes()
+    assert int.from_bytes(data[28 + 8:28 + 10], "little") == 113        # the IDB's link type: LINUX_SLL
+    ours = subprocess.run([*PROTODUMP, "-r", str(out), "-T", "fields", "-e", "udp.dstport"], capture_output=True,
+                          text=True).stdout
+    assert ours.split() == ["9999"] * 4
+    if TSHARK is not None:
+        theirs = subprocess.run([TSHARK, "-r", str(out), "-T", "fields", "-e", "sll.pkttype", "-e", "udp.dstport"],
+                                capture_output=True, text=True).stdout.split("\n")
+        assert sorted(line.split("\t")[0] for line in theirs if line) == ["0", "0", "4", "4"]
 
 
 def _one_line_error(args, *, prefix=()):

@@ -21,10 +21,11 @@ pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
 TCP_CAPTURE = "/work/shared/captures/iceball-tcp-session.pcap"
 ALL = [str(CAPTURES_DIR / name) for name in CAPTURES] + [TCP_CAPTURE]
 TABLES = ["conv,udp", "conv,tcp", "conv,ip", "conv,eth", "endpoints,udp", "endpoints,tcp", "endpoints,ip",
-          "endpoints,eth"]
+          "endpoints,eth", "conv,sctp", "endpoints,sctp"]
 TITLES = {"conv,udp": "UDP Conversations", "conv,tcp": "TCP Conversations", "conv,ip": "IPv4 Conversations",
           "conv,eth": "Ethernet Conversations", "endpoints,udp": "UDP Endpoints", "endpoints,tcp": "TCP Endpoints",
-          "endpoints,ip": "IPv4 Endpoints", "endpoints,eth": "Ethernet Endpoints"}
+          "endpoints,ip": "IPv4 Endpoints", "endpoints,eth": "Ethernet Endpoints", "conv,sctp": "SCTP Conversations",
+          "endpoints,sctp": "SCTP Endpoints"}
 
 
 def _exists(path):
@@ -251,3 +252,27 @@ def test_bad_z_arguments_exit_2_without_traceback(arg):
     errors = [line for line in r.stderr.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and ("-z" in errors[0] or "filter" in errors[0])
     assert r.stdout == ""
+
+
+def test_terminal_tables_never_cut_data():
+    """On an 80-column terminal a table too wide for it is printed in tshark's plain layout, nothing cut; a
+    narrow one as a rich table, every cell whole."""
+    import io
+    from rich.console import Console
+    from protodump.analysis import stats as stats_mod
+    from protodump.output import stats_out
+
+    results = stats_mod.run(decoded(str(CAPTURES_DIR / "blank-server-session.pcap")), ["conv,udp", "blank,seq"])
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+    out = Tty()
+    import unittest.mock
+    with unittest.mock.patch("rich.console.Console", lambda file, **kw: Console(file=file, width=80,
+                                                                                 force_terminal=True, **kw)):
+        stats_out.write(results, out)
+    text = out.getvalue()
+    assert "…" not in text
+    assert "127.0.0.1:35367" in text                 # the wide conversation table: plain layout, whole
+    assert "UDP Conversations" in text

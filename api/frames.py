@@ -9,7 +9,7 @@ and three more columns can be asked for: `pdu.proto` (the layer's protocol), `pd
 `pdu.type` (its message type as `-z <proto>,types` names it, "NAME (id)"); a game field then comes from that layer
 only, a standard field from its frame.
 
-The rows come from the same shards as --dask (protodump/shards.py), so `protodump.dask.read` builds the same
+The rows come from the same shards as --dask (api/shards.py), so `protodump.dask.read` builds the same
 frame partition by partition. pandas and pyarrow are the `frames` extra.
 """
 from __future__ import annotations

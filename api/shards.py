@@ -14,7 +14,7 @@ take the extremes, and every table that tshark prints in first-seen order is ord
 number at which each key first appeared, recorded in the worker by `FirstSeen` dicts. Nested orders inside one
 conversation (message types of equal counts) follow shard order, exact whenever a conversation is in one file.
 
-Plain Python, no Dask: the same shards serve `--dask` (protodump/dask.py) and can serve a process pool (-j).
+Plain Python, no Dask: the same shards serve `--dask` (api/dask.py) and can serve a process pool (-j).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Running shards on Dask (`pip install 'protodump[dask]'`): an existing dask.distributed scheduler, or a local
-cluster, decodes the shards of protodump/shards.py; the client merges what comes back.
+cluster, decodes the shards of api/shards.py; the client merges what comes back.
 
     protodump --dask tcp://10.0.0.5:8786 -q -z io,phs -z iceball,types day/     # `dask scheduler` elsewhere
     protodump --dask local -T fields -e frame.number -e blank.seq day/         # a LocalCluster on this machine

@@ -1,0 +1,100 @@
+"""Reading and writing as tshark does: standard input and pipes (pcap, pcapng, gzip; never seeked), -w - to the
+standard output, -F and the -w extension, -l, -2 -R, -n/-N, and bad input: one line and tshark's exit code."""
+from __future__ import annotations
+
+import gzip
+import subprocess
+
+import pytest
+
+from conftest import CAPTURES_DIR, PROTODUMP, TSHARK
+
+CAP = CAPTURES_DIR / "blank-server-session.pcap"
+BIG = CAPTURES_DIR / "iceball-enet-session.pcap"
+
+
+def run(*args, stdin: bytes | None = None, shell: str | None = None):
+    if shell is not None:           # a real pipe between processes (not seekable)
+        return subprocess.run(["bash", "-o", "pipefail", "-c", shell], capture_output=True, timeout=120)
+    return subprocess.run([*PROTODUMP, *args], input=stdin, capture_output=True, timeout=120)
+
+
+def pd() -> str:
+    return " ".join(f"'{a}'" for a in PROTODUMP)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_standard_input_through_a_pipe(compress):
+    expected = run("-r", str(CAP)).stdout
+    source = f"gzip -c {CAP}" if compress else f"cat {CAP}"
+    r = run(shell=f"{source} | {pd()} -r -")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == expected and expected.count(b"\n") > 100
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not on PATH")
+def test_pcapng_from_tshark_through_a_pipe():
+    expected = run("-r", str(CAP), "-c", "20").stdout
+    r = run(shell=f"{TSHARK} -r {CAP} -F pcapng -w - 2>/dev/null | {pd()} -r - -c 20")
+    assert r.stdout == expected, r.stderr
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark is not on PATH")
+@pytest.mark.parametrize("fmt", ["pcap", "nsecpcap"])
+def test_write_pcap_to_standard_output_as_tshark(fmt):
+    ours = run("-r", str(CAP), "-F", fmt, "-w", "-").stdout
+    theirs = subprocess.run([TSHARK, "-r", str(CAP), "-F", fmt, "-w", "-"], capture_output=True).stdout
+    assert ours == theirs and len(ours) > 10000
+
+
+def test_write_format_follows_the_extension(tmp_path):
+    for name, magic in [("a.pcap", b"\xd4\xc3\xb2\xa1"), ("a.pcapng", b"\x0a\x0d\x0d\x0a"), ("a", b"\x0a\x0d\x0d\x0a")]:
+        r = run("-r", str(CAP), "-Y", "blank.type == 1", "-w", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+        data = (tmp_path / name).read_bytes()
+        assert data[:4] == magic, name
+        again = run("-r", str(tmp_path / name))
+        assert again.stdout.count(b"\n") == 1 and b"Login" in again.stdout
+    r = run("-r", str(CAP), "-c", "3", "-F", "pcapng", "-w", "-")
+    assert r.stdout[:4] == b"\x0a\x0d\x0d\x0a"
+    assert run(stdin=r.stdout, *("-r", "-")).stdout.count(b"\n") == 3
+
+
+def test_write_to_a_pipe_and_read_it_back():
+    r = run(shell=f"{pd()} -r {CAP} -w - | {pd()} -r - -Y 'blank.type == 1'")
+    assert r.returncode == 0 and r.stdout.count(b"\n") == 1 and b"pybot" in r.stdout
+
+
+def test_line_buffered_two_pass_and_resolution_flags():
+    plain = run("-r", str(CAP), "-Y", "blank.type == 1").stdout
+    assert run("-l", "-n", "-N", "mnt", "-r", str(CAP), "-Y", "blank.type == 1").stdout == plain
+    assert run("-2", "-R", "blank.type == 1", "-r", str(CAP)).stdout == plain
+    r = run("-R", "blank", "-r", str(CAP))
+    assert r.returncode == 1 and r.stderr.strip().endswith(b"For single-pass filtering use -Y.")
+    r = run("-N", "q", "-r", str(CAP))
+    assert r.returncode == 1 and r.stderr.count(b"\n") == 1 and b"'q'" in r.stderr
+
+
+@pytest.mark.parametrize("data", [b"hello, not a capture\n", b""])
+def test_non_capture_on_standard_input(data):
+    r = run("-r", "-", stdin=data)
+    assert r.returncode == 2 and r.stdout == b""
+    assert r.stderr.count(b"\n") == 1 and r.stderr.startswith(b"protodump: The standard input isn't a capture file")
+
+
+def test_missing_file():
+    r = run("-r", "/nonexistent.pcap")
+    assert r.returncode == 2 and r.stderr == b'protodump: The file "/nonexistent.pcap" doesn\'t exist.\n'
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-x",), ("-T", "fields", "-e", "frame.number")])
+def test_closed_output_pipe_is_quiet(args):
+    """`| head`: tshark exits 2 and says nothing; so do we (no traceback, no "Broken pipe")."""
+    r = run(shell=f"{pd()} {' '.join(args)} -r {BIG} | head -1 >/dev/null; exit ${{PIPESTATUS[0]}}")
+    assert (r.returncode, r.stderr) == (2, b"")
+
+
+def test_gzip_module_round_trip(tmp_path):
+    path = tmp_path / "x.pcap.gz"
+    path.write_bytes(gzip.compress(CAP.read_bytes()))
+    assert run("-r", str(path), "-c", "2").stdout == run("-r", str(CAP), "-c", "2").stdout

@@ -1,0 +1,166 @@
+"""-T psml|ek|jsonraw, -T json with -j/-J/-x, -T json|ek -e: against tshark with the generated plugin on the
+bundled captures. PSML and `-e` outputs are compared whole; the tree forms layer by layer for the game layers (the
+standard layers' fields are another issue's).
+
+Known gaps, so not compared (both come from the engine, not from these writers):
+- `_raw` of items inside a reassembled or inflated buffer (Iceball file contents): the table decoder does not record
+  the item's data source, so the hex is read from the frame;
+- `-T jsonraw` positions of zero-length generated items (reassembly summaries): the Lua places some at the layer's
+  start, the Python blocks at the field's offset (`-T json -x` leaves zero-length items out, so it agrees)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import VARIANTS, get, layers_of, packet_layers, pairs, tshark_divergent, variant_id
+
+GAMES = ("blank", "enet", "iceball", "rutentoy", "freeblox")
+CREATOR = ('creator="wireshark/', 'creator="protodump/')
+SMALL = [v for v in VARIANTS if not v[0].startswith(("iceball-enet-session", "freeblox-session", "freeblox-burst"))]
+NOT_ICEBALL = [v for v in SMALL if not v[0].startswith("iceball") or "spec" in v[0]]
+NO_REASSEMBLY = [v for v in SMALL if v[0].startswith(("blank-2015", "blank-sequence", "blank-port", "enet", "freeblox",
+                                                      "iceball-tcp-spec", "websocket"))]
+FEW = [v for v in SMALL if v[0] in ("blank-bad.pcap", "enet-bad.pcap", "iceball-tcp-all.pcap", "rutentoy-bad.pcap",
+                                    "rutentoy-sctp.pcap", "freeblox-plain.pcap")]
+
+
+def both(protodump_run, tshark_run, variant, *args):
+    name, extra = variant
+    ours = protodump_run(*extra, *args, name)
+    theirs = tshark_run(*extra, "-r", name, *args)
+    assert ours.returncode == 0, ours.stderr
+    return ours.stdout, theirs.stdout
+
+
+def game_layers(layers) -> list:
+    return [(k, v) for k, v in layers if k in GAMES or k.endswith("_raw") and k[:-4] in GAMES]
+
+
+def divergent_frames(protodump_run, variant) -> set[int]:
+    """Frames where tshark's own WebSocket dissector does not hand Freeblox the message (conftest.tshark_divergent)."""
+    name, extra = variant
+    layers = packet_layers(protodump_run(*extra, "-T", "json", name).stdout)
+    return {n for n, frame in enumerate(layers, 1) if tshark_divergent(frame)}
+
+
+def compare_json_game_layers(ours: str, theirs: str, skip=()) -> None:
+    mine, their = packet_layers(ours), packet_layers(theirs)
+    assert len(mine) == len(their)
+    for number, (a, b) in enumerate(zip(mine, their), 1):
+        if number not in skip:
+            assert game_layers(a) == game_layers(b), f"frame {number}"
+
+
+def psml_rows(text: str, udp: bool) -> list:
+    """Rows of sections; over TCP and SCTP only No., Time, Source, Destination and Length (the Protocol and Info
+    columns of TCP, HTTP, WebSocket and of several PDUs in one segment are the summary's, another issue's)."""
+    rows = [re.findall(r"<section>(.*?)</section>", block) for block in text.split("<packet>")[1:]]
+    return [row if udp else row[:4] + row[5:6] for row in rows]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_psml_is_tsharks(protodump_run, tshark_run, variant):
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "psml")
+    theirs = re.sub(r'creator="wireshark/[^"]*"', 'creator="protodump/0.1.0"', theirs)
+    udp = variant[0].startswith(("blank", "enet", "iceball-enet"))
+    if udp:
+        assert ours == theirs
+    head = theirs.split("<packet>")[0]
+    assert ours.startswith(head) and ours.endswith("</packet>\n\n</psml>\n")
+    assert psml_rows(ours, udp) == psml_rows(theirs, udp)
+
+
+@pytest.mark.parametrize("variant", FEW, ids=variant_id)
+@pytest.mark.parametrize("args", [("-j", "blank enet iceball rutentoy freeblox"),
+                                  ("-J", "blank iceball"), ("-j", "blank.ack_history udp enet.command")],
+                         ids=["j-games", "J", "j-fields"])
+def test_json_protocol_filters(protodump_run, tshark_run, variant, args):
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "json", *args)
+    compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
+    for a, b in zip(packet_layers(ours), packet_layers(theirs)):       # filtered standard layers: the same
+        for key in ("frame", "eth", "ip"):
+            if args[0] == "-j" and "udp" in args[1] and key != "udp":
+                assert get(a, key) == get(b, key) == [("filtered", key)]
+
+
+@pytest.mark.parametrize("variant", NOT_ICEBALL, ids=variant_id)
+def test_json_x_raw_arrays(protodump_run, tshark_run, variant):
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "json", "-x")
+    compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
+
+
+@pytest.mark.parametrize("variant", NO_REASSEMBLY, ids=variant_id)
+def test_jsonraw(protodump_run, tshark_run, variant):
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "jsonraw")
+    compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
+
+
+def ek_packets(text: str) -> list:
+    lines = text.splitlines()
+    assert all(json.loads(line)["index"]["_type"] == "doc" for line in lines[0::2])
+    return [pairs(line) for line in lines[1::2]]
+
+
+def compare_ek(protodump_run, tshark_run, variant, *args) -> None:
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "ek", *args)
+    mine, their = ek_packets(ours), ek_packets(theirs)
+    assert len(mine) == len(their)
+    skip = divergent_frames(protodump_run, variant)
+    for number, (a, b) in enumerate(zip(mine, their), 1):
+        assert get(a, "timestamp") == get(b, "timestamp")
+        if number not in skip:
+            assert game_layers(get(a, "layers")) == game_layers(get(b, "layers")), f"frame {number}"
+
+
+@pytest.mark.parametrize("variant", SMALL, ids=variant_id)
+def test_ek_game_layers(protodump_run, tshark_run, variant):
+    compare_ek(protodump_run, tshark_run, variant)
+
+
+@pytest.mark.parametrize("variant", FEW, ids=variant_id)
+@pytest.mark.parametrize("args", [("-j", "blank enet iceball"), ("-J", "rutentoy freeblox")], ids=["j", "J"])
+def test_ek_protocol_filters(protodump_run, tshark_run, variant, args):
+    compare_ek(protodump_run, tshark_run, variant, *args)
+
+
+@pytest.mark.parametrize("variant", [v for v in NOT_ICEBALL if v in FEW or v[0].startswith("blank")], ids=variant_id)
+def test_ek_x(protodump_run, tshark_run, variant):
+    compare_ek(protodump_run, tshark_run, variant, "-x")
+
+
+FIELDS = ["frame.number", "ip.addr", "udp.port", "tcp.port", "_ws.col.No.", "_ws.col.Time", "_ws.col.Source",
+          "_ws.col.Destination", "_ws.col.Protocol", "_ws.col.Length", "_ws.col.Info", "_ws.col.Nothing"]
+
+
+@pytest.mark.parametrize("variant", SMALL, ids=variant_id)
+@pytest.mark.parametrize("form", ["json", "ek", "fields"])
+def test_e_fields_and_columns_whole(protodump_run, tshark_run, variant, form):
+    udp = variant[0].startswith(("blank", "enet", "iceball-enet"))
+    fields = FIELDS if udp else [f for f in FIELDS if f not in ("_ws.col.Info", "_ws.col.Protocol")]  # TCP
+    args = [a for f in fields for a in ("-e", f)]
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", form, *args)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v[0].startswith("blank")], ids=variant_id)
+def test_e_game_fields_in_json(protodump_run, tshark_run, variant):
+    args = [a for f in ("blank.seq", "blank.type", "blank.login.name", "blank.ack_history.received",
+                        "blank.malformed", "_ws.expert.message") for a in ("-e", f)]
+    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "json", *args)
+    assert ours == theirs
+
+
+def test_time_column_counts_from_the_first_frame(protodump_run, tshark_run):
+    """-Y hides the first frames: the Time column still counts from the capture's first frame (tshark's)."""
+    args = ("-Y", 'blank.type == "Chunk Data" && blank.chunk')
+    ours, theirs = both(protodump_run, tshark_run, ("blank-all-current.pcap", ()), *args)
+    assert ours == theirs and "0.007571" in ours
+
+
+def test_bad_combinations_are_one_line(protodump_run):
+    for args, code in [(("-T", "text", "-e", "frame.number"), 1), (("-T", "fields", "-e", "no.such"), 1),
+                       (("-T", "psml", "-j", "ip"), 1), (("-T", "json", "-j", "ip", "-J", "ip"), 1)]:
+        r = protodump_run(*args, "blank-all-current.pcap")
+        assert r.returncode == code and r.stdout == "" and r.stderr.count("\n") == 1, (args, r.stderr)
