@@ -1,0 +1,87 @@
+"""Ethernet II, 802.1Q and 802.1ad (tshark's packet-eth.c, packet-vlan.c, packet-ieee8021ah.c)."""
+from __future__ import annotations
+
+import struct
+
+from ...engine.tree import Item, Layer
+from .. import fields as f
+from .common import bits, frozen, full, mac, named, proto_item
+
+VLAN_PRIORITIES = ["Best Effort (default)", "Background", "Excellent Effort", "Critical Applications",
+                   "Video, < 100ms latency and jitter", "Voice, < 10ms latency and jitter",
+                   "Internetwork Control", "Network Control"]
+
+
+def _ethertype_item(field, data: bytes, off: int) -> Item:
+    t = struct.unpack_from("!H", data, off)[0]
+    return Item(field, t, off, 2, f"Type: {named(f.ETHERTYPES, t, '0x{:04x}')}")
+
+
+def _eth_addr(field, lg, ig, data: bytes, off: int, name: str) -> Item:
+    text = mac(data[off:off + 6])
+    item = Item(field, text, off, 6, f"{name}: {text}")
+    item.add(Item(f.eth_addr, text, off, 6, f"Address: {text}"))
+    top3 = int.from_bytes(data[off:off + 3], "big")
+    item.add(Item(lg, bool(top3 & 0x020000), off, 3, f"{bits(top3, 0x020000, 24)} = LG bit: " + (
+        "Locally administered address (this is NOT the factory default)" if top3 & 0x020000
+        else "Globally unique address (factory default)")))
+    item.add(Item(ig, bool(top3 & 0x010000), off, 3, f"{bits(top3, 0x010000, 24)} = IG bit: " + (
+        "Group address (multicast/broadcast)" if top3 & 0x010000 else "Individual address (unicast)")))
+    return item
+
+
+def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 14):
+        return Layer("eth", proto_item(f.eth, off, length, "Ethernet II"))
+    head = data[0:14]
+    label, kids = frozen(("eth", head), lambda: _eth_parts(data))   # a (label, children) pair
+    top = proto_item(f.eth, 0, 14, label)
+    top.children = kids
+    return Layer("eth", top)
+
+
+def _eth_parts(data: bytes):
+    """(label, frozen children) of an Ethernet II header."""
+    return (_eth_label(data), tuple(_eth_items(data)))
+
+
+def _eth_label(data: bytes) -> str:
+    return f"Ethernet II, Src: {mac(data[6:12])}, Dst: {mac(data[0:6])}"
+
+
+def _eth_items(data: bytes):
+    top = proto_item(f.eth, 0, 14, "")
+    top.add(_eth_addr(f.eth_dst, f.eth_dst_lg, f.eth_dst_ig, data, 0, "Destination"))
+    top.add(_eth_addr(f.eth_src, f.eth_src_lg, f.eth_src_ig, data, 6, "Source"))
+    t = struct.unpack_from("!H", data, 12)[0]
+    if t <= 1500:
+        top.add(Item(f.eth_len, t, 12, 2, f"Length: {t}"))
+    else:
+        top.add(_ethertype_item(f.eth_type, data, 12))
+    return top.children
+
+
+def vlan_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 4):
+        return Layer("vlan", proto_item(f.vlan, off, length, "802.1Q Virtual LAN"))
+    tci = struct.unpack_from("!H", data, off)[0]
+    pri, dei, vid = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
+    top = proto_item(f.vlan, off, 4, f"802.1Q Virtual LAN, PRI: {pri}, DEI: {dei}, ID: {vid}")
+    top.add(Item(f.vlan_priority, pri, off, 2, f"{bits(tci, 0xE000, 16)} = Priority: {VLAN_PRIORITIES[pri]} ({pri})"))
+    top.add(Item(f.vlan_dei, dei, off, 2, f"{bits(tci, 0x1000, 16)} = DEI: {'Eligible' if dei else 'Ineligible'}"))
+    top.add(Item(f.vlan_id, vid, off, 2, f"{bits(tci, 0x0FFF, 16)} = ID: {vid}"))
+    top.add(_ethertype_item(f.vlan_etype, data, off + 2))
+    return Layer("vlan", top)
+
+
+def ieee8021ad_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 4):
+        return Layer("ieee8021ad", proto_item(f.ieee8021ad, off, length, "IEEE 802.1ad"))
+    tci = struct.unpack_from("!H", data, off)[0]
+    pri, dei, vid = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
+    top = proto_item(f.ieee8021ad, off, 4, f"IEEE 802.1ad, ID: {vid}")
+    top.add(Item(f.ieee8021ad_priority, pri, off, 1, f"{bits(tci, 0xE000, 16)} = Priority: {pri}"))
+    top.add(Item(f.ieee8021ad_dei, dei, off, 1, f"{bits(tci, 0x1000, 16)} = DEI: {dei}"))
+    top.add(Item(f.ieee8021ad_id, vid, off, 2, f"{bits(tci, 0x0FFF, 16)} = ID: {vid}"))
+    top.add(_ethertype_item(f.ieee8021ah_etype, data, off + 2))
+    return Layer("ieee8021ad", top)

@@ -1,0 +1,27 @@
+"""UDP (tshark's packet-udp.c)."""
+from __future__ import annotations
+
+import struct
+
+from ...engine.tree import Item, Layer
+from .. import fields as f
+from .common import full, proto_item
+
+def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 8):
+        return Layer("udp", proto_item(f.udp, off, length, "User Datagram Protocol"))
+    sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
+    top = proto_item(f.udp, off, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
+    top.add(Item(f.udp_srcport, sport, off, 2, f"Source Port: {sport}"))
+    top.add(Item(f.udp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}"))
+    if csum:
+        top.add(Item(f.udp_checksum, csum, off + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+        top.add(Item(f.udp_checksum_status, 2, off + 6, 0, "[Checksum Status: Unverified]", generated=True))
+    else:
+        c = top.add(Item(f.udp_checksum, csum, off + 6, 2, "Checksum: 0x0000 [zero-value ignored]"))
+        c.add(Item(f.udp_checksum_status, 3, off + 6, 0, "[Checksum Status: Not present]", generated=True))
+    if d.transport == "udp" and d.payload:
+        top.add(Item(f.udp_payload, d.payload, d.payload_offset, len(d.payload),
+                     f"UDP payload ({len(d.payload)} byte{'s' if len(d.payload) != 1 else ''})"))
+    return Layer("udp", top)
