@@ -22,7 +22,8 @@ class Decoded:
 
     __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
-                 "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks")
+                 "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
+                 "times", "clock", "udp")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -51,7 +52,16 @@ class Decoded:
         self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
         self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
+        self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
+        self.clock = None                    # the capture's capture.clock.FrameClock, if any
+        self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
+
+    def displayed(self, shown: bool) -> None:
+        """Report whether this frame was displayed (passed the display filter): frame.time_delta_displayed and
+        `-t dd` of the next frames count from the last displayed one."""
+        if self.clock is not None:
+            self.clock.displayed(self.frame.ts_ns, shown)
 
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
         """Record a malformed header (never raises)."""
@@ -85,7 +95,7 @@ _new = object.__new__
 _EIU_SPANS = (("eth", 0, 14), ("ip", 14, 20), ("udp", 34, 8))
 
 
-def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
+def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_table=None) -> Decoded:
     """Decode the standard layers of one frame. Never raises for any frame content. `tcp_table`: the capture's
     capture.tcp_analysis.TcpTable, which records this frame's TCP conversation state (relative sequence numbers,
     analysis) in decode order; without one, TCP layers show only what the header says. `tsn_table`: the
@@ -111,12 +121,20 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
             d.dport = dport
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
-            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = None
+            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
+                d.chunk_marks = d.udp = None
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []
+            d.clock = clock
+            d.times = clock.stamp(frame.ts_ns) if clock is not None else None
+            if udp_table is not None:
+                udp_table.analyze(d)
             return d
     d = Decoded(frame)
+    if clock is not None:
+        d.clock = clock
+        d.times = clock.stamp(frame.ts_ns)
     fn = LINK_DECODERS.get(frame.linktype)
     if fn is None:
         d.error = f"unknown link type {frame.linktype}"
@@ -126,6 +144,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
+    elif udp_table is not None and d.transport == "udp":
+        udp_table.analyze(d)
     return d
 
 

@@ -19,7 +19,14 @@ ARPHRD = {1: "Ethernet", 772: "Loopback", 776: "IPv6-in-IPv4", 65534: "None"}
 # frame
 frame = F("frame", "Frame", "protocol")
 frame_encap = F("frame.encap_type", "Encapsulation type", "int16")
+frame_time = F("frame.time", "Arrival Time", "string")
+frame_offset_shift = F("frame.offset_shift", "Time shift for this packet", "string")
 frame_time_epoch = F("frame.time_epoch", "Epoch Time", "string")
+frame_time_delta = F("frame.time_delta", "Time delta from previous captured frame", "string")
+frame_time_delta_displayed = F("frame.time_delta_displayed", "Time delta from previous displayed frame", "string")
+frame_time_relative = F("frame.time_relative", "Time since reference or first frame", "string")
+frame_marked = F("frame.marked", "Frame is marked", "bool")
+frame_ignored = F("frame.ignored", "Frame is ignored", "bool")
 frame_number = F("frame.number", "Frame Number", "uint32")
 frame_len = F("frame.len", "Frame Length", "uint32")
 frame_cap_len = F("frame.cap_len", "Capture Length", "uint32")
@@ -31,10 +38,22 @@ eth = F("eth", "Ethernet II", "protocol")
 eth_dst = F("eth.dst", "Destination", "string")
 eth_src = F("eth.src", "Source", "string")
 eth_addr = F("eth.addr", "Address", "string")
-eth_dst_lg = F("eth.dst.lg", "LG bit", "bool", mask=0x020000, bits=24)
-eth_dst_ig = F("eth.dst.ig", "IG bit", "bool", mask=0x010000, bits=24)
-eth_src_lg = F("eth.src.lg", "LG bit", "bool", mask=0x020000, bits=24)
-eth_src_ig = F("eth.src.ig", "IG bit", "bool", mask=0x010000, bits=24)
+eth_addr_resolved = F("eth.addr_resolved", "Address (resolved)", "string")
+eth_addr_oui = F("eth.addr.oui", "Address OUI", "uint32")
+eth_addr_oui_resolved = F("eth.addr.oui_resolved", "Address OUI (resolved)", "string")
+eth_lg = F("eth.lg", "LG bit", "bool", mask=0x020000, bits=24)
+eth_ig = F("eth.ig", "IG bit", "bool", mask=0x010000, bits=24)
+# per address: (the address, resolved, OUI, OUI resolved, LG bit, IG bit)
+eth_dst_fields = (eth_dst, F("eth.dst_resolved", "Destination (resolved)", "string"),
+                  F("eth.dst.oui", "Destination OUI", "uint32"),
+                  F("eth.dst.oui_resolved", "Destination OUI (resolved)", "string"),
+                  F("eth.dst.lg", "LG bit", "bool", mask=0x020000, bits=24),
+                  F("eth.dst.ig", "IG bit", "bool", mask=0x010000, bits=24))
+eth_src_fields = (eth_src, F("eth.src_resolved", "Source (resolved)", "string"),
+                  F("eth.src.oui", "Source OUI", "uint32"),
+                  F("eth.src.oui_resolved", "Source OUI (resolved)", "string"),
+                  F("eth.src.lg", "LG bit", "bool", mask=0x020000, bits=24),
+                  F("eth.src.ig", "IG bit", "bool", mask=0x010000, bits=24))
 eth_type = F("eth.type", "Type", "uint16", "HEX", ETHERTYPES)
 eth_len = F("eth.len", "Length", "uint16")
 vlan = F("vlan", "802.1Q Virtual LAN", "protocol")
@@ -87,6 +106,10 @@ ip_checksum_status = F("ip.checksum.status", "Header checksum status", "uint8")
 ip_options = F("ip.options", "Options", "bytes")
 ip_src = F("ip.src", "Source Address", "string")
 ip_dst = F("ip.dst", "Destination Address", "string")
+ip_addr = F("ip.addr", "Source or Destination Address", "string")
+# (source, destination, either, source host, destination host, either host)
+ip_addresses = (ip_src, ip_dst, ip_addr, F("ip.src_host", "Source Host", "string"),
+                F("ip.dst_host", "Destination Host", "string"), F("ip.host", "Source or Destination Host", "string"))
 
 # IPv6
 ipv6 = F("ipv6", "Internet Protocol Version 6", "protocol")
@@ -98,6 +121,10 @@ ipv6_nxt = F("ipv6.nxt", "Next Header", "uint8", values=IP_PROTOS)
 ipv6_hlim = F("ipv6.hlim", "Hop Limit", "uint8")
 ipv6_src = F("ipv6.src", "Source Address", "string")
 ipv6_dst = F("ipv6.dst", "Destination Address", "string")
+ipv6_addr = F("ipv6.addr", "Source or Destination Address", "string")
+ipv6_addresses = (ipv6_src, ipv6_dst, ipv6_addr, F("ipv6.src_host", "Source Host", "string"),
+                  F("ipv6.dst_host", "Destination Host", "string"),
+                  F("ipv6.host", "Source or Destination Host", "string"))
 ipv6_ext = {0: F("ipv6.hopopts", "IPv6 Hop-by-Hop Option", "protocol"),
             43: F("ipv6.routing", "Routing Header for IPv6", "protocol"),
             60: F("ipv6.dstopts", "Destination Options for IPv6", "protocol"),
@@ -122,6 +149,10 @@ udp_length = F("udp.length", "Length", "uint16")
 udp_checksum = F("udp.checksum", "Checksum", "uint16", "HEX")
 udp_checksum_status = F("udp.checksum.status", "Checksum Status", "uint8")
 udp_payload = F("udp.payload", "Payload", "bytes")
+udp_port = F("udp.port", "Source or Destination Port", "uint16")
+udp_stream = F("udp.stream", "Stream index", "uint32")
+udp_time_relative = F("udp.time_relative", "Time since first frame", "string")
+udp_time_delta = F("udp.time_delta", "Time since previous frame", "string")
 
 # TCP
 tcp = F("tcp", "Transmission Control Protocol", "protocol")

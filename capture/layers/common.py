@@ -27,6 +27,9 @@ def full(data: bytes, off: int, length: int, need: int) -> bool:
 
 
 def ns_text(ns: int) -> str:
+    """A time in nanoseconds as tshark's "%d.%09d" (a negative delta keeps its sign: "-0.000100000")."""
+    if ns < 0:
+        return "-" + ns_text(-ns)
     return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 

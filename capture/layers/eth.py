@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import struct
 
-from ...engine.tree import Item, Layer
+from ...engine.tree import HiddenItem, Item, Layer
 from .. import fields as f
+from .. import manuf
 from .common import bits, frozen, full, mac, named, proto_item
 
 VLAN_PRIORITIES = ["Best Effort (default)", "Background", "Excellent Effort", "Critical Applications",
@@ -17,16 +18,32 @@ def _ethertype_item(field, data: bytes, off: int) -> Item:
     return Item(field, t, off, 2, f"Type: {named(f.ETHERTYPES, t, '0x{:04x}')}")
 
 
-def _eth_addr(field, lg, ig, data: bytes, off: int, name: str) -> Item:
-    text = mac(data[off:off + 6])
-    item = Item(field, text, off, 6, f"{name}: {text}")
-    item.add(Item(f.eth_addr, text, off, 6, f"Address: {text}"))
-    top3 = int.from_bytes(data[off:off + 3], "big")
-    item.add(Item(lg, bool(top3 & 0x020000), off, 3, f"{bits(top3, 0x020000, 24)} = LG bit: " + (
+def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
+    """An address and its tree as tshark 4.0's proto_tree_add_mac48_detail: the field, its hidden resolved
+    name and OUI, the same again as eth.addr (visible), then the LG and IG bits (with hidden eth.lg/eth.ig)."""
+    own, own_resolved, own_oui, own_oui_resolved, lg, ig = fields
+    raw = data[off:off + 6]
+    text, resolved, long = mac(raw), manuf.eth_name(raw), manuf.oui_name(raw)
+    oui = int.from_bytes(raw[:3], "big")
+    item = Item(own, text, off, 6, f"{name}: {resolved} ({text})")
+    for addr, res, o, o_res in ((None, own_resolved, own_oui, own_oui_resolved),
+                                (f.eth_addr, f.eth_addr_resolved, f.eth_addr_oui, f.eth_addr_oui_resolved)):
+        if addr is not None:
+            item.add(Item(addr, text, off, 6, f"Address: {resolved} ({text})"))
+        item.add(HiddenItem(res, resolved, off, 6, generated=True))
+        item.add(HiddenItem(o, oui, off, 3, generated=True))
+        if long is not None:
+            item.add(HiddenItem(o_res, long, off, 3, generated=True))
+    top3 = oui
+    lg_text = bits(top3, 0x020000, 24) + " = LG bit: " + (
         "Locally administered address (this is NOT the factory default)" if top3 & 0x020000
-        else "Globally unique address (factory default)")))
-    item.add(Item(ig, bool(top3 & 0x010000), off, 3, f"{bits(top3, 0x010000, 24)} = IG bit: " + (
-        "Group address (multicast/broadcast)" if top3 & 0x010000 else "Individual address (unicast)")))
+        else "Globally unique address (factory default)")
+    item.add(Item(lg, bool(top3 & 0x020000), off, 3, lg_text))
+    item.add(HiddenItem(f.eth_lg, bool(top3 & 0x020000), off, 3))
+    ig_text = bits(top3, 0x010000, 24) + " = IG bit: " + (
+        "Group address (multicast/broadcast)" if top3 & 0x010000 else "Individual address (unicast)")
+    item.add(Item(ig, bool(top3 & 0x010000), off, 3, ig_text))
+    item.add(HiddenItem(f.eth_ig, bool(top3 & 0x010000), off, 3))
     return item
 
 
@@ -46,13 +63,15 @@ def _eth_parts(data: bytes):
 
 
 def _eth_label(data: bytes) -> str:
-    return f"Ethernet II, Src: {mac(data[6:12])}, Dst: {mac(data[0:6])}"
+    src, dst = data[6:12], data[0:6]
+    return (f"Ethernet II, Src: {manuf.eth_name(src)} ({mac(src)}), "
+            f"Dst: {manuf.eth_name(dst)} ({mac(dst)})")
 
 
 def _eth_items(data: bytes):
     top = proto_item(f.eth, 0, 14, "")
-    top.add(_eth_addr(f.eth_dst, f.eth_dst_lg, f.eth_dst_ig, data, 0, "Destination"))
-    top.add(_eth_addr(f.eth_src, f.eth_src_lg, f.eth_src_ig, data, 6, "Source"))
+    top.add(_eth_addr(f.eth_dst_fields, data, 0, "Destination"))
+    top.add(_eth_addr(f.eth_src_fields, data, 6, "Source"))
     t = struct.unpack_from("!H", data, 12)[0]
     if t <= 1500:
         top.add(Item(f.eth_len, t, 12, 2, f"Length: {t}"))

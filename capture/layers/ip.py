@@ -4,7 +4,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from ...engine.tree import Item, Layer
+from ...engine.tree import HiddenItem, Item, Layer
 from .. import fields as f
 from .common import bits, frozen, full, named, proto_item, set_text
 
@@ -67,8 +67,7 @@ def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
     top.add(Item(f.ip_proto, proto, off + 9, 1, f"Protocol: {named(f.IP_PROTOS, proto)}"))
     top.add(Item(f.ip_checksum, csum, off + 10, 2, f"Header Checksum: 0x{csum:04x} [validation disabled]"))
     top.add(Item(f.ip_checksum_status, 2, off + 10, 0, "[Header checksum status: Unverified]", generated=True))
-    top.add(Item(f.ip_src, src, off + 12, 4, f"Source Address: {src}"))
-    top.add(Item(f.ip_dst, dst, off + 16, 4, f"Destination Address: {dst}"))
+    _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
     if hl > 5 and len(data) >= off + hl * 4:
         opts = data[off + 20:off + hl * 4]
         top.add(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
@@ -91,8 +90,7 @@ def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
     top.add(Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}"))
     top.add(Item(f.ipv6_nxt, nh, off + 6, 1, f"Next Header: {named(f.IP_PROTOS, nh)}"))
     top.add(Item(f.ipv6_hlim, hlim, off + 7, 1, f"Hop Limit: {hlim}"))
-    top.add(Item(f.ipv6_src, src, off + 8, 16, f"Source Address: {src}"))
-    top.add(Item(f.ipv6_dst, dst, off + 24, 16, f"Destination Address: {dst}"))
+    _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
     return Layer("ipv6", top)
 
 
@@ -115,3 +113,15 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
         item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
         item.add(Item(oct_f, length, off + 1, 0, f"[Length: {length} bytes]", generated=True))
     return item
+
+
+def _addresses(top: Item, fields, src: str, dst: str, off: int, n: int) -> None:
+    """Source and destination, each followed by tshark's hidden any-side address and host name fields (name
+    resolution of network addresses is off by default: the host is the address)."""
+    src_f, dst_f, addr_f, src_host, dst_host, host = fields
+    for field, host_f, value, at, name in ((src_f, src_host, src, off, "Source"), (dst_f, dst_host, dst, off + n,
+                                                                                   "Destination")):
+        top.add(Item(field, value, at, n, f"{name} Address: {value}"))
+        top.add(HiddenItem(addr_f, value, at, n))
+        top.add(HiddenItem(host_f, value, at, n))
+        top.add(HiddenItem(host, value, at, n))
