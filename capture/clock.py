@@ -9,11 +9,10 @@ from __future__ import annotations
 
 
 class FrameClock:
-    __slots__ = ("first_ns", "prev_ns", "shown_ns", "reported", "last_ns")
+    __slots__ = ("first_ns", "shown_ns", "reported", "last_ns")
 
     def __init__(self):
         self.first_ns: int | None = None     # the capture's first frame
-        self.prev_ns: int | None = None      # the frame before the one being decoded
         self.shown_ns: int | None = None     # the last displayed frame
         self.last_ns: int | None = None      # the frame decoded last
         self.reported = False                # was a display decision reported for the last frame?

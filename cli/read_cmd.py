@@ -59,6 +59,9 @@ def parse_prefs(values) -> dict:
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", help="With -T fields: a field to print (repeat).")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
+@click.option("-t", "time_format", type=click.Choice(text.TIME_FORMATS), default="r", show_default=True,
+              help="Time column: r relative to the first frame, d/dd delta to the previous captured/displayed "
+                   "frame, e epoch, a/ad/adoy local time (with date, day of year), u/ud/udoy the same in UTC.")
 @click.option("-O", "only", help="Detail only these protocols (comma separated), like tshark -O.")
 @click.option("-d", "decode_as", multiple=True, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
 @click.option("-o", "prefs", multiple=True, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
@@ -74,7 +77,7 @@ def parse_prefs(values) -> dict:
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
-         fields_opts, zstats=(), stats_format="text", display_filter=None):
+         fields_opts, zstats=(), stats_format="text", display_filter=None, time_format="r"):
     """Decode a capture file.
 
     \b
@@ -105,7 +108,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     only_set = set(only.split(",")) if only else None
     detail = verbose or only_set is not None
     writer = (JsonWriter(out) if output_format == "json"
-              else text.TextWriter(out, detail=detail, hexdump=hexdump, only=only_set))
+              else text.TextWriter(out, detail=detail, hexdump=hexdump, only=only_set, time_format=time_format))
     if output_format == "fields" or fields_e:
         if output_format != "fields":
             raise click.UsageError("-e needs -T fields")
@@ -129,6 +132,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 for tap in taps:
                     tap.add(packet)
                 shown = shows is None or shows(packet)
+                packet.decoded.displayed(shown)   # frame.time_delta_displayed, -t dd of the next frames
                 if shown and not quiet:
                     writer.write(packet)
                 if shown:

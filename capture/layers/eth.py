@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import struct
 
-from ...engine.tree import HiddenItem, Item, Layer
+from ...engine.tree import PROTOCOL, WARN, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from .. import manuf
 from .common import bits, frozen, full, mac, named, proto_item
@@ -18,6 +18,10 @@ def _ethertype_item(field, data: bytes, off: int) -> Item:
     return Item(field, t, off, 2, f"Type: {named(f.ETHERTYPES, t, '0x{:04x}')}")
 
 
+SRC_NOT_GROUP = ExpertInfo("eth.src_not_group", PROTOCOL, WARN,
+                           "Source MAC must not be a group address: IEEE 802.3-2002, Section 3.2.3(b)")
+
+
 def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
     """An address and its tree as tshark 4.0's proto_tree_add_mac48_detail: the field, its hidden resolved
     name and OUI, the same again as eth.addr (visible), then the LG and IG bits (with hidden eth.lg/eth.ig)."""
@@ -26,6 +30,8 @@ def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
     text, resolved, long = mac(raw), manuf.eth_name(raw), manuf.oui_name(raw)
     oui = int.from_bytes(raw[:3], "big")
     item = Item(own, text, off, 6, f"{name}: {resolved} ({text})")
+    if own is f.eth_src and raw[0] & 1:
+        item.expert(SRC_NOT_GROUP)
     for addr, res, o, o_res in ((None, own_resolved, own_oui, own_oui_resolved),
                                 (f.eth_addr, f.eth_addr_resolved, f.eth_addr_oui, f.eth_addr_oui_resolved)):
         if addr is not None:
