@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .filter_fields import ALIASES, EXPERT_FIELDS, Spec, is_field, registry
+from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
 from .filter_parse import Field, Literal, parse
 from .filter_values import converter, item_bytes, literal, raw_bytes, slicer, type_name
@@ -79,10 +79,7 @@ def _getter(ref: Field):
     """(packet, index) -> the comparable values of a field's occurrences; and the kind of those values."""
     spec = registry()[ref.name]
     kind = spec.kind
-    if ref.name in ALIASES:
-        sources = ALIASES[ref.name]
-        items = lambda p, ix: [it for s in sources for it in ix.get(s, ())]   # noqa: E731
-    elif ref.name in EXPERT_FIELDS:
+    if ref.name in EXPERT_FIELDS:
         attr = ref.name.rsplit(".", 1)[1]
         items = lambda p, ix: [getattr(it.expert_info, attr) for it in ix.get("_ws.expert", ())]   # noqa: E731
     else:

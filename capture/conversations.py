@@ -14,7 +14,8 @@ class UdpTable:
         self.count = 0
 
     def analyze(self, d) -> None:
-        """Set d.udp = (stream index, ns since the stream's first frame, ns since its previous frame)."""
+        """Set d.udp = (stream index, ns since the stream's first frame, ns since its previous frame with a
+        payload)."""
         a, b = (d.src, d.sport), (d.dst, d.dport)
         key = (a, b) if a <= b else (b, a)
         ts = d.frame.ts_ns
@@ -24,5 +25,8 @@ class UdpTable:
                 del self.streams[next(iter(self.streams))]
             conv = self.streams[key] = [self.count, ts, ts]
             self.count += 1
-        d.udp = (conv[0], ts - conv[1], ts - conv[2])
-        conv[2] = ts
+        if d.payload:        # tshark 4.0 times (and moves on) the conversation only for frames with a payload
+            d.udp = (conv[0], ts - conv[1], ts - conv[2])
+            conv[2] = ts
+        else:
+            d.udp = (conv[0], 0, 0)

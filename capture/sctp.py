@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..engine.tree import Item, Layer, TextItem, bit_picture
+from ..engine.tree import HiddenItem, Item, Layer, TextItem, bit_picture
 from . import fields as f
 
 _COMMON = struct.Struct("!HHII").unpack_from
@@ -119,6 +119,8 @@ def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     top.add(Item(f.sctp_verification_tag, vtag, off + 4, 4, f"Verification tag: 0x{vtag:08x}"))
     top.add(Item(f.sctp_assoc_index, 65535, off, 0, "[Association index: disabled (enable in preferences)]",
                  generated=True))
+    top.add(HiddenItem(f.sctp_port, sport, off, 2))
+    top.add(HiddenItem(f.sctp_port, dport, off + 2, 2))
     top.add(Item(f.sctp_checksum, csum, off + 8, 4, f"Checksum: 0x{csum:08x} [unverified]"))
     top.add(Item(f.sctp_checksum_status, 2, off + 8, 0, "[Checksum Status: Unverified]", generated=True))
     bases = getattr(d, "tsn_bases", None) or (None, None)

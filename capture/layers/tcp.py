@@ -4,7 +4,7 @@ from __future__ import annotations
 import struct
 
 from ...engine import tree
-from ...engine.tree import ExpertInfo, Item, Layer, TextItem
+from ...engine.tree import ExpertInfo, HiddenItem, Item, Layer, TextItem
 from .. import fields as f
 from .common import bits, full, ns_text, proto_item, set_text
 
@@ -152,6 +152,8 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
                  f", Len: {seglen}")
     top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
     top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(HiddenItem(f.tcp_port, sport, off, 2))
+    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
     if t is not None:
         _tcp_head(top, t, off, seglen)
     top.add(Item(f.tcp_len, seglen, off, 0, f"[TCP Segment Len: {seglen}]", generated=True))
