@@ -23,7 +23,7 @@ class Decoded:
     __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
-                 "times", "clock", "udp")
+                 "times", "clock", "udp", "sctp_fragments")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -54,6 +54,7 @@ class Decoded:
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
         self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
         self.clock = None                    # the capture's capture.clock.FrameClock, if any
+        self.sctp_fragments = None           # SCTP: {chunk index: [(frame, length)]} of messages completed here
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
 
@@ -122,7 +123,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
             d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
-                d.chunk_marks = d.udp = None
+                d.chunk_marks = d.udp = d.sctp_fragments = None
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []

@@ -83,16 +83,38 @@ class TsnTable:
 
     def __init__(self):
         self.bases: dict[tuple, int] = {}
+        self.pending: dict[tuple, list] = {}     # (direction, stream id) -> [(frame, length)] of a message so far
 
     def analyze(self, d, data: bytes) -> None:
-        """Set d.tsn_bases = (the sender's base, the receiver's base) for this packet."""
+        """Set d.tsn_bases = (the sender's base, the receiver's base) for this packet, and d.sctp_fragments =
+        {chunk index: [(frame, length), ...]} for the DATA chunks that end a fragmented message."""
         me, peer = (d.src, d.sport, d.dst, d.dport), (d.dst, d.dport, d.src, d.sport)
-        for c in d.chunks or ():
+        for i, c in enumerate(d.chunks or ()):
             if c.kind in (1, 2) and c.length >= 20:
                 self._put(me, struct.unpack_from("!I", data, c.offset + 16)[0])
-            elif c.kind == DATA and me not in self.bases:
-                self._put(me, c.tsn)
+            elif c.kind == DATA:
+                if me not in self.bases:
+                    self._put(me, c.tsn)
+                self._fragment(d, i, c, (me, c.sid))
         d.tsn_bases = (self.bases.get(me), self.bases.get(peer))
+
+    def _fragment(self, d, index: int, c: Chunk, key: tuple) -> None:
+        """Follow the B/E bits of a stream's DATA chunks (in capture order, as they come)."""
+        begin, end = c.flags & 2, c.flags & 1
+        if begin and end:
+            return
+        if begin or key not in self.pending:
+            if not begin:
+                return                          # a middle or last piece of a message whose start we missed
+            if len(self.pending) >= self.LIMIT:
+                self.pending.pop(next(iter(self.pending)))
+            self.pending[key] = []
+        pieces = self.pending[key]
+        if len(pieces) < 4096:
+            pieces.append((d.frame.number, c.data_length))
+        if end:
+            del self.pending[key]
+            d.sctp_fragments = {**(d.sctp_fragments or {}), index: pieces}
 
     def _put(self, key: tuple, base: int) -> None:
         if len(self.bases) >= self.LIMIT:
@@ -125,17 +147,18 @@ def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     top.add(Item(f.sctp_checksum_status, 2, off + 8, 0, "[Checksum Status: Unverified]", generated=True))
     bases = getattr(d, "tsn_bases", None) or (None, None)
     layers, seen_data = [Layer("sctp", top)], False
-    for c in getattr(d, "chunks", None) or ():
+    fragments = getattr(d, "sctp_fragments", None) or {}
+    for i, c in enumerate(getattr(d, "chunks", None) or ()):
         if c.kind == DATA:
             if seen_data:   # tshark: each later DATA chunk opens a new sctp item, after the previous one's payload
                 top = Item(f.sctp, None, c.offset, off + length - c.offset)
                 layers.append(Layer("sctp", top))
             seen_data = True
-        top.add(chunk_item(data, c, bases))
+        top.add(chunk_item(data, c, bases, fragments.get(i)))
     return layers
 
 
-def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
+def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Item:
     name = CHUNK_NAMES.get(c.kind, "UNKNOWN")
     # a text item (tshark's JSON keys it by its label)
     item = TextItem(None, None, c.offset, c.length + (-c.length % 4), f"{name} chunk" + _summary(data, c, bases))
@@ -165,6 +188,8 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
         item.add(Item(f.sctp_data_ssn, c.ssn, p + 10, 2, f"Stream sequence number: {c.ssn}"))
         item.add(Item(f.sctp_data_ppid, c.ppid, p + 12, 4, f"Payload protocol identifier: "
                                                              f"{PPIDS.get(c.ppid, 'Unknown')} ({c.ppid})"))
+        if fragments:
+            _fragments(item, fragments)
     else:
         for field, at, size, label in _FIXED.get(c.kind, ()):
             if c.length >= at + size:
@@ -175,6 +200,8 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
                                   f"Cumulative TSN ACK (relative): {rel}"))
                 shown = f"0x{value:08x}" if field.base == "HEX" else str(value)
                 item.add(Item(field, value, p + at, size, f"{label}: {shown}"))
+                if at == 4 and c.kind in (1, 2):       # tshark 4.0 adds the tag again, hidden, for filtering
+                    item.add(HiddenItem(f.sctp_initiate_tag, value, p + at, size))
         rest = max((at + size for _, at, size, _ in _FIXED.get(c.kind, ())), default=4)
         if c.kind in (1, 2):
             _parameters(item, data, p + rest, p + c.length)
@@ -187,6 +214,18 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
         raw = data[p + c.length:p + c.length + pad]
         item.add(Item(f.sctp_chunk_padding, raw, p + c.length, pad, f"Chunk padding: {raw.hex()}"))
     return item
+
+
+def _fragments(item: Item, pieces: list) -> None:
+    """tshark's summary of a message reassembled from DATA chunks, in the chunk that completed it. tshark 4.0
+    numbers the pieces' payload bytes from the message length on (not from 0): kept as it prints them."""
+    total = sum(n for _, n in pieces)
+    top = item.add(Item(f.sctp_fragments, None, item.offset, 0,
+                        f"Reassembled SCTP Fragments ({total} bytes, {len(pieces)} fragments): "))
+    at = total
+    for frame, n in pieces:
+        top.add(Item(f.sctp_fragment, frame, item.offset, 0, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)"))
+        at += n
 
 
 PARAMETER_NAMES = {7: "State cookie"}
