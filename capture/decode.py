@@ -23,7 +23,8 @@ class Decoded:
     __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
-                 "times", "clock", "udp", "sctp_fragments")
+                 "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
+                 "segment_data")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -55,6 +56,8 @@ class Decoded:
         self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
         self.clock = None                    # the capture's capture.clock.FrameClock, if any
         self.sctp_fragments = None           # SCTP: {chunk index: [(frame, length)]} of messages completed here
+        self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
+        self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
 
@@ -123,7 +126,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
             d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
-                d.chunk_marks = d.udp = d.sctp_fragments = None
+                d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = None
+            d.segment_data = 0
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []

@@ -185,6 +185,8 @@ tcp_options = F("tcp.options", "TCP Options", "bytes")
 tcp_option_kind = F("tcp.option_kind", "Kind", "uint8")
 tcp_option_len = F("tcp.option_len", "Length", "uint8")
 tcp_payload = F("tcp.payload", "TCP payload", "bytes")
+tcp_pdu_size = F("tcp.pdu.size", "PDU Size", "uint32")
+tcp_segment_data = F("tcp.segment_data", "TCP segment data", "bytes")
 # conversation state (capture/tcp_analysis.py); relative times are strings holding tshark's "%d.%09d"
 tcp_stream = F("tcp.stream", "Stream index", "uint32")
 tcp_completeness = F("tcp.completeness", "Conversation completeness", "uint8")

@@ -182,6 +182,7 @@ class WebSocket:
     def frame(self, ctx) -> str:
         """One frame: its header fields, the payload unmasked, then a control frame's content or the message."""
         data, pos, src, tree = ctx.data, ctx.pos, ctx.source, ctx.tree
+        self.pdu_size(ctx)
         b0, b1 = data[pos], data[pos + 1]
         fin, rsv, opcode, masked = b0 & 0x80, (b0 >> 4) & 7, b0 & 0x0F, b1 & 0x80
         deflate = ctx.conv.get("deflate")
@@ -201,6 +202,14 @@ class WebSocket:
             return info
         self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, key is None, info)
         return info
+
+    @staticmethod
+    def pdu_size(ctx) -> None:
+        """tshark frames websocket with tcp_dissect_pdus, which notes each PDU's size in the TCP layer: recorded
+        on the frame's standard decode."""
+        d = ctx.stack.d if ctx.stack is not None else None
+        if d is not None and d.transport == "tcp":
+            d.pdu_sizes = [*(d.pdu_sizes or ()), ctx.end - ctx.pos]
 
     def header(self, ctx, b0: int, b1: int, deflate: bool):
         """The header items (tshark's fields and order); returns (payload offset, length, key, rsv and opcode

@@ -69,7 +69,6 @@ def register(b: Binder) -> dict:
          "response_line": b.field("http.response.line", "Response line", "string"),
          "request": b.field("http.request", "Request", "bool"),
          "response": b.field("http.response", "Response", "bool"),
-         "accept_ok": b.field("http.sec_websocket_accept.valid", "Sec-WebSocket-Accept matches the key", "bool"),
          "code_desc": b.field("http.response.code.desc", "Status Code Description", "string"),
          "full_uri": b.field("http.request.full_uri", "Full request URI", "string"),
          "request_number": b.field("http.request_number", "Request number", "uint32"),
@@ -181,13 +180,6 @@ def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict
     """A 101 answer to an upgrade request switches both directions to WebSocket frames."""
     if len(parts) < 2 or parts[1] != "101" or "websocket" not in headers.get("upgrade", "").lower():
         return
-    key, accept = conv.get("key"), headers.get("sec-websocket-accept")
-    if key is not None and accept is not None:
-        good = accept_key(key) == accept
-        item = ctx.tree.add(Item(f["accept_ok"], good, ctx.pos, 0, None, True, ctx.source))
-        if not good:
-            _expert(item, "websocket.malformed", MALFORMED, ERROR,
-                    f"Sec-WebSocket-Accept {accept} does not match the key (expected {accept_key(key)})")
     conv["upgraded"] = True
     conv["deflate"] = extensions(headers.get("sec-websocket-extensions", ""))
     conv["subprotocol"] = headers.get("sec-websocket-protocol", "").strip() or None

@@ -188,7 +188,20 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
     if seglen:
         top.add(Item(f.tcp_payload, d.payload, d.payload_offset, seglen, f"TCP payload ({seglen} byte"
                                                                            f"{'s' if seglen != 1 else ''})"))
+        _pdus(top, d, seglen)
     return Layer("tcp", top)
+
+
+def _pdus(top: Item, d, seglen: int) -> None:
+    """What tshark's tcp_dissect_pdus (a C dissector's framing: websocket) adds after the payload: each PDU's
+    [PDU Size], and "TCP segment data" for the bytes that went into a reassembly (those that complete a PDU
+    reassembled from several segments, d.reassembled; or a whole segment kept for one, d.segment_data)."""
+    for size in getattr(d, "pdu_sizes", None) or ():
+        top.add(Item(f.tcp_pdu_size, size, d.payload_offset, 0, f"[PDU Size: {size}]", generated=True))
+    n = d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_data", 0)
+    if n:
+        top.add(Item(f.tcp_segment_data, d.payload[:n], d.payload_offset, n,
+                     f"TCP segment data ({n} byte{'s' if n != 1 else ''})"))
 
 
 def _flag_expert(bit: Item, mask: int, fl: int, t) -> None:
