@@ -67,6 +67,26 @@ class Decoded:
         if self.clock is not None:
             self.clock.displayed(self.frame.ts_ns, shown)
 
+    def plain_info(self) -> str:
+        """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
+        if self.error:
+            return f"[Malformed: {self.error}]"
+        if self.transport == "tcp" and self.flags is not None:
+            from .layers.tcp import info
+            return info(self)
+        if self.transport == "udp":
+            return f"{self.sport} → {self.dport} Len={len(self.payload)}"
+        if self.transport == "sctp":          # the chunk names, as tshark's Info column lists them
+            return "".join(c.name + " " for c in self.chunks or ())
+        return ""
+
+    def info_prefix(self) -> str:
+        """What the standard layers put before any Info column (TCP analysis tags)."""
+        if self.tcp is None:
+            return ""
+        from .layers.tcp import info_prefix
+        return info_prefix(self)
+
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
         """Record a malformed header (never raises)."""
         self.problems.append((proto, ExpertInfo(abbrev, MALFORMED, ERROR, message)))

@@ -112,6 +112,7 @@ class WebSocket:
     lua = False                    # the plugin relies on Wireshark's own http and websocket dissectors
     lua_parity = False             # ... so tests/test_parity.py does not compare this layer
     listed_after = ("http",)       # Wireshark's websocket runs under http: frame.protocols "...:tcp:http:websocket"
+    column_names = {"http": "HTTP", "websocket": "WebSocket"}     # tshark's Protocol column for these layers
 
     def __init__(self):
         b = Binder("websocket")
@@ -194,8 +195,9 @@ class WebSocket:
         # tshark shows no payload items for an empty payload; experts then go on the frame's item
         pl = tree.add(Item(self.f["payload"], None, at, len(raw), None, False, src)) if raw else tree
         self.check_header(ctx, rsv_item, op_item, rsv, opcode, fin, masked, size, deflate)
-        info = f"WebSocket {OPCODES.get(opcode, f'Unknown {opcode}')}{'' if fin else '[FRAGMENT]'} " \
-               f"{'[FIN] ' if fin else ''}{'[MASKED]' if masked else ''}".rstrip()
+        # tshark 4.0's columns, spaces included: " %s" opcode, " [FIN]" or "[FRAGMENT] ", " [MASKED]" or " "
+        info = f"WebSocket {OPCODES.get(opcode, 'Unknown Opcode')}{' [FIN]' if fin else '[FRAGMENT] '}" \
+               f"{' [MASKED]' if masked else ' '}"
         if opcode >= 8:
             if raw:
                 self.control(ctx, pl, opcode, payload, at, src if not key else None)

@@ -145,7 +145,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         ctx.tree.add(Item(f["request_number"], 1, first_at, 0, None, True, src))
         conv.update(key=headers.get("sec-websocket-key"), client=ctx.direction, request_frame=ctx.frame,
                     request_ns=_ns(ctx), uri=uri)
-    return text.strip()
+    return text.strip() + " "             # tshark's HTTP Info: the first line, "\r\n" made a space
 
 
 def _ns(ctx) -> int | None:

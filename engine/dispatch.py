@@ -165,7 +165,7 @@ class Stack:
         if not self.layers:
             protocol = (d.protocols[-1] if d.protocols else "frame").upper()
             d.protocols.extend(self.called)
-            return Packet(self.frame, d, [], _plain_info(d), protocol, [])
+            return Packet(self.frame, d, [], d.plain_info, protocol, [])
         protos = self.dispatcher.protocols
         for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"
             if layer.listed:
@@ -175,7 +175,11 @@ class Stack:
         last = self.layers[-1].proto
         infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
-        return Packet(self.frame, d, self.layers, info, last, self.sources)
+        prefix = d.info_prefix()              # the standard layers' tags before any Info (TCP analysis)
+        if prefix:
+            info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
+        column = self.dispatcher.column_names.get(last, last)
+        return Packet(self.frame, d, self.layers, info, column, self.sources)
 
 
 class Dispatcher:
@@ -196,6 +200,8 @@ class Dispatcher:
                 value = self.settings.prefs.get(f"{p.name}.{pname}", "")
                 if value.isdigit() and int(value):
                     self.tables.setdefault(table, {})[int(value)] = p
+        # the Protocol column of a layer named otherwise (tshark's C dissectors: "http" -> "HTTP")
+        self.column_names = {k: v for p in protocols for k, v in getattr(p, "column_names", {}).items()}
         self.conversations: dict[tuple, dict] = {}
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
@@ -268,13 +274,3 @@ class Dispatcher:
                 not any(proto is self.tables.get("udp.port", {}).get(port) for port in (d.sport, d.dport)):
             self.claimed[key] = proto
         return proto
-
-
-def _plain_info(d) -> str:
-    if d.error:
-        return f"[Malformed: {d.error}]"
-    if d.transport in ("udp", "tcp"):
-        return f"{d.sport} → {d.dport} Len={len(d.payload)}"
-    if d.transport == "sctp":          # the chunk names, as tshark's Info column lists them
-        return " ".join(c.name for c in getattr(d, "chunks", None) or ())
-    return ""

@@ -228,3 +228,68 @@ def tcp_segments_layer(pieces, whole: bytes) -> Layer:
                  generated=True))
     top.add(Item(f.tcp_reassembled_data, whole, 0, 0, None, generated=True))     # tshark's bytes label (cut)
     return Layer("tcp.segments", top)
+
+
+# -- the Info column --------------------------------------------------------------------------------------------
+
+# analysis flag -> the tag tshark puts in front of the Info column (col_prepend_fence: also before a game's Info)
+ANALYSIS_TAGS = {"lost_segment": "[TCP Previous segment not captured] ", "out_of_order": "[TCP Out-Of-Order] ",
+                 "retransmission": "[TCP Retransmission] ", "ack_lost_segment": "[TCP ACKed unseen segment] "}
+
+
+def info_prefix(d) -> str:
+    t = getattr(d, "tcp", None)
+    if t is None or not t.flags:
+        return ""
+    return "".join(ANALYSIS_TAGS.get(kind, "") for kind in reversed(t.flags))
+
+
+def info(d) -> str:
+    """TCP's own Info column: ports, flags, relative Seq/Ack, window, length, the options tshark lists."""
+    fl, t = d.flags or 0, getattr(d, "tcp", None)
+    names = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
+    seq, ack, win = (t.seq, t.ack, t.window) if t is not None else (d.seq, d.ack, d.window)
+    out = [f"{d.sport} \u2192 {d.dport} [{names}] Seq={seq}"]
+    if fl & 0x10:
+        out.append(f"Ack={ack}")
+    out.append(f"Win={win} Len={len(d.payload)}")
+    span = next((s for s in reversed(d.spans) if s[0] == "tcp"), None)
+    data = d.frame.data
+    if span is not None and len(data) >= span[1] + 20:
+        off = span[1]
+        if fl & 0x20:
+            out.append(f"Urg={struct.unpack_from('!H', data, off + 18)[0]}")
+        base = (d.ack - t.ack) & 0xFFFFFFFF if t is not None and d.ack is not None else 0
+        out.extend(_option_infos(data, off + 20, off + span[2], base))
+    text = " ".join(out)
+    if getattr(d, "segment_data", 0):
+        text += " [TCP segment of a reassembled PDU]"
+    return info_prefix(d) + text
+
+
+def _option_infos(data: bytes, p: int, end: int, ack_base: int):
+    """The options' Info texts, in option order; SACK edges relative to the acknowledged side's base."""
+    end = min(end, len(data))
+    while p < end:
+        kind = data[p]
+        if kind == 0:
+            return
+        if kind == 1:
+            p += 1
+            continue
+        if p + 1 >= end or data[p + 1] < 2 or p + data[p + 1] > end:
+            return
+        n = data[p + 1]
+        if kind == 2 and n == 4:
+            yield f"MSS={struct.unpack_from('!H', data, p + 2)[0]}"
+        elif kind == 4 and n == 2:
+            yield "SACK_PERM"
+        elif kind == 8 and n == 10:
+            yield "TSval={} TSecr={}".format(*struct.unpack_from("!II", data, p + 2))
+        elif kind == 3 and n == 3:
+            yield f"WS={1 << min(data[p + 2], 14)}"
+        elif kind == 5 and n >= 10:
+            for q in range(p + 2, p + n - 7, 8):
+                left, right = struct.unpack_from("!II", data, q)
+                yield f"SLE={(left - ack_base) & 0xFFFFFFFF} SRE={(right - ack_base) & 0xFFFFFFFF}"
+        p += n
