@@ -76,8 +76,9 @@ class Decoded:
             return info(self)
         if self.transport == "udp":
             return f"{self.sport} → {self.dport} Len={len(self.payload)}"
-        if self.transport == "sctp":          # the chunk names, as tshark's Info column lists them
-            return "".join(c.name + " " for c in self.chunks or ())
+        if self.transport == "sctp":
+            from .sctp import info
+            return info(self)
         return ""
 
     def info_prefix(self) -> str:

@@ -122,6 +122,23 @@ class TsnTable:
         self.bases[key] = base
 
 
+def info(d) -> str:
+    """tshark's SCTP Info column: each chunk's name, a DATA chunk's relative TSN (and "(Message Fragment)" while
+    its message is incomplete), a SACK's relative cumulative TSN and window; each followed by a space."""
+    bases = d.tsn_bases or (None, None)
+    out = []
+    data = d.frame.data
+    for c in d.chunks or ():
+        if c.kind == DATA:
+            out.append(f"DATA (TSN={_rel(c.tsn, bases[0])}) " + ("(Message Fragment) " if c.flags & 3 != 3 else ""))
+        elif c.kind == 3 and c.length >= 12:
+            cum, rwnd = struct.unpack_from("!II", data, c.offset + 4)
+            out.append(f"SACK (Ack={_rel(cum, bases[1])}, Arwnd={rwnd}) ")
+        else:
+            out.append(c.name + " ")
+    return "".join(out)
+
+
 def _rel(tsn: int, base: int | None) -> int:
     return (tsn - (tsn if base is None else base)) & 0xFFFFFFFF
 
