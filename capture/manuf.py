@@ -67,6 +67,18 @@ class Tables:
                     self.ranges.setdefault(_masked(raw, mask), short)
 
 
+RESOLVE = {"mac": True}     # tshark's -N m (on by default); -n turns it off
+
+
+def set_resolution(mac: bool) -> None:
+    RESOLVE["mac"] = mac
+
+
+def resolved(mac: bytes) -> str | None:
+    """The name to show for an address, or None when MAC name resolution is off (tshark -n)."""
+    return eth_name(mac) if RESOLVE["mac"] else None
+
+
 @lru_cache(maxsize=1)
 def tables() -> Tables:
     return Tables()

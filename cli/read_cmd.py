@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from ..capture import manuf
 from ..capture.files import CaptureError, open_capture
 from ..dissectors import PROTOCOLS
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
@@ -62,6 +63,7 @@ def parse_prefs(values) -> dict:
 @click.option("-t", "time_format", type=click.Choice(text.TIME_FORMATS), default="r", show_default=True,
               help="Time column: r relative to the first frame, d/dd delta to the previous captured/displayed "
                    "frame, e epoch, a/ad/adoy local time (with date, day of year), u/ud/udoy the same in UTC.")
+@click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution (MAC vendor names), as tshark -n.")
 @click.option("-O", "only", help="Detail only these protocols (comma separated), like tshark -O.")
 @click.option("-d", "decode_as", multiple=True, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
 @click.option("-o", "prefs", multiple=True, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
@@ -77,7 +79,8 @@ def parse_prefs(values) -> dict:
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
-         fields_opts, zstats=(), stats_format="text", display_filter=None, time_format="r"):
+         fields_opts, zstats=(), stats_format="text", display_filter=None, time_format="r",
+         no_resolve=False):
     """Decode a capture file.
 
     \b
@@ -97,6 +100,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     if not path and source.interface is None:
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
     quiet = quiet or source.quiet
+    manuf.set_resolution(not no_resolve)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))

@@ -18,7 +18,7 @@ import zlib
 
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
-from ..engine.tree import Item
+from ..engine.tree import bit_picture, Item
 from . import ws_handshake
 
 OPCODES = {0: "Continuation", 1: "Text", 2: "Binary", 8: "Connection Close", 9: "Ping", 10: "Pong"}
@@ -223,7 +223,10 @@ class WebSocket:
             tree.add(Item(f["pmc"], b0, pos, 1, None, False, src))
         op_item = tree.add(Item(f["opcode"], b0 & 0x0F, pos, 1, None, False, src))
         tree.add(Item(f["mask"], b1, pos + 1, 1, None, False, src))
-        tree.add(Item(f["len7"], b1 & 0x7F, pos + 1, 1, None, False, src))
+        n7 = b1 & 0x7F
+        extended = {126: " Extended Payload Length (16 bits)", 127: " Extended Payload Length (64 bits)"}.get(n7, "")
+        tree.add(Item(f["len7"], n7, pos + 1, 1, f"{bit_picture(b1, 0x7F, 8)} = Payload length: {n7}{extended}",
+                      False, src))
         at, size = pos + 2, b1 & 0x7F
         if size in (126, 127):
             width = 2 if size == 126 else 8

@@ -141,17 +141,26 @@ def detail_text(packet, only: set[str] | None = None) -> str:
     out: list[str] = []
     for layer in packet.layers():
         top = layer.item
-        out.append((top.label or (item_label(top) if top.field is not None and top.field.labeler
-                                  else layer.proto)) + "\n")
+        out.append(_layer_head(top, layer.proto) + "\n")
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
     return "".join(out)
 
 
+def _layer_head(top: Item, proto: str) -> str:
+    """A layer's first -V line: its label (cut as Wireshark's label buffer), or its name."""
+    if top.label:
+        if top.generated and top.label.startswith("[") and len(top.label) > LABEL_LENGTH:
+            # a formatted label: cut to the buffer, no "[truncated]" mark
+            return "[" + top.label[1:-1].encode()[:LABEL_LENGTH - 1].decode("utf-8", "ignore") + "]"
+        return top.label
+    return item_label(top) if top.field is not None and top.field.labeler else proto
+
+
 def layer_lines(packet, only: set[str] | None = None):
     for layer in packet.layers():
         top = layer.item
-        head = top.label or (item_label(top) if top.field is not None and top.field.labeler else layer.proto)
+        head = _layer_head(top, layer.proto)
         yield 0, head, "bold"
         if only is not None and layer.proto not in only:
             continue

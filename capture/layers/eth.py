@@ -27,15 +27,16 @@ def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
     name and OUI, the same again as eth.addr (visible), then the LG and IG bits (with hidden eth.lg/eth.ig)."""
     own, own_resolved, own_oui, own_oui_resolved, lg, ig = fields
     raw = data[off:off + 6]
-    text, resolved, long = mac(raw), manuf.eth_name(raw), manuf.oui_name(raw)
+    text, name_of, long = mac(raw), manuf.resolved(raw), manuf.oui_name(raw)
+    resolved, shown = (name_of, f"{name_of} ({text})") if name_of else (text, text)
     oui = int.from_bytes(raw[:3], "big")
-    item = Item(own, text, off, 6, f"{name}: {resolved} ({text})")
+    item = Item(own, text, off, 6, f"{name}: {shown}")
     if own is f.eth_src and raw[0] & 1:
         item.expert(SRC_NOT_GROUP)
     for addr, res, o, o_res in ((None, own_resolved, own_oui, own_oui_resolved),
                                 (f.eth_addr, f.eth_addr_resolved, f.eth_addr_oui, f.eth_addr_oui_resolved)):
         if addr is not None:
-            item.add(Item(addr, text, off, 6, f"Address: {resolved} ({text})"))
+            item.add(Item(addr, text, off, 6, f"Address: {shown}"))
         item.add(HiddenItem(res, resolved, off, 6, generated=True))
         item.add(HiddenItem(o, oui, off, 3, generated=True))
         if long is not None:
@@ -57,7 +58,7 @@ def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
     if not full(data, off, length, 14):
         return Layer("eth", proto_item(f.eth, off, length, "Ethernet II"))
     head = data[0:14]
-    label, kids = frozen(("eth", head), lambda: _eth_parts(data))   # a (label, children) pair
+    label, kids = frozen(("eth", head, manuf.RESOLVE["mac"]), lambda: _eth_parts(data))   # a (label, children) pair
     top = proto_item(f.eth, 0, 14, label)
     top.children = kids
     return Layer("eth", top)
@@ -70,8 +71,12 @@ def _eth_parts(data: bytes):
 
 def _eth_label(data: bytes) -> str:
     src, dst = data[6:12], data[0:6]
-    return (f"Ethernet II, Src: {manuf.eth_name(src)} ({mac(src)}), "
-            f"Dst: {manuf.eth_name(dst)} ({mac(dst)})")
+    return f"Ethernet II, Src: {_shown(src)}, Dst: {_shown(dst)}"
+
+
+def _shown(raw: bytes) -> str:
+    name = manuf.resolved(raw)
+    return f"{name} ({mac(raw)})" if name else mac(raw)
 
 
 def _eth_items(data: bytes):
