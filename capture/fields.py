@@ -301,6 +301,6 @@ EXPERTS = {
     "ip.version.bad": "Bogus IP version", "ip.bogus_header_length": "Bogus IP header length",
     "ip.bogus_ip_length": "Bogus IP length", "ip.len.past_end": "IPv4 total length exceeds packet length",
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
-    "udp.length.bad": "Bad UDP length", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "udp.length.bad": "Bad UDP length", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

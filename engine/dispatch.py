@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .context import Ctx
 from .protocol import Protocol
-from .tree import DataSource, Item, Layer
+from .tree import MALFORMED, DataSource, Item, Layer
 
 
 class DispatchError(ValueError):
@@ -81,6 +81,8 @@ class Packet:
                     elif item.expert_info is not None:
                         index.setdefault("_ws.expert", []).append(item)
                         index.setdefault(item.expert_info.abbrev, []).append(item)
+                        if item.expert_info.group == MALFORMED:    # tshark's "_ws.malformed" item beside it
+                            index.setdefault("_ws.malformed", []).append(item)
             self._index = index
         return self._index
 

@@ -85,3 +85,22 @@ def test_time_column_and_fields(args, protodump_run, tshark_run):
     name = "blank-server-session.pcap"
     ours, theirs = protodump_run(*args, name), tshark_run(*args, "-r", name)
     assert ours.stdout and ours.stdout == theirs.stdout
+
+
+@pytest.mark.parametrize("name", ["rutentoy-lost-reordered.pcap", "blank-bad.pcap", "iceball-tcp-bad.pcap",
+                                  "rutentoy-sctp.pcap", "freeblox-session.pcap", "enet-bad.pcap", "rutentoy-bad.pcap"])
+def test_expert_statistic(name, protodump_run, tshark_run):
+    """-z expert: the standard layers' experts (TCP analysis, connection chats) counted with the game ones."""
+    ours, theirs = protodump_run("-q", "-z", "expert", name), tshark_run("-q", "-z", "expert", "-r", name)
+    assert ours.stdout == theirs.stdout
+
+
+@pytest.mark.parametrize("expr", ["tcp.analysis.flags", "_ws.expert", "_ws.malformed", "_ws.expert.severity == warning",
+                                  '_ws.expert.group == "Malformed"', "tcp.analysis.lost_segment",
+                                  "tcp.connection.syn", "tcp.port == 29778 && tcp.flags.syn == 1", "udp.port == 12354",
+                                  'ip.host == "127.0.0.1" && frame.time_delta > 0.0001', "tcp.stream == 0",
+                                  'eth.addr.oui_resolved contains "Xerox"', "udp.stream == 0 && udp.time_delta > 0.001"])
+@pytest.mark.parametrize("name", ["rutentoy-lost-reordered.pcap", "blank-bad.pcap", "iceball-tcp-bad.pcap"])
+def test_standard_fields_filter(expr, name, protodump_run, tshark_run):
+    args = ("-Y", expr, "-T", "fields", "-e", "frame.number")
+    assert protodump_run(*args, name).stdout == tshark_run(*args, "-r", name).stdout
