@@ -17,6 +17,9 @@ from .link import LINK_DECODERS
 from .network import v4_cached, v4_text
 
 
+COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME"}
+
+
 class Decoded:
     """What the standard layers say about one frame."""
 
@@ -24,7 +27,7 @@ class Decoded:
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
-                 "segment_data")
+                 "segment_data", "icmp")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -58,6 +61,7 @@ class Decoded:
         self.sctp_fragments = None           # SCTP: {chunk index: [(frame, length)]} of messages completed here
         self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
         self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
+        self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
 
@@ -79,7 +83,18 @@ class Decoded:
         if self.transport == "sctp":
             from .sctp import info
             return info(self)
+        if self.icmp is not None:
+            from .icmp import info_column
+            return info_column(self)
         return ""
+
+    def protocol_column(self) -> str:
+        """The Protocol column of a frame no game dissector claimed: its innermost standard protocol's short name
+        (an ICMP error's quoted datagram does not count)."""
+        if self.icmp is not None:
+            return "ICMPv6" if self.icmp.v6 else "ICMP"
+        name = self.protocols[-1] if self.protocols else "frame"
+        return COLUMN_NAMES.get(name, name.upper())
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
@@ -147,7 +162,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
             d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
-                d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = None
+                d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = d.icmp = None
             d.segment_data = 0
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
@@ -172,6 +187,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":
         udp_table.analyze(d)
+    elif udp_table is not None and d.icmp is not None:
+        udp_table.icmp(d)
     return d
 
 

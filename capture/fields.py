@@ -115,7 +115,10 @@ ip_addresses = (ip_src, ip_dst, ip_addr, F("ip.src_host", "Source Host", "string
 ipv6 = F("ipv6", "Internet Protocol Version 6", "protocol")
 ipv6_version = F("ipv6.version", "Version", "uint8", mask=0xF0)
 ipv6_tclass = F("ipv6.tclass", "Traffic Class", "uint32", "HEX", mask=0x0FF00000)
-ipv6_flow = F("ipv6.flow", "Flow Label", "uint32", "HEX", mask=0x000FFFFF)
+ipv6_flow = F("ipv6.flow", "Flow Label", "uint24", "HEX", mask=0x0FFFFF)
+ipv6_dscp = F("ipv6.tclass.dscp", "Differentiated Services Codepoint", "uint32", mask=0x0FC00000)
+ipv6_ecn = F("ipv6.tclass.ecn", "Explicit Congestion Notification", "uint32", mask=0x00300000)
+ip_version_any = F("ip.version", "Version", "uint8")
 ipv6_plen = F("ipv6.plen", "Payload Length", "uint16")
 ipv6_nxt = F("ipv6.nxt", "Next Header", "uint8", values=IP_PROTOS)
 ipv6_hlim = F("ipv6.hlim", "Hop Limit", "uint8")
@@ -221,6 +224,32 @@ tcp_segment = F("tcp.segment", "TCP Segment", "uint32")
 tcp_segment_count = F("tcp.segment.count", "Segment count", "uint32")
 tcp_reassembled_length = F("tcp.reassembled.length", "Reassembled TCP length", "uint32")
 tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes")
+
+# ICMP / ICMPv6 (capture/icmp.py, capture/layers/icmp.py)
+icmp = F("icmp", "Internet Control Message Protocol", "protocol")
+icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
+icmp_unused = F("icmp.unused", "Unused", "bytes")
+icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
+
+
+def _icmp_fields(p: str) -> dict:
+    return {"type": F(f"{p}.type", "Type", "uint8"), "code": F(f"{p}.code", "Code", "uint8"),
+            "checksum": F(f"{p}.checksum", "Checksum", "uint16", "HEX"),
+            "checksum_status": F(f"{p}.checksum.status", "Checksum Status", "uint8"),
+            "ident": F(f"{p}.ident", "Identifier", "uint16") if p == "icmp" else
+            F(f"{p}.echo.identifier", "Identifier", "uint16", "HEX"),
+            "ident_le": F(f"{p}.ident_le", "Identifier (LE)", "uint16"),
+            "seq": F(f"{p}.seq" if p == "icmp" else f"{p}.echo.sequence_number", "Sequence Number", "uint16"),
+            "seq_le": F(f"{p}.seq_le", "Sequence Number (LE)", "uint16"),
+            "resp_to": F(f"{p}.resp_to", "Request frame", "uint32"),
+            "resptime": F(f"{p}.resptime", "Response time", "double")}
+
+
+icmp_fields, icmpv6_fields = _icmp_fields("icmp"), _icmp_fields("icmpv6")
+# tshark's data protocol (bytes no dissector claimed)
+data = F("data", "Data", "protocol")
+data_data = F("data.data", "Data", "bytes")
+data_len = F("data.len", "Length", "int32")
 
 # SCTP (capture/sctp.py)
 # an sctp item without a label (a DATA chunk's continuation item) prints its name in -V and its abbrev in -T fields

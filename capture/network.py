@@ -161,6 +161,9 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
     elif proto == 132:
         from .sctp import decode as sctp
         sctp(d, data, off, end)
+    elif proto in (1, 58):
+        from .icmp import decode as icmp
+        icmp(d, data, off, end, proto == 58)
     else:
         d.payload_offset = off
         d.payload = data[off:end]

@@ -165,7 +165,7 @@ class Stack:
     def packet(self) -> Packet:
         d = self.d
         if not self.layers:
-            protocol = (d.protocols[-1] if d.protocols else "frame").upper()
+            protocol = d.protocol_column()
             d.protocols.extend(self.called)
             return Packet(self.frame, d, [], d.plain_info, protocol, [])
         protos = self.dispatcher.protocols

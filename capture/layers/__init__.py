@@ -11,6 +11,7 @@ from ...engine.tree import Layer
 from ..sctp import sctp_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
 from .frame import frame_layer
+from .icmp import icmp_layer
 from .ip import ip_layer, ipv6_ext_item, ipv6_layer
 from .null import null_layer, raw_layer
 from .sll import sll2_layer, sll_layer
@@ -20,7 +21,7 @@ from .udp import udp_layer
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
             "sll2": sll2_layer, "null": null_layer,
             "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer,
-            "sctp": sctp_layer}
+            "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer}
 
 
 def build(d) -> list[Layer]:

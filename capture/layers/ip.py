@@ -24,10 +24,11 @@ def _ds_text(ds: int) -> str:
     return f"DSCP: {DSCP_SHORT.get(ds >> 2, 'Unknown')}, ECN: {ECN_SHORT[ds & 3]}"
 
 
-def _ds_children(item: Item, value: int, ds: int, off: int, n: int, mask_shift: int, width: int) -> None:
-    item.add(Item(f.ip_dscp, ds >> 2, off, n, f"{bits(value, 0xFC << mask_shift, width)} = Differentiated Services"
+def _ds_children(item: Item, value: int, ds: int, off: int, n: int, mask_shift: int, width: int,
+                 fields=(f.ip_dscp, f.ip_ecn)) -> None:
+    item.add(Item(fields[0], ds >> 2, off, n, f"{bits(value, 0xFC << mask_shift, width)} = Differentiated Services"
                                                f" Codepoint: {DSCP_LONG.get(ds >> 2, 'Unknown')} ({ds >> 2})"))
-    item.add(Item(f.ip_ecn, ds & 3, off, n, f"{bits(value, 0x03 << mask_shift, width)} = Explicit Congestion"
+    item.add(Item(fields[1], ds & 3, off, n, f"{bits(value, 0x03 << mask_shift, width)} = Explicit Congestion"
                                              f" Notification: {ECN_LONG[ds & 3]} ({ds & 3})"))
 
 
@@ -81,10 +82,11 @@ def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
     src, dst = socket.inet_ntop(socket.AF_INET6, src), socket.inet_ntop(socket.AF_INET6, dst)
     top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}")
     top.add(Item(f.ipv6_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"))
+    top.add(HiddenItem(f.ip_version_any, vtf >> 28, off, 1))      # tshark's hidden "ip.version" beside it
     tc = (vtf >> 20) & 0xFF
     tci = top.add(Item(f.ipv6_tclass, tc, off, 4, f"{bits(vtf, 0x0FF00000, 32)} = Traffic Class: 0x{tc:02x}"
                                                    f" ({_ds_text(tc)})"))
-    _ds_children(tci, vtf, tc, off, 4, 20, 32)
+    _ds_children(tci, vtf, tc, off, 4, 20, 32, (f.ipv6_dscp, f.ipv6_ecn))
     flow = vtf & 0xFFFFF
     top.add(Item(f.ipv6_flow, flow, off + 1, 3, f"{bits(vtf & 0xFFFFFF, 0x0FFFFF, 24)} = Flow Label: 0x{flow:05x}"))
     top.add(Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}"))
