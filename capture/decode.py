@@ -86,6 +86,8 @@ class Decoded:
         if self.icmp is not None:
             from .icmp import info_column
             return info_column(self)
+        if self.fragment and self.network == "ipv6":
+            return self._v6_fragment_info()
         return ""
 
     def protocol_column(self) -> str:
@@ -93,8 +95,17 @@ class Decoded:
         (an ICMP error's quoted datagram does not count)."""
         if self.icmp is not None:
             return "ICMPv6" if self.icmp.v6 else "ICMP"
+        if self.fragment and self.network == "ipv6":
+            return "IPv6"
         name = self.protocols[-1] if self.protocols else "frame"
         return COLUMN_NAMES.get(name, name.upper())
+
+    def _v6_fragment_info(self) -> str:
+        span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)
+        if span is None or len(self.frame.data) < span[1] + 8:
+            return ""
+        nxt, fo, ident = struct.unpack_from("!BxHI", self.frame.data, span[1])
+        return f"IPv6 fragment (off={(fo >> 3) * 8} more={'y' if fo & 1 else 'n'} ident=0x{ident:08x} nxt={nxt})"
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""

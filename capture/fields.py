@@ -142,6 +142,16 @@ ipv6_ext_fields[51] = (F("ah.next_header", "Next header", "uint8", values=IP_PRO
 ipv6_fraghdr_nxt = F("ipv6.fraghdr.nxt", "Next header", "uint8", values=IP_PROTOS)
 ipv6_fraghdr_offset = F("ipv6.fraghdr.offset", "Offset", "uint16", mask=0xFFF8)
 ipv6_fraghdr_more = F("ipv6.fraghdr.more", "More Fragments", "bool", mask=0x0001, bits=16)
+ipv6_fraghdr_reserved_octet = F("ipv6.fraghdr.reserved_octet", "Reserved octet", "uint8", "HEX")
+ipv6_fraghdr_reserved_bits = F("ipv6.fraghdr.reserved_bits", "Reserved bits", "uint16", mask=0x0006)
+ipv6_opt = F("ipv6.opt", "IPv6 Option", "none")
+ipv6_opt_type = F("ipv6.opt.type", "Type", "uint8", "HEX")
+ipv6_opt_action = F("ipv6.opt.type.action", "Action", "uint8", mask=0xC0)
+ipv6_opt_change = F("ipv6.opt.type.change", "May Change", "bool", mask=0x20, bits=8)
+ipv6_opt_rest = F("ipv6.opt.type.rest", "Low-Order Bits", "uint8", "HEX", mask=0x1F)
+ipv6_opt_length = F("ipv6.opt.length", "Length", "uint8")
+ipv6_opt_padn = F("ipv6.opt.padn", "PadN", "bytes")
+ipv6_opt_unknown = F("ipv6.opt.unknown", "Unknown Option Payload", "bytes")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
 # UDP

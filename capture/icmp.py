@@ -120,7 +120,8 @@ def info_column(d) -> str:
     if info.v6:
         text = ICMPV6_TYPES.get(info.type, f"Unknown ({info.type})")
         if info.ident is not None:
-            return f"{text} id=0x{info.ident:04x}, seq={info.seq}, hop limit={info.ttl}"
+            out = f"{text} id=0x{info.ident:04x}, seq={info.seq}, hop limit={info.ttl}"
+            return out + (f" (request in {info.request_in})" if info.request_in is not None else "")
         code = ICMPV6_CODES.get(info.type, {}).get(info.code)
         return f"{text} ({code})" if code else text
     text = ICMP_TYPES.get(info.type, "Unknown ICMP (obsolete or malformed?)")

@@ -134,8 +134,10 @@ def ipv6(d, data: bytes, off: int) -> None:
             d.spans.append(("ipv6.ext", p, 8, nh))
             fo = _U16(data, p + 2)[0]
             p += 8
-            if fo & 0xFFF9:               # offset bits or M: a fragment
+            if fo & 0xFFF9:               # offset bits or M: a fragment (tshark shows its bytes as data)
                 d.fragment = True
+                if end > p:
+                    d.protocols.append("data")
                 d.ip_proto = nxt
                 d.payload_offset = p
                 d.payload = data[p:end]

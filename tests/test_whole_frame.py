@@ -5,6 +5,9 @@ Frames left out are listed in KNOWN with the reason; the test prints each captur
 """
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from conftest import VARIANTS, variant_id
@@ -104,3 +107,61 @@ def test_expert_statistic(name, protodump_run, tshark_run):
 def test_standard_fields_filter(expr, name, protodump_run, tshark_run):
     args = ("-Y", expr, "-T", "fields", "-e", "frame.number")
     assert protodump_run(*args, name).stdout == tshark_run(*args, "-r", name).stdout
+
+
+def _made_captures(tmp: Path) -> list[Path]:
+    """Small captures of the standard layers the bundled ones lack: ICMP/ICMPv6 (echo, errors quoting a UDP
+    datagram, one cut short), Linux cooked v1/v2, BSD loopback, IPv6 extension headers and a fragment, and
+    Ethernet addresses tshark names (broadcast, multicast ranges, a vendor, a /36 block, a group source)."""
+    from scapy.all import (CookedLinux, CookedLinuxV2, Ether, ICMP, ICMPv6DestUnreach, ICMPv6EchoReply,
+                           ICMPv6EchoRequest, IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
+                           Loopback, Raw, UDP, wrpcap)
+    pl = b"\xaf\xb1\x1a\xfb" + b"\x00" * 20
+    e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
+    # the quoted datagram goes to no game port: protodump does not hand a quoted payload to game dissectors
+    inner = IP(src="127.0.0.1", dst="127.0.0.1", id=7) / UDP(sport=40000, dport=40001) / Raw(bytes(24))
+    sets = {
+        "icmp": [e / IP(src="127.0.0.1", dst="127.0.0.1") / ICMP(type=3, code=3) / bytes(inner),
+                 e / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(type=8, id=0x1234, seq=1) / Raw(b"abcdefgh" * 4),
+                 e / IP(src="10.0.0.2", dst="10.0.0.1") / ICMP(type=0, id=0x1234, seq=1) / Raw(b"abcdefgh" * 4),
+                 e / IP(src="127.0.0.1", dst="127.0.0.1") / ICMP(type=3, code=3) / bytes(inner)[:28],
+                 e / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(type=11, code=0) / bytes(inner),
+                 e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi"),
+                 e / IPv6(src="::1", dst="::1") / ICMPv6EchoReply(id=5, seq=2, data=b"hi"),
+                 e / IPv6(src="::1", dst="::1") / ICMPv6DestUnreach(code=4) / IPv6(src="::1", dst="::1") /
+                 UDP(sport=1, dport=2) / b"xx"],
+        "sll": [CookedLinux(pkttype=0, lladdrtype=772, lladdrlen=6, src=b"\0" * 8, proto=0x0800) /
+                IP(src="127.0.0.1", dst="127.0.0.1") / UDP(sport=40000, dport=12354) / pl],
+        "sll2": [CookedLinuxV2(proto=0x0800, ifindex=1, lladdrtype=772, pkttype=0, lladdrlen=6, src=b"\0" * 8) /
+                 IP(src="127.0.0.1", dst="127.0.0.1") / UDP(sport=40000, dport=12354) / pl],
+        "null": [Loopback(type=2) / IP(src="127.0.0.1", dst="127.0.0.1") / UDP(sport=40000, dport=12354) / pl,
+                 Loopback(type=30) / IPv6(src="::1", dst="::1") / UDP(sport=40000, dport=12354) / pl],
+        "v6ext": [e / IPv6(src="::1", dst="::1") / IPv6ExtHdrHopByHop() / UDP(sport=40000, dport=12354) / pl,
+                  e / IPv6(src="::1", dst="::1") / IPv6ExtHdrDestOpt() / UDP(sport=40000, dport=12354) / pl,
+                  e / IPv6(src="::1", dst="::1") / IPv6ExtHdrFragment(id=5, m=1) / UDP(sport=40000, dport=12354) /
+                  pl],
+        "macs": [Ether(src=s, dst=d) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=12345, dport=12345)
+                 for s, d in (("00:1d:7e:d9:94:c0", "ff:ff:ff:ff:ff:ff"), ("02:42:ac:11:00:02", "01:00:5e:00:00:01"),
+                              ("01:00:5e:00:00:01", "33:33:00:00:00:01"), ("00:1b:c5:00:00:12", "01:80:c2:00:00:00"))],
+    }
+    paths = []
+    for name, pkts in sets.items():
+        for i, p in enumerate(pkts):
+            p.time = 1700000000 + i * 0.25
+        path = tmp / f"{name}.pcap"
+        wrpcap(str(path), pkts)
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    return _made_captures(tmp_path_factory.mktemp("std"))
+
+
+@pytest.mark.parametrize("form", [("-T", "json"), ("-V",), (), ("-n", "-V"), ("-q", "-z", "expert")])
+def test_made_captures_whole_frames(made, form, protodump_run, tshark_run):
+    for path in made:
+        ours, theirs = protodump_run(*form, str(path)), tshark_run(*form, "-r", str(path))
+        text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", theirs.stdout)
+        assert ours.stdout == text, f"{path.name} {' '.join(form)}"

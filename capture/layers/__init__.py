@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ...engine.tree import Layer
 from ..sctp import sctp_layer
+from .data import data_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
 from .frame import frame_layer
 from .icmp import icmp_layer
@@ -40,6 +41,8 @@ def build(d) -> list[Layer]:
         by_proto[proto] = layer
     for proto, info in d.problems:
         (by_proto.get(proto) or layers[-1]).item.expert(info)
+    if d.fragment and d.network == "ipv6" and d.payload:
+        layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole in getattr(d, "reassembled", None) or ():
         layers.append(tcp_segments_layer(pieces, whole))
     return layers

@@ -61,8 +61,9 @@ def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
         top.add(Item(fs["seq_le"], swap(seq), off + 6, 2, f"Sequence Number (LE): {swap(seq)} (0x{swap(seq):04x})"))
     if info.request_in is not None:
         ms = info.resptime_ns / 1e6
-        top.add(Item(fs["resp_to"], info.request_in, off, 0, f"[Request frame: {info.request_in}]", generated=True))
-        top.add(Item(fs["resptime"], ms, off, 0, f"[Response time: {ms:.3f} ms]", generated=True))
+        to, took = ("Response To", "Response Time") if info.v6 else ("Request frame", "Response time")
+        top.add(Item(fs["resp_to"], info.request_in, off, 0, f"[{to}: {info.request_in}]", generated=True))
+        top.add(Item(fs["resptime"], ms, off, 0, f"[{took}: {ms:.3f} ms]", generated=True))
     if end > off + 8:
         top.add(data_item(data[off + 8:end], off + 8))
 

@@ -104,8 +104,12 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
         if len(data) >= off + 8:
             nxt, fo, ident = struct.unpack_from("!BxHI", data, off)
             item.add(Item(f.ipv6_fraghdr_nxt, nxt, off, 1, f"Next header: {named(f.IP_PROTOS, nxt)}"))
+            item.add(Item(f.ipv6_fraghdr_reserved_octet, data[off + 1], off + 1, 1,
+                          f"Reserved octet: 0x{data[off + 1]:02x}"))
             item.add(Item(f.ipv6_fraghdr_offset, fo >> 3, off + 2, 2,
                           f"{bits(fo, 0xFFF8, 16)} = Offset: {fo >> 3} ({(fo >> 3) * 8} bytes)"))
+            item.add(Item(f.ipv6_fraghdr_reserved_bits, (fo >> 1) & 3, off + 2, 2,
+                          f"{bits(fo, 0x0006, 16)} = Reserved bits: {(fo >> 1) & 3}"))
             item.add(Item(f.ipv6_fraghdr_more, bool(fo & 1), off + 2, 2,
                           f"{bits(fo, 1, 16)} = More Fragments: {'Yes' if fo & 1 else 'No'}"))
             item.add(Item(f.ipv6_fraghdr_ident, ident, off + 4, 4, f"Identification: 0x{ident:08x}"))
@@ -114,7 +118,39 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
         item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
         item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
         item.add(Item(oct_f, length, off + 1, 0, f"[Length: {length} bytes]", generated=True))
+        if kind in (0, 60):
+            _options(item, data, off + 2, min(off + length, len(data)))
     return item
+
+
+IPV6_OPTIONS = {0: "Pad1", 1: "PadN"}
+OPT_ACTIONS = ["Skip and continue", "Discard", "Discard and send ICMP Parameter Problem",
+               "Discard and send ICMP if not multicast"]
+
+
+def _options(item: Item, data: bytes, p: int, end: int) -> None:
+    """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value.
+    A length running past the header ends the list."""
+    while p < end:
+        kind = data[p]
+        name = IPV6_OPTIONS.get(kind, "Unknown IPv6 Option")
+        n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < end else 1
+        if p + n > end:
+            break
+        opt = item.add(Item(f.ipv6_opt, None, p, n, name))
+        t = opt.add(Item(f.ipv6_opt_type, kind, p, 1, f"Type: {name} (0x{kind:02x})"))
+        t.add(Item(f.ipv6_opt_action, kind >> 6, p, 1, f"{bits(kind, 0xC0, 8)} = Action: {OPT_ACTIONS[kind >> 6]}"
+                                                       f" ({kind >> 6})"))
+        t.add(Item(f.ipv6_opt_change, bool(kind & 0x20), p, 1,
+                   f"{bits(kind, 0x20, 8)} = May Change: {'Yes' if kind & 0x20 else 'No'}"))
+        t.add(Item(f.ipv6_opt_rest, kind & 0x1F, p, 1, f"{bits(kind, 0x1F, 8)} = Low-Order Bits: 0x{kind & 0x1F:02x}"))
+        if kind != 0:
+            opt.add(Item(f.ipv6_opt_length, n - 2, p + 1, 1, f"Length: {n - 2}"))
+            value = data[p + 2:p + n]
+            field = f.ipv6_opt_padn if kind == 1 else f.ipv6_opt_unknown
+            opt.add(Item(field, value, p + 2, n - 2, f"{'PadN' if kind == 1 else 'Unknown Option Payload'}: "
+                                                     f"{value.hex()}"))
+        p += n
 
 
 def _addresses(top: Item, fields, src: str, dst: str, off: int, n: int) -> None:

@@ -6,13 +6,16 @@ import struct
 
 from ...engine.tree import Item, Layer
 from .. import fields as f
+from .. import manuf
 from .common import full, mac, named, proto_item
 
 def _sll_source(top: Item, data: bytes, off: int, halen: int) -> None:
     n = min(halen, 8)
     addr = data[off:off + n]
     if halen == 6:
-        top.add(Item(f.sll_src_eth, mac(addr), off, 6, f"Source: {mac(addr)}"))
+        name = manuf.resolved(addr)
+        shown = f"{name} ({mac(addr)})" if name else mac(addr)
+        top.add(Item(f.sll_src_eth, mac(addr), off, 6, f"Source: {shown}"))
     elif halen == 4:
         a = socket.inet_ntoa(addr)
         top.add(Item(f.sll_src_ipv4, a, off, 4, f"Source: {a}"))
