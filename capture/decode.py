@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import struct
 
-from ..engine.tree import ERROR, MALFORMED, ExpertInfo, Layer
+from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
 from .network import v4_cached, v4_text
 
 
+# problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
+PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+                     "ip.version.bad", "ipv6.version.bad"}
+# problems whose Info column is not "[Malformed: ...]": the message itself, or the layer's own Info
+PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+                "udp.length.bad"}
 COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME"}
 
 
@@ -75,10 +81,18 @@ class Decoded:
         """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
         if self.error:
             return f"[Malformed: {self.error}]"
+        for _, problem in self.problems:
+            if problem.abbrev in ("ip.bogus_header_length", "ip.bogus_ip_length"):
+                return problem.message
         if self.transport == "tcp" and self.flags is not None:
             from .layers.tcp import info
             return info(self)
         if self.transport == "udp":
+            bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
+            if bad is not None and " > " in bad:    # tshark: the claimed length, and the note in capitals
+                ulen = struct.unpack_from("!H", self.frame.data, self.payload_offset - 4)[0]
+                claim = bad.split("value ", 1)[-1].upper()
+                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}] Len={ulen - 8}"
             return f"{self.sport} → {self.dport} Len={len(self.payload)}"
         if self.transport == "sctp":
             from .sctp import info
@@ -89,6 +103,14 @@ class Decoded:
         if self.fragment and self.network == "ipv6":
             return self._v6_fragment_info()
         return ""
+
+    def address_columns(self) -> tuple[str, str]:
+        """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones."""
+        if self.src is not None or self.frame.linktype != 1 or len(self.frame.data) < 12:
+            return self.src or "", self.dst or ""
+        from . import manuf
+        data = self.frame.data
+        return tuple(manuf.resolved(a) or a.hex(":") for a in (data[6:12], data[0:6]))
 
     def protocol_column(self) -> str:
         """The Protocol column of a frame no game dissector claimed: its innermost standard protocol's short name
@@ -115,9 +137,11 @@ class Decoded:
         return info_prefix(self)
 
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
-        """Record a malformed header (never raises)."""
-        self.problems.append((proto, ExpertInfo(abbrev, MALFORMED, ERROR, message)))
-        if self.error is None:
+        """Record a malformed header (never raises). tshark files some under PI_PROTOCOL, and sets the Info
+        column its own way for some (PROBLEM_INFO); the others make the Info "[Malformed: ...]"."""
+        self.problems.append((proto, ExpertInfo(abbrev, PROTOCOL if abbrev in PROTOCOL_PROBLEMS else MALFORMED,
+                                                ERROR, message)))
+        if self.error is None and abbrev not in PROBLEM_INFO:
             self.error = message
 
     @property

@@ -70,8 +70,6 @@ def ipv4(d, data: bytes, off: int) -> None:
         d.spans.append(("ip", off, 1))
         d.bad("ip", f"Bogus IP version ({vihl >> 4})", "ip.version.bad")
         return
-    d.src = v4_cached(src) or v4_text(src)
-    d.dst = v4_cached(dst) or v4_text(dst)
     if hl < 20:
         d.spans.append(("ip", off, 20))
         d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
@@ -80,6 +78,8 @@ def ipv4(d, data: bytes, off: int) -> None:
         d.spans.append(("ip", off, 20))
         d.bad("ip", f"Bogus IP length ({tlen}, less than header length {hl})", "ip.bogus_ip_length")
         return
+    d.src = v4_cached(src) or v4_text(src)         # tshark sets the address columns past these checks
+    d.dst = v4_cached(dst) or v4_text(dst)
     if len(data) < off + hl:
         d.spans.append(("ip", off, len(data) - off))
         short(d, "ip", "IPv4 options", hl, off)

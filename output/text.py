@@ -44,7 +44,7 @@ def time_column(packet, fmt: str = "r", digits: int = 6) -> str:
 def summary_line(packet, time_format: str = "r") -> str:
     frame, d = packet.frame, packet.decoded
     t = time_column(packet, time_format)
-    src, dst = d.src or "", d.dst or ""
+    src, dst = d.address_columns()
     return f"{frame.number:>5} {t:>10} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
 
 

@@ -165,3 +165,28 @@ def test_made_captures_whole_frames(made, form, protodump_run, tshark_run):
         ours, theirs = protodump_run(*form, str(path)), tshark_run(*form, "-r", str(path))
         text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", theirs.stdout)
         assert ours.stdout == text, f"{path.name} {' '.join(form)}"
+
+
+def test_malformed_standard_headers(tmp_path, protodump_run, tshark_run):
+    """Bad IHL and IP length, TCP data offset, TCP option lengths, an ICMP error quoting a cut datagram, an IP
+    length past the frame, a bad UDP length: never an exception, the next frame decodes, the summary is tshark's."""
+    from scapy.all import ICMP, IP, TCP, UDP, Ether, Raw, wrpcap
+    e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00", type=0x0800)
+    good = bytes(IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5000, dport=5001) / b"hello")
+    syn = [bytes(IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=5000, dport=port, flags="S",
+                                                          options=[("MSS", 1460), ("NOP", None), ("NOP", None)]))
+           for port in (5001, 5002, 5003)]           # one connection each (tshark would see retransmissions)
+    frames = [bytes([0x43]) + good[1:], bytes([0x4F]) + good[1:], syn[0][:32] + bytes([0x30]) + syn[0][33:],
+              syn[1][:41] + bytes([9]) + syn[1][42:], syn[2][:41] + bytes([0]) + syn[2][42:],
+              bytes(IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(type=3, code=3) /
+                    bytes(IP(src="10.0.0.2", dst="10.0.0.1") / UDP(sport=1, dport=2))[:10]),
+              bytes(IP(src="10.0.0.1", dst="10.0.0.2", len=200) / UDP(sport=5000, dport=5001) / b"short"),
+              bytes(IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=5000, dport=5001, len=100) / b"short"), good]
+    pkts = [e / Raw(f) for f in frames]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path / "bad-headers.pcap"
+    wrpcap(str(path), pkts)
+    ours, theirs = protodump_run(str(path)), tshark_run("-r", str(path))
+    assert ours.returncode == 0 and "Traceback" not in ours.stderr
+    assert ours.stdout == theirs.stdout

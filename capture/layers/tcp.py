@@ -262,6 +262,9 @@ def info(d) -> str:
         base = (d.ack - t.ack) & 0xFFFFFFFF if t is not None and d.ack is not None else 0
         out.extend(_option_infos(data, off + 20, off + span[2], base))
     text = " ".join(out)
+    bogus = next((p.message for _, p in d.problems if p.abbrev == "tcp.hdr_len.bad"), None)
+    if bogus is not None:                 # tshark stops after the window: no length, no options
+        return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
     if getattr(d, "segment_data", 0):
         text += " [TCP segment of a reassembled PDU]"
     return info_prefix(d) + text
