@@ -33,7 +33,8 @@ class Decoded:
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
-                 "segment_data", "icmp")
+                 "segment_data", "icmp",
+                 "unclaimed")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -68,6 +69,7 @@ class Decoded:
         self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
         self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
+        self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
 
@@ -82,8 +84,13 @@ class Decoded:
         if self.error:
             return f"[Malformed: {self.error}]"
         for _, problem in self.problems:
-            if problem.abbrev in ("ip.bogus_header_length", "ip.bogus_ip_length"):
+            if problem.abbrev == "ip.bogus_header_length":
                 return problem.message
+            if problem.abbrev == "ip.bogus_ip_length":
+                span = next(sp for sp in self.spans if sp[0] == "ip")
+                tlen = struct.unpack_from("!H", self.frame.data, span[1] + 2)[0]
+                hl = (self.frame.data[span[1]] & 15) * 4
+                return f"Bogus IP length ({tlen}, less than header length {hl})"
         if self.transport == "tcp" and self.flags is not None:
             from .layers.tcp import info
             return info(self)
@@ -128,6 +135,12 @@ class Decoded:
             return ""
         nxt, fo, ident = struct.unpack_from("!BxHI", self.frame.data, span[1])
         return f"IPv6 fragment (off={(fo >> 3) * 8} more={'y' if fo & 1 else 'n'} ident=0x{ident:08x} nxt={nxt})"
+
+    def no_dissector(self) -> None:
+        """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector."""
+        if self.transport == "udp" and self.payload and not self.error:
+            self.unclaimed = True
+            self.protocols.append("data")
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
@@ -198,6 +211,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.payload_offset = 42
             d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
                 d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = d.icmp = None
+            d.unclaimed = False
             d.segment_data = 0
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)

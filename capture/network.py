@@ -76,7 +76,7 @@ def ipv4(d, data: bytes, off: int) -> None:
         return
     if tlen < hl:
         d.spans.append(("ip", off, 20))
-        d.bad("ip", f"Bogus IP length ({tlen}, less than header length {hl})", "ip.bogus_ip_length")
+        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")      # the Info says more (Decoded.plain_info)
         return
     d.src = v4_cached(src) or v4_text(src)         # tshark sets the address columns past these checks
     d.dst = v4_cached(dst) or v4_text(dst)

@@ -167,6 +167,8 @@ class Stack:
         if not self.layers:
             protocol = d.protocol_column()
             d.protocols.extend(self.called)
+            if not self.called:
+                d.no_dissector()             # tshark's data layer for a payload nobody took
             return Packet(self.frame, d, [], d.plain_info, protocol, [])
         protos = self.dispatcher.protocols
         for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"

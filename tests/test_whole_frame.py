@@ -113,7 +113,7 @@ def _made_captures(tmp: Path) -> list[Path]:
     """Small captures of the standard layers the bundled ones lack: ICMP/ICMPv6 (echo, errors quoting a UDP
     datagram, one cut short), Linux cooked v1/v2, BSD loopback, IPv6 extension headers and a fragment, and
     Ethernet addresses tshark names (broadcast, multicast ranges, a vendor, a /36 block, a group source)."""
-    from scapy.all import (CookedLinux, CookedLinuxV2, Ether, ICMP, ICMPv6DestUnreach, ICMPv6EchoReply,
+    from scapy.all import (CookedLinux, CookedLinuxV2, Dot1AD, Dot1Q, Ether, ICMP, ICMPv6DestUnreach, ICMPv6EchoReply,
                            ICMPv6EchoRequest, IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
                            Loopback, Raw, UDP, wrpcap)
     pl = b"\xaf\xb1\x1a\xfb" + b"\x00" * 20
@@ -140,6 +140,9 @@ def _made_captures(tmp: Path) -> list[Path]:
                   e / IPv6(src="::1", dst="::1") / IPv6ExtHdrDestOpt() / UDP(sport=40000, dport=12354) / pl,
                   e / IPv6(src="::1", dst="::1") / IPv6ExtHdrFragment(id=5, m=1) / UDP(sport=40000, dport=12354) /
                   pl],
+        "vlan": [e / Dot1Q(prio=5, id=1, vlan=42) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x",
+                 e / Dot1AD(prio=3, vlan=7) / Dot1Q(vlan=9) / IP(src="10.0.0.1", dst="10.0.0.2") /
+                 UDP(sport=1, dport=2) / b"y"],
         "macs": [Ether(src=s, dst=d) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=12345, dport=12345)
                  for s, d in (("00:1d:7e:d9:94:c0", "ff:ff:ff:ff:ff:ff"), ("02:42:ac:11:00:02", "01:00:5e:00:00:01"),
                               ("01:00:5e:00:00:01", "33:33:00:00:00:01"), ("00:1b:c5:00:00:12", "01:80:c2:00:00:00"))],

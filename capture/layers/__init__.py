@@ -25,6 +25,11 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
             "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer}
 
 
+# expert abbrev -> the field whose item carries it
+EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
+                  "udp.length.bad": "udp.length"}
+
+
 def build(d) -> list[Layer]:
     data = d.frame.data
     layers = [frame_layer(d)]
@@ -40,8 +45,11 @@ def build(d) -> list[Layer]:
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
     for proto, info in d.problems:
-        (by_proto.get(proto) or layers[-1]).item.expert(info)
-    if d.fragment and d.network == "ipv6" and d.payload:
+        layer = by_proto.get(proto) or layers[-1]
+        anchor = EXPERT_ANCHORS.get(info.abbrev)
+        item = layer.item.find(anchor) if anchor else None      # tshark hangs some on the field they judge
+        (item or layer.item).expert(info)
+    if (d.fragment and d.network == "ipv6" or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole in getattr(d, "reassembled", None) or ():
         layers.append(tcp_segments_layer(pieces, whole))

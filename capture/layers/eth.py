@@ -91,27 +91,37 @@ def _eth_items(data: bytes):
     return top.children
 
 
-def vlan_layer(d, data: bytes, off: int, length: int) -> Layer:
+# An 802.1Q / 802.1ad tag, as a table: (field, name, summary), then per part of the TCI (field, mask, bytes the
+# item covers, -V text of the value), then the ethertype field.
+TAGS = {
+    "vlan": (f.vlan, "802.1Q Virtual LAN", "802.1Q Virtual LAN, PRI: {pri}, DEI: {dei}, ID: {vid}",
+             ((f.vlan_priority, 0xE000, 2, lambda v: f"Priority: {VLAN_PRIORITIES[v]} ({v})"),
+              (f.vlan_dei, 0x1000, 2, lambda v: f"DEI: {'Eligible' if v else 'Ineligible'}"),
+              (f.vlan_id, 0x0FFF, 2, lambda v: f"ID: {v}")), f.vlan_etype),
+    "ieee8021ad": (f.ieee8021ad, "IEEE 802.1ad", "IEEE 802.1ad, ID: {vid}",
+                   ((f.ieee8021ad_priority, 0xE000, 1, lambda v: f"Priority: {v}"),
+                    (f.ieee8021ad_dei, 0x1000, 1, lambda v: f"DEI: {v}"),
+                    (f.ieee8021ad_id, 0x0FFF, 2, lambda v: f"ID: {v}")), f.ieee8021ah_etype),
+}
+
+
+def _tag_layer(proto: str, data: bytes, off: int, length: int) -> Layer:
+    field, name, summary, parts, etype = TAGS[proto]
     if not full(data, off, length, 4):
-        return Layer("vlan", proto_item(f.vlan, off, length, "802.1Q Virtual LAN"))
+        return Layer(proto, proto_item(field, off, length, name))
     tci = struct.unpack_from("!H", data, off)[0]
     pri, dei, vid = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
-    top = proto_item(f.vlan, off, 4, f"802.1Q Virtual LAN, PRI: {pri}, DEI: {dei}, ID: {vid}")
-    top.add(Item(f.vlan_priority, pri, off, 2, f"{bits(tci, 0xE000, 16)} = Priority: {VLAN_PRIORITIES[pri]} ({pri})"))
-    top.add(Item(f.vlan_dei, dei, off, 2, f"{bits(tci, 0x1000, 16)} = DEI: {'Eligible' if dei else 'Ineligible'}"))
-    top.add(Item(f.vlan_id, vid, off, 2, f"{bits(tci, 0x0FFF, 16)} = ID: {vid}"))
-    top.add(_ethertype_item(f.vlan_etype, data, off + 2))
-    return Layer("vlan", top)
+    top = proto_item(field, off, 4, summary.format(pri=pri, dei=dei, vid=vid))
+    for part, mask, n, text in parts:
+        value = (tci & mask) >> (mask & -mask).bit_length() - 1
+        top.add(Item(part, value, off, n, f"{bits(tci, mask, 16)} = {text(value)}"))
+    top.add(_ethertype_item(etype, data, off + 2))
+    return Layer(proto, top)
+
+
+def vlan_layer(d, data: bytes, off: int, length: int) -> Layer:
+    return _tag_layer("vlan", data, off, length)
 
 
 def ieee8021ad_layer(d, data: bytes, off: int, length: int) -> Layer:
-    if not full(data, off, length, 4):
-        return Layer("ieee8021ad", proto_item(f.ieee8021ad, off, length, "IEEE 802.1ad"))
-    tci = struct.unpack_from("!H", data, off)[0]
-    pri, dei, vid = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
-    top = proto_item(f.ieee8021ad, off, 4, f"IEEE 802.1ad, ID: {vid}")
-    top.add(Item(f.ieee8021ad_priority, pri, off, 1, f"{bits(tci, 0xE000, 16)} = Priority: {pri}"))
-    top.add(Item(f.ieee8021ad_dei, dei, off, 1, f"{bits(tci, 0x1000, 16)} = DEI: {dei}"))
-    top.add(Item(f.ieee8021ad_id, vid, off, 2, f"{bits(tci, 0x0FFF, 16)} = ID: {vid}"))
-    top.add(_ethertype_item(f.ieee8021ah_etype, data, off + 2))
-    return Layer("ieee8021ad", top)
+    return _tag_layer("ieee8021ad", data, off, length)

@@ -53,9 +53,15 @@ def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
     hl = vihl & 15
     top.add(Item(f.ip_version, vihl >> 4, off, 1, f"{bits(vihl, 0xF0, 8)} = Version: {vihl >> 4}"))
     top.add(Item(f.ip_hdr_len, hl * 4, off, 1, f"{bits(vihl, 0x0F, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    if hl < 5:                  # tshark stops at a bogus header length (the expert goes on this item)
+        top.label = "Internet Protocol Version 4"
+        return Layer("ip", top)
     dsf = top.add(Item(f.ip_dsfield, ds, off + 1, 1, f"Differentiated Services Field: 0x{ds:02x} ({_ds_text(ds)})"))
     dsf.children = frozen(("ip.ds", ds, off), lambda: _ds_items(ds, off))
     top.add(Item(f.ip_len, tlen, off + 2, 2, f"Total Length: {tlen}"))
+    if tlen < hl * 4:           # tshark stops at a bogus total length too
+        top.label = "Internet Protocol Version 4"
+        return Layer("ip", top)
     top.add(Item(f.ip_id, ident, off + 4, 2, f"Identification: 0x{ident:04x} ({ident})"))
     fl = frag >> 13
     names = ", ".join(n for b, n in ((4, "Reserved bit"), (2, "Don't fragment"), (1, "More fragments")) if fl & b)
@@ -139,6 +145,10 @@ def _options(item: Item, data: bytes, p: int, end: int) -> None:
             break
         opt = item.add(Item(f.ipv6_opt, None, p, n, name))
         t = opt.add(Item(f.ipv6_opt_type, kind, p, 1, f"Type: {name} (0x{kind:02x})"))
+        if kind == 0:           # tshark: no type bits for Pad1, just its (empty) pad item
+            opt.add(Item(f.ipv6_opt_pad1, None, p, 1, "Pad1"))
+            p += 1
+            continue
         t.add(Item(f.ipv6_opt_action, kind >> 6, p, 1, f"{bits(kind, 0xC0, 8)} = Action: {OPT_ACTIONS[kind >> 6]}"
                                                        f" ({kind >> 6})"))
         t.add(Item(f.ipv6_opt_change, bool(kind & 0x20), p, 1,
