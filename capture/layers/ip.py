@@ -165,7 +165,14 @@ def _options(item: Item, data: bytes, p: int, end: int) -> None:
 
 def _addresses(top: Item, fields, src: str, dst: str, off: int, n: int) -> None:
     """Source and destination, each followed by tshark's hidden any-side address and host name fields (name
-    resolution of network addresses is off by default: the host is the address)."""
+    resolution of network addresses is off by default: the host is the address). The same for every packet of a
+    conversation: built once, shared."""
+    kids = frozen(("ip.addrs", fields[0].abbrev, src, dst, off), lambda: _address_items(fields, src, dst, off, n))
+    top.children.extend(kids)
+
+
+def _address_items(fields, src: str, dst: str, off: int, n: int) -> list:
+    top = Item(None)
     src_f, dst_f, addr_f, src_host, dst_host, host = fields
     for field, host_f, value, at, name in ((src_f, src_host, src, off, "Source"), (dst_f, dst_host, dst, off + n,
                                                                                    "Destination")):
@@ -173,3 +180,4 @@ def _addresses(top: Item, fields, src: str, dst: str, off: int, n: int) -> None:
         top.add(HiddenItem(addr_f, value, at, n))
         top.add(HiddenItem(host_f, value, at, n))
         top.add(HiddenItem(host, value, at, n))
+    return top.children

@@ -5,7 +5,7 @@ import struct
 
 from ...engine.tree import HiddenItem, Item, Layer, TextItem
 from .. import fields as f
-from .common import full, ns_text, proto_item
+from .common import frozen, full, ns_text, proto_item
 
 
 def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
@@ -13,10 +13,7 @@ def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
         return Layer("udp", proto_item(f.udp, off, length, "User Datagram Protocol"))
     sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
     top = proto_item(f.udp, off, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
-    top.add(Item(f.udp_srcport, sport, off, 2, f"Source Port: {sport}"))
-    top.add(Item(f.udp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
-    top.add(HiddenItem(f.udp_port, sport, off, 2))
-    top.add(HiddenItem(f.udp_port, dport, off + 2, 2))
+    top.children = list(frozen(("udp.ports", sport, dport, off), lambda: _ports(sport, dport, off)))
     top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}"))
     if csum:
         top.add(Item(f.udp_checksum, csum, off + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
@@ -31,6 +28,14 @@ def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
         top.add(Item(f.udp_payload, d.payload, d.payload_offset, len(d.payload),
                      f"UDP payload ({len(d.payload)} byte{'s' if len(d.payload) != 1 else ''})"))
     return Layer("udp", top)
+
+
+def _ports(sport: int, dport: int, off: int) -> list:
+    """Source and destination port, and tshark's hidden udp.port twice: the same in every datagram of a
+    conversation (built once, shared)."""
+    return [Item(f.udp_srcport, sport, off, 2, f"Source Port: {sport}"),
+            Item(f.udp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"),
+            HiddenItem(f.udp_port, sport, off, 2), HiddenItem(f.udp_port, dport, off + 2, 2)]
 
 
 def _stream(top: Item, conv: tuple, off: int, payload: bool) -> None:
