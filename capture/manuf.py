@@ -38,33 +38,57 @@ def _masked(raw: bytes, mask: int) -> bytes:
 
 
 class Tables:
+    """wka is read whole (a few hundred lines); manuf (50,000 lines) is read as text and only the lines of the
+    OUIs asked about are parsed, so a capture pays for the vendors it shows, not for the file."""
+
     def __init__(self):
         self.oui: dict[bytes, tuple[str, str]] = {}    # 3 bytes -> (short, long)
         self.exact: dict[bytes, str] = {}              # 6 bytes (wka) -> name
         self.ranges: dict[bytes, str] = {}             # masked 6 bytes (wka, manuf /28 /36) -> name
-        for path, wka in ((_file("manuf"), False), (_file("wka"), True)):
-            if path:
-                self._load(path, wka)
+        self.seen: set[bytes] = set()                  # OUIs whose manuf lines were parsed
+        self.manuf = ""
+        path = _file("manuf")
+        if path:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                self.manuf = "\n" + fh.read()
+        path = _file("wka")
+        if path:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                self._load(fh, True)
 
-    def _load(self, path: str, wka: bool) -> None:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip() or line.startswith("#"):
-                    continue
-                parts = [p for p in line.rstrip("\n").split("\t") if p]
-                if len(parts) < 2:
-                    continue
-                got = _prefix(parts[0])
-                if got is None:
-                    continue
-                raw, mask = got
-                short = parts[1].split("#")[0].strip()
-                if mask == 48:
-                    self.exact.setdefault(raw, short)
-                elif mask == 24 and not wka:
-                    self.oui.setdefault(raw[:3], (short, parts[2].strip() if len(parts) > 2 else short))
-                else:
-                    self.ranges.setdefault(_masked(raw, mask), short)
+    def ensure(self, oui: bytes) -> None:
+        """Parse the manuf lines of one OUI (its /24 entry and any /28, /36 blocks in it)."""
+        if oui in self.seen:
+            return
+        self.seen.add(oui)
+        key, text, lines, at = "\n" + ":".join(f"{b:02X}" for b in oui), self.manuf, [], 0
+        while True:
+            at = text.find(key, at)
+            if at < 0:
+                break
+            end = text.find("\n", at + 1)
+            lines.append(text[at + 1:end if end >= 0 else len(text)])
+            at += 1
+        self._load(lines, False)
+
+    def _load(self, lines, wka: bool) -> None:
+        for line in lines:
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [p for p in line.rstrip("\n").split("\t") if p]
+            if len(parts) < 2:
+                continue
+            got = _prefix(parts[0])
+            if got is None:
+                continue
+            raw, mask = got
+            short = parts[1].split("#")[0].strip()
+            if mask == 48:
+                self.exact.setdefault(raw, short)
+            elif mask == 24 and not wka:
+                self.oui.setdefault(raw[:3], (short, parts[2].strip() if len(parts) > 2 else short))
+            else:
+                self.ranges.setdefault(_masked(raw, mask), short)
 
 
 RESOLVE = {"mac": True}     # tshark's -N m (on by default); -n turns it off
@@ -86,7 +110,9 @@ def tables() -> Tables:
 
 def oui_name(mac: bytes) -> str | None:
     """eth.*.oui_resolved: the long vendor name of the address's 24-bit OUI, if Wireshark knows it."""
-    entry = tables().oui.get(mac[:3])
+    t = tables()
+    t.ensure(mac[:3])
+    entry = t.oui.get(mac[:3])
     return entry[1] if entry else None
 
 
@@ -95,6 +121,7 @@ def eth_name(mac: bytes) -> str:
     """eth.*_resolved, as get_ether_name(): a well-known address, a masked well-known range, the OUI's short name
     with the rest of the address, or the address itself."""
     t = tables()
+    t.ensure(mac[:3])
     name = t.exact.get(mac)
     if name:
         return name
