@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from .filter_functions import Call, call_getter
-from .filter_fields import ALIASES, EXPERT_FIELDS, Spec, is_field, registry
+from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
 from .filter_parse import Field, Literal, parse
 from .filter_values import converter, item_bytes, literal, raw_bytes, slicer, type_name
@@ -78,8 +78,7 @@ def _compile(node):
 
 def _items(ref: Field):
     """(packet, index) -> the tree items of a plain field (for len() and string())."""
-    sources = ALIASES.get(ref.name, (ref.name,))
-    return lambda p, ix: [it for s in sources for it in ix.get(s, ())]
+    return lambda p, ix: ix.get(ref.name, ())
 
 
 def _getter(ref: Field):
@@ -89,10 +88,7 @@ def _getter(ref: Field):
         return call_getter(ref, _getter, _items)
     spec = registry()[ref.name]
     kind = spec.kind
-    if ref.name in ALIASES:
-        sources = ALIASES[ref.name]
-        items = lambda p, ix: [it for s in sources for it in ix.get(s, ())]   # noqa: E731
-    elif ref.name in EXPERT_FIELDS:
+    if ref.name in EXPERT_FIELDS:
         attr = ref.name.rsplit(".", 1)[1]
         items = lambda p, ix: [getattr(it.expert_info, attr) for it in ix.get("_ws.expert", ())]   # noqa: E731
     else:

@@ -14,17 +14,18 @@ from ..dissectors import PROTOCOLS
 from ..engine.tree import GROUP_NAMES, INTEGER_TYPES, SEVERITY_NAMES, FieldInfo
 
 ADDRESS_KINDS = {"ip.src": "ipv4", "ip.dst": "ipv4", "ip.addr": "ipv4", "sll.src.ipv4": "ipv4",
+                 "ip.src_host": "string", "ip.dst_host": "string", "ip.host": "string",
                  "ipv6.src": "ipv6", "ipv6.dst": "ipv6", "ipv6.addr": "ipv6",
                  "eth.src": "ether", "eth.dst": "ether", "eth.addr": "ether", "sll.src.eth": "ether"}
-# tshark's hidden "either side" fields: abbrev -> the fields whose values it has (eth.addr is in the tree already)
-ALIASES = {"ip.addr": ("ip.src", "ip.dst"), "ipv6.addr": ("ipv6.src", "ipv6.dst"),
-           "udp.port": ("udp.srcport", "udp.dstport"), "tcp.port": ("tcp.srcport", "tcp.dstport")}
 # Derived from expert items, as tshark's _ws.expert.* fields
 EXPERT_FIELDS = {"_ws.expert.severity": ("int", {v: k for v, k in SEVERITY_NAMES.items()}),
                  "_ws.expert.group": ("int", dict(GROUP_NAMES)),
                  "_ws.expert.message": ("string", None)}
 # Kept as text by the standard layers, but numbers to tshark
-NUMERIC_TEXT = {"frame.time_epoch": "float"}
+NUMERIC_TEXT = {abbrev: "float" for abbrev in (
+    "frame.time_epoch", "frame.offset_shift", "frame.time_delta", "frame.time_delta_displayed",
+    "frame.time_relative", "udp.time_relative", "udp.time_delta", "tcp.time_relative", "tcp.time_delta",
+    "tcp.analysis.ack_rtt", "tcp.analysis.initial_rtt")}
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,6 @@ def registry() -> dict[str, Spec]:
             specs.setdefault(f"{proto.name}.{kind}", Spec(f"{proto.name}.{kind}", "none", None, "none", True))
     for abbrev in [*capture_fields.EXPERTS, "_ws.expert", "_ws.malformed", "_ws.short"]:
         specs.setdefault(abbrev, Spec(abbrev, "none", None, "none", True))
-    for abbrev, sources in ALIASES.items():
-        first = specs[sources[0]]
-        specs.setdefault(abbrev, Spec(abbrev, first.kind, first.values, first.ftype))
     for abbrev, (kind, values) in EXPERT_FIELDS.items():
         specs[abbrev] = Spec(abbrev, kind, values, "uint32" if kind == "int" else "string")
     return specs

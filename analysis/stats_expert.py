@@ -1,7 +1,8 @@
 """-z expert: expert infos counted by severity, then by (group, protocol, message), as tshark -z expert.
 
-Standard-layer problems come from the decode (Decoded.problems); game-layer ones from the game tree, so the
-standard layers' trees are never built for this statistic.
+Standard-layer experts come from the standard layers' trees when the frame can have any beyond the decode's own
+problems (TCP and SCTP analysis, a group source MAC); otherwise from the decode (Decoded.problems), so a UDP
+capture's standard trees are not built for this statistic. Game-layer experts come from the game trees.
 """
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from .stats_phs import compile_optional
 # tshark's section order and titles
 SECTIONS = ((ERROR, "Errors"), (WARN, "Warns"), (NOTE, "Notes"), (CHAT, "Chats"), (COMMENT, "Comments"))
 # The Protocol column is the protocol's short name: a Lua plugin's is its name upper-cased ("BLANK")
-SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": "ETH", "frame": "Frame",
-               "sll": "SLL", "vlan": "VLAN"}
+SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": "Ethernet", "frame": "Frame",
+               "sll": "SLL", "vlan": "VLAN", "sctp": "SCTP", "http": "HTTP", "websocket": "WebSocket",
+               "icmp": "ICMP", "icmpv6": "ICMPv6", "tcp.segments": "TCP"}
 
 
 def short_name(proto: str) -> str:
@@ -22,12 +24,24 @@ def short_name(proto: str) -> str:
 
 def packet_experts(packet):
     """(protocol, ExpertInfo) of every expert item of a packet, in tree order."""
-    for proto, info in packet.decoded.problems:
-        yield proto, info
+    d = packet.decoded
+    if d.transport in ("tcp", "sctp") or _group_source(d):
+        for layer in d.layers():
+            for item in layer.item.walk():
+                if item.expert_info is not None:
+                    yield layer.proto, item.expert_info
+    else:
+        for proto, info in d.problems:
+            yield proto, info
     for layer in packet.games:
         for item in layer.item.walk():
             if item.expert_info is not None:
                 yield layer.proto, item.expert_info
+
+
+def _group_source(d) -> bool:
+    data = d.frame.data
+    return d.frame.linktype == 1 and len(data) >= 12 and bool(data[6] & 1)
 
 
 @register

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 
+from .capture.clock import FrameClock
+from .capture.conversations import UdpTable
 from .capture.decode import decode
 from .capture.files import RawFrame, open_capture
 from .capture.sets import CaptureSet
@@ -35,13 +37,15 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     # alive, which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
     tcp_table = TcpTable()           # per-capture TCP state (stream indexes, relative sequence numbers)
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
+    clock = FrameClock()             # per-capture frame times (first, previous, previous displayed)
+    udp_table = UdpTable()           # per-capture UDP stream indexes
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         for frame in frames:
             if frame.number % 50_000 == 0:
                 gc.collect()
-            yield dispatcher.dissect(frame, decode(frame, tcp_table, tsn_table))
+            yield dispatcher.dissect(frame, decode(frame, tcp_table, tsn_table, clock, udp_table))
     finally:
         if was_enabled:
             gc.enable()

@@ -11,10 +11,19 @@ from __future__ import annotations
 
 import struct
 
-from ..engine.tree import ERROR, MALFORMED, ExpertInfo, Layer
+from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
 from .network import v4_cached, v4_text
+
+
+# problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
+PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+                     "ip.version.bad", "ipv6.version.bad"}
+# problems whose Info column is not "[Malformed: ...]": the message itself, or the layer's own Info
+PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+                "udp.length.bad"}
+COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME"}
 
 
 class Decoded:
@@ -22,7 +31,10 @@ class Decoded:
 
     __slots__ = ("frame", "error", "network", "src", "dst", "ip_proto", "fragment", "transport", "sport",
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
-                 "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks")
+                 "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
+                 "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
+                 "segment_data", "icmp",
+                 "unclaimed")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -51,12 +63,98 @@ class Decoded:
         self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
         self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
+        self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
+        self.clock = None                    # the capture's capture.clock.FrameClock, if any
+        self.sctp_fragments = None           # SCTP: {chunk index: [(frame, length)]} of messages completed here
+        self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
+        self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
+        self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
+        self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
+        self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
 
+    def displayed(self, shown: bool) -> None:
+        """Report whether this frame was displayed (passed the display filter): frame.time_delta_displayed and
+        `-t dd` of the next frames count from the last displayed one."""
+        if self.clock is not None:
+            self.clock.displayed(self.frame.ts_ns, shown)
+
+    def plain_info(self) -> str:
+        """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
+        if self.error:
+            return f"[Malformed: {self.error}]"
+        for _, problem in self.problems:
+            if problem.abbrev == "ip.bogus_header_length":
+                return problem.message
+            if problem.abbrev == "ip.bogus_ip_length":
+                span = next(sp for sp in self.spans if sp[0] == "ip")
+                tlen = struct.unpack_from("!H", self.frame.data, span[1] + 2)[0]
+                hl = (self.frame.data[span[1]] & 15) * 4
+                return f"Bogus IP length ({tlen}, less than header length {hl})"
+        if self.transport == "tcp" and self.flags is not None:
+            from .layers.tcp import info
+            return info(self)
+        if self.transport == "udp":
+            bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
+            if bad is not None and " > " in bad:    # tshark: the claimed length, and the note in capitals
+                ulen = struct.unpack_from("!H", self.frame.data, self.payload_offset - 4)[0]
+                claim = bad.split("value ", 1)[-1].upper()
+                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}] Len={ulen - 8}"
+            return f"{self.sport} → {self.dport} Len={len(self.payload)}"
+        if self.transport == "sctp":
+            from .sctp import info
+            return info(self)
+        if self.icmp is not None:
+            from .icmp import info_column
+            return info_column(self)
+        if self.fragment and self.network == "ipv6":
+            return self._v6_fragment_info()
+        return ""
+
+    def address_columns(self) -> tuple[str, str]:
+        """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones."""
+        if self.src is not None or self.frame.linktype != 1 or len(self.frame.data) < 12:
+            return self.src or "", self.dst or ""
+        from . import manuf
+        data = self.frame.data
+        return tuple(manuf.resolved(a) or a.hex(":") for a in (data[6:12], data[0:6]))
+
+    def protocol_column(self) -> str:
+        """The Protocol column of a frame no game dissector claimed: its innermost standard protocol's short name
+        (an ICMP error's quoted datagram does not count)."""
+        if self.icmp is not None:
+            return "ICMPv6" if self.icmp.v6 else "ICMP"
+        if self.fragment and self.network == "ipv6":
+            return "IPv6"
+        name = self.protocols[-1] if self.protocols else "frame"
+        return COLUMN_NAMES.get(name, name.upper())
+
+    def _v6_fragment_info(self) -> str:
+        span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)
+        if span is None or len(self.frame.data) < span[1] + 8:
+            return ""
+        nxt, fo, ident = struct.unpack_from("!BxHI", self.frame.data, span[1])
+        return f"IPv6 fragment (off={(fo >> 3) * 8} more={'y' if fo & 1 else 'n'} ident=0x{ident:08x} nxt={nxt})"
+
+    def no_dissector(self) -> None:
+        """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector."""
+        if self.transport == "udp" and self.payload and not self.error:
+            self.unclaimed = True
+            self.protocols.append("data")
+
+    def info_prefix(self) -> str:
+        """What the standard layers put before any Info column (TCP analysis tags)."""
+        if self.tcp is None:
+            return ""
+        from .layers.tcp import info_prefix
+        return info_prefix(self)
+
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
-        """Record a malformed header (never raises)."""
-        self.problems.append((proto, ExpertInfo(abbrev, MALFORMED, ERROR, message)))
-        if self.error is None:
+        """Record a malformed header (never raises). tshark files some under PI_PROTOCOL, and sets the Info
+        column its own way for some (PROBLEM_INFO); the others make the Info "[Malformed: ...]"."""
+        self.problems.append((proto, ExpertInfo(abbrev, PROTOCOL if abbrev in PROTOCOL_PROBLEMS else MALFORMED,
+                                                ERROR, message)))
+        if self.error is None and abbrev not in PROBLEM_INFO:
             self.error = message
 
     @property
@@ -85,7 +183,7 @@ _new = object.__new__
 _EIU_SPANS = (("eth", 0, 14), ("ip", 14, 20), ("udp", 34, 8))
 
 
-def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
+def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_table=None) -> Decoded:
     """Decode the standard layers of one frame. Never raises for any frame content. `tcp_table`: the capture's
     capture.tcp_analysis.TcpTable, which records this frame's TCP conversation state (relative sequence numbers,
     analysis) in decode order; without one, TCP layers show only what the header says. `tsn_table`: the
@@ -111,12 +209,22 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
             d.dport = dport
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
-            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = None
+            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
+                d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = d.icmp = None
+            d.unclaimed = False
+            d.segment_data = 0
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []
+            d.clock = clock
+            d.times = clock.stamp(frame.ts_ns) if clock is not None else None
+            if udp_table is not None:
+                udp_table.analyze(d)
             return d
     d = Decoded(frame)
+    if clock is not None:
+        d.clock = clock
+        d.times = clock.stamp(frame.ts_ns)
     fn = LINK_DECODERS.get(frame.linktype)
     if fn is None:
         d.error = f"unknown link type {frame.linktype}"
@@ -126,6 +234,10 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None) -> Decoded:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
+    elif udp_table is not None and d.transport == "udp":
+        udp_table.analyze(d)
+    elif udp_table is not None and d.icmp is not None:
+        udp_table.icmp(d)
     return d
 
 

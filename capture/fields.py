@@ -19,7 +19,14 @@ ARPHRD = {1: "Ethernet", 772: "Loopback", 776: "IPv6-in-IPv4", 65534: "None"}
 # frame
 frame = F("frame", "Frame", "protocol")
 frame_encap = F("frame.encap_type", "Encapsulation type", "int16")
+frame_time = F("frame.time", "Arrival Time", "string")
+frame_offset_shift = F("frame.offset_shift", "Time shift for this packet", "string")
 frame_time_epoch = F("frame.time_epoch", "Epoch Time", "string")
+frame_time_delta = F("frame.time_delta", "Time delta from previous captured frame", "string")
+frame_time_delta_displayed = F("frame.time_delta_displayed", "Time delta from previous displayed frame", "string")
+frame_time_relative = F("frame.time_relative", "Time since reference or first frame", "string")
+frame_marked = F("frame.marked", "Frame is marked", "bool")
+frame_ignored = F("frame.ignored", "Frame is ignored", "bool")
 frame_number = F("frame.number", "Frame Number", "uint32")
 frame_len = F("frame.len", "Frame Length", "uint32")
 frame_cap_len = F("frame.cap_len", "Capture Length", "uint32")
@@ -31,10 +38,22 @@ eth = F("eth", "Ethernet II", "protocol")
 eth_dst = F("eth.dst", "Destination", "string")
 eth_src = F("eth.src", "Source", "string")
 eth_addr = F("eth.addr", "Address", "string")
-eth_dst_lg = F("eth.dst.lg", "LG bit", "bool", mask=0x020000, bits=24)
-eth_dst_ig = F("eth.dst.ig", "IG bit", "bool", mask=0x010000, bits=24)
-eth_src_lg = F("eth.src.lg", "LG bit", "bool", mask=0x020000, bits=24)
-eth_src_ig = F("eth.src.ig", "IG bit", "bool", mask=0x010000, bits=24)
+eth_addr_resolved = F("eth.addr_resolved", "Address (resolved)", "string")
+eth_addr_oui = F("eth.addr.oui", "Address OUI", "uint32")
+eth_addr_oui_resolved = F("eth.addr.oui_resolved", "Address OUI (resolved)", "string")
+eth_lg = F("eth.lg", "LG bit", "bool", mask=0x020000, bits=24)
+eth_ig = F("eth.ig", "IG bit", "bool", mask=0x010000, bits=24)
+# per address: (the address, resolved, OUI, OUI resolved, LG bit, IG bit)
+eth_dst_fields = (eth_dst, F("eth.dst_resolved", "Destination (resolved)", "string"),
+                  F("eth.dst.oui", "Destination OUI", "uint32"),
+                  F("eth.dst.oui_resolved", "Destination OUI (resolved)", "string"),
+                  F("eth.dst.lg", "LG bit", "bool", mask=0x020000, bits=24),
+                  F("eth.dst.ig", "IG bit", "bool", mask=0x010000, bits=24))
+eth_src_fields = (eth_src, F("eth.src_resolved", "Source (resolved)", "string"),
+                  F("eth.src.oui", "Source OUI", "uint32"),
+                  F("eth.src.oui_resolved", "Source OUI (resolved)", "string"),
+                  F("eth.src.lg", "LG bit", "bool", mask=0x020000, bits=24),
+                  F("eth.src.ig", "IG bit", "bool", mask=0x010000, bits=24))
 eth_type = F("eth.type", "Type", "uint16", "HEX", ETHERTYPES)
 eth_len = F("eth.len", "Length", "uint16")
 vlan = F("vlan", "802.1Q Virtual LAN", "protocol")
@@ -87,17 +106,28 @@ ip_checksum_status = F("ip.checksum.status", "Header checksum status", "uint8")
 ip_options = F("ip.options", "Options", "bytes")
 ip_src = F("ip.src", "Source Address", "string")
 ip_dst = F("ip.dst", "Destination Address", "string")
+ip_addr = F("ip.addr", "Source or Destination Address", "string")
+# (source, destination, either, source host, destination host, either host)
+ip_addresses = (ip_src, ip_dst, ip_addr, F("ip.src_host", "Source Host", "string"),
+                F("ip.dst_host", "Destination Host", "string"), F("ip.host", "Source or Destination Host", "string"))
 
 # IPv6
 ipv6 = F("ipv6", "Internet Protocol Version 6", "protocol")
 ipv6_version = F("ipv6.version", "Version", "uint8", mask=0xF0)
 ipv6_tclass = F("ipv6.tclass", "Traffic Class", "uint32", "HEX", mask=0x0FF00000)
-ipv6_flow = F("ipv6.flow", "Flow Label", "uint32", "HEX", mask=0x000FFFFF)
+ipv6_flow = F("ipv6.flow", "Flow Label", "uint24", "HEX", mask=0x0FFFFF)
+ipv6_dscp = F("ipv6.tclass.dscp", "Differentiated Services Codepoint", "uint32", mask=0x0FC00000)
+ipv6_ecn = F("ipv6.tclass.ecn", "Explicit Congestion Notification", "uint32", mask=0x00300000)
+ip_version_any = F("ip.version", "Version", "uint8")
 ipv6_plen = F("ipv6.plen", "Payload Length", "uint16")
 ipv6_nxt = F("ipv6.nxt", "Next Header", "uint8", values=IP_PROTOS)
 ipv6_hlim = F("ipv6.hlim", "Hop Limit", "uint8")
 ipv6_src = F("ipv6.src", "Source Address", "string")
 ipv6_dst = F("ipv6.dst", "Destination Address", "string")
+ipv6_addr = F("ipv6.addr", "Source or Destination Address", "string")
+ipv6_addresses = (ipv6_src, ipv6_dst, ipv6_addr, F("ipv6.src_host", "Source Host", "string"),
+                  F("ipv6.dst_host", "Destination Host", "string"),
+                  F("ipv6.host", "Source or Destination Host", "string"))
 ipv6_ext = {0: F("ipv6.hopopts", "IPv6 Hop-by-Hop Option", "protocol"),
             43: F("ipv6.routing", "Routing Header for IPv6", "protocol"),
             60: F("ipv6.dstopts", "Destination Options for IPv6", "protocol"),
@@ -112,6 +142,17 @@ ipv6_ext_fields[51] = (F("ah.next_header", "Next header", "uint8", values=IP_PRO
 ipv6_fraghdr_nxt = F("ipv6.fraghdr.nxt", "Next header", "uint8", values=IP_PROTOS)
 ipv6_fraghdr_offset = F("ipv6.fraghdr.offset", "Offset", "uint16", mask=0xFFF8)
 ipv6_fraghdr_more = F("ipv6.fraghdr.more", "More Fragments", "bool", mask=0x0001, bits=16)
+ipv6_fraghdr_reserved_octet = F("ipv6.fraghdr.reserved_octet", "Reserved octet", "uint8", "HEX")
+ipv6_fraghdr_reserved_bits = F("ipv6.fraghdr.reserved_bits", "Reserved bits", "uint16", mask=0x0006)
+ipv6_opt = F("ipv6.opt", "IPv6 Option", "none")
+ipv6_opt_type = F("ipv6.opt.type", "Type", "uint8", "HEX")
+ipv6_opt_action = F("ipv6.opt.type.action", "Action", "uint8", mask=0xC0)
+ipv6_opt_change = F("ipv6.opt.type.change", "May Change", "bool", mask=0x20, bits=8)
+ipv6_opt_rest = F("ipv6.opt.type.rest", "Low-Order Bits", "uint8", "HEX", mask=0x1F)
+ipv6_opt_length = F("ipv6.opt.length", "Length", "uint8")
+ipv6_opt_pad1 = F("ipv6.opt.pad1", "Pad1", "none")
+ipv6_opt_padn = F("ipv6.opt.padn", "PadN", "bytes")
+ipv6_opt_unknown = F("ipv6.opt.unknown", "Unknown Option Payload", "bytes")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
 # UDP
@@ -122,11 +163,16 @@ udp_length = F("udp.length", "Length", "uint16")
 udp_checksum = F("udp.checksum", "Checksum", "uint16", "HEX")
 udp_checksum_status = F("udp.checksum.status", "Checksum Status", "uint8")
 udp_payload = F("udp.payload", "Payload", "bytes")
+udp_port = F("udp.port", "Source or Destination Port", "uint16")
+udp_stream = F("udp.stream", "Stream index", "uint32")
+udp_time_relative = F("udp.time_relative", "Time since first frame", "string")
+udp_time_delta = F("udp.time_delta", "Time since previous frame", "string")
 
 # TCP
 tcp = F("tcp", "Transmission Control Protocol", "protocol")
 tcp_srcport = F("tcp.srcport", "Source Port", "uint16")
 tcp_dstport = F("tcp.dstport", "Destination Port", "uint16")
+tcp_port = F("tcp.port", "Source or Destination Port", "uint16")
 tcp_len = F("tcp.len", "TCP Segment Len", "uint32")
 tcp_seq_raw = F("tcp.seq_raw", "Sequence Number (raw)", "uint32")
 tcp_ack_raw = F("tcp.ack_raw", "Acknowledgment number (raw)", "uint32")
@@ -153,6 +199,8 @@ tcp_options = F("tcp.options", "TCP Options", "bytes")
 tcp_option_kind = F("tcp.option_kind", "Kind", "uint8")
 tcp_option_len = F("tcp.option_len", "Length", "uint8")
 tcp_payload = F("tcp.payload", "TCP payload", "bytes")
+tcp_pdu_size = F("tcp.pdu.size", "PDU Size", "uint32")
+tcp_segment_data = F("tcp.segment_data", "TCP segment data", "bytes")
 # conversation state (capture/tcp_analysis.py); relative times are strings holding tshark's "%d.%09d"
 tcp_stream = F("tcp.stream", "Stream index", "uint32")
 tcp_completeness = F("tcp.completeness", "Conversation completeness", "uint8")
@@ -188,12 +236,39 @@ tcp_segment_count = F("tcp.segment.count", "Segment count", "uint32")
 tcp_reassembled_length = F("tcp.reassembled.length", "Reassembled TCP length", "uint32")
 tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes")
 
+# ICMP / ICMPv6 (capture/icmp.py, capture/layers/icmp.py)
+icmp = F("icmp", "Internet Control Message Protocol", "protocol")
+icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
+icmp_unused = F("icmp.unused", "Unused", "bytes")
+icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
+
+
+def _icmp_fields(p: str) -> dict:
+    return {"type": F(f"{p}.type", "Type", "uint8"), "code": F(f"{p}.code", "Code", "uint8"),
+            "checksum": F(f"{p}.checksum", "Checksum", "uint16", "HEX"),
+            "checksum_status": F(f"{p}.checksum.status", "Checksum Status", "uint8"),
+            "ident": F(f"{p}.ident", "Identifier", "uint16") if p == "icmp" else
+            F(f"{p}.echo.identifier", "Identifier", "uint16", "HEX"),
+            "ident_le": F(f"{p}.ident_le", "Identifier (LE)", "uint16"),
+            "seq": F(f"{p}.seq" if p == "icmp" else f"{p}.echo.sequence_number", "Sequence Number", "uint16"),
+            "seq_le": F(f"{p}.seq_le", "Sequence Number (LE)", "uint16"),
+            "resp_to": F(f"{p}.resp_to", "Request frame", "uint32"),
+            "resptime": F(f"{p}.resptime", "Response time", "double")}
+
+
+icmp_fields, icmpv6_fields = _icmp_fields("icmp"), _icmp_fields("icmpv6")
+# tshark's data protocol (bytes no dissector claimed)
+data = F("data", "Data", "protocol")
+data_data = F("data.data", "Data", "bytes")
+data_len = F("data.len", "Length", "int32")
+
 # SCTP (capture/sctp.py)
 # an sctp item without a label (a DATA chunk's continuation item) prints its name in -V and its abbrev in -T fields
 sctp = F("sctp", "Stream Control Transmission Protocol", "protocol",
          labeler=lambda item: "Stream Control Transmission Protocol")
 sctp_srcport = F("sctp.srcport", "Source port", "uint16")
 sctp_dstport = F("sctp.dstport", "Destination port", "uint16")
+sctp_port = F("sctp.port", "Port", "uint16")
 sctp_verification_tag = F("sctp.verification_tag", "Verification tag", "uint32", "HEX")
 sctp_checksum = F("sctp.checksum", "Checksum", "uint32", "HEX")
 sctp_checksum_status = F("sctp.checksum.status", "Checksum Status", "uint8")
@@ -234,6 +309,9 @@ sctp_initack_fields = [F("sctp.initack_initiate_tag", "Initiate tag", "uint32", 
                        F("sctp.initack_nr_out_streams", "Number of outbound streams", "uint16"),
                        F("sctp.initack_nr_in_streams", "Number of inbound streams", "uint16"),
                        F("sctp.initack_initial_tsn", "Initial TSN", "uint32")]
+sctp_fragments = F("sctp.fragments", "Reassembled SCTP Fragments", "none")
+sctp_fragment = F("sctp.fragment", "SCTP Fragment", "uint32")
+sctp_initiate_tag = F("sctp.initiate_tag", "Initiate tag", "uint32", "HEX")
 sctp_sack_cumulative_tsn_ack_raw = F("sctp.sack_cumulative_tsn_ack_raw", "Cumulative TSN ACK (absolute)", "uint32")
 sctp_sack_a_rwnd = F("sctp.sack_a_rwnd", "Advertised receiver window credit (a_rwnd)", "uint32")
 sctp_sack_gap_blocks = F("sctp.sack_number_of_gap_blocks", "Number of gap acknowledgement blocks", "uint16")
@@ -263,6 +341,6 @@ EXPERTS = {
     "ip.version.bad": "Bogus IP version", "ip.bogus_header_length": "Bogus IP header length",
     "ip.bogus_ip_length": "Bogus IP length", "ip.len.past_end": "IPv4 total length exceeds packet length",
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
-    "udp.length.bad": "Bad UDP length", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "udp.length.bad": "Bad UDP length", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

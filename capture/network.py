@@ -70,16 +70,16 @@ def ipv4(d, data: bytes, off: int) -> None:
         d.spans.append(("ip", off, 1))
         d.bad("ip", f"Bogus IP version ({vihl >> 4})", "ip.version.bad")
         return
-    d.src = v4_cached(src) or v4_text(src)
-    d.dst = v4_cached(dst) or v4_text(dst)
     if hl < 20:
         d.spans.append(("ip", off, 20))
         d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
         return
     if tlen < hl:
         d.spans.append(("ip", off, 20))
-        d.bad("ip", f"Bogus IP length ({tlen}, less than header length {hl})", "ip.bogus_ip_length")
+        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")      # the Info says more (Decoded.plain_info)
         return
+    d.src = v4_cached(src) or v4_text(src)         # tshark sets the address columns past these checks
+    d.dst = v4_cached(dst) or v4_text(dst)
     if len(data) < off + hl:
         d.spans.append(("ip", off, len(data) - off))
         short(d, "ip", "IPv4 options", hl, off)
@@ -134,8 +134,10 @@ def ipv6(d, data: bytes, off: int) -> None:
             d.spans.append(("ipv6.ext", p, 8, nh))
             fo = _U16(data, p + 2)[0]
             p += 8
-            if fo & 0xFFF9:               # offset bits or M: a fragment
+            if fo & 0xFFF9:               # offset bits or M: a fragment (tshark shows its bytes as data)
                 d.fragment = True
+                if end > p:
+                    d.protocols.append("data")
                 d.ip_proto = nxt
                 d.payload_offset = p
                 d.payload = data[p:end]
@@ -161,6 +163,9 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
     elif proto == 132:
         from .sctp import decode as sctp
         sctp(d, data, off, end)
+    elif proto in (1, 58):
+        from .icmp import decode as icmp
+        icmp(d, data, off, end, proto == 58)
     else:
         d.payload_offset = off
         d.payload = data[off:end]

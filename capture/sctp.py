@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..engine.tree import Item, Layer, TextItem, bit_picture
+from ..engine.tree import HiddenItem, Item, Layer, TextItem, bit_picture
 from . import fields as f
 
 _COMMON = struct.Struct("!HHII").unpack_from
@@ -83,21 +83,60 @@ class TsnTable:
 
     def __init__(self):
         self.bases: dict[tuple, int] = {}
+        self.pending: dict[tuple, list] = {}     # (direction, stream id) -> [(frame, length)] of a message so far
 
     def analyze(self, d, data: bytes) -> None:
-        """Set d.tsn_bases = (the sender's base, the receiver's base) for this packet."""
+        """Set d.tsn_bases = (the sender's base, the receiver's base) for this packet, and d.sctp_fragments =
+        {chunk index: [(frame, length), ...]} for the DATA chunks that end a fragmented message."""
         me, peer = (d.src, d.sport, d.dst, d.dport), (d.dst, d.dport, d.src, d.sport)
-        for c in d.chunks or ():
+        for i, c in enumerate(d.chunks or ()):
             if c.kind in (1, 2) and c.length >= 20:
                 self._put(me, struct.unpack_from("!I", data, c.offset + 16)[0])
-            elif c.kind == DATA and me not in self.bases:
-                self._put(me, c.tsn)
+            elif c.kind == DATA:
+                if me not in self.bases:
+                    self._put(me, c.tsn)
+                self._fragment(d, i, c, (me, c.sid))
         d.tsn_bases = (self.bases.get(me), self.bases.get(peer))
+
+    def _fragment(self, d, index: int, c: Chunk, key: tuple) -> None:
+        """Follow the B/E bits of a stream's DATA chunks (in capture order, as they come)."""
+        begin, end = c.flags & 2, c.flags & 1
+        if begin and end:
+            return
+        if begin or key not in self.pending:
+            if not begin:
+                return                          # a middle or last piece of a message whose start we missed
+            if len(self.pending) >= self.LIMIT:
+                self.pending.pop(next(iter(self.pending)))
+            self.pending[key] = []
+        pieces = self.pending[key]
+        if len(pieces) < 4096:
+            pieces.append((d.frame.number, c.data_length))
+        if end:
+            del self.pending[key]
+            d.sctp_fragments = {**(d.sctp_fragments or {}), index: pieces}
 
     def _put(self, key: tuple, base: int) -> None:
         if len(self.bases) >= self.LIMIT:
             self.bases.pop(next(iter(self.bases)))
         self.bases[key] = base
+
+
+def info(d) -> str:
+    """tshark's SCTP Info column: each chunk's name, a DATA chunk's relative TSN (and "(Message Fragment)" while
+    its message is incomplete), a SACK's relative cumulative TSN and window; each followed by a space."""
+    bases = d.tsn_bases or (None, None)
+    out = []
+    data = d.frame.data
+    for c in d.chunks or ():
+        if c.kind == DATA:
+            out.append(f"DATA (TSN={_rel(c.tsn, bases[0])}) " + ("(Message Fragment) " if c.flags & 3 != 3 else ""))
+        elif c.kind == 3 and c.length >= 12:
+            cum, rwnd = struct.unpack_from("!II", data, c.offset + 4)
+            out.append(f"SACK (Ack={_rel(cum, bases[1])}, Arwnd={rwnd}) ")
+        else:
+            out.append(c.name + " ")
+    return "".join(out)
 
 
 def _rel(tsn: int, base: int | None) -> int:
@@ -119,21 +158,24 @@ def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     top.add(Item(f.sctp_verification_tag, vtag, off + 4, 4, f"Verification tag: 0x{vtag:08x}"))
     top.add(Item(f.sctp_assoc_index, 65535, off, 0, "[Association index: disabled (enable in preferences)]",
                  generated=True))
+    top.add(HiddenItem(f.sctp_port, sport, off, 2))
+    top.add(HiddenItem(f.sctp_port, dport, off + 2, 2))
     top.add(Item(f.sctp_checksum, csum, off + 8, 4, f"Checksum: 0x{csum:08x} [unverified]"))
     top.add(Item(f.sctp_checksum_status, 2, off + 8, 0, "[Checksum Status: Unverified]", generated=True))
     bases = getattr(d, "tsn_bases", None) or (None, None)
     layers, seen_data = [Layer("sctp", top)], False
-    for c in getattr(d, "chunks", None) or ():
+    fragments = getattr(d, "sctp_fragments", None) or {}
+    for i, c in enumerate(getattr(d, "chunks", None) or ()):
         if c.kind == DATA:
             if seen_data:   # tshark: each later DATA chunk opens a new sctp item, after the previous one's payload
                 top = Item(f.sctp, None, c.offset, off + length - c.offset)
                 layers.append(Layer("sctp", top))
             seen_data = True
-        top.add(chunk_item(data, c, bases))
+        top.add(chunk_item(data, c, bases, fragments.get(i)))
     return layers
 
 
-def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
+def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Item:
     name = CHUNK_NAMES.get(c.kind, "UNKNOWN")
     # a text item (tshark's JSON keys it by its label)
     item = TextItem(None, None, c.offset, c.length + (-c.length % 4), f"{name} chunk" + _summary(data, c, bases))
@@ -163,6 +205,8 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
         item.add(Item(f.sctp_data_ssn, c.ssn, p + 10, 2, f"Stream sequence number: {c.ssn}"))
         item.add(Item(f.sctp_data_ppid, c.ppid, p + 12, 4, f"Payload protocol identifier: "
                                                              f"{PPIDS.get(c.ppid, 'Unknown')} ({c.ppid})"))
+        if fragments:
+            _fragments(item, fragments)
     else:
         for field, at, size, label in _FIXED.get(c.kind, ()):
             if c.length >= at + size:
@@ -173,6 +217,8 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
                                   f"Cumulative TSN ACK (relative): {rel}"))
                 shown = f"0x{value:08x}" if field.base == "HEX" else str(value)
                 item.add(Item(field, value, p + at, size, f"{label}: {shown}"))
+                if at == 4 and c.kind in (1, 2):       # tshark 4.0 adds the tag again, hidden, for filtering
+                    item.add(HiddenItem(f.sctp_initiate_tag, value, p + at, size))
         rest = max((at + size for _, at, size, _ in _FIXED.get(c.kind, ())), default=4)
         if c.kind in (1, 2):
             _parameters(item, data, p + rest, p + c.length)
@@ -185,6 +231,18 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None)) -> Item:
         raw = data[p + c.length:p + c.length + pad]
         item.add(Item(f.sctp_chunk_padding, raw, p + c.length, pad, f"Chunk padding: {raw.hex()}"))
     return item
+
+
+def _fragments(item: Item, pieces: list) -> None:
+    """tshark's summary of a message reassembled from DATA chunks, in the chunk that completed it. tshark 4.0
+    numbers the pieces' payload bytes from the message length on (not from 0): kept as it prints them."""
+    total = sum(n for _, n in pieces)
+    top = item.add(Item(f.sctp_fragments, None, item.offset, 0,
+                        f"Reassembled SCTP Fragments ({total} bytes, {len(pieces)} fragments): "))
+    at = total
+    for frame, n in pieces:
+        top.add(Item(f.sctp_fragment, frame, item.offset, 0, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)"))
+        at += n
 
 
 PARAMETER_NAMES = {7: "State cookie"}

@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from ..capture import manuf
 from ..capture.files import CaptureError, open_capture
 from ..dissectors import PROTOCOLS
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
@@ -74,6 +75,9 @@ def parse_prefs(values) -> dict:
 @click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
+@click.option("-t", "time_format", type=click.Choice(text.TIME_FORMATS), default="r", show_default=True,
+              help="Time column: r relative to the first frame, d/dd delta to the previous captured/displayed "
+                   "frame, e epoch, a/ad/adoy local time (with date, day of year), u/ud/udoy the same in UTC.")
 @click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
 @click.option("-d", "decode_as", multiple=True, shell_complete=completion.decode_as, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
 @click.option("-o", "prefs", multiple=True, shell_complete=completion.preferences, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
@@ -92,11 +96,11 @@ def parse_prefs(values) -> dict:
               "[Acknowledged in frame N] on ENet reliable commands; enables -R.")
 @click.option("-R", "read_filter", metavar="FILTER", shell_complete=completion.display_filter, help="With -2: a read filter; packets it rejects are dropped "
               "(from the output, -w and -z).")
-@click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution (protodump never resolves names: "
-              "addresses and ports are always numeric; accepted for tshark's command lines).")
+@click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution, as tshark -n (protodump resolves only "
+              "MAC vendor names, from Wireshark's manuf file; addresses and ports are always numeric).")
 @click.option("-N", "resolve", metavar="FLAGS", callback=lambda _c, _p, v: check_resolve_flags(v),
-              help="Name resolution flags (d m n N t v s g): accepted and checked, but protodump never resolves "
-                   "names, so output is as with -n.")
+              help="Name resolution flags (d m n N t v s g): accepted and checked; protodump resolves only MAC "
+                   "vendor names (m), which stay on unless -n.")
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
@@ -124,6 +128,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     if not path and source.interface is None:
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
     quiet = quiet or source.quiet
+    manuf.set_resolution(not no_resolve)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
     exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     if read_filter is not None and not two_pass:
@@ -138,7 +143,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
-                         json_filter=json_filter, json_filter_all=json_filter_all)
+                         json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format)
     if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
         return
     first_ns = None
@@ -162,6 +167,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 if exporter is not None:
                     exporter.add(packet)
                 shown = shows is None or shows(packet)
+                packet.decoded.displayed(shown)   # frame.time_delta_displayed, -t dd of the next frames
                 if shown and not quiet:
                     writer.write(packet)
                 if shown:
@@ -185,7 +191,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
-                json_filter_all):
+                json_filter_all, time_format="r"):
     """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
     if json_filter and json_filter_all:
         fail("-j and -J cannot be used together", 1)
@@ -216,7 +222,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
                                   names=names, include_children=bool(json_filter_all))
         return json_forms.JsonFormWriter(out, lambda p, _first: json_forms.packet_text(p, opts))
     only_set = set(only.split(",")) if only else None
-    return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set)
+    return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set,
+                           time_format=time_format)
 
 
 def fail(message: str, code: int = 2):

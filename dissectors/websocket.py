@@ -18,7 +18,7 @@ import zlib
 
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
-from ..engine.tree import Item
+from ..engine.tree import bit_picture, Item
 from . import ws_handshake
 
 OPCODES = {0: "Continuation", 1: "Text", 2: "Binary", 8: "Connection Close", 9: "Ping", 10: "Pong"}
@@ -112,6 +112,7 @@ class WebSocket:
     lua = False                    # the plugin relies on Wireshark's own http and websocket dissectors
     lua_parity = False             # ... so tests/test_parity.py does not compare this layer
     listed_after = ("http",)       # Wireshark's websocket runs under http: frame.protocols "...:tcp:http:websocket"
+    column_names = {"http": "HTTP", "websocket": "WebSocket"}     # tshark's Protocol column for these layers
 
     def __init__(self):
         b = Binder("websocket")
@@ -182,6 +183,7 @@ class WebSocket:
     def frame(self, ctx) -> str:
         """One frame: its header fields, the payload unmasked, then a control frame's content or the message."""
         data, pos, src, tree = ctx.data, ctx.pos, ctx.source, ctx.tree
+        self.pdu_size(ctx)
         b0, b1 = data[pos], data[pos + 1]
         fin, rsv, opcode, masked = b0 & 0x80, (b0 >> 4) & 7, b0 & 0x0F, b1 & 0x80
         deflate = ctx.conv.get("deflate")
@@ -193,14 +195,23 @@ class WebSocket:
         # tshark shows no payload items for an empty payload; experts then go on the frame's item
         pl = tree.add(Item(self.f["payload"], None, at, len(raw), None, False, src)) if raw else tree
         self.check_header(ctx, rsv_item, op_item, rsv, opcode, fin, masked, size, deflate)
-        info = f"WebSocket {OPCODES.get(opcode, f'Unknown {opcode}')}{'' if fin else '[FRAGMENT]'} " \
-               f"{'[FIN] ' if fin else ''}{'[MASKED]' if masked else ''}".rstrip()
+        # tshark 4.0's columns, spaces included: " %s" opcode, " [FIN]" or "[FRAGMENT] ", " [MASKED]" or " "
+        info = f"WebSocket {OPCODES.get(opcode, 'Unknown Opcode')}{' [FIN]' if fin else '[FRAGMENT] '}" \
+               f"{' [MASKED]' if masked else ' '}"
         if opcode >= 8:
             if raw:
                 self.control(ctx, pl, opcode, payload, at, src if not key else None)
             return info
         self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, key is None, info)
         return info
+
+    @staticmethod
+    def pdu_size(ctx) -> None:
+        """tshark frames websocket with tcp_dissect_pdus, which notes each PDU's size in the TCP layer: recorded
+        on the frame's standard decode."""
+        d = ctx.stack.d if ctx.stack is not None else None
+        if d is not None and d.transport == "tcp":
+            d.pdu_sizes = [*(d.pdu_sizes or ()), ctx.end - ctx.pos]
 
     def header(self, ctx, b0: int, b1: int, deflate: bool):
         """The header items (tshark's fields and order); returns (payload offset, length, key, rsv and opcode
@@ -212,7 +223,10 @@ class WebSocket:
             tree.add(Item(f["pmc"], b0, pos, 1, None, False, src))
         op_item = tree.add(Item(f["opcode"], b0 & 0x0F, pos, 1, None, False, src))
         tree.add(Item(f["mask"], b1, pos + 1, 1, None, False, src))
-        tree.add(Item(f["len7"], b1 & 0x7F, pos + 1, 1, None, False, src))
+        n7 = b1 & 0x7F
+        extended = {126: " Extended Payload Length (16 bits)", 127: " Extended Payload Length (64 bits)"}.get(n7, "")
+        tree.add(Item(f["len7"], n7, pos + 1, 1, f"{bit_picture(b1, 0x7F, 8)} = Payload length: {n7}{extended}",
+                      False, src))
         at, size = pos + 2, b1 & 0x7F
         if size in (126, 127):
             width = 2 if size == 126 else 8

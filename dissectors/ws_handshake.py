@@ -69,7 +69,6 @@ def register(b: Binder) -> dict:
          "response_line": b.field("http.response.line", "Response line", "string"),
          "request": b.field("http.request", "Request", "bool"),
          "response": b.field("http.response", "Response", "bool"),
-         "accept_ok": b.field("http.sec_websocket_accept.valid", "Sec-WebSocket-Accept matches the key", "bool"),
          "code_desc": b.field("http.response.code.desc", "Status Code Description", "string"),
          "full_uri": b.field("http.request.full_uri", "Full request URI", "string"),
          "request_number": b.field("http.request_number", "Request number", "uint32"),
@@ -110,7 +109,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         top.add(Item(f["resp_version"], parts[0], first_at, len(parts[0]), None, False, src))
         top.add(Item(f["code"], int(parts[1]), first_at + len(parts[0]) + 1, len(parts[1]), None, False, src))
         top.add(Item(f["code_desc"], _status(int(parts[1])), first_at + len(parts[0]) + 1, len(parts[1]), None,
-                     False, src))
+                     True, src))
         if len(parts) > 2:
             top.add(Item(f["phrase"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
                          None, False, src))
@@ -142,11 +141,11 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
     else:
         uri = f"http://{headers.get('host', '')}{parts[1] if len(parts) == 3 else ''}"
         ctx.tree.add(Item(f["full_uri"], uri, first_at, 0, None, True, src))
-        ctx.tree.add(Item(f["request"], True, first_at, 0, None, True, src))
-        ctx.tree.add(Item(f["request_number"], 1, first_at, 0, None, True, src))
+        ctx.tree.add(HiddenItem(f["request"], True, first_at, 0, None, True, src))
+        ctx.tree.add(Item(f["request_number"], 1, first_at, 0, "HTTP request 1/1", True, src))
         conv.update(key=headers.get("sec-websocket-key"), client=ctx.direction, request_frame=ctx.frame,
                     request_ns=_ns(ctx), uri=uri)
-    return text.strip()
+    return text.strip() + " "             # tshark's HTTP Info: the first line, "\r\n" made a space
 
 
 def _ns(ctx) -> int | None:
@@ -165,14 +164,15 @@ def _status(code: int) -> str:
 def request_facts(ctx, f: dict, conv: dict, at: int) -> None:
     """The generated lines tshark adds to a response: number, time since the request, its frame and URI."""
     src = ctx.source
-    ctx.tree.add(Item(f["response"], True, at, 0, None, True, src))
-    ctx.tree.add(Item(f["response_number"], 1, at, 0, None, True, src))
+    ctx.tree.add(HiddenItem(f["response"], True, at, 0, None, True, src))
+    ctx.tree.add(Item(f["response_number"], 1, at, 0, "HTTP response 1/1", True, src))
     if "request_frame" not in conv:
         return
     now = _ns(ctx)
     if now is not None and conv.get("request_ns") is not None:
         delta = now - conv["request_ns"]
-        ctx.tree.add(Item(f["time"], f"{delta // 10**9}.{delta % 10**9:09d}", at, 0, None, True, src))
+        text = f"{delta // 10**9}.{delta % 10**9:09d}"
+        ctx.tree.add(Item(f["time"], text, at, 0, f"Time since request: {text} seconds", True, src))
     ctx.tree.add(Item(f["request_in"], conv["request_frame"], at, 0, None, True, src))
     ctx.tree.add(Item(f["response_for"], conv["uri"], at, 0, None, True, src))
 
@@ -181,13 +181,6 @@ def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict
     """A 101 answer to an upgrade request switches both directions to WebSocket frames."""
     if len(parts) < 2 or parts[1] != "101" or "websocket" not in headers.get("upgrade", "").lower():
         return
-    key, accept = conv.get("key"), headers.get("sec-websocket-accept")
-    if key is not None and accept is not None:
-        good = accept_key(key) == accept
-        item = ctx.tree.add(Item(f["accept_ok"], good, ctx.pos, 0, None, True, ctx.source))
-        if not good:
-            _expert(item, "websocket.malformed", MALFORMED, ERROR,
-                    f"Sec-WebSocket-Accept {accept} does not match the key (expected {accept_key(key)})")
     conv["upgraded"] = True
     conv["deflate"] = extensions(headers.get("sec-websocket-extensions", ""))
     conv["subprotocol"] = headers.get("sec-websocket-protocol", "").strip() or None

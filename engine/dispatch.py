@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .context import Ctx
 from .protocol import Protocol
-from .tree import DataSource, Item, Layer
+from .tree import MALFORMED, DataSource, Item, Layer
 
 
 class DispatchError(ValueError):
@@ -81,6 +81,8 @@ class Packet:
                     elif item.expert_info is not None:
                         index.setdefault("_ws.expert", []).append(item)
                         index.setdefault(item.expert_info.abbrev, []).append(item)
+                        if item.expert_info.group == MALFORMED:    # tshark's "_ws.malformed" item beside it
+                            index.setdefault("_ws.malformed", []).append(item)
             self._index = index
         return self._index
 
@@ -163,9 +165,11 @@ class Stack:
     def packet(self) -> Packet:
         d = self.d
         if not self.layers:
-            protocol = (d.protocols[-1] if d.protocols else "frame").upper()
+            protocol = d.protocol_column()
             d.protocols.extend(self.called)
-            return Packet(self.frame, d, [], _plain_info(d), protocol, [])
+            if not self.called:
+                d.no_dissector()             # tshark's data layer for a payload nobody took
+            return Packet(self.frame, d, [], d.plain_info, protocol, [])
         protos = self.dispatcher.protocols
         for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"
             if layer.listed:
@@ -173,9 +177,20 @@ class Stack:
                 d.protocols.append(layer.proto)
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         last = self.layers[-1].proto
-        infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
-        info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
-        return Packet(self.frame, d, self.layers, info, last, self.sources)
+        picked = [(i, info) for i, (layer, (_, info)) in enumerate(zip(self.layers, self.infos)) if layer.proto == last]
+        infos = [info for _, info in picked]
+        marks = d.chunk_marks
+        if marks and len(marks) > 1 and len(infos) > 1:
+            # SCTP: one dissector call per DATA chunk, each appending to the column: ", " within a call only
+            groups = [[info for i, info in picked if lo <= i < hi] for lo, hi in zip(marks, [*marks[1:], 1 << 30])]
+            info = (lambda: "".join(", ".join(i() if callable(i) else i for i in g) for g in groups))
+        else:
+            info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        prefix = d.info_prefix()              # the standard layers' tags before any Info (TCP analysis)
+        if prefix:
+            info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
+        column = self.dispatcher.column_names.get(last, last)
+        return Packet(self.frame, d, self.layers, info, column, self.sources)
 
 
 class Dispatcher:
@@ -196,6 +211,8 @@ class Dispatcher:
                 value = self.settings.prefs.get(f"{p.name}.{pname}", "")
                 if value.isdigit() and int(value):
                     self.tables.setdefault(table, {})[int(value)] = p
+        # the Protocol column of a layer named otherwise (tshark's C dissectors: "http" -> "HTTP")
+        self.column_names = {k: v for p in protocols for k, v in getattr(p, "column_names", {}).items()}
         self.conversations: dict[tuple, dict] = {}
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
@@ -268,13 +285,3 @@ class Dispatcher:
                 not any(proto is self.tables.get("udp.port", {}).get(port) for port in (d.sport, d.dport)):
             self.claimed[key] = proto
         return proto
-
-
-def _plain_info(d) -> str:
-    if d.error:
-        return f"[Malformed: {d.error}]"
-    if d.transport in ("udp", "tcp"):
-        return f"{d.sport} → {d.dport} Len={len(d.payload)}"
-    if d.transport == "sctp":          # the chunk names, as tshark's Info column lists them
-        return " ".join(c.name for c in getattr(d, "chunks", None) or ())
-    return ""

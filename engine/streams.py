@@ -132,9 +132,11 @@ class Streams:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data)]
-        if proto is not None and d.payload and not made and getattr(proto, "lua", True) is not False \
-                and not _resent(d):
-            stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
+        if proto is not None and d.payload and not made and not _resent(d):
+            if getattr(proto, "lua", True) is not False:
+                stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
+            else:
+                d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
 
     # --- SCTP -----------------------------------------------------------------------------------------------
     def sctp(self, stack, d) -> None:

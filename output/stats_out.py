@@ -329,7 +329,8 @@ TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert
 
 
 def render_text(result: dict) -> str:
-    return "\n".join(TEXT[result.get("layout", result["kind"])](result)) + "\n"
+    lines = TEXT[result.get("layout", result["kind"])](result)
+    return "\n".join(lines) + "\n" if lines else ""      # nothing at all for an empty result (tshark -z expert)
 
 
 # -- JSON ---------------------------------------------------------------------------------------------

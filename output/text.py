@@ -1,6 +1,8 @@
 """Text outputs: the one-line summary, the -V detail tree, the -x hex dump. Colours (rich) on a terminal only."""
 from __future__ import annotations
 
+import time
+
 from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
 from .frozen import FrozenText
@@ -8,11 +10,42 @@ from .frozen import FrozenText
 _SEVERITY_STYLE = {ERROR: "bold red", WARN: "yellow", NOTE: "cyan"}
 
 
-def summary_line(packet, first_ns: int) -> str:
+TIME_FORMATS = ("a", "ad", "adoy", "d", "dd", "e", "r", "u", "ud", "udoy")
+
+
+def _seconds(ns: int, digits: int) -> str:
+    """A signed time as tshark's display_signed_time: seconds, then the fraction truncated to `digits`."""
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    frac = f".{ns % 1_000_000_000:09d}"[:digits + 1] if digits else ""
+    return f"{sign}{ns // 1_000_000_000}{frac}"
+
+
+def time_column(packet, fmt: str = "r", digits: int = 6) -> str:
+    """The Time column as tshark's -t FORMAT prints it: relative to the capture's first frame (r), to the
+    previous captured (d) or displayed (dd) frame, the epoch (e), or a local (a, ad, adoy) or UTC (u, ud, udoy)
+    date and time. `digits`: the capture's time precision (6 for microsecond files)."""
+    ts = packet.frame.ts_ns
+    if fmt in ("r", "d", "dd"):
+        times = getattr(packet.decoded, "times", None)
+        ref = None if times is None else times[{"r": 0, "d": 1, "dd": 2}[fmt]]
+        return _seconds(ts - ref if ref is not None else 0, digits)
+    if fmt == "e":
+        return _seconds(ts, digits)
+    t = (time.localtime if fmt[0] == "a" else time.gmtime)(ts // 1_000_000_000)
+    clock = f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}" + _seconds(ts % 1_000_000_000, digits)[1:]
+    if fmt.endswith("doy"):
+        return f"{t.tm_year:04d}/{t.tm_yday:03d} {clock}"
+    if fmt.endswith("d"):
+        return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d} {clock}"
+    return clock
+
+
+def summary_line(packet, time_format: str = "r") -> str:
     frame, d = packet.frame, packet.decoded
-    t = (frame.ts_ns - first_ns) / 1e9
-    src, dst = d.src or "", d.dst or ""
-    return f"{frame.number:>5} {t:>10.6f} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
+    t = time_column(packet, time_format)
+    src, dst = d.address_columns()
+    return f"{frame.number:>5} {t:>10} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
 
 
 LABEL_LENGTH = 240                   # Wireshark's ITEM_LABEL_LENGTH: a label's buffer, its NUL included
@@ -108,17 +141,26 @@ def detail_text(packet, only: set[str] | None = None) -> str:
     out: list[str] = []
     for layer in packet.layers():
         top = layer.item
-        out.append((top.label or (item_label(top) if top.field is not None and top.field.labeler
-                                  else layer.proto)) + "\n")
+        out.append(_layer_head(top, layer.proto) + "\n")
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
     return "".join(out)
 
 
+def _layer_head(top: Item, proto: str) -> str:
+    """A layer's first -V line: its label (cut as Wireshark's label buffer), or its name."""
+    if top.label:
+        if top.generated and top.label.startswith("[") and len(top.label) > LABEL_LENGTH:
+            # a formatted label: cut to the buffer, no "[truncated]" mark
+            return "[" + top.label[1:-1].encode()[:LABEL_LENGTH - 1].decode("utf-8", "ignore") + "]"
+        return top.label
+    return item_label(top) if top.field is not None and top.field.labeler else proto
+
+
 def layer_lines(packet, only: set[str] | None = None):
     for layer in packet.layers():
         top = layer.item
-        head = top.label or (item_label(top) if top.field is not None and top.field.labeler else layer.proto)
+        head = _layer_head(top, layer.proto)
         yield 0, head, "bold"
         if only is not None and layer.proto not in only:
             continue
@@ -160,20 +202,19 @@ class TextWriter:
     """The text output of packets: summary lines, or -V trees (colours on a terminal), with -x hex dumps.
     Same interface as the JSON and fields writers: write(packet), close()."""
 
-    def __init__(self, out, *, detail: bool = False, hexdump: bool = False, only: set[str] | None = None):
+    def __init__(self, out, *, detail: bool = False, hexdump: bool = False, only: set[str] | None = None,
+                 time_format: str = "r"):
         self.out, self.detail, self.hexdump, self.only = out, detail, hexdump, only
-        self.first_ns: int | None = None
+        self.time_format = time_format
         self.console = None
         if out.isatty():
             from rich.console import Console
             self.console = Console(file=out, highlight=False)
 
     def write(self, packet) -> None:
-        if self.first_ns is None:
-            self.first_ns = packet.frame.ts_ns
         out = self.out
         if not self.detail:
-            out.write(summary_line(packet, self.first_ns) + "\n")
+            out.write(summary_line(packet, self.time_format) + "\n")
             if self.hexdump:
                 out.write("\n".join(hex_lines(packet)) + "\n\n")
             return

@@ -74,7 +74,7 @@ def runs(common):
         jobs[("all", vid)] = [*extra, "-T", "fields", *_e(common)], name
         jobs[("opts", vid)] = [*extra, "-T", "fields", *_e(CORE), *OPTION_SETS[i % len(OPTION_SETS)]], name
     with ThreadPoolExecutor(2) as pool:
-        futures = {key: (pool.submit(_run, [*PROTODUMP, *args, name]), pool.submit(_run, _tshark(*args, "-r", name)))
+        futures = {key: (pool.submit(_run, [*PROTODUMP, "-n", *args, name]), pool.submit(_run, _tshark(*args, "-r", name)))
                    for key, (args, name) in jobs.items()}
         return {key: (a.result(), b.result()) for key, (a, b) in futures.items()}
 
@@ -161,7 +161,7 @@ def test_escapes_match_tshark(tmp_path):
     fields = ["blank.login.name", "frame.number", "blank.ack_history.received"]
     for opts in ((), ("-E", "quote=d")):
         args = ["-T", "fields", *_e(fields), *opts]
-        _same(_run([*PROTODUMP, *args, str(path)]), _run(_tshark(*args, "-r", str(path))), fields)
+        _same(_run([*PROTODUMP, "-n", *args, str(path)]), _run(_tshark(*args, "-r", str(path))), fields)
 
 
 # --- errors ------------------------------------------------------------------------------------------------------

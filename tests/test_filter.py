@@ -198,8 +198,10 @@ def test_cli_every_output_form_filters():
     assert hexed.stdout.splitlines()[0].split()[0] == "7" and "0000  " in hexed.stdout
     doc = json.loads(run("-Y", flt, "-T", "json", "blank-bad.pcap").stdout)
     assert [p["_source"]["layers"]["frame"]["frame.number"] for p in doc] == ["1", "6", "7", "21"]
-    # the JSON of a kept packet is the unfiltered one's
+    # the JSON of a kept packet is the unfiltered one's, but for the time since the previous displayed frame
     full = json.loads(run("-T", "json", "blank-bad.pcap").stdout)
+    shown = doc[1]["_source"]["layers"]["frame"].pop("frame.time_delta_displayed")
+    assert full[5]["_source"]["layers"]["frame"].pop("frame.time_delta_displayed") != shown
     assert doc[1] == full[5]
 
 

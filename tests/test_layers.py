@@ -25,7 +25,7 @@ def imports(path: Path):
 def test_imports_point_down():
     wrong = []
     for layer in ORDER:
-        files = [ROOT / "api" / "session.py"] if layer == "session" else sorted((ROOT / layer).glob("*.py"))
+        files = [ROOT / "api" / "session.py"] if layer == "session" else sorted((ROOT / layer).rglob("*.py"))
         for path in files:
             for module in imports(path):
                 target = layer_of_import(module, layer)

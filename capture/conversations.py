@@ -1,0 +1,54 @@
+"""UDP conversations as tshark numbers them: udp.stream (first-seen order of an address/port pair, both
+directions) and the times since the conversation's first and previous frames (udp.time_relative/time_delta).
+Bounded like TcpTable: past LIMIT conversations the oldest are forgotten (their indexes are never reused)."""
+from __future__ import annotations
+
+LIMIT = 100_000
+
+
+class UdpTable:
+    __slots__ = ("streams", "count", "echoes")
+
+    def __init__(self):
+        self.streams: dict[tuple, list] = {}     # conversation key -> [index, first ns, last ns]
+        self.count = 0
+        self.echoes: dict[tuple, tuple] = {}     # ICMP echo (src, dst, id, seq) -> (request frame, ns)
+
+    def _conv(self, a: tuple, b: tuple, ts: int) -> list:
+        key = (a, b) if a <= b else (b, a)
+        conv = self.streams.get(key)
+        if conv is None:
+            if len(self.streams) >= LIMIT:
+                del self.streams[next(iter(self.streams))]
+            conv = self.streams[key] = [self.count, ts, ts]
+            self.count += 1
+        return conv
+
+    def icmp(self, d) -> None:
+        """An ICMP message: the UDP stream of the datagram it quotes (tshark counts it as that conversation's);
+        an echo reply's request frame and response time."""
+        info, ts = d.icmp, d.frame.ts_ns
+        if info.quoted_udp is not None:
+            _, src, sport, dst, dport = info.quoted_udp
+            info.udp_stream = self._conv((src, sport), (dst, dport), ts)[0]
+        if info.ident is None:
+            return
+        if info.type in (8, 128):
+            if len(self.echoes) >= LIMIT:
+                del self.echoes[next(iter(self.echoes))]
+            self.echoes[(d.src, d.dst, info.ident, info.seq)] = (d.frame.number, ts)
+        else:
+            request = self.echoes.get((d.dst, d.src, info.ident, info.seq))
+            if request is not None:
+                info.request_in, info.resptime_ns = request[0], ts - request[1]
+
+    def analyze(self, d) -> None:
+        """Set d.udp = (stream index, ns since the stream's first frame, ns since its previous frame with a
+        payload)."""
+        ts = d.frame.ts_ns
+        conv = self._conv((d.src, d.sport), (d.dst, d.dport), ts)
+        if d.payload:        # tshark 4.0 times (and moves on) the conversation only for frames with a payload
+            d.udp = (conv[0], ts - conv[1], ts - conv[2])
+            conv[2] = ts
+        else:
+            d.udp = (conv[0], 0, 0)

@@ -1,0 +1,57 @@
+"""Build the standard layers' engine.tree Layers from a Decoded's header spans (lazily: only when an output
+needs the tree), one module per protocol. Labels are tshark -V's; offsets are relative to the frame start, for
+hex-view highlighting.
+
+A span shorter than its full header (a cut or bogus packet) gets only its protocol item; the MALFORMED
+experts recorded by the decoder are hung on the layer where the decode stopped.
+"""
+from __future__ import annotations
+
+from ...engine.tree import Layer
+from ..sctp import sctp_layer
+from .data import data_layer
+from .eth import eth_layer, ieee8021ad_layer, vlan_layer
+from .frame import frame_layer
+from .icmp import icmp_layer
+from .ip import ip_layer, ipv6_ext_item, ipv6_layer
+from .null import null_layer, raw_layer
+from .sll import sll2_layer, sll_layer
+from .tcp import tcp_layer, tcp_segments_layer
+from .udp import udp_layer
+
+BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
+            "sll2": sll2_layer, "null": null_layer,
+            "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer,
+            "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer}
+
+
+# expert abbrev -> the field whose item carries it
+EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
+                  "udp.length.bad": "udp.length"}
+
+
+def build(d) -> list[Layer]:
+    data = d.frame.data
+    layers = [frame_layer(d)]
+    by_proto: dict[str, Layer] = {}
+    for span in d.spans:
+        proto, off, length = span[0], span[1], span[2]
+        if proto == "ipv6.ext":
+            if "ipv6" in by_proto:
+                by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, span[3]))
+            continue
+        made = BUILDERS[proto](d, data, off, length, *span[3:])
+        layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
+        layers.extend(made) if isinstance(made, list) else layers.append(made)
+        by_proto[proto] = layer
+    for proto, info in d.problems:
+        layer = by_proto.get(proto) or layers[-1]
+        anchor = EXPERT_ANCHORS.get(info.abbrev)
+        item = layer.item.find(anchor) if anchor else None      # tshark hangs some on the field they judge
+        (item or layer.item).expert(info)
+    if (d.fragment and d.network == "ipv6" or getattr(d, "unclaimed", False)) and d.payload:
+        layers.append(data_layer(d.payload, d.payload_offset))
+    for pieces, whole in getattr(d, "reassembled", None) or ():
+        layers.append(tcp_segments_layer(pieces, whole))
+    return layers
+

@@ -1,0 +1,49 @@
+"""Helpers every standard layer builder shares: label pieces, the frozen-subtree cache."""
+from __future__ import annotations
+
+from ...engine.tree import Item, bit_picture
+
+bits = bit_picture   # (value, mask, width)
+
+
+def set_text(v: int) -> str:
+    return "Set" if v else "Not set"
+
+
+def mac(b: bytes) -> str:
+    return b.hex(":")
+
+
+def named(values: dict, v: int, fmt: str = "{}") -> str:
+    return f"{values.get(v, 'Unknown')} ({fmt.format(v)})"
+
+
+def proto_item(field, off: int, length: int, label: str) -> Item:
+    return Item(field, None, off, length, label)
+
+
+def full(data: bytes, off: int, length: int, need: int) -> bool:
+    return length >= need and len(data) >= off + need
+
+
+def ns_text(ns: int) -> str:
+    """A time in nanoseconds as tshark's "%d.%09d" (a negative delta keeps its sign: "-0.000100000")."""
+    if ns < 0:
+        return "-" + ns_text(-ns)
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+# Every frame of a conversation repeats the same few headers: their subtrees are built once and shared, frozen
+# (tuple children), so outputs can memoise their text too (engine.tree.Item). Bounded: cleared when full.
+FROZEN: dict = {}
+
+
+def frozen(key, build):
+    kids = FROZEN.get(key)
+    if kids is None:
+        if len(FROZEN) >= 1024:
+            FROZEN.clear()
+        built = build()
+        kids = FROZEN[key] = built if isinstance(built, tuple) else tuple(built)
+    return kids
+

@@ -1,0 +1,93 @@
+"""ICMP and ICMPv6 layers (tshark's packet-icmp.c, packet-icmpv6.c): header, echo identifiers and request
+matching, and the quoted datagram of an error message (its IPv4 and UDP headers nested in the ICMP item, the
+rest a top-level data layer)."""
+from __future__ import annotations
+
+import struct
+
+from ...engine.tree import HiddenItem, Item, Layer
+from .. import fields as f
+from ..icmp import ICMP_CODES, ICMP_TYPES, ICMPV6_CODES, ICMPV6_TYPES
+from .common import proto_item
+from .data import data_item, data_layer
+from .ip import ip_layer, ipv6_layer
+
+
+def _named(names: dict, v: int, v6: bool = False) -> str:
+    """ICMP puts the number first ("3 (Port unreachable)"), ICMPv6 the name ("Echo (ping) request (128)")."""
+    name = names.get(v)
+    if not name:
+        return str(v)
+    return f"{name} ({v})" if v6 else f"{v} ({name})"
+
+
+def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
+    info = d.icmp
+    v6 = info is not None and info.v6
+    field, name = (f.icmpv6, "Internet Control Message Protocol v6") if v6 else (f.icmp,
+                                                                                   "Internet Control Message Protocol")
+    top = proto_item(field, off, length, name)
+    if info is None:
+        return [Layer("icmpv6" if v6 else "icmp", top)]
+    fs = f.icmpv6_fields if v6 else f.icmp_fields
+    types, codes = (ICMPV6_TYPES, ICMPV6_CODES) if v6 else (ICMP_TYPES, ICMP_CODES)
+    top.add(Item(fs["type"], info.type, off, 1, f"Type: {_named(types, info.type, v6)}"))
+    top.add(Item(fs["code"], info.code, off + 1, 1, f"Code: {_named(codes.get(info.type, {}), info.code)}"))
+    verdict = "[correct]" if info.good else "[incorrect]"
+    top.add(Item(fs["checksum"], info.checksum, off + 2, 2, f"Checksum: 0x{info.checksum:04x} {verdict}"))
+    top.add(Item(fs["checksum_status"], 1 if info.good else 0, off + 2, 0,
+                 f"[Checksum Status: {'Good' if info.good else 'Bad'}]", generated=True))
+    layers = [Layer("icmpv6" if v6 else "icmp", top)]
+    if info.ident is not None:
+        _echo(top, info, fs, data, off, off + length)
+    elif info.quoted is not None:
+        spare = data[off + 4:off + 8]
+        top.add(Item(f.icmpv6_reserved if v6 else f.icmp_unused, spare, off + 4, 4,
+                     f"{'Reserved' if v6 else 'Unused'}: {spare.hex()}"))
+        layers.extend(_quoted(top, d, info, data, off + length))
+    return layers
+
+
+def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
+    ident, seq = info.ident, info.seq
+    swap = lambda v: ((v & 0xFF) << 8) | (v >> 8)      # noqa: E731
+    if info.v6:
+        top.add(Item(fs["ident"], ident, off + 4, 2, f"Identifier: 0x{ident:04x}"))
+        top.add(Item(fs["seq"], seq, off + 6, 2, f"Sequence: {seq}"))
+    else:
+        top.add(Item(fs["ident"], ident, off + 4, 2, f"Identifier (BE): {ident} (0x{ident:04x})"))
+        top.add(Item(fs["ident_le"], swap(ident), off + 4, 2, f"Identifier (LE): {swap(ident)} (0x{swap(ident):04x})"))
+        top.add(Item(fs["seq"], seq, off + 6, 2, f"Sequence Number (BE): {seq} (0x{seq:04x})"))
+        top.add(Item(fs["seq_le"], swap(seq), off + 6, 2, f"Sequence Number (LE): {swap(seq)} (0x{swap(seq):04x})"))
+    if info.request_in is not None:
+        ms = info.resptime_ns / 1e6
+        to, took = ("Response To", "Response Time") if info.v6 else ("Request frame", "Response time")
+        top.add(Item(fs["resp_to"], info.request_in, off, 0, f"[{to}: {info.request_in}]", generated=True))
+        top.add(Item(fs["resptime"], ms, off, 0, f"[{took}: {ms:.3f} ms]", generated=True))
+    if end > off + 8:
+        top.add(data_item(data[off + 8:end], off + 8))
+
+
+def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
+    q, n = info.quoted
+    top.add((ipv6_layer if info.v6 else ip_layer)(d, data, q, n).item)
+    if info.quoted_udp is None:
+        return []
+    u = info.quoted_udp[0]
+    sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, u)
+    udp = top.add(proto_item(f.udp, u, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"))
+    udp.add(Item(f.udp_srcport, sport, u, 2, f"Source Port: {sport}"))
+    udp.add(Item(f.udp_dstport, dport, u + 2, 2, f"Destination Port: {dport}"))
+    udp.add(HiddenItem(f.udp_port, sport, u, 2))
+    udp.add(HiddenItem(f.udp_port, dport, u + 2, 2))
+    udp.add(Item(f.udp_length, ulen, u + 4, 2, f"Length: {ulen}"))
+    udp.add(Item(f.udp_checksum, csum, u + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    udp.add(Item(f.udp_checksum_status, 2, u + 6, 0, "[Checksum Status: Unverified]", generated=True))
+    if info.udp_stream is not None:
+        udp.add(Item(f.udp_stream, info.udp_stream, u, 0, f"[Stream index: {info.udp_stream}]", generated=True))
+    if end > u + 8:
+        payload = data[u + 8:end]
+        udp.add(Item(f.udp_payload, payload, u + 8, len(payload),
+                     f"UDP payload ({len(payload)} byte{'s' if len(payload) != 1 else ''})"))
+        return [data_layer(payload, u + 8)]
+    return []

@@ -1,0 +1,183 @@
+"""IPv4 and IPv6 with its extension headers (tshark's packet-ip.c, packet-ipv6.c)."""
+from __future__ import annotations
+
+import socket
+import struct
+
+from ...engine.tree import HiddenItem, Item, Layer
+from .. import fields as f
+from .common import bits, frozen, full, named, proto_item, set_text
+
+DSCP_SHORT = {0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7", 1: "LE",
+              10: "AF11", 12: "AF12", 14: "AF13", 18: "AF21", 20: "AF22", 22: "AF23", 26: "AF31", 28: "AF32",
+              30: "AF33", 34: "AF41", 36: "AF42", 38: "AF43", 44: "VA", 46: "EF"}
+DSCP_LONG = {0: "Default", 1: "Lower Effort", 44: "Voice Admit", 46: "Expedited Forwarding",
+             **{n: f"Class Selector {n // 8}" for n in range(8, 64, 8)},
+             **{n: f"Assured Forwarding {n // 8}{(n % 8) // 2}" for n in (10, 12, 14, 18, 20, 22, 26, 28, 30,
+                                                                           34, 36, 38)}}
+ECN_SHORT = ["Not-ECT", "ECT(1)", "ECT(0)", "CE"]
+ECN_LONG = ["Not ECN-Capable Transport", "ECN-Capable Transport codepoint '01'",
+            "ECN-Capable Transport codepoint '10'", "Congestion Experienced"]
+
+
+def _ds_text(ds: int) -> str:
+    return f"DSCP: {DSCP_SHORT.get(ds >> 2, 'Unknown')}, ECN: {ECN_SHORT[ds & 3]}"
+
+
+def _ds_children(item: Item, value: int, ds: int, off: int, n: int, mask_shift: int, width: int,
+                 fields=(f.ip_dscp, f.ip_ecn)) -> None:
+    item.add(Item(fields[0], ds >> 2, off, n, f"{bits(value, 0xFC << mask_shift, width)} = Differentiated Services"
+                                               f" Codepoint: {DSCP_LONG.get(ds >> 2, 'Unknown')} ({ds >> 2})"))
+    item.add(Item(fields[1], ds & 3, off, n, f"{bits(value, 0x03 << mask_shift, width)} = Explicit Congestion"
+                                             f" Notification: {ECN_LONG[ds & 3]} ({ds & 3})"))
+
+
+def _ds_items(ds: int, off: int):
+    holder = Item(None)
+    _ds_children(holder, ds, ds, off + 1, 1, 0, 8)
+    return holder.children
+
+
+def _flag_items(hi: int, off: int):
+    return [Item(fld, bool(hi & b), off + 6, 1, f"{bits(hi, b, 8)} = {name}: {set_text(hi & b)}")
+            for fld, b, name in ((f.ip_flags_rb, 0x80, "Reserved bit"), (f.ip_flags_df, 0x40, "Don't fragment"),
+                                 (f.ip_flags_mf, 0x20, "More fragments"))]
+
+
+def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 20):
+        return Layer("ip", proto_item(f.ip, off, length, "Internet Protocol Version 4"))
+    vihl, ds, tlen, ident, frag, ttl, proto, csum, src, dst = struct.unpack_from("!BBHHHBBH4s4s", data, off)
+    src, dst = socket.inet_ntoa(src), socket.inet_ntoa(dst)
+    top = proto_item(f.ip, off, length, f"Internet Protocol Version 4, Src: {src}, Dst: {dst}")
+    hl = vihl & 15
+    top.add(Item(f.ip_version, vihl >> 4, off, 1, f"{bits(vihl, 0xF0, 8)} = Version: {vihl >> 4}"))
+    top.add(Item(f.ip_hdr_len, hl * 4, off, 1, f"{bits(vihl, 0x0F, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    if hl < 5:                  # tshark stops at a bogus header length (the expert goes on this item)
+        top.label = "Internet Protocol Version 4"
+        return Layer("ip", top)
+    dsf = top.add(Item(f.ip_dsfield, ds, off + 1, 1, f"Differentiated Services Field: 0x{ds:02x} ({_ds_text(ds)})"))
+    dsf.children = frozen(("ip.ds", ds, off), lambda: _ds_items(ds, off))
+    top.add(Item(f.ip_len, tlen, off + 2, 2, f"Total Length: {tlen}"))
+    if tlen < hl * 4:           # tshark stops at a bogus total length too
+        top.label = "Internet Protocol Version 4"
+        return Layer("ip", top)
+    top.add(Item(f.ip_id, ident, off + 4, 2, f"Identification: 0x{ident:04x} ({ident})"))
+    fl = frag >> 13
+    names = ", ".join(n for b, n in ((4, "Reserved bit"), (2, "Don't fragment"), (1, "More fragments")) if fl & b)
+    flags = top.add(Item(f.ip_flags, fl, off + 6, 1,
+                         f"{bits(frag >> 8, 0xE0, 8)} = Flags: 0x{fl:x}" + (f", {names}" if names else "")))
+    flags.children = frozen(("ip.flags", frag >> 8, off), lambda: _flag_items(frag >> 8, off))
+    fo = frag & 0x1FFF
+    top.add(Item(f.ip_frag_offset, fo, off + 6, 2, f"{bits(frag, 0x1FFF, 16)} = Fragment Offset: {fo * 8}"))
+    top.add(Item(f.ip_ttl, ttl, off + 8, 1, f"Time to Live: {ttl}"))
+    top.add(Item(f.ip_proto, proto, off + 9, 1, f"Protocol: {named(f.IP_PROTOS, proto)}"))
+    top.add(Item(f.ip_checksum, csum, off + 10, 2, f"Header Checksum: 0x{csum:04x} [validation disabled]"))
+    top.add(Item(f.ip_checksum_status, 2, off + 10, 0, "[Header checksum status: Unverified]", generated=True))
+    _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
+    if hl > 5 and len(data) >= off + hl * 4:
+        opts = data[off + 20:off + hl * 4]
+        top.add(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
+    return Layer("ip", top)
+
+
+def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 40):
+        return Layer("ipv6", proto_item(f.ipv6, off, length, "Internet Protocol Version 6"))
+    vtf, plen, nh, hlim, src, dst = struct.unpack_from("!IHBB16s16s", data, off)
+    src, dst = socket.inet_ntop(socket.AF_INET6, src), socket.inet_ntop(socket.AF_INET6, dst)
+    top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}")
+    top.add(Item(f.ipv6_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"))
+    top.add(HiddenItem(f.ip_version_any, vtf >> 28, off, 1))      # tshark's hidden "ip.version" beside it
+    tc = (vtf >> 20) & 0xFF
+    tci = top.add(Item(f.ipv6_tclass, tc, off, 4, f"{bits(vtf, 0x0FF00000, 32)} = Traffic Class: 0x{tc:02x}"
+                                                   f" ({_ds_text(tc)})"))
+    _ds_children(tci, vtf, tc, off, 4, 20, 32, (f.ipv6_dscp, f.ipv6_ecn))
+    flow = vtf & 0xFFFFF
+    top.add(Item(f.ipv6_flow, flow, off + 1, 3, f"{bits(vtf & 0xFFFFFF, 0x0FFFFF, 24)} = Flow Label: 0x{flow:05x}"))
+    top.add(Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}"))
+    top.add(Item(f.ipv6_nxt, nh, off + 6, 1, f"Next Header: {named(f.IP_PROTOS, nh)}"))
+    top.add(Item(f.ipv6_hlim, hlim, off + 7, 1, f"Hop Limit: {hlim}"))
+    _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
+    return Layer("ipv6", top)
+
+
+def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
+    """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols)."""
+    field = f.ipv6_ext[kind]
+    item = proto_item(field, off, length, field.name)
+    if kind == 44:
+        if len(data) >= off + 8:
+            nxt, fo, ident = struct.unpack_from("!BxHI", data, off)
+            item.add(Item(f.ipv6_fraghdr_nxt, nxt, off, 1, f"Next header: {named(f.IP_PROTOS, nxt)}"))
+            item.add(Item(f.ipv6_fraghdr_reserved_octet, data[off + 1], off + 1, 1,
+                          f"Reserved octet: 0x{data[off + 1]:02x}"))
+            item.add(Item(f.ipv6_fraghdr_offset, fo >> 3, off + 2, 2,
+                          f"{bits(fo, 0xFFF8, 16)} = Offset: {fo >> 3} ({(fo >> 3) * 8} bytes)"))
+            item.add(Item(f.ipv6_fraghdr_reserved_bits, (fo >> 1) & 3, off + 2, 2,
+                          f"{bits(fo, 0x0006, 16)} = Reserved bits: {(fo >> 1) & 3}"))
+            item.add(Item(f.ipv6_fraghdr_more, bool(fo & 1), off + 2, 2,
+                          f"{bits(fo, 1, 16)} = More Fragments: {'Yes' if fo & 1 else 'No'}"))
+            item.add(Item(f.ipv6_fraghdr_ident, ident, off + 4, 4, f"Identification: 0x{ident:08x}"))
+    elif len(data) >= off + 2:
+        nxt_f, len_f, oct_f = f.ipv6_ext_fields[kind]
+        item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
+        item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
+        item.add(Item(oct_f, length, off + 1, 0, f"[Length: {length} bytes]", generated=True))
+        if kind in (0, 60):
+            _options(item, data, off + 2, min(off + length, len(data)))
+    return item
+
+
+IPV6_OPTIONS = {0: "Pad1", 1: "PadN"}
+OPT_ACTIONS = ["Skip and continue", "Discard", "Discard and send ICMP Parameter Problem",
+               "Discard and send ICMP if not multicast"]
+
+
+def _options(item: Item, data: bytes, p: int, end: int) -> None:
+    """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value.
+    A length running past the header ends the list."""
+    while p < end:
+        kind = data[p]
+        name = IPV6_OPTIONS.get(kind, "Unknown IPv6 Option")
+        n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < end else 1
+        if p + n > end:
+            break
+        opt = item.add(Item(f.ipv6_opt, None, p, n, name))
+        t = opt.add(Item(f.ipv6_opt_type, kind, p, 1, f"Type: {name} (0x{kind:02x})"))
+        if kind == 0:           # tshark: no type bits for Pad1, just its (empty) pad item
+            opt.add(Item(f.ipv6_opt_pad1, None, p, 1, "Pad1"))
+            p += 1
+            continue
+        t.add(Item(f.ipv6_opt_action, kind >> 6, p, 1, f"{bits(kind, 0xC0, 8)} = Action: {OPT_ACTIONS[kind >> 6]}"
+                                                       f" ({kind >> 6})"))
+        t.add(Item(f.ipv6_opt_change, bool(kind & 0x20), p, 1,
+                   f"{bits(kind, 0x20, 8)} = May Change: {'Yes' if kind & 0x20 else 'No'}"))
+        t.add(Item(f.ipv6_opt_rest, kind & 0x1F, p, 1, f"{bits(kind, 0x1F, 8)} = Low-Order Bits: 0x{kind & 0x1F:02x}"))
+        if kind != 0:
+            opt.add(Item(f.ipv6_opt_length, n - 2, p + 1, 1, f"Length: {n - 2}"))
+            value = data[p + 2:p + n]
+            field = f.ipv6_opt_padn if kind == 1 else f.ipv6_opt_unknown
+            opt.add(Item(field, value, p + 2, n - 2, f"{'PadN' if kind == 1 else 'Unknown Option Payload'}: "
+                                                     f"{value.hex()}"))
+        p += n
+
+
+def _addresses(top: Item, fields, src: str, dst: str, off: int, n: int) -> None:
+    """Source and destination, each followed by tshark's hidden any-side address and host name fields (name
+    resolution of network addresses is off by default: the host is the address). The same for every packet of a
+    conversation: built once, shared."""
+    kids = frozen(("ip.addrs", fields[0].abbrev, src, dst, off), lambda: _address_items(fields, src, dst, off, n))
+    top.children.extend(kids)
+
+
+def _address_items(fields, src: str, dst: str, off: int, n: int) -> list:
+    top = Item(None)
+    src_f, dst_f, addr_f, src_host, dst_host, host = fields
+    for field, host_f, value, at, name in ((src_f, src_host, src, off, "Source"), (dst_f, dst_host, dst, off + n,
+                                                                                   "Destination")):
+        top.add(Item(field, value, at, n, f"{name} Address: {value}"))
+        top.add(HiddenItem(addr_f, value, at, n))
+        top.add(HiddenItem(host_f, value, at, n))
+        top.add(HiddenItem(host, value, at, n))
+    return top.children

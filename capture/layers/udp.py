@@ -1,0 +1,50 @@
+"""UDP (tshark's packet-udp.c)."""
+from __future__ import annotations
+
+import struct
+
+from ...engine.tree import HiddenItem, Item, Layer, TextItem
+from .. import fields as f
+from .common import frozen, full, ns_text, proto_item
+
+
+def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
+    if not full(data, off, length, 8):
+        return Layer("udp", proto_item(f.udp, off, length, "User Datagram Protocol"))
+    sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
+    top = proto_item(f.udp, off, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
+    top.children = list(frozen(("udp.ports", sport, dport, off), lambda: _ports(sport, dport, off)))
+    top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}"))
+    if csum:
+        top.add(Item(f.udp_checksum, csum, off + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+        top.add(Item(f.udp_checksum_status, 2, off + 6, 0, "[Checksum Status: Unverified]", generated=True))
+    else:
+        c = top.add(Item(f.udp_checksum, csum, off + 6, 2, "Checksum: 0x0000 [zero-value ignored]"))
+        c.add(Item(f.udp_checksum_status, 3, off + 6, 0, "[Checksum Status: Not present]", generated=True))
+    conv = getattr(d, "udp", None)
+    if conv is not None:
+        _stream(top, conv, off, bool(d.payload))
+    if d.transport == "udp" and d.payload:
+        top.add(Item(f.udp_payload, d.payload, d.payload_offset, len(d.payload),
+                     f"UDP payload ({len(d.payload)} byte{'s' if len(d.payload) != 1 else ''})"))
+    return Layer("udp", top)
+
+
+def _ports(sport: int, dport: int, off: int) -> list:
+    """Source and destination port, and tshark's hidden udp.port twice: the same in every datagram of a
+    conversation (built once, shared)."""
+    return [Item(f.udp_srcport, sport, off, 2, f"Source Port: {sport}"),
+            Item(f.udp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"),
+            HiddenItem(f.udp_port, sport, off, 2), HiddenItem(f.udp_port, dport, off + 2, 2)]
+
+
+def _stream(top: Item, conv: tuple, off: int, payload: bool) -> None:
+    """udp.stream, and (when there is a payload to hand on, as tshark 4.0) the conversation's timestamps."""
+    stream, rel, delta = conv
+    top.add(Item(f.udp_stream, stream, off, 0, f"[Stream index: {stream}]", generated=True))
+    if payload:
+        ts = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
+        rel, delta = ns_text(rel), ns_text(delta)
+        ts.add(Item(f.udp_time_relative, rel, off, 0, f"[Time since first frame: {rel} seconds]", generated=True))
+        ts.add(Item(f.udp_time_delta, delta, off, 0, f"[Time since previous frame: {delta} seconds]",
+                    generated=True))

@@ -1,0 +1,139 @@
+"""Ethernet address names as tshark 4.0 resolves them (addr_resolv.c), from the installed Wireshark's own data:
+its `manuf` (OUI -> short and long vendor names, /28 and /36 blocks) and `wka` (well-known addresses and ranges)
+files. Reading the installed files keeps the names exactly those of the tshark beside us; without a Wireshark
+install there are no names (addresses print as themselves, as tshark without a manuf file).
+
+Why not a library: the PyPI parsers of manuf (manuf, mac-vendor-lookup) ship their own, differently dated copy
+and know nothing of tshark's naming of masked ranges ("IPv4mcast_01"), which is what the output must match.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+DIRS = [os.environ.get("WIRESHARK_DATA_DIR", ""), "/usr/share/wireshark", "/usr/local/share/wireshark",
+        "/opt/homebrew/share/wireshark", "/Applications/Wireshark.app/Contents/Resources/share/wireshark"]
+
+
+def _file(name: str) -> str | None:
+    for d in DIRS:
+        if d and os.path.isfile(os.path.join(d, name)):
+            return os.path.join(d, name)
+    return None
+
+
+def _prefix(text: str) -> tuple[bytes, int] | None:
+    addr, _, bits = text.partition("/")
+    try:
+        raw = bytes.fromhex(addr.replace(":", "").replace("-", "").replace(".", ""))
+    except ValueError:
+        return None
+    mask = int(bits) if bits.isdigit() else len(raw) * 8
+    return raw.ljust(6, b"\0"), mask
+
+
+def _masked(raw: bytes, mask: int) -> bytes:
+    n = int.from_bytes(raw, "big") & ~((1 << (48 - mask)) - 1)
+    return n.to_bytes(6, "big")
+
+
+class Tables:
+    """wka is read whole (a few hundred lines); manuf (50,000 lines) is read as text and only the lines of the
+    OUIs asked about are parsed, so a capture pays for the vendors it shows, not for the file."""
+
+    def __init__(self):
+        self.oui: dict[bytes, tuple[str, str]] = {}    # 3 bytes -> (short, long)
+        self.exact: dict[bytes, str] = {}              # 6 bytes (wka) -> name
+        self.ranges: dict[bytes, str] = {}             # masked 6 bytes (wka, manuf /28 /36) -> name
+        self.seen: set[bytes] = set()                  # OUIs whose manuf lines were parsed
+        self.manuf = ""
+        path = _file("manuf")
+        if path:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                self.manuf = "\n" + fh.read()
+        path = _file("wka")
+        if path:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                self._load(fh, True)
+
+    def ensure(self, oui: bytes) -> None:
+        """Parse the manuf lines of one OUI (its /24 entry and any /28, /36 blocks in it)."""
+        if oui in self.seen:
+            return
+        self.seen.add(oui)
+        key, text, lines, at = "\n" + ":".join(f"{b:02X}" for b in oui), self.manuf, [], 0
+        while True:
+            at = text.find(key, at)
+            if at < 0:
+                break
+            end = text.find("\n", at + 1)
+            lines.append(text[at + 1:end if end >= 0 else len(text)])
+            at += 1
+        self._load(lines, False)
+
+    def _load(self, lines, wka: bool) -> None:
+        for line in lines:
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = [p for p in line.rstrip("\n").split("\t") if p]
+            if len(parts) < 2:
+                continue
+            got = _prefix(parts[0])
+            if got is None:
+                continue
+            raw, mask = got
+            short = parts[1].split("#")[0].strip()
+            if mask == 48:
+                self.exact.setdefault(raw, short)
+            elif mask == 24 and not wka:
+                self.oui.setdefault(raw[:3], (short, parts[2].strip() if len(parts) > 2 else short))
+            else:
+                self.ranges.setdefault(_masked(raw, mask), short)
+
+
+RESOLVE = {"mac": True}     # tshark's -N m (on by default); -n turns it off
+
+
+def set_resolution(mac: bool) -> None:
+    RESOLVE["mac"] = mac
+
+
+def resolved(mac: bytes) -> str | None:
+    """The name to show for an address, or None when MAC name resolution is off (tshark -n)."""
+    return eth_name(mac) if RESOLVE["mac"] else None
+
+
+@lru_cache(maxsize=1)
+def tables() -> Tables:
+    return Tables()
+
+
+def oui_name(mac: bytes) -> str | None:
+    """eth.*.oui_resolved: the long vendor name of the address's 24-bit OUI, if Wireshark knows it."""
+    t = tables()
+    t.ensure(mac[:3])
+    entry = t.oui.get(mac[:3])
+    return entry[1] if entry else None
+
+
+@lru_cache(maxsize=4096)
+def eth_name(mac: bytes) -> str:
+    """eth.*_resolved, as get_ether_name(): a well-known address, a masked well-known range, the OUI's short name
+    with the rest of the address, or the address itself."""
+    t = tables()
+    t.ensure(mac[:3])
+    name = t.exact.get(mac)
+    if name:
+        return name
+    ranges = t.ranges
+    for lo, fmt in ((40, "{}_{:02x}"), (32, "{}_{:02x}:{:02x}"), (24, "{}_{:02x}:{:02x}:{:02x}")):
+        for m in range(7, 0, -1):
+            name = ranges.get(_masked(mac, lo + m))
+            if name:
+                keep = 6 - lo // 8
+                tail = [mac[6 - keep] & (0xFF >> m), *mac[7 - keep:]]
+                return fmt.format(name, *tail)
+    entry = t.oui.get(mac[:3])
+    if entry:
+        return f"{entry[0]}_{mac[3]:02x}:{mac[4]:02x}:{mac[5]:02x}"
+    return mac.hex(":")

@@ -1,0 +1,47 @@
+"""Whole-frame comparison of protodump's and tshark + plugin's -T json (shared by tests/test_whole_frame.py and
+tools/parity_report.py --whole): every layer of every frame, the plugin's own `_ws.lua.fake` items aside."""
+from __future__ import annotations
+
+from conftest import packet_layers, tshark_divergent
+
+PLUGIN_ONLY = {"_ws.lua.fake"}
+
+
+def strip(obj):
+    """A parsed (key, value) tree without the plugin's own items."""
+    if isinstance(obj, list):
+        return [(k, strip(v)) for k, v in obj if k not in PLUGIN_ONLY]
+    return obj
+
+
+def first_difference(a, b, path: str = "") -> str:
+    """Where two (key, value) trees first differ, as a readable path."""
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x[0] != y[0]:
+                return f"{path}[{i}]: key {x[0]!r} (protodump) vs {y[0]!r} (tshark)"
+            if x[1] != y[1]:
+                return first_difference(x[1], y[1], f"{path}/{x[0]}")
+        if len(a) != len(b):
+            extra = a[len(b):] or b[len(a):]
+            return f"{path}: {'protodump' if len(a) > len(b) else 'tshark'} has more: {extra[0][0]!r}"
+        return ""
+    return f"{path}: {a!r} (protodump) vs {b!r} (tshark)"
+
+
+def compare(ours_text: str, theirs_text: str):
+    """(identical frames, compared frames, left out [(frame, reason)], differing [(frame, where)])."""
+    ours, theirs = packet_layers(ours_text), packet_layers(theirs_text)
+    same, left_out, differ = 0, [], []
+    if len(ours) != len(theirs):
+        left_out.append((0, f"protodump has {len(ours)} frames, tshark {len(theirs)}"))
+    for i, (o, t) in enumerate(zip(ours, theirs)):
+        if tshark_divergent(o):
+            left_out.append((i + 1, "tshark 4.0's websocket dissector does not hand this message over as is"))
+            continue
+        o, t = strip(o), strip(t)
+        if o == t:
+            same += 1
+        else:
+            differ.append((i + 1, first_difference(o, t)))
+    return same, min(len(ours), len(theirs)) - sum(1 for n, _ in left_out if n), left_out, differ
