@@ -108,7 +108,8 @@ def parse_prefs(values) -> dict:
 @sets_opts.set_options                 # several files, --concatenate, --dask, --parquet
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
-         read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None):
+         read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None,
+         time_format="r"):
     """Decode a capture file.
 
     \b
