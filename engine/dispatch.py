@@ -147,6 +147,7 @@ class Stack:
             info = "Dissector error"
         finally:
             self.depth -= 1
+            ctx.stack = None     # an Info closure may keep ctx: no ctx -> stack -> infos -> closure cycle
         self.infos[slot] = (proto.name, info)
         return layer
 

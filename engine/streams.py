@@ -78,7 +78,6 @@ class Streams:
     """All stream state of one pass over a capture (the dispatcher owns one)."""
 
     def __init__(self, dispatcher):
-        self.dispatcher = dispatcher
         self.prefs = dispatcher.settings.prefs
         self.connections: dict[tuple, Connection] = {}
 
@@ -104,7 +103,7 @@ class Streams:
         until one claims it, every payload is offered to the heuristics), then kept."""
         if conn.proto is None and payload:
             ports = (d.sport, d.dport) if d.sport <= d.dport else (d.dport, d.sport)
-            conn.proto = self.dispatcher.lookup(table, ports, payload, stack.conversation)
+            conn.proto = stack.dispatcher.lookup(table, ports, payload, stack.conversation)
         return conn.proto
 
     # --- TCP ------------------------------------------------------------------------------------------------

@@ -30,8 +30,9 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
                         dispatcher: Dispatcher | None = None) -> Iterator[Packet]:
     """Dissect RawFrames from any source (a file, a live capture: capture/live.py), in order."""
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
-    # Packet trees and conversation state hold no reference cycles, but the shared-subtree memos keep many objects
-    # alive, which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
+    # Packet trees and conversation state hold no reference cycles (tests/test_bounded.py checks it: a cycle would
+    # keep each packet alive until the next collection), but the shared-subtree memos keep many objects alive,
+    # which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
     tcp_table = TcpTable()           # per-capture TCP state (stream indexes, relative sequence numbers)
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
     was_enabled = gc.isenabled()
