@@ -174,6 +174,8 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
     if scope["acknowledge"] and "sent_time" in values:
         key = (ctx.direction, scope["channel"], scope["reliable_seq"], values["sent_time"])
         bounded_put(conv.setdefault("enet_sent", {}), key, (ctx.frame, getattr(ctx, "time", None)), SENT_LIMIT)
+    if kind == 4:
+        ctx.end_conversation()          # DISCONNECT: the peers' state is freed shortly after (engine.lifetime)
     if kind == 1:
         acknowledge(g, ctx, item, scope)
     elif kind in PAYLOAD_COMMANDS:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .context import Ctx
+from .lifetime import PREFERENCES as ENGINE_PREFERENCES, Lifetimes
 from .protocol import Protocol
-from .tree import DataSource, Item, Layer
+from .tree import DataSource, ExpertInfo, Item, Layer
 
 
 class DispatchError(ValueError):
@@ -103,7 +104,8 @@ class Stack:
     """The game layers of one frame, built outwards: the first one chosen from the transport, each further one
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
-    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called")
+    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
+                 "ended")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -111,8 +113,10 @@ class Stack:
         self.called: list[str] = []      # protocols called that made no layer (still named in frame.protocols)
         self.infos: list[tuple[str, object]] = []      # (protocol, info or a function making it), per layer
         self.sources: list[DataSource] = [DataSource("Frame", frame.data)]
-        self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
+        a, b = self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
+        self.pair = (a, b) if a < b else (b, a)
         self.depth = 0
+        self.ended = False               # a layer saw the conversation end (Ctx.end_conversation)
 
     @property
     def direction(self) -> str:
@@ -120,9 +124,13 @@ class Stack:
 
     def conversation(self, proto: Protocol, extra=()) -> dict:
         """The per-conversation state of `proto` between this frame's endpoints (either direction)."""
-        a, b = self.endpoints
-        key = (proto.name, a, b, *extra) if a < b else (proto.name, b, a, *extra)
-        return self.dispatcher.conversations.setdefault(key, {})
+        key = (proto.name, *self.pair, *extra)
+        conversations = self.dispatcher.conversations
+        conv = conversations.get(key)
+        if conv is None:
+            conv = conversations[key] = {}
+            self.dispatcher.pair_keys.setdefault(self.pair, []).append(key)
+        return conv
 
     def dissect(self, proto: Protocol, data: bytes, start: int, end: int, source: int = 0,
                 direction: str | None = None, meta: dict | None = None, conv: dict | None = None) -> Layer:
@@ -198,6 +206,11 @@ class Dispatcher:
                 if value.isdigit() and int(value):
                     self.tables.setdefault(table, {})[int(value)] = p
         self.conversations: dict[tuple, dict] = {}
+        self.pair_keys: dict[tuple, list] = {}      # (a, b) -> its keys in conversations (freed together)
+        self.lifetimes = Lifetimes(self._number_pref("conversation_timeout", float),
+                                   self._number_pref("max_conversations", int))
+        from ..reassembly.budget import PENDING
+        PENDING.limit = self._number_pref("reassembly_budget", int)
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
         self.check_settings()
@@ -208,12 +221,33 @@ class Dispatcher:
                 raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})")
         for key, value in self.settings.prefs.items():
             proto, _, pref = key.partition(".")
+            if proto == "protodump" and pref in ENGINE_PREFERENCES:
+                continue
             p = self.protocols.get(proto)
             if p is None or pref not in p.preferences():
                 raise DispatchError(f"unknown preference {key!r}")
             choices = p.preferences()[pref][2]
             if choices and value not in choices:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
+
+    def _number_pref(self, name: str, kind):
+        """An engine preference (-o protodump.<name>:<value>, engine.lifetime.PREFERENCES)."""
+        text = self.settings.prefs.get(f"protodump.{name}", ENGINE_PREFERENCES[name][1])
+        try:
+            value = kind(text)
+        except ValueError:
+            raise DispatchError(f"preference protodump.{name}: {text!r} is not a number") from None
+        if value <= 0:
+            raise DispatchError(f"preference protodump.{name}: {text!r} must be positive")
+        return value
+
+    def forget(self, pair) -> None:
+        """Free every piece of state the conversation between `pair`'s endpoints holds."""
+        for key in self.pair_keys.pop(pair, ()):
+            self.conversations.pop(key, None)
+        self.claimed.pop(pair, None)
+        if self.streams is not None:
+            self.streams.connections.pop(pair, None)
 
     def lookup(self, table: str, keys, payload: bytes, conv_of=None) -> Protocol | None:
         """The protocol for a payload: decode-as (table, key), then the table's registrations, then the
@@ -242,6 +276,13 @@ class Dispatcher:
     def dissect(self, frame, d) -> Packet:
         """Dissect one frame's game layers (if any). Never raises for any packet content."""
         stack = Stack(self, frame, d)
+        if d.transport not in ("udp", "tcp", "sctp"):
+            return stack.packet()
+        lifetimes, ns = self.lifetimes, frame.ts_ns
+        now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
+            self.forget(pair)
+        note = lifetimes.touch(stack.pair, now)
         if d.transport == "udp":
             if d.payload:                 # tshark hands no empty payload to a sub-dissector
                 proto = self.udp_protocol(stack, d)
@@ -253,14 +294,21 @@ class Dispatcher:
                 from .streams import Streams
                 self.streams = Streams(self)
             self.streams.dissect(stack, d)
+        if note is not None and stack.layers:
+            layer = stack.layers[0]
+            proto = self.protocols.get(layer.proto)
+            if proto is not None and "sequence" in proto.experts:
+                group, severity = proto.experts["sequence"]
+                layer.item.expert(ExpertInfo(f"{proto.name}.sequence", group, severity, note))
+        if stack.ended:
+            lifetimes.end(stack.pair, now)
         return stack.packet()
 
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then
         heuristics."""
-        a, b = stack.endpoints
-        key = (a, b) if a < b else (b, a)
+        key = stack.pair
         proto = self.claimed.get(key)
         if proto is not None:
             return proto
