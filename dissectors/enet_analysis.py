@@ -261,8 +261,11 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     numbers.add(number)
     try:
         whole = message.add(offset, piece, ctx.frame)
-    except OutOfRange as exc:           # cannot happen after fragment_problem; kept for safety
+    except OutOfRange as exc:           # the global reassembly budget is spent (reassembly/budget.py)
         ctx.expert(item, "reassembly", str(exc))
+        numbers.discard(number)
+        if message.empty():             # nothing stored: keep no entry either (a flood of new messages)
+            messages.pop(key, None)
         return
     if whole is not None:
         show_message(g, ctx, prefs, item, whole, message.frames(), scope)

@@ -209,8 +209,9 @@ class Dispatcher:
         self.pair_keys: dict[tuple, list] = {}      # (a, b) -> its keys in conversations (freed together)
         self.lifetimes = Lifetimes(self._number_pref("conversation_timeout", float),
                                    self._number_pref("max_conversations", int))
-        from ..reassembly.budget import PENDING
+        from ..reassembly.budget import PENDING, STATE
         PENDING.limit = self._number_pref("reassembly_budget", int)
+        STATE.limit = self._number_pref("state_budget", int)
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
         self.check_settings()

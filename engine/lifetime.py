@@ -4,11 +4,16 @@ both ways or RST: a dissector calls Ctx.end_conversation) after a short linger, 
 in CAPTURE time, or, beyond a cap on live conversations, oldest idle first; the next packet of a conversation
 dropped by the cap gets an expert note (its analysis starts again there).
 
-Preferences (`-o protodump.<name>:<value>`): conversation_timeout (seconds of capture time), max_conversations.
+Preferences (`-o protodump.<name>:<value>`): conversation_timeout (seconds of capture time), max_conversations,
+state_budget (bytes of heavy state such as inflate windows: beyond it the oldest idle conversations are freed),
+reassembly_budget (reassembly/budget.py).
 """
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Iterator
+
+from ..reassembly.budget import STATE
 
 IDLE_TIMEOUT = 120.0     # seconds: longer than a game's own timeout (ENet drops a silent peer after at most 30 s)
 ENDED_LINGER = 5.0       # seconds kept after the end: late acknowledgements and retransmissions still find it
@@ -20,7 +25,9 @@ PREFERENCES = {          # name: (description, default)
                              "packet", str(int(IDLE_TIMEOUT))),
     "max_conversations": ("Conversations whose state is kept at once (the oldest idle is freed beyond)",
                           str(MAX_LIVE)),
-    "reassembly_budget": ("Bytes of pending reassembly kept across all conversations", str(64 << 20)),
+    "reassembly_budget": ("Bytes of pending reassembly kept across all conversations", str(32 << 20)),
+    "state_budget": ("Bytes of heavy conversation state (inflate windows) kept across all conversations; the "
+                     "oldest idle conversations are freed beyond", str(32 << 20)),
 }
 
 
@@ -52,19 +59,23 @@ class Lifetimes:
             self.live.pop(pair, None)
             self.ending[pair] = now
 
-    def expired(self, now: float) -> list:
-        """The pairs to free now (ended and lingered, idle too long, or beyond the cap)."""
-        out = []
+    def expired(self, now: float) -> Iterator:
+        """The pairs to free now (ended and lingered, idle too long, beyond the cap or the state budget): the
+        caller frees each before the next is chosen (freeing gives its state bytes back)."""
         ending, live = self.ending, self.live
         while ending and next(iter(ending.values())) < now - self.linger:
-            out.append(ending.popitem(last=False)[0])
+            yield ending.popitem(last=False)[0]
         while live and next(iter(live.values())) < now - self.timeout:
-            out.append(live.popitem(last=False)[0])
-        while len(live) + len(ending) > self.cap:
+            yield live.popitem(last=False)[0]
+        while live or ending:
+            if len(live) + len(ending) > self.cap:
+                why = f"more than {self.cap} live conversations: protodump.max_conversations"
+            elif STATE.used > STATE.limit:
+                why = f"conversation state over {STATE.limit} bytes: protodump.state_budget"
+            else:
+                break
             pair = (ending or live).popitem(last=False)[0]
-            out.append(pair)
-            self.forgotten[pair] = (f"Conversation state was dropped (more than {self.cap} live conversations: "
-                                    "protodump.max_conversations): its analysis starts again here")
+            self.forgotten[pair] = f"Conversation state was dropped ({why}): its analysis starts again here"
             if len(self.forgotten) > FORGOTTEN_LIMIT:
                 self.forgotten.popitem(last=False)
-        return out
+            yield pair

@@ -10,7 +10,9 @@ The limit is the preference `protodump.reassembly_budget` (bytes; engine.dispatc
 """
 from __future__ import annotations
 
-DEFAULT_BUDGET = 64 << 20      # 64 MiB: a few of the largest real transfers (Iceball's map: 2.4 MB) at once
+DEFAULT_BUDGET = 32 << 20      # 32 MiB: several of the largest real transfers (Iceball's map: 2.4 MB) at once
+PIECE_OVERHEAD = 160           # what Python spends per stored piece besides its bytes (bytes header, tuples,
+                               # spans): a flood of tiny pieces is bounded too
 
 
 class Budget:
@@ -25,8 +27,16 @@ class Budget:
         self.used += n
         return True
 
+    def charge(self, n: int) -> None:
+        """Count n bytes even beyond the limit (state that must exist; the owner of the limit frees others)."""
+        self.used += n
+
     def give(self, n: int) -> None:
         self.used = max(0, self.used - n)
 
 
 PENDING = Budget()             # one per process: a process decodes one capture at a time
+# Long-lived conversation state that is not pending reassembly but weighs (an inflate window: ~40 KB a
+# direction): charged by its owner, given back when freed; beyond the limit engine.lifetime frees the oldest
+# idle conversations (preference protodump.state_budget).
+STATE = Budget(32 << 20)
