@@ -100,6 +100,25 @@ class Packet:
         return abbrev in self.index()
 
 
+class PlainPacket(Packet):
+    """A frame with its standard layers only (Dispatcher.standard_only): made per frame at full speed."""
+
+    __slots__ = ()
+
+    def __init__(self, frame, decoded):
+        self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
+        self._info = None
+
+    @property
+    def protocol(self) -> str:
+        d = self.decoded
+        return (d.protocols[-1] if d.protocols else "frame").upper()
+
+    @property
+    def info(self) -> str:
+        return _plain_info(self.decoded)
+
+
 class Stack:
     """The game layers of one frame, built outwards: the first one chosen from the transport, each further one
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
@@ -214,6 +233,9 @@ class Dispatcher:
         STATE.limit = self._number_pref("state_budget", int)
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
+        # Nothing reads the game layers (statistics of addresses and lengths only): frames get their standard
+        # layers and no game dissection at all (the caller decides: cli/read_cmd.py, analysis.stats.run)
+        self.standard_only = False
         self.check_settings()
 
     def check_settings(self) -> None:
@@ -276,6 +298,8 @@ class Dispatcher:
 
     def dissect(self, frame, d) -> Packet:
         """Dissect one frame's game layers (if any). Never raises for any packet content."""
+        if self.standard_only:
+            return PlainPacket(frame, d)
         stack = Stack(self, frame, d)
         if d.transport not in ("udp", "tcp", "sctp"):
             return stack.packet()

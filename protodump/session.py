@@ -38,6 +38,11 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if dispatcher.standard_only:     # statistics of addresses and lengths: no TCP/SCTP analysis either
+            from .engine.dispatch import PlainPacket
+            for frame in frames:
+                yield PlainPacket(frame, decode(frame))
+            return
         for frame in frames:
             if frame.number % 50_000 == 0:
                 gc.collect()
