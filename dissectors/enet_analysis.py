@@ -9,6 +9,7 @@ import zlib
 from ..engine.context import Ctx, Truncated, bounded_put
 from ..engine.rangecoder import RangeCoderError, decompress
 from ..engine.tree import Item
+from ..reassembly.budget import PENDING, PIECE_OVERHEAD, over_budget
 from ..reassembly.offsets import OffsetReassembly, OutOfRange
 from .enet import CHANNEL_NONE, COMMAND_NAMES, FRAGMENT_COMMANDS, MTU_MAX, PEER_NONE
 
@@ -249,6 +250,9 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
             return
         entry = None                    # a finished message's key in use again (sequence wrap): a new message
     if entry is None:
+        if not PENDING.fits(len(piece) + PIECE_OVERHEAD):    # a new message refused outright: no entry kept
+            ctx.expert(item, "reassembly", over_budget())
+            return
         entry = (OffsetReassembly(total, MESSAGE_MAX), count, total, set())
         bounded_put(messages, key, entry, MESSAGE_LIMIT)
     message, numbers = entry[0], entry[3]
@@ -264,8 +268,6 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     except OutOfRange as exc:           # the global reassembly budget is spent (reassembly/budget.py)
         ctx.expert(item, "reassembly", str(exc))
         numbers.discard(number)
-        if message.empty():             # nothing stored: keep no entry either (a flood of new messages)
-            messages.pop(key, None)
         return
     if whole is not None:
         show_message(g, ctx, prefs, item, whole, message.frames(), scope)

@@ -21,6 +21,9 @@ class Budget:
     def __init__(self, limit: int = DEFAULT_BUDGET):
         self.limit, self.used = limit, 0
 
+    def fits(self, n: int) -> bool:
+        return self.used + n <= self.limit
+
     def take(self, n: int) -> bool:
         if self.used + n > self.limit:
             return False
@@ -33,6 +36,12 @@ class Budget:
 
     def give(self, n: int) -> None:
         self.used = max(0, self.used - n)
+
+
+def over_budget() -> str:
+    """The expert text of a refused piece (the plugin's twin: rt_enet.lua's pending_refused)."""
+    return (f"Pending reassembly exceeds the budget of {PENDING.limit} bytes (protodump.reassembly_budget): "
+            "piece not stored")
 
 
 PENDING = Budget()             # one per process: a process decodes one capture at a time

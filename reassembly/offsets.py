@@ -5,7 +5,7 @@ limit is refused before anything is stored, and the bytes pending across all con
 (reassembly/budget.py): a piece beyond it is refused with OverBudget. Its Lua twin is rt.chunk_piece in lua/runtime.lua."""
 from __future__ import annotations
 
-from .budget import PENDING, PIECE_OVERHEAD
+from .budget import PENDING, PIECE_OVERHEAD, over_budget
 
 
 class TooLarge(ValueError):
@@ -47,8 +47,7 @@ class OffsetReassembly:
             raise OutOfRange(f"Block {offset}+{len(data)} lies beyond the transfer size {self.total}")
         cost = len(data) + PIECE_OVERHEAD
         if not PENDING.take(cost):
-            raise OverBudget(f"Pending reassembly exceeds the budget of {PENDING.limit} bytes "
-                             "(protodump.reassembly_budget): piece not stored")
+            raise OverBudget(over_budget())
         self._held += cost
         self.pieces.append((offset, data, frame))
         self._cover(offset, offset + len(data))
@@ -85,10 +84,6 @@ class OffsetReassembly:
         kept.sort()
         self._spans = kept
         self._covered += stop - start
-
-    def empty(self) -> bool:
-        """No piece stored (a caller drops a message whose first piece did not fit the budget)."""
-        return not self.pieces and not self.done
 
     def covered(self) -> int:
         """Bytes covered by the union of the pieces."""
