@@ -104,7 +104,7 @@ def _family_plan(frames: int, conversations: int, families: list[str], kind: str
             length = max(2, min(per_family // conversations, int(longest * 0.6)))
         else:
             length = min(longest, max(2, per_family // conversations))
-        count = max(conversations, per_family // max(length, 1))
+        count = max(conversations, -(-per_family // max(length, 1)) * 11 // 10)   # some spare: N frames made
         plan[fam] = (temps, length, count)
     return plan
 
