@@ -332,8 +332,8 @@ BIG_MODES = {   # name: (arguments for both tools, plain tshark too: a standard 
     "fields": (["-T", "fields", "-e", "frame.number", "-e", "ip.src", "-e", "blank.seq", "-e", "enet.command.type",
                 "-e", "rutentoy.opcode"], False),
     "conv": (["-q", "-z", "conv,udp", "-z", "conv,tcp"], True),
-    "io,stat": (["-q", "-z", "io,stat,1"], True),
-    "io,phs": (["-q", "-z", "io,phs"], True),
+    "iostat": (["-q", "-z", "io,stat,1"], True),
+    "phs": (["-q", "-z", "io,phs"], True),
     "write": (["-w", "{out}"], True),
 }
 
