@@ -113,9 +113,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
-    # statistics of the standard layers only, nothing printed or written: no game dissection (the fast path)
-    dispatcher.standard_only = bool(quiet and taps and shows is None and source.write_path is None
-                                    and all(tap.standard_only() for tap in taps))
+    # nothing printed and no filter (-q, or only -w), statistics of the standard layers only: no game dissection
+    dispatcher.standard_only = bool(quiet and shows is None and all(tap.standard_only() for tap in taps))
     n = 0
     try:
         if source.interface is None:

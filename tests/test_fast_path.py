@@ -68,3 +68,12 @@ def test_cli_fast_path_prints_what_the_full_decode_prints(mixed):
     fast = subprocess.run([*exe, *args], capture_output=True, text=True, check=True).stdout
     full = subprocess.run([*exe, "-Y", "frame", *args], capture_output=True, text=True, check=True).stdout
     assert fast == full and "TCP Conversations" in fast
+
+
+def test_cli_write_only_copies_every_frame(mixed, tmp_path):
+    """-w with no filter decodes no game layer; the file written is the one the full decode writes."""
+    import subprocess
+    exe = str(Path(sys.executable).parent / "protodump")
+    subprocess.run([exe, "-w", str(tmp_path / "fast.pcap"), str(mixed)], check=True)
+    subprocess.run([exe, "-Y", "frame", "-w", str(tmp_path / "full.pcap"), str(mixed)], check=True)
+    assert (tmp_path / "fast.pcap").read_bytes() == (tmp_path / "full.pcap").read_bytes()
