@@ -226,6 +226,7 @@ class Dispatcher:
                     self.tables.setdefault(table, {})[int(value)] = p
         self.conversations: dict[tuple, dict] = {}
         self.pair_keys: dict[tuple, list] = {}      # (a, b) -> its keys in conversations (freed together)
+        self.ended_hooks: list = []     # called with (a, b) when an ended conversation is freed (protodump.session)
         self.lifetimes = Lifetimes(self._number_pref("conversation_timeout", float),
                                    self._number_pref("max_conversations", int))
         from ..reassembly.budget import PENDING, STATE
@@ -307,6 +308,9 @@ class Dispatcher:
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
             self.forget(pair)
+            if lifetimes.ended_last:
+                for hook in self.ended_hooks:
+                    hook(pair)
         note = lifetimes.touch(stack.pair, now)
         if d.transport == "udp":
             if d.payload:                 # tshark hands no empty payload to a sub-dissector

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 
 from ..reassembly.budget import STATE
 
-IDLE_TIMEOUT = 120.0     # seconds: longer than a game's own timeout (ENet drops a silent peer after at most 30 s)
+IDLE_TIMEOUT = 600.0     # seconds: well past a game's own timeout (ENet drops a silent peer after at most 30 s),
+                         # so a real conversation that pauses is not cut (the plugin keeps its state for ever)
 ENDED_LINGER = 5.0       # seconds kept after the end: late acknowledgements and retransmissions still find it
 MAX_LIVE = 10_000        # conversations kept at once
 FORGOTTEN_LIMIT = 65_536 # conversations dropped by the cap remembered, for the note on their next packet
@@ -34,13 +35,14 @@ PREFERENCES = {          # name: (description, default)
 class Lifetimes:
     """Which pairs of endpoints hold state, in order of last activity; says which to free."""
 
-    __slots__ = ("cap", "ending", "forgotten", "linger", "live", "timeout")
+    __slots__ = ("cap", "ended_last", "ending", "forgotten", "linger", "live", "timeout")
 
     def __init__(self, timeout: float = IDLE_TIMEOUT, cap: int = MAX_LIVE, linger: float = ENDED_LINGER):
         self.timeout, self.cap, self.linger = timeout, max(1, cap), linger
         self.live: OrderedDict = OrderedDict()       # pair -> capture time of its last packet (oldest first)
         self.ending: OrderedDict = OrderedDict()     # pair -> capture time of its end (oldest first)
         self.forgotten: OrderedDict = OrderedDict()  # pair -> why its state was dropped (by the cap)
+        self.ended_last = False                      # the pair expired() gave last had ended (not idle, not cap)
 
     def touch(self, pair, now: float) -> str | None:
         """A packet of `pair` at capture time `now`; the note to show when its state was dropped by the cap."""
@@ -64,7 +66,9 @@ class Lifetimes:
         caller frees each before the next is chosen (freeing gives its state bytes back)."""
         ending, live = self.ending, self.live
         while ending and next(iter(ending.values())) < now - self.linger:
+            self.ended_last = True
             yield ending.popitem(last=False)[0]
+        self.ended_last = False
         while live and next(iter(live.values())) < now - self.timeout:
             yield live.popitem(last=False)[0]
         while live or ending:

@@ -35,6 +35,7 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     # which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
     tcp_table = TcpTable()           # per-capture TCP state (stream indexes, relative sequence numbers)
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
+    dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -50,3 +51,16 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _forget_tcp(tcp_table: TcpTable, pair) -> None:
+    """Eviction hook for capture.tcp_analysis (its own table is bounded by entries): a connection that ended (FIN
+    both ways or RST) and has been freed by engine.lifetime drops its analysis state too; a new SYN on the same
+    endpoints would start a new tcp.stream there anyway."""
+    key = frozenset(_endpoint(text) for text in pair)
+    tcp_table.connections.pop(key, None)
+
+
+def _endpoint(text: str) -> tuple[str, int]:
+    address, _, port = text.rpartition(":")
+    return address, int(port) if port.isdigit() else port

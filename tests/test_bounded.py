@@ -136,10 +136,23 @@ def test_ended_connections_are_freed(tmp_path):
     freed a few (capture) seconds after its end, so only the recent ones are ever held."""
     from replay import conversation_frames
     path = _write(tmp_path / "tcp.pcap", conversation_frames("mix", 80 * 37, 80, 2, ["rutentoy"]))
-    peak = []
-    dispatcher = _decode(path, watch=lambda d, p: peak.append(_live(d)))
+    from protodump import session
+    peak, dropped = [], []
+    forget = session._forget_tcp
+
+    def spy(table, pair):               # the TCP analysis table drops the ended connection too
+        before = len(table.connections)
+        forget(table, pair)
+        dropped.append(before - len(table.connections))
+
+    session._forget_tcp = spy
+    try:
+        dispatcher = _decode(path, watch=lambda d, p: peak.append(_live(d)))
+    finally:
+        session._forget_tcp = forget
     assert max(peak) < 25
     assert len(dispatcher.streams.connections) < 25 and len(dispatcher.pair_keys) < 25
+    assert len(dropped) > 50 and set(dropped) == {1}
 
 
 def test_the_cap_frees_the_oldest_and_notes_it(tmp_path):
