@@ -89,8 +89,8 @@ class Inflater:
         self.z = None
         STATE.charge(self.COST)
 
-    def __del__(self) -> None:
-        STATE.give(self.COST)
+    def __del__(self, _give=STATE.give) -> None:       # bound early: safe at interpreter exit too
+        _give(self.COST)
 
     def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
         if self.z is None or self.fresh:

@@ -34,9 +34,9 @@ class OffsetReassembly:
         self._covered = 0
         self._held = 0                                     # bytes of pieces counted in the global budget
 
-    def __del__(self) -> None:
+    def __del__(self, _give=PENDING.give) -> None:      # bound early: safe at interpreter exit too
         if self._held:
-            PENDING.give(self._held)
+            _give(self._held)
 
     def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
         """Place a piece; the whole message when this piece completes it, else None (also for a late copy
