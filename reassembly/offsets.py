@@ -2,7 +2,8 @@
 and Iceball file blocks): pieces in any order, duplicates and overlaps resolved as Wireshark does (the first
 copy of a byte wins), complete when every byte of the announced total has arrived. Bounded: a total above the
 limit is refused before anything is stored, and the bytes pending across all conversations share one budget
-(reassembly/budget.py): a piece beyond it is refused with OverBudget. Its Lua twin is rt.chunk_piece in lua/runtime.lua."""
+(reassembly/budget.py): a piece beyond it is refused with OverBudget. Its Lua twin is rt.chunk_piece in
+lua/runtime.lua."""
 from __future__ import annotations
 
 from .budget import PENDING, PIECE_OVERHEAD, over_budget
