@@ -26,6 +26,11 @@ class Tap:
     def add(self, packet) -> None:
         raise NotImplementedError
 
+    def standard_only(self) -> bool:
+        """True when the tap reads only the capture and standard layers (addresses, lengths, times): its packets
+        need no game dissection (engine.dispatch.Dispatcher.standard_only, as Wireshark with no tree)."""
+        return False
+
     def result(self) -> dict:
         raise NotImplementedError
 

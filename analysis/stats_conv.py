@@ -47,6 +47,9 @@ class _Table(Tap):
         self.match = compile_optional(self.filter)
         self.first_ns = None
 
+    def standard_only(self) -> bool:
+        return self.match is None
+
     def accept(self, packet):
         if self.first_ns is None:
             self.first_ns = packet.frame.ts_ns      # times are relative to the capture's first frame

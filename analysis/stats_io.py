@@ -47,6 +47,9 @@ class IoStat(Tap):
         self.first_ns = None
         self.last_us = 0
 
+    def standard_only(self) -> bool:
+        return all(match is None for match in self.matchers)
+
     def add(self, packet):
         ts = packet.frame.ts_ns
         if self.first_ns is None:

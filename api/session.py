@@ -33,15 +33,22 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
                         dispatcher: Dispatcher | None = None) -> Iterator[Packet]:
     """Dissect RawFrames from any source (a file, a live capture: capture/live.py), in order."""
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
-    # Packet trees and conversation state hold no reference cycles, but the shared-subtree memos keep many objects
-    # alive, which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
+    # Packet trees and conversation state hold no reference cycles (tests/test_bounded.py checks it: a cycle would
+    # keep each packet alive until the next collection), but the shared-subtree memos keep many objects alive,
+    # which makes every automatic collection rescan them (a fifth of a -T json run): collect by hand.
     tcp_table = TcpTable()           # per-capture TCP state (stream indexes, relative sequence numbers)
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
     clock = FrameClock()             # per-capture frame times (first, previous, previous displayed)
     udp_table = UdpTable()           # per-capture UDP stream indexes
+    dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
     was_enabled = gc.isenabled()
     gc.disable()
     try:
+        if dispatcher.standard_only:     # statistics of addresses and lengths: no TCP/SCTP analysis either
+            from .engine.dispatch import PlainPacket
+            for frame in frames:
+                yield PlainPacket(frame, decode(frame))
+            return
         for frame in frames:
             if frame.number % 50_000 == 0:
                 gc.collect()
@@ -49,3 +56,16 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _forget_tcp(tcp_table: TcpTable, pair) -> None:
+    """Eviction hook for capture.tcp_analysis (its own table is bounded by entries): a connection that ended (FIN
+    both ways or RST) and has been freed by engine.lifetime drops its analysis state too; a new SYN on the same
+    endpoints would start a new tcp.stream there anyway."""
+    key = frozenset(_endpoint(text) for text in pair)
+    tcp_table.connections.pop(key, None)
+
+
+def _endpoint(text: str) -> tuple[str, int]:
+    address, _, port = text.rpartition(":")
+    return address, int(port) if port.isdigit() else port

@@ -9,6 +9,7 @@ import zlib
 from ..engine.context import Ctx, Truncated, bounded_put
 from ..engine.rangecoder import RangeCoderError, decompress
 from ..engine.tree import Item
+from ..reassembly.budget import PENDING, PIECE_OVERHEAD, over_budget
 from ..reassembly.offsets import OffsetReassembly, OutOfRange
 from .enet import CHANNEL_NONE, COMMAND_NAMES, FRAGMENT_COMMANDS, MTU_MAX, PEER_NONE
 
@@ -176,6 +177,8 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
     if scope["acknowledge"] and "sent_time" in values:
         key = (ctx.direction, scope["channel"], scope["reliable_seq"], values["sent_time"])
         bounded_put(conv.setdefault("enet_sent", {}), key, (ctx.frame, getattr(ctx, "time", None)), SENT_LIMIT)
+    if kind == 4:
+        ctx.end_conversation()          # DISCONNECT: the peers' state is freed shortly after (engine.lifetime)
     if kind == 1:
         acknowledge(g, ctx, item, scope)
     learnt = prefs.get(SECOND_PASS)
@@ -256,6 +259,9 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
             return
         entry = None                    # a finished message's key in use again (sequence wrap): a new message
     if entry is None:
+        if not PENDING.fits(len(piece) + PIECE_OVERHEAD):    # a new message refused outright: no entry kept
+            ctx.expert(item, "reassembly", over_budget())
+            return
         entry = (OffsetReassembly(total, MESSAGE_MAX), count, total, set())
         bounded_put(messages, key, entry, MESSAGE_LIMIT)
     message, numbers = entry[0], entry[3]
@@ -268,8 +274,9 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     numbers.add(number)
     try:
         whole = message.add(offset, piece, ctx.frame)
-    except OutOfRange as exc:           # cannot happen after fragment_problem; kept for safety
+    except OutOfRange as exc:           # the global reassembly budget is spent (reassembly/budget.py)
         ctx.expert(item, "reassembly", str(exc))
+        numbers.discard(number)
         return
     if whole is not None:
         show_message(g, ctx, prefs, item, whole, message.frames(), scope)

@@ -19,6 +19,7 @@ import zlib
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
 from ..engine.tree import bit_picture, Item
+from ..reassembly.budget import STATE
 from . import ws_handshake
 
 OPCODES = {0: "Continuation", 1: "Text", 2: "Binary", 8: "Connection Close", 9: "Ping", 10: "Pong"}
@@ -81,9 +82,15 @@ class Inflater:
     """permessage-deflate for one direction: one raw-DEFLATE context kept across messages (context takeover),
     or a fresh one per message (`fresh`). Output bounded by MESSAGE_LIMIT."""
 
+    COST = 48 << 10       # an inflate window and its state (measured): charged to engine.lifetime's state budget
+
     def __init__(self, fresh: bool):
         self.fresh = fresh
         self.z = None
+        STATE.charge(self.COST)
+
+    def __del__(self, _give=STATE.give) -> None:       # bound early: safe at interpreter exit too
+        _give(self.COST)
 
     def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
         if self.z is None or self.fresh:

@@ -61,6 +61,12 @@ class Ctx:
         return self.stack.handoff(table, keys, self.data if data is None else data, start, end,
                                   self.source if source is None else source, self.direction, meta or {})
 
+    def end_conversation(self) -> None:
+        """The conversation ends with this packet (ENet DISCONNECT, ...): its state is freed shortly after
+        (engine.lifetime)."""
+        if self.stack is not None:
+            self.stack.ended = True
+
     @property
     def values(self) -> dict:
         return self.scopes[-1]

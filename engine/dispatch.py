@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .context import Ctx
+from .lifetime import PREFERENCES as ENGINE_PREFERENCES, Lifetimes
 from .protocol import Protocol
-from .tree import MALFORMED, DataSource, Item, Layer
+from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
 
 
 class DispatchError(ValueError):
@@ -101,11 +102,31 @@ class Packet:
         return abbrev in self.index()
 
 
+class PlainPacket(Packet):
+    """A frame with its standard layers only (Dispatcher.standard_only): made per frame at full speed."""
+
+    __slots__ = ()
+
+    def __init__(self, frame, decoded):
+        self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
+        self._info = None
+
+    @property
+    def protocol(self) -> str:
+        d = self.decoded
+        return (d.protocols[-1] if d.protocols else "frame").upper()
+
+    @property
+    def info(self) -> str:
+        return _plain_info(self.decoded)
+
+
 class Stack:
     """The game layers of one frame, built outwards: the first one chosen from the transport, each further one
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
-    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called")
+    __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
+                 "ended")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -113,8 +134,10 @@ class Stack:
         self.called: list[str] = []      # protocols called that made no layer (still named in frame.protocols)
         self.infos: list[tuple[str, object]] = []      # (protocol, info or a function making it), per layer
         self.sources: list[DataSource] = [DataSource("Frame", frame.data)]
-        self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
+        a, b = self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
+        self.pair = (a, b) if a < b else (b, a)
         self.depth = 0
+        self.ended = False               # a layer saw the conversation end (Ctx.end_conversation)
 
     @property
     def direction(self) -> str:
@@ -122,9 +145,13 @@ class Stack:
 
     def conversation(self, proto: Protocol, extra=()) -> dict:
         """The per-conversation state of `proto` between this frame's endpoints (either direction)."""
-        a, b = self.endpoints
-        key = (proto.name, a, b, *extra) if a < b else (proto.name, b, a, *extra)
-        return self.dispatcher.conversations.setdefault(key, {})
+        key = (proto.name, *self.pair, *extra)
+        conversations = self.dispatcher.conversations
+        conv = conversations.get(key)
+        if conv is None:
+            conv = conversations[key] = {}
+            self.dispatcher.pair_keys.setdefault(self.pair, []).append(key)
+        return conv
 
     def dissect(self, proto: Protocol, data: bytes, start: int, end: int, source: int = 0,
                 direction: str | None = None, meta: dict | None = None, conv: dict | None = None) -> Layer:
@@ -149,6 +176,7 @@ class Stack:
             info = "Dissector error"
         finally:
             self.depth -= 1
+            ctx.stack = None     # an Info closure may keep ctx: no ctx -> stack -> infos -> closure cycle
         self.infos[slot] = (proto.name, info)
         return layer
 
@@ -214,8 +242,18 @@ class Dispatcher:
         # the Protocol column of a layer named otherwise (tshark's C dissectors: "http" -> "HTTP")
         self.column_names = {k: v for p in protocols for k, v in getattr(p, "column_names", {}).items()}
         self.conversations: dict[tuple, dict] = {}
+        self.pair_keys: dict[tuple, list] = {}      # (a, b) -> its keys in conversations (freed together)
+        self.ended_hooks: list = []     # called with (a, b) when an ended conversation is freed (protodump.session)
+        self.lifetimes = Lifetimes(self._number_pref("conversation_timeout", float),
+                                   self._number_pref("max_conversations", int))
+        from ..reassembly.budget import PENDING, STATE
+        PENDING.limit = self._number_pref("reassembly_budget", int)
+        STATE.limit = self._number_pref("state_budget", int)
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
+        # Nothing reads the game layers (statistics of addresses and lengths only): frames get their standard
+        # layers and no game dissection at all (the caller decides: cli/read_cmd.py, analysis.stats.run)
+        self.standard_only = False
         self.check_settings()
 
     def check_settings(self) -> None:
@@ -224,12 +262,33 @@ class Dispatcher:
                 raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})")
         for key, value in self.settings.prefs.items():
             proto, _, pref = key.partition(".")
+            if proto == "protodump" and pref in ENGINE_PREFERENCES:
+                continue
             p = self.protocols.get(proto)
             if p is None or pref not in p.preferences():
                 raise DispatchError(f"unknown preference {key!r}")
             choices = p.preferences()[pref][2]
             if choices and value not in choices:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
+
+    def _number_pref(self, name: str, kind):
+        """An engine preference (-o protodump.<name>:<value>, engine.lifetime.PREFERENCES)."""
+        text = self.settings.prefs.get(f"protodump.{name}", ENGINE_PREFERENCES[name][1])
+        try:
+            value = kind(text)
+        except ValueError:
+            raise DispatchError(f"preference protodump.{name}: {text!r} is not a number") from None
+        if value <= 0:
+            raise DispatchError(f"preference protodump.{name}: {text!r} must be positive")
+        return value
+
+    def forget(self, pair) -> None:
+        """Free every piece of state the conversation between `pair`'s endpoints holds."""
+        for key in self.pair_keys.pop(pair, ()):
+            self.conversations.pop(key, None)
+        self.claimed.pop(pair, None)
+        if self.streams is not None:
+            self.streams.connections.pop(pair, None)
 
     def lookup(self, table: str, keys, payload: bytes, conv_of=None) -> Protocol | None:
         """The protocol for a payload: decode-as (table, key), then the table's registrations, then the
@@ -257,7 +316,19 @@ class Dispatcher:
 
     def dissect(self, frame, d) -> Packet:
         """Dissect one frame's game layers (if any). Never raises for any packet content."""
+        if self.standard_only:
+            return PlainPacket(frame, d)
         stack = Stack(self, frame, d)
+        if d.transport not in ("udp", "tcp", "sctp"):
+            return stack.packet()
+        lifetimes, ns = self.lifetimes, frame.ts_ns
+        now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
+            self.forget(pair)
+            if lifetimes.ended_last:
+                for hook in self.ended_hooks:
+                    hook(pair)
+        note = lifetimes.touch(stack.pair, now)
         if d.transport == "udp":
             if d.payload:                 # tshark hands no empty payload to a sub-dissector
                 proto = self.udp_protocol(stack, d)
@@ -269,14 +340,21 @@ class Dispatcher:
                 from .streams import Streams
                 self.streams = Streams(self)
             self.streams.dissect(stack, d)
+        if note is not None and stack.layers:
+            layer = stack.layers[0]
+            proto = self.protocols.get(layer.proto)
+            if proto is not None and "sequence" in proto.experts:
+                group, severity = proto.experts["sequence"]
+                layer.item.expert(ExpertInfo(f"{proto.name}.sequence", group, severity, note))
+        if stack.ended:
+            lifetimes.end(stack.pair, now)
         return stack.packet()
 
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then
         heuristics."""
-        a, b = stack.endpoints
-        key = (a, b) if a < b else (b, a)
+        key = stack.pair
         proto = self.claimed.get(key)
         if proto is not None:
             return proto

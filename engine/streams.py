@@ -39,7 +39,7 @@ that follows it; bytes skipped to resynchronise are shown as `<proto>.data` in a
 from __future__ import annotations
 
 from ..reassembly.sctp import SctpDirection
-from ..reassembly.tcp import ACK, MAX_PDU, SYN, Handover, TcpDirection
+from ..reassembly.tcp import ACK, FIN, MAX_PDU, RST, SYN, Handover, TcpDirection
 from .tree import DataSource, ExpertInfo, Item, Layer
 
 RESYNC_LIMIT = 65536       # bytes scanned for a resynchronisation point per handover
@@ -78,7 +78,6 @@ class Streams:
     """All stream state of one pass over a capture (the dispatcher owns one)."""
 
     def __init__(self, dispatcher):
-        self.dispatcher = dispatcher
         self.prefs = dispatcher.settings.prefs
         self.connections: dict[tuple, Connection] = {}
 
@@ -90,8 +89,7 @@ class Streams:
             self.sctp(stack, d)
 
     def connection(self, stack) -> Connection:
-        a, b = stack.endpoints
-        key = (a, b) if a < b else (b, a)
+        key = stack.pair
         conn = self.connections.get(key)
         if conn is None:
             if len(self.connections) >= CONNECTION_LIMIT:
@@ -104,7 +102,7 @@ class Streams:
         until one claims it, every payload is offered to the heuristics), then kept."""
         if conn.proto is None and payload:
             ports = (d.sport, d.dport) if d.sport <= d.dport else (d.dport, d.sport)
-            conn.proto = self.dispatcher.lookup(table, ports, payload, stack.conversation)
+            conn.proto = stack.dispatcher.lookup(table, ports, payload, stack.conversation)
         return conn.proto
 
     # --- TCP ------------------------------------------------------------------------------------------------
@@ -132,6 +130,9 @@ class Streams:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data)]
+        if flags & RST or (flags & FIN and len(conn.directions) == 2
+                           and all(s.stream.fin for s in conn.directions.values())):
+            stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
         if proto is not None and d.payload and not made and not _resent(d):
             if getattr(proto, "lua", True) is not False:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols

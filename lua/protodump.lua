@@ -472,7 +472,20 @@ do
 
   -- Reassembly at byte offsets (reassembly/offsets.py OffsetReassembly): first copy of a byte wins, complete
   -- when the pieces cover the total. Returns the whole buffer once, when complete.
-  function rt.offsets_new(total) return { total = total, pieces = {}, done = 0, spans = {}, covered = 0 } end
+  -- Pieces pending across every conversation share one byte budget (reassembly/budget.py; the plugin counts
+  -- ENet's): taken when a piece is stored, given back when its message completes or is dropped (__gc).
+  local PENDING_BUDGET, PIECE_OVERHEAD = 33554432, 160
+  rt.pending_used = rt.pending_used or 0
+  local held_mt = { __gc = function(r) rt.pending_used = rt.pending_used - r.held end }
+  local function pending_fits(n) return rt.pending_used + n <= PENDING_BUDGET end
+  local function pending_refused()
+    return string.format("Pending reassembly exceeds the budget of %d bytes (protodump.reassembly_budget): "
+      .. "piece not stored", PENDING_BUDGET)
+  end
+
+  function rt.offsets_new(total)
+    return setmetatable({ total = total, pieces = {}, done = 0, spans = {}, covered = 0, held = 0 }, held_mt)
+  end
 
   -- Bytes covered by the union of the pieces, kept up to date one piece at a time: r.spans holds the disjoint
   -- covered intervals in offset order.
@@ -539,6 +552,8 @@ do
 
   function rt.offsets_add(r, at, piece, frame)
     if r.done ~= 0 then return nil end
+    r.held = r.held + #piece + PIECE_OVERHEAD
+    rt.pending_used = rt.pending_used + #piece + PIECE_OVERHEAD
     r.pieces[#r.pieces + 1] = { at, piece, frame }
     cover(r, at, at + #piece)
     if r.covered < r.total then return nil end
@@ -550,6 +565,7 @@ do
     end
     table.sort(frames)
     r.frames, r.pieces = frames, {}
+    rt.pending_used, r.held = rt.pending_used - r.held, 0
     return buf
   end
 
@@ -653,12 +669,15 @@ do
       end
       entry = nil
     end
+    local cost = #scope.data + PIECE_OVERHEAD
     if entry == nil then
+      if not pending_fits(cost) then return "mismatch", pending_refused() end
       entry = { r = rt.offsets_new(total), count = count, total = total, numbers = {} }
       rt.bput(messages, key, entry, MESSAGE_LIMIT)
     end
     if entry.r.done ~= 0 then return "in", entry.r.done end
     if entry.numbers[number] then return nil end      -- a fragment number seen before: ignored, as libenet does
+    if not pending_fits(cost) then return "mismatch", pending_refused() end
     entry.numbers[number] = true
     local whole = rt.offsets_add(entry.r, scope.fragment_offset, scope.data, c.frame)
     if whole then return "whole", { buf = whole, frames = entry.r.frames } end

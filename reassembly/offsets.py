@@ -1,8 +1,12 @@
 """Reassembly of a message sent in pieces placed at byte offsets (blank's chunk transfers; later ENet fragments
 and Iceball file blocks): pieces in any order, duplicates and overlaps resolved as Wireshark does (the first
 copy of a byte wins), complete when every byte of the announced total has arrived. Bounded: a total above the
-limit is refused before anything is stored. Its Lua twin is rt.chunk_piece in lua/runtime.lua."""
+limit is refused before anything is stored, and the bytes pending across all conversations share one budget
+(reassembly/budget.py): a piece beyond it is refused with OverBudget. Its Lua twin is rt.chunk_piece in
+lua/runtime.lua."""
 from __future__ import annotations
+
+from .budget import PENDING, PIECE_OVERHEAD, over_budget
 
 
 class TooLarge(ValueError):
@@ -13,8 +17,12 @@ class OutOfRange(ValueError):
     pass
 
 
+class OverBudget(OutOfRange):
+    """The global budget of pending reassembly bytes is spent: the piece is not stored."""
+
+
 class OffsetReassembly:
-    __slots__ = ("total", "pieces", "done", "_frames", "_spans", "_covered")
+    __slots__ = ("total", "pieces", "done", "_frames", "_spans", "_covered", "_held")
 
     def __init__(self, total: int, limit: int):
         if total > limit:
@@ -25,6 +33,11 @@ class OffsetReassembly:
         self._frames: list[int] = []
         self._spans: list[list[int]] = []                  # the covered [start, end) spans, sorted, disjoint
         self._covered = 0
+        self._held = 0                                     # bytes of pieces counted in the global budget
+
+    def __del__(self, _give=PENDING.give) -> None:      # bound early: safe at interpreter exit too
+        if self._held:
+            _give(self._held)
 
     def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
         """Place a piece; the whole message when this piece completes it, else None (also for a late copy
@@ -33,6 +46,10 @@ class OffsetReassembly:
             return None
         if offset + len(data) > self.total:
             raise OutOfRange(f"Block {offset}+{len(data)} lies beyond the transfer size {self.total}")
+        cost = len(data) + PIECE_OVERHEAD
+        if not PENDING.take(cost):
+            raise OverBudget(over_budget())
+        self._held += cost
         self.pieces.append((offset, data, frame))
         self._cover(offset, offset + len(data))
         if self._covered < self.total:
@@ -43,6 +60,8 @@ class OffsetReassembly:
             buf[at:at + len(piece)] = piece
         self._frames = sorted({f for _, _, f in self.pieces})
         self.pieces = []                                  # done: keep no bytes (memory stays bounded)
+        PENDING.give(self._held)
+        self._held = 0
         self._spans = []
         return bytes(buf)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .offsets import OffsetReassembly
+from .offsets import OffsetReassembly, OverBudget
 
 SEQ_MOD = 1 << 32
 MAX_PDU = 1 << 20          # the longest PDU a stream may assemble (a longer one is refused by the caller)
@@ -82,8 +82,12 @@ class Pending:
         data = data[:self.end - offset]
         if not data:
             return None
+        try:
+            whole = self.parts.add(offset - self.start, data, frame)
+        except OverBudget:              # the global reassembly budget is spent: this PDU never completes
+            return None
         self.placed.append((offset, frame, len(data)))
-        return self.parts.add(offset - self.start, data, frame)
+        return whole
 
     def frames(self) -> tuple[int, ...]:
         return tuple(dict.fromkeys(frame for _, frame, _ in sorted(self.placed)))

@@ -77,3 +77,138 @@ def test_plugin_forgets_at_the_same_points(long_session):
     assert len(ours) == len(theirs) == COUNT
     mismatched = [i + 1 for i, (o, t) in enumerate(zip(ours, theirs)) if blank_layer(o) != blank_layer(t)]
     assert not mismatched, f"frames differ: {mismatched[:10]}"
+
+
+def test_no_packet_forms_a_reference_cycle():
+    """The read loop runs with automatic GC off (protodump/session.py): a packet whose tree, Info closure or
+    conversation state formed a cycle would stay alive until the next manual collection. Decoding every bundled
+    capture (after a first pass, which may make module-level caches) leaves nothing for the collector."""
+    import gc
+    captures = sorted((ROOT / "captures").glob("*.pcap"))
+    for path in captures:                  # warm-up: lazy imports and caches made once
+        for packet in packets(path):
+            packet.info
+    cyclic = {}
+    was = gc.isenabled()
+    try:
+        for path in captures:
+            gc.collect()
+            gc.disable()
+            for packet in packets(path):
+                packet.info
+                packet.index()
+            found = gc.collect()
+            if found:
+                cyclic[path.name] = found
+    finally:
+        if was:
+            gc.enable()
+    assert not cyclic, f"unreachable cycles left by: {cyclic}"
+
+
+# --- conversation lifetime and global budgets (engine/lifetime.py, reassembly/budget.py) -----------------------
+
+def _write(path, frames):
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for ts, buf in frames:
+            w.writepkt(buf, ts=ts)
+    return path
+
+
+def _decode(path, prefs=None, watch=None):
+    """Decode with a fresh dispatcher; watch(dispatcher, packet) after each packet. Returns the dispatcher."""
+    from protodump.dissectors import PROTOCOLS
+    from protodump.engine.dispatch import Dispatcher, Settings
+    dispatcher = Dispatcher(PROTOCOLS, Settings(dict(prefs or {})))
+    for packet in packets(path, dispatcher=dispatcher):
+        if watch:
+            watch(dispatcher, packet)
+    return dispatcher
+
+
+def _live(dispatcher) -> int:
+    return len(dispatcher.lifetimes.live) + len(dispatcher.lifetimes.ending)
+
+
+def test_ended_connections_are_freed(tmp_path):
+    """Rutentoy over TCP, 80 connections one after another, each closed with FIN both ways: the state of each is
+    freed a few (capture) seconds after its end, so only the recent ones are ever held."""
+    from replay import conversation_frames
+    path = _write(tmp_path / "tcp.pcap", conversation_frames("mix", 80 * 37, 80, 2, ["rutentoy"]))
+    from protodump import session
+    peak, dropped = [], []
+    forget = session._forget_tcp
+
+    def spy(table, pair):               # the TCP analysis table drops the ended connection too
+        before = len(table.connections)
+        forget(table, pair)
+        dropped.append(before - len(table.connections))
+
+    session._forget_tcp = spy
+    try:
+        dispatcher = _decode(path, watch=lambda d, p: peak.append(_live(d)))
+    finally:
+        session._forget_tcp = forget
+    assert max(peak) < 25
+    assert len(dispatcher.streams.connections) < 25 and len(dispatcher.pair_keys) < 25
+    assert len(dropped) > 50 and set(dropped) == {1}
+
+
+def test_the_cap_frees_the_oldest_and_notes_it(tmp_path):
+    """Beyond protodump.max_conversations the oldest idle conversation is freed; its next packet says so."""
+    from replay import _template, conversation_frames
+    session, _ = _template("blank-server-session.pcap")
+    t0 = 1_700_000_000.0
+    flood = [(ts, buf) for ts, buf in conversation_frames("opened-once", 300, 300, 1, ["blank"], start=t0 + 1)]
+    frames = [(t0 + ts / 100, buf) for ts, buf in session[:10]] + flood + \
+             [(flood[-1][0] + 0.001 * i, buf) for i, (_, buf) in enumerate(session[10:20], 1)]
+    path = _write(tmp_path / "flood.pcap", frames)
+    peak, notes = [], []
+
+    def watch(d, packet):
+        peak.append(_live(d))
+        notes.extend(packet.number for item in packet.index().get("blank.sequence", ())
+                     if "Conversation state was dropped" in item.expert_info.message)
+
+    _decode(path, {"protodump.max_conversations": "50"}, watch)
+    assert max(peak) <= 51
+    assert notes == [311]                # the first packet of the first conversation after the flood, only it
+
+
+def test_idle_conversations_are_freed_in_capture_time(tmp_path):
+    from replay import _template
+    session, _ = _template("blank-server-session.pcap")
+    frames = [(1000 + ts, buf) for ts, buf in session[:5]] + [(2000 + ts, buf) for ts, buf in session[5:10]]
+    path = _write(tmp_path / "idle.pcap", frames)
+    seen = []
+    _decode(path, {"protodump.conversation_timeout": "60"},
+            lambda d, p: seen.append(id(next(iter(d.conversations.values())))))
+    assert len(set(seen[:5])) == 1 and len(set(seen[5:])) == 1 and seen[4] != seen[5]
+
+
+def test_reassembly_budget_is_an_expert_not_a_crash(tmp_path):
+    """ENet fragments that never complete, 40 peers: past the global budget pieces are refused with an expert
+    note on the packet, decoding goes on, and the bytes held stay under the budget."""
+    from protodump.reassembly.budget import PENDING
+    from replay import conversation_frames
+    path = _write(tmp_path / "frag.pcap", conversation_frames("enet-fragments", 400, 40, 1, []))
+    refused, held = [], []
+
+    def watch(d, packet):
+        held.append(PENDING.used)
+        refused.extend(packet.number for item in packet.index().get("enet.reassembly", ())
+                       if "exceeds the budget" in item.expert_info.message)
+
+    _decode(path, {"protodump.reassembly_budget": "200000"}, watch)
+    assert max(held) <= 200_000
+    assert len(refused) == 400 - 200_000 // (1000 + 160)
+    assert refused[0] == 200_000 // (1000 + 160) + 1
+
+
+def test_bad_engine_preferences_are_refused():
+    from protodump.dissectors import PROTOCOLS
+    from protodump.engine.dispatch import Dispatcher, DispatchError, Settings
+    for value in ("0", "-3", "x"):
+        with pytest.raises(DispatchError):
+            Dispatcher(PROTOCOLS, Settings({"protodump.max_conversations": value}))

@@ -6,6 +6,13 @@
     python tools/bench.py -n 5 --packets 200000 --capture /tmp/big.pcap
     python tools/bench.py --only json,summary  # a subset of the pairs
     python tools/bench.py --file captures/iceball-enet-session.pcap --repeat 20   # any capture, replayed K times
+    python tools/bench.py --big 200000 -n 1    # memory and time of every mode on a many-conversation replay
+    python tools/bench.py --big 200000 --kind enet-fragments --only summary,json    # ... on hostile input
+
+--big N: a capture of N frames made by tools/replay.py (every protocol family, at least 1,000 conversations
+each, on fresh addresses; or a hostile --kind) is run in every output mode (summary, -V, -T json, -T fields,
+-q -z conv/io statistics, -w) by protodump, tshark + the plugin, and plain tshark (standard statistics only),
+each one after the other; max RSS (wait4's ru_maxrss) and wall time are printed with the ratios.
 
 The default capture is REAL traffic: the real server session (captures/blank-server-session.pcap, 1,342
 datagrams) replayed until the count is reached, each round's sequence numbers, acks and chunk transmission ids
@@ -316,6 +323,73 @@ def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int]:
     return min(times), times, rc
 
 
+# --- big captures: every mode, max RSS --------------------------------------------------------------------------
+
+BIG_MODES = {   # name: (arguments for both tools, plain tshark too: a standard statistic)
+    "summary": ([], False),
+    "verbose": (["-V"], False),
+    "json": (["-T", "json"], False),
+    "fields": (["-T", "fields", "-e", "frame.number", "-e", "ip.src", "-e", "blank.seq", "-e", "enet.command.type",
+                "-e", "rutentoy.opcode"], False),
+    "conv": (["-q", "-z", "conv,udp", "-z", "conv,tcp"], True),
+    "iostat": (["-q", "-z", "io,stat,1"], True),
+    "phs": (["-q", "-z", "io,phs"], True),
+    "write": (["-w", "{out}"], True),
+}
+
+
+def run_measured(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, max RSS in kB, exit code) of one command, stdout to /dev/null."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t0, usage.ru_maxrss, proc.returncode
+
+
+def big(args) -> int:
+    sys.path.insert(0, str(ROOT / "tools"))
+    import replay
+    path = Path(f"/tmp/bench/{args.kind}-{args.big}.pcap")
+    want = f"replay {args.kind} {args.big}"
+    if not (path.exists() and stamp(path).exists() and stamp(path).read_text().strip() == want):
+        t0 = time.perf_counter()
+        n = replay.write(path, args.kind, args.big)
+        stamp(path).write_text(want + "\n")
+        print(f"capture: {path}: {n:,} frames built in {time.perf_counter() - t0:.1f} s")
+    n, size, _ = capture_stats(path)
+    print(f"{n:,} frames, {size / 1e6:.1f} MB ({args.kind}); one run each\n")
+    tools = {"protodump": protodump_cmd(), "tshark+lua": [args.tshark, "-X", f"lua_script:{args.lua}", "-r"],
+             "tshark": [args.tshark, "-r"]}
+    out = "/tmp/bench/written.pcap"
+    rows = []
+    for name in args.only.split(","):
+        mode_args, plain_too = BIG_MODES[name]
+        mode_args = [a.replace("{out}", out) for a in mode_args]
+        row = [name]
+        for tool, cmd in tools.items():
+            if (tool == "tshark" and not plain_too) or tool in args.skip.split(","):
+                row.append(None)
+                continue
+            argv = [*cmd, str(path), *mode_args] if tool != "protodump" else [*cmd, *mode_args, str(path)]
+            print(f"[{name}] {tool} ...", end="", flush=True)
+            wall, rss, rc = run_measured(argv)
+            print(f" {wall:.1f} s, {rss / 1024:.0f} MB" + (f" (exit {rc})" if rc else ""), flush=True)
+            row.append((wall, rss))
+        rows.append(row)
+    print(f"\n{'mode':<9} {'protodump':>18} {'tshark + plugin':>18} {'plain tshark':>18}   ratios (time)")
+    for name, *cells in rows:
+        text = [f"{c[0]:6.1f} s {c[1] / 1024:5.0f} MB" if c else f"{'-':>15}" for c in cells]
+        pd = cells[0]
+        ratios = "  ".join(f"{label} {c[0] / pd[0]:.2f}x" for label, c in zip(("tshark+lua/pd", "tshark/pd"),
+                                                                               cells[1:]) if c and pd)
+        print(f"{name:<9} {text[0]:>18} {text[1]:>18} {text[2]:>18}   {ratios}")
+    worst = max(c[1] for _, *cells in rows for c in cells[:1] if c)
+    print(f"\nprotodump max RSS over the modes: {worst / 1024:.0f} MB (target < 150 MB); "
+          f"{n / min(c[0] for _, *cells in rows for c in cells[:1] if c):,.0f} frames/s at best")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", choices=("real", "synthetic"), default="real",
@@ -329,7 +403,15 @@ def main(argv=None) -> int:
     ap.add_argument("--lua", type=Path, default=LUA)
     ap.add_argument("--file", type=Path, help="time this capture (any protocol) instead of a blank one")
     ap.add_argument("--repeat", type=int, default=1, help="with --file: replay its frames K times, one after another")
+    ap.add_argument("--big", type=int, help="frames of a many-conversation replay (tools/replay.py): every mode, "
+                    "max RSS")
+    ap.add_argument("--kind", default="mix", help="with --big: mix, unfinished, enet-fragments, opened-once")
+    ap.add_argument("--skip", default="", help="with --big: tools not to run (tshark+lua, tshark)")
     args = ap.parse_args(argv)
+    if args.big:
+        if args.only == ",".join(PAIRS):
+            args.only = ",".join(BIG_MODES)
+        return big(args)
 
     if args.file:
         args.capture = repeat_capture(args.file, args.repeat)
