@@ -148,7 +148,7 @@ class Generator:
         w("for _, f in pairs(F) do FL[#FL + 1] = f end")
         w(f"{var}.fields = FL")
         w("local E = {}")
-        for kind, (group, severity) in EXPERTS.items():
+        for kind, (group, severity) in p.experts.items():      # the same table Python's ctx.expert reads
             w(f"E[{lua_str(kind)}] = ProtoExpert.new({lua_str(p.name + '.' + kind)}, {lua_str(kind.capitalize())}, "
               f"{EXPERT_GROUP[group]}, {EXPERT_SEVERITY[severity]})")
         w("local EL = {}")

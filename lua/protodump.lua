@@ -1889,10 +1889,12 @@ function rt.image_reassembly(c, T, s)
   local whole = tv and tv:range(0, #data) or c.tvb(c.pos, 0)
   local digest = rt.xxh32(data)
   node:add(s.hash, whole, digest):set_generated()
+  -- a zero-length range of an empty range raises ("Range is out of bounds"): an empty image is its own
+  local at = whole:len() > 0 and whole:range(0, 0) or whole
   if res.announced then
-    node:add(s.announced, whole:range(0, 0), res.announced):set_generated()
+    node:add(s.announced, at, res.announced):set_generated()
     local same = rt.same_digest(res.announced, digest)
-    local ok = node:add(s.match, whole:range(0, 0), same)
+    local ok = node:add(s.match, at, same)
     ok:set_generated()
     if not same then
       rt.expert(c, ok, "sequence", string.format("xxHash32 %s does not match the announced digest %s", digest,
@@ -4763,37 +4765,10 @@ E["undecoded"] = ProtoExpert.new("enet.undecoded", "Undecoded", expert.group.UND
 E["sequence"] = ProtoExpert.new("enet.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
 E["reassembly"] = ProtoExpert.new("enet.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
 E["trailing"] = ProtoExpert.new("enet.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+E["checksum"] = ProtoExpert.new("enet.checksum", "Checksum", expert.group.CHECKSUM, expert.severity.ERROR)
 local EL = {}
 for _, e in pairs(E) do EL[#EL + 1] = e end
 P_enet.experts = EL
-if E["malformed"] == nil then
-  E["malformed"] = ProtoExpert.new("enet.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
-  EL[#EL + 1] = E["malformed"]
-end
-if E["unexpected"] == nil then
-  E["unexpected"] = ProtoExpert.new("enet.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
-  EL[#EL + 1] = E["unexpected"]
-end
-if E["undecoded"] == nil then
-  E["undecoded"] = ProtoExpert.new("enet.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
-  EL[#EL + 1] = E["undecoded"]
-end
-if E["sequence"] == nil then
-  E["sequence"] = ProtoExpert.new("enet.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
-  EL[#EL + 1] = E["sequence"]
-end
-if E["reassembly"] == nil then
-  E["reassembly"] = ProtoExpert.new("enet.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
-  EL[#EL + 1] = E["reassembly"]
-end
-if E["trailing"] == nil then
-  E["trailing"] = ProtoExpert.new("enet.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
-  EL[#EL + 1] = E["trailing"]
-end
-if E["checksum"] == nil then
-  E["checksum"] = ProtoExpert.new("enet.checksum", "Checksum", expert.group.CHECKSUM, expert.severity.ERROR)
-  EL[#EL + 1] = E["checksum"]
-end
 P_enet.prefs.checksum = Pref.enum("CRC-32 after the header", 0, "CRC-32 after the header", { { 1, "off", 0 }, { 2, "on", 1 } }, false)
 P_enet.prefs.handoff = Pref.enum("Payload hand-off", 0, "Payload hand-off", { { 1, "auto", 0 }, { 2, "port", 1 }, { 3, "off", 2 } }, false)
 P_enet.prefs.payload = Pref.string("Payload protocol", "", "Payload protocol")
