@@ -322,9 +322,12 @@ class Fit(Field):
 # --- file transfers --------------------------------------------------------------------------------------------------
 
 FILE_LIMIT = 1 << 24          # the largest compressed file we reassemble (Iceball maps are ~400 KB compressed)
-INFLATED_LIMIT = 1 << 26      # the largest inflated file we accept
+INFLATED_LIMIT = 1 << 24      # the largest inflated file we accept (announced or actual): bounds the plugin too
 REQUEST_LIMIT = 16            # requests waiting for their transfer, per conversation
 BLOCK_LIMIT = 1 << 16         # blocks one transfer may take (duplicates count: a replayed block cannot grow state)
+# the plugin's copies (engine.lua_backend.lua_limits): the Lua reads these values, never its own
+LIMITS = {"FILE_LIMIT": FILE_LIMIT, "INFLATED_LIMIT": INFLATED_LIMIT, "REQUEST_LIMIT": REQUEST_LIMIT,
+          "BLOCK_LIMIT": BLOCK_LIMIT}
 
 
 class Transfer(Field):
@@ -386,6 +389,10 @@ class Transfer(Field):
             message = OffsetReassembly(total, FILE_LIMIT)
         except TooLarge as exc:
             ctx.expert(node, "reassembly", str(exc))
+            state["current"] = None
+            return
+        if size > INFLATED_LIMIT:           # given up at once, before any byte is kept or inflated
+            ctx.expert(node, "reassembly", f"File of {size} bytes exceeds the limit of {INFLATED_LIMIT}")
             state["current"] = None
             return
         state["current"] = {"name": name, "kind": kind, "total": total, "size": size, "message": message,

@@ -10,7 +10,7 @@
 -- the same.
 
 local STREAM_MAX_PDU = 1048576      -- reassembly.tcp.MAX_PDU
-local STREAM_RESYNC_LIMIT = 65536   -- engine.streams.RESYNC_LIMIT
+local STREAM_RESYNC_LIMIT = LIMITS.RESYNC_LIMIT   -- engine.streams.RESYNC_LIMIT
 
 local function stream_field(name)
   local ok, f = pcall(Field.new, name)

@@ -63,7 +63,7 @@ def read_frames(path: Path) -> list[tuple[float, bytes]]:
         return [(ts, bytes(buf)) for ts, buf in dpkt.pcap.Reader(f)]
 
 
-def write_frames(path: Path, frames: list[tuple[float, bytes]]) -> None:
+def write_frames(path: Path, frames) -> None:
     with open(path, "wb") as f:
         w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
         for ts, buf in frames:
@@ -150,6 +150,40 @@ def shift_tcp(frames: list[tuple[float, bytes]], index: int, delta: int) -> None
         else:
             continue
         frames[i] = (ts, rebuild(eth, ip, t))
+
+
+def tcp_session(steps, server_port: int, client_port: int = 40999, mss: int = 1448, start: float = 1.0e9):
+    """Ethernet/IPv4/TCP frames of one connection carrying `steps` ((\"c2s\"|\"s2c\", bytes), as
+    tools/netns_record.record_tcp takes them): handshake, data in MSS-sized segments, each acknowledged, FINs.
+    For inputs too large to record through the kernel quickly (the hostile captures)."""
+    ends = {"c2s": (b"\x0a\0\0\x01", client_port, b"\x0a\0\0\x02", server_port)}
+    ends["s2c"] = (ends["c2s"][2], server_port, ends["c2s"][0], client_port)
+    seq = {"c2s": 1000, "s2c": 5000}
+    ts = [start]
+
+    def seg(side, flags, data=b""):
+        src, sport, dst, dport = ends[side]
+        other = "s2c" if side == "c2s" else "c2s"
+        t = dpkt.tcp.TCP(sport=sport, dport=dport, seq=seq[side], ack=seq[other] if flags & dpkt.tcp.TH_ACK else 0,
+                         flags=flags, win=65535, data=data)
+        ip = dpkt.ip.IP(src=src, dst=dst, p=dpkt.ip.IP_PROTO_TCP, ttl=64, df=1, data=t)
+        eth = dpkt.ethernet.Ethernet(src=b"\x02" + bytes(5), dst=b"\x02" + bytes(4) + b"\x01",
+                                     type=dpkt.ethernet.ETH_TYPE_IP, data=ip)
+        ts[0] += 0.0001
+        seq[side] = (seq[side] + len(data) + (1 if flags & (dpkt.tcp.TH_SYN | dpkt.tcp.TH_FIN) else 0)) & 0xFFFFFFFF
+        return (ts[0], rebuild(eth, ip, t))
+
+    A, S, F, P = dpkt.tcp.TH_ACK, dpkt.tcp.TH_SYN, dpkt.tcp.TH_FIN, dpkt.tcp.TH_PUSH
+    yield seg("c2s", S)
+    yield seg("s2c", S | A)
+    yield seg("c2s", A)
+    for side, data in steps:
+        for at in range(0, len(data), mss):
+            yield seg(side, A | P, data[at:at + mss])
+        yield seg("s2c" if side == "c2s" else "c2s", A)
+    yield seg("c2s", F | A)
+    yield seg("s2c", F | A)
+    yield seg("c2s", A)
 
 
 # --- mutation operators ---------------------------------------------------------------------------------------------
