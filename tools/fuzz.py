@@ -100,8 +100,29 @@ def rebuild(eth, ip, l4) -> bytes:
     return bytes(eth)
 
 
-def sctp_data_chunks(l4) -> list:
-    return [c for c in l4.chunks if c.type == dpkt.sctp.DATA and len(c.data) > 12]
+def sctp_chunks(raw: bytes) -> list[tuple[int, int, bytes]]:
+    """(type, flags, value) of each chunk of an SCTP packet's bytes (walked by hand: padding kept out)."""
+    out, pos = [], 12
+    while pos + 4 <= len(raw):
+        kind, flags, length = struct.unpack_from("!BBH", raw, pos)
+        if length < 4:
+            break
+        out.append((kind, flags, raw[pos + 4:pos + length]))
+        pos += (length + 3) & ~3
+    return out
+
+
+def sctp_packet(common: bytes, chunks: list[tuple[int, int, bytes]]) -> bytes:
+    from sctp_frames import crc32c
+    body = bytearray(common[:8] + bytes(4))
+    for kind, flags, value in chunks:
+        body += struct.pack("!BBH", kind, flags, 4 + len(value)) + value + bytes(-len(value) % 4)
+    struct.pack_into("<I", body, 8, crc32c(bytes(body)))
+    return bytes(body)
+
+
+def _first_data(raw: bytes) -> int | None:
+    return next((k for k, (kind, _, value) in enumerate(sctp_chunks(raw)) if kind == 0 and len(value) > 12), None)
 
 
 def payload_of(frame: bytes) -> bytes | None:
@@ -110,19 +131,35 @@ def payload_of(frame: bytes) -> bytes | None:
         return None
     l4 = parts[2]
     if isinstance(l4, dpkt.sctp.SCTP):
-        chunks = sctp_data_chunks(l4)
-        return chunks[0].data[12:] if chunks else None
+        raw = _raw_l4(parts[1])
+        k = _first_data(raw)
+        return sctp_chunks(raw)[k][2][12:] if k is not None else None
     return bytes(l4.data) or None
+
+
+def _raw_l4(ip) -> bytes:
+    """The transport bytes as captured (dpkt would re-serialise SCTP chunks without their padding)."""
+    raw = bytes(ip)
+    return raw[ip.hl * 4:] if isinstance(ip, dpkt.ip.IP) else raw[40:]
 
 
 def with_payload(frame: bytes, payload: bytes) -> tuple[bytes, int]:
     """The frame carrying `payload` instead of its own, and the change in length (TCP sequence shift)."""
     eth, ip, l4 = l4_of(frame)
     if isinstance(l4, dpkt.sctp.SCTP):
-        chunk = sctp_data_chunks(l4)[0]
-        chunk.data = chunk.data[:12] + payload
-        chunk.len = 4 + len(chunk.data)
-        return rebuild(eth, ip, l4), 0          # SCTP DATA chunks are framed by TSN, not by byte offset
+        raw = _raw_l4(ip)
+        chunks = sctp_chunks(raw)
+        k = _first_data(raw)
+        kind, flags, value = chunks[k]
+        chunks[k] = (kind, flags, value[:12] + payload)
+        ip.data = sctp_packet(raw, chunks)
+        if isinstance(ip, dpkt.ip.IP):
+            ip.len = ip.hl * 4 + len(ip.data)
+            ip.sum = 0
+        else:
+            ip.plen = len(ip.data)
+        eth.data = ip
+        return bytes(eth), 0                    # SCTP DATA chunks are framed by TSN, not by byte offset
     delta = len(payload) - len(l4.data)
     l4.data = payload
     return rebuild(eth, ip, l4), delta
@@ -240,9 +277,12 @@ def mutate(frames: list[tuple[float, bytes]], rng: random.Random, case: Case) ->
         if rng.random() < 0.8:
             name = rng.choice(sorted(PAYLOAD_OPS))
             i = rng.choice(carrying)
-            other = payload_of(frames[rng.choice(carrying)][1])
+            other = payload_of(frames[rng.choice(carrying)][1]) or b"\0"
             ts, frame = frames[i]
-            new, delta = with_payload(frame, PAYLOAD_OPS[name](rng, payload_of(frame), other))
+            data = payload_of(frame)
+            if not data:
+                continue
+            new, delta = with_payload(frame, PAYLOAD_OPS[name](rng, data, other))
             frames[i] = (ts, new)
             shift_tcp(frames, i, delta)
             case.ops.append(f"{name}@{i + 1}")
