@@ -129,7 +129,8 @@ class Vec3(Field):
     def add_absolute(self, ctx, parent, offset, raw):
         """The generated sum with the base vector read earlier (Entity Update's relative chunk positions)."""
         base = ctx.lookup(self.absolute_base) or (0,) * len(raw)
-        total = tuple(a + b for a, b in zip(base, raw))
+        # int32 fields: a sum past 2^31 wraps, as Wireshark stores a Lua number in an FT_INT32
+        total = tuple((a + b + 0x80000000) % 0x100000000 - 0x80000000 for a, b in zip(base, raw))
         node = parent.add(Item(self.abs_info, None, offset, self.size, None, True))
         node.children = frozen(self.memo, ("abs", total, offset), self.absolute_items, total, offset)
 

@@ -390,7 +390,9 @@ class Generator:
             w(f"it:set_text({lua_str(f.label + ': (')} .. {joined} .. \")\")")
             if f.absolute:
                 w(f"local base = rt.lookup(c, {lua_str(f.absolute_base)}) or {{ {', '.join(['0'] * n)} }}")
-                w(f"local tot = {{ {', '.join(f'base[{i + 1}] + {rv}' for i, rv in enumerate(raws))} }}")
+                # wrapped to int32 as Python does (engine/blocks.py add_absolute)
+                wrap = "(base[{}] + {} + 2147483648) % 4294967296 - 2147483648"
+                w(f"local tot = {{ {', '.join(wrap.format(i + 1, rv) for i, rv in enumerate(raws))} }}")
                 w(f"local g = T:add(F[{lua_str(f.abs_info.abbrev)}], r)")
                 parts = ' .. ", " .. '.join(f'string.format("%d", tot[{i + 1}])' for i in range(n))
                 w(f"g:set_text(\"Chunk position: (\" .. {parts} .. \")\")")

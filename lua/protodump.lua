@@ -4652,7 +4652,7 @@ S.blank_ustate_28 = function(c, T)
     c.sc[#c.sc]["chunk_pos"] = { w102, w103, w104 }
     it:set_text("Chunk position (relative): (" .. rt.short(e99, false) .. ", " .. rt.short(e100, false) .. ", " .. rt.short(e101, false) .. ")")
     local base = rt.lookup(c, "base") or { 0, 0, 0 }
-    local tot = { base[1] + w102, base[2] + w103, base[3] + w104 }
+    local tot = { (base[1] + w102 + 2147483648) % 4294967296 - 2147483648, (base[2] + w103 + 2147483648) % 4294967296 - 2147483648, (base[3] + w104 + 2147483648) % 4294967296 - 2147483648 }
     local g = T:add(F["blank.ustate.abs_chunk_pos"], r)
     g:set_text("Chunk position: (" .. string.format("%d", tot[1]) .. ", " .. string.format("%d", tot[2]) .. ", " .. string.format("%d", tot[3]) .. ")")
     g:set_generated()
