@@ -115,6 +115,10 @@ local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = LIMITS.FILE_LIMIT
 -- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
 -- covered are kept, so the parts never overlap; returns the bytes added.
 local function place(parts, at, piece)
+  if at >= (parts.hi or 0) then                 -- past every earlier piece (blocks in order): nothing to scan
+    if #piece > 0 then parts[#parts + 1] = { at, piece }; parts.hi = at + #piece end
+    return #piece
+  end
   local todo = { { at, at + #piece } }
   for _, q in ipairs(parts) do
     local qs, qe, left = q[1], q[1] + #q[2], {}
@@ -132,6 +136,7 @@ local function place(parts, at, piece)
   for _, span in ipairs(todo) do
     parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
     added = added + span[2] - span[1]
+    if span[2] > (parts.hi or 0) then parts.hi = span[2] end
   end
   return added
 end

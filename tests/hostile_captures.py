@@ -64,7 +64,44 @@ def junk() -> Path:                            # 10 MiB of incompressible transf
     return iceball_transfer("hostile-10mib-junk.pcap", compressed=os.urandom(10 << 20), ulen=10 << 20)
 
 
-ALL = {"zlib-bomb": zlib_bomb, "60mib-lua": large_lua, "10mib-junk": junk}
+def blank_bombs(count: int = 20, name: str = "hostile-blank-bombs.pcap") -> Path:
+    """`count` blank chunk transfers of 64 KiB (the chunk limit) each inflating to 64 MiB (blank's limit: 1 MiB),
+    then a chat message that must still be decoded."""
+    import struct
+
+    import dpkt
+
+    from bench import CLIENT_PORT, SERVER_PORT, _frame
+    from protodump.dissectors.blank import PROTOCOL
+    data = zlib.compress(bytes(64 << 20), 9)
+    seq = [0]
+
+    def pkt(values, raw=b""):
+        seq[0] += 1
+        if raw:
+            out = bytearray()
+            PROTOCOL.header.encode({"seq": seq[0], "ack": 0, "ack_history": 0, "type": 10}, out)
+            return bytes(out) + raw
+        return PROTOCOL.encode({"seq": seq[0], "ack": 0, "ack_history": 0, **values})
+
+    payloads = []
+    for tid in range(1, count + 1):
+        payloads.append(pkt({"type": 9, "transmission_id": tid, "flags": 1, "coords": (0, 0, 0),
+                             "data_size": len(data)}))
+        for off in range(0, len(data), 1400):
+            piece = data[off:off + 1400]
+            payloads.append(pkt(None, struct.pack("<III", tid, off, len(piece)) + piece))
+    payloads.append(pkt({"type": 12, "msg_type": 0, "referral": 0, "text": "after the bombs"}))
+    path = TMP / name
+    TMP.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, payload in enumerate(payloads):
+            w.writepkt(_frame(payload, SERVER_PORT, CLIENT_PORT, i & 0xFFFF), ts=1.7e9 + i * 0.001)
+    return path
+
+
+ALL = {"zlib-bomb": zlib_bomb, "60mib-lua": large_lua, "10mib-junk": junk, "blank-bombs": blank_bombs}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or ALL:
