@@ -4,7 +4,15 @@ Measured on tshark 4.0.17 (add_packet_field with ENC_UTF_8 over 408 crafted and 
 maximal ill-formed subpart becomes one U+FFFD, which is exactly Python's 'replace' error handler (Unicode's
 recommended practice). The Lua runtime's rt.utf8 implements the same rule for the plugin's Info column.
 """
+import math
 
 
 def wire_string(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+def g6(x: float) -> str:
+    """C's "%.6g" (the plugin's string.format): as Python's, except that a NaN keeps its sign ("-nan")."""
+    if x != x:
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return "%.6g" % x

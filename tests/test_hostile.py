@@ -150,3 +150,52 @@ def test_hostile_transfers_cost_the_plugin_little(make, tmp_path, monkeypatch, p
     assert "after the transfer" in theirs
     assert ("exceeds the limit" if make == "over_limit" else "File does not inflate") in theirs
     assert same_layers(protodump_run("-T", "json", "-r", str(path)).stdout, theirs, ("iceball",)) == []
+
+
+# --- values tshark formats its own way ----------------------------------------------------------------------------
+
+def test_special_floats_and_int32_wrap_print_alike(tmp_path, protodump_run, tshark_run):
+    """Velocities of -0, negative and positive NaN, infinities and denormals, and an Entity Update whose base plus
+    relative chunk position passes 2^31 (abs_chunk_pos wraps as an FT_INT32): the same JSON and -V text."""
+    import dpkt
+
+    from bench import CLIENT_PORT, SERVER_PORT, _entity_state, _frame
+    from protodump.dissectors.blank import PROTOCOL
+    rng = random.Random(1)
+    specials = [struct_float(b) for b in (b"\x00\x00\x00\x80", b"\x00\x00\xc0\xff", b"\x00\x00\xc0\x7f",
+                                          b"\x00\x00\x80\x7f", b"\x00\x00\x80\xff", b"\x01\x00\x00\x00",
+                                          b"\xff\xff\x7f\x00", b"\x01\x00\x00\x80")]
+    payloads = []
+    for seq in range(len(specials)):
+        state = _entity_state(rng)
+        state["velocity"] = (specials[seq], specials[-seq - 1], -0.0)
+        payloads.append(PROTOCOL.encode({"seq": seq, "ack": 0, "ack_history": 0, "type": 4, "state": state,
+                                         "movement": (0, 0, 1), "actions": 0, "slot": 0}))
+    ents = [{"entity_id": 3, "ustate": _entity_state(rng, relative=True)}]
+    ents[0]["ustate"]["chunk_pos"] = (1, -1, 1)
+    payloads.append(PROTOCOL.encode({"seq": 20, "ack": 0, "ack_history": 0, "type": 7, "count": 1,
+                                     "base": (2147483647, -2147483648, 5), "entities": ents}))
+    path = tmp_path / "specials.pcap"
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, p in enumerate(payloads):
+            w.writepkt(_frame(p, CLIENT_PORT if i < len(specials) else SERVER_PORT,
+                              SERVER_PORT if i < len(specials) else CLIENT_PORT, i), ts=1.7e9 + i)
+    theirs = tshark_run("-T", "json", "-r", str(path)).stdout
+    assert '"-nan"' in theirs and '"-2147483648"' in theirs
+    assert same_layers(protodump_run("-T", "json", "-r", str(path)).stdout, theirs, ("blank",)) == []
+
+    def blank_text(text: str) -> list[str]:
+        out, inside = [], False
+        for line in text.splitlines():
+            if not line.startswith(" "):
+                inside = line.startswith("blank")
+            if inside:
+                out.append(line)
+        return out
+    assert blank_text(protodump_run("-V", "-r", str(path)).stdout) == blank_text(tshark_run("-V", "-r", str(path)).stdout)
+
+
+def struct_float(raw: bytes) -> float:
+    import struct
+    return struct.unpack("<f", raw)[0]
