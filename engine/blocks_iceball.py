@@ -22,8 +22,8 @@ from .blocks import _inflate as inflate  # the capped zlib inflate blank's chunk
 from .context import Ctx, Truncated
 from .fields import Binder, Field, Packet, Struct, format_template
 from .protocol import EXPERTS
-from .strings import wire_string
-from .tree import Item
+from .strings import stray_after_nul, wire_string
+from .tree import UNDECODED, WARN, ExpertInfo, Item
 
 
 def lua_str(s) -> str:
@@ -53,7 +53,10 @@ class Counted(Field):
         raw = ctx.data[ctx.pos:ctx.pos + n]
         value = wire_string(raw) if self.text else raw
         ctx.scopes[-1][self.name] = value
-        parent.add(Item(self.info, value, ctx.pos, n))
+        item = parent.add(Item(self.info, value, ctx.pos, n))
+        if self.text and stray_after_nul(raw):      # the expert Wireshark adds by itself to such a string item
+            item.expert(ExpertInfo("_ws.string.trailing_stray_characters", UNDECODED, WARN,
+                                   "Trailing stray characters"))
         ctx.pos += n
 
     def encode(self, values, out):

@@ -11,6 +11,16 @@ def wire_string(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def stray_after_nul(raw: bytes) -> bool:
+    """Wireshark's own "Trailing stray characters" check on a string item added with ENC_UTF_8 (proto.c,
+    detect_trailing_stray_characters): in the decoded text, a non-NUL byte between its first NUL and the item's
+    length in wire bytes."""
+    if b"\0" not in raw:
+        return False
+    text = wire_string(raw).encode("utf-8")
+    return any(text[text.index(b"\0"):len(raw)].strip(b"\0"))
+
+
 def g6(x: float) -> str:
     """C's "%.6g" (the plugin's string.format): as Python's, except that a NaN keeps its sign ("-nan")."""
     if x != x:

@@ -199,3 +199,15 @@ def test_special_floats_and_int32_wrap_print_alike(tmp_path, protodump_run, tsha
 def struct_float(raw: bytes) -> float:
     import struct
     return struct.unpack("<f", raw)[0]
+
+
+def test_trailing_stray_characters_as_wireshark_adds_them(tmp_path, protodump_run, tshark_run):
+    """A counted Iceball string holding a NUL then more bytes: Wireshark adds its own expert to the string item
+    (not for NULs only after it, nor when the NUL follows an invalid byte); protodump shows the same."""
+    from make_iceball_captures import PORT, counted
+    steps = [("c2s", counted(0x30, name, bytes([3]))) for name in (b"ab\x00cd", b"ab\x00\x00", b"\xff\x00\x00x")]
+    path = tmp_path / "stray.pcap"
+    fuzz.write_frames(path, fuzz.tcp_session(steps, 20737))
+    theirs = tshark_run("-T", "json", "-r", str(path)).stdout
+    assert theirs.count("_ws.string.trailing_stray_characters") == 1
+    assert same_layers(protodump_run("-T", "json", "-r", str(path)).stdout, theirs, ("iceball",)) == []
