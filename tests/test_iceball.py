@@ -512,7 +512,8 @@ def test_system_round_trip(raw, flags, which):
         return
     wire = PROTOCOL.encode({"id": code, **vals}, channel=1)
     _, got, tree, _ = decode(wire, 1)
-    assert experts(tree) == [] and all(got[k] == v for k, v in vals.items())
+    # a NUL then more bytes: the expert Wireshark itself adds to such a string item (and protodump with it)
+    assert set(experts(tree)) <= {"Trailing stray characters"} and all(got[k] == v for k, v in vals.items())
     assert PROTOCOL.pdu_length(wire, 0, {}, "", {}) == len(wire)
 
 
