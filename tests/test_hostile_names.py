@@ -79,3 +79,18 @@ def test_runtime_fields_are_registered():
     # fills from the protocol's fields: each such table entry must point at a defined field
     for key, abbrev in re.findall(r'(\w+) = F\["([\w.]+)"\]', TEXT):
         assert abbrev in defined, (key, abbrev)
+
+
+def test_limits_come_from_python():
+    """The plugin's limits are one generated table (LIMITS, from the Python constants): every LIMITS.X the Lua
+    reads is in it, and no runtime file sets a *_LIMIT / *_MAX of its own (the range coder's model constants are
+    its algorithm, not limits)."""
+    from protodump.engine.lua_backend import lua_limits
+    limits = lua_limits(PROTOCOLS)
+    table = re.search(r"^local LIMITS = \{ (.*) \}$", TEXT, re.M).group(1)
+    assert dict(re.findall(r"(\w+) = (\d+)", table)) == {k: str(v) for k, v in limits.items()}
+    assert set(re.findall(r"\bLIMITS\.(\w+)", TEXT)) <= set(limits)
+    for path in PLUGIN.parent.glob("*.lua"):
+        if path.name in ("protodump.lua", "rt_rangecoder.lua"):
+            continue
+        assert not re.search(r"\b\w*(LIMIT|_MAX)\w*\s*=\s*\d", path.read_text(encoding="utf-8")), path.name
