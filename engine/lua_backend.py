@@ -583,7 +583,8 @@ class Generator:
             spec = next((f, off) for f, off, _, _ in run.spans if f.name == fname)
             f, off = spec
             with w.block(f"local function heur_{p.name}(tvb, pinfo, tree)"):
-                w(f"if tvb:len() < {off + f.size} then return false end")
+                # as Protocol.heuristic_match: the whole header must be there, not only the tag
+                w(f"if tvb:len() < {max(off + f.size, p.header.size or 0)} then return false end")
                 w(f"if {self.read_expr(f, f'tvb({off}, {f.size})')} ~= {value} then return false end")
                 w(f"dissect_{p.name}(tvb, pinfo, tree)")
                 w("return true")

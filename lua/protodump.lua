@@ -4867,7 +4867,7 @@ end
 function P_blank.dissector(tvb, pinfo, tree) return dissect_blank(tvb, pinfo, tree) end
 DissectorTable.get("udp.port"):add(12354, P_blank)
 local function heur_blank(tvb, pinfo, tree)
-  if tvb:len() < 4 then return false end
+  if tvb:len() < 16 then return false end
   if tvb(0, 4):le_uint() ~= 4212830639 then return false end
   dissect_blank(tvb, pinfo, tree)
   return true
