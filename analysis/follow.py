@@ -7,7 +7,10 @@ tcp.stream) or two endpoints ADDR:PORT,ADDR:PORT. Node 0 is the source of the st
   tcp    the byte stream of each direction, in order: retransmitted bytes are dropped, overlaps trimmed
          (a simple in-order stream: out-of-order segments are not reordered)
   blank  one record per blank message, with its summary and the buffers the dissector built from it
-         (reassembled and inflated chunk data); STREAM numbers the UDP conversations as follow,udp does
+         (reassembled and inflated chunk data); STREAM numbers the UDP conversations as follow,udp does;
+         "decoded": each message's summary and tree
+
+The other game streams (enet, iceball, rutentoy, websocket, freeblox): analysis/follow_game.py.
 """
 from __future__ import annotations
 
@@ -27,10 +30,12 @@ def parse_endpoint(text: str) -> tuple[str, int]:
 class Follow(Tap):
     kind = "follow"
     transport = ""
+    transports: tuple = ()        # a protocol carried by several transports: the first packet's one is followed
+    modes = MODES
 
     def __init__(self, args):
-        usage = f"follow,{self.proto},{'|'.join(MODES)},N or ...,ADDR:PORT,ADDR:PORT"
-        if not args or args[0] not in MODES:
+        usage = f"follow,{self.proto},{'|'.join(self.modes)},N or ...,ADDR:PORT,ADDR:PORT"
+        if not args or args[0] not in self.modes:
             raise StatsError(f"-z follow,{self.proto}: expected a mode (usage: -z {usage})")
         self.mode = args[0]
         rest = args[1:]
@@ -44,30 +49,43 @@ class Follow(Tap):
                              f" ADDR:PORT (usage: -z {usage})")
         self.streams: dict = {}       # conversation key -> stream index
         self.nodes = None             # ((host, port), (host, port)) of the followed stream
+        self.firsts: dict = {}        # per transport: (source, destination) of the followed stream's first packet
         self.records: list[dict] = []
         self.ipv6 = False
 
     def in_stream(self, packet) -> int | None:
         """The node (0/1) of a packet of the followed stream, else None."""
         d = packet.decoded
-        if d.transport != self.transport or d.sport is None:
+        if d.sport is None or (d.transport != self.transport and d.transport not in self.transports):
             return None
         src, dst = (d.src, d.sport), (d.dst, d.dport)
-        key = (src, dst) if src <= dst else (dst, src)
-        index = self.streams.setdefault(key, len(self.streams))
+        key = (d.transport, src, dst) if src <= dst else (d.transport, dst, src)
+        numbering = self.streams.setdefault(d.transport, {})          # udp.stream / tcp.stream / sctp.assoc
+        index = numbering.setdefault(key, len(numbering))
         if self.index is not None:
             if index != self.index:
                 return None
         elif {src, dst} != set(self.pair) or (src == dst and self.pair[0] != self.pair[1]):
             return None
+        first = self.firsts.setdefault(d.transport, (src, dst))    # node 0: the stream's first packet's source
         if self.nodes is None:
-            self.nodes = (src, dst)
+            if not self.accepts(packet):
+                return None
+            self.nodes, self.transport = first, d.transport
             self.ipv6 = d.network == "ipv6"
+        if d.transport != self.transport:
+            return None
         return 0 if src == self.nodes[0] and dst == self.nodes[1] else 1
+
+    def accepts(self, packet) -> bool:
+        """May this packet start the followed stream (a game follow waits for a packet of its protocol)."""
+        return True
 
     def filter_text(self) -> str:
         if self.index is not None:
-            return f"{self.transport}.stream eq {self.index}"
+            transport = self.transport or (self.transports or ("udp",))[0]
+            field = "sctp.assoc_index" if transport == "sctp" else f"{transport}.stream"
+            return f"{field} eq {self.index}"
         (a, ap), (b, bp) = self.pair
         ip = "ipv6" if ":" in a else "ip"
         t = self.transport
@@ -135,6 +153,7 @@ class FollowBlank(Follow):
     name = "follow,blank"
     proto = "blank"
     transport = "udp"
+    modes = (*MODES, "decoded")
 
     def filter_text(self):
         return super().filter_text() + " and blank"
@@ -144,4 +163,5 @@ class FollowBlank(Follow):
         if node is None or packet.game is None or packet.protocol != "blank":
             return
         buffers = [{"name": s.name, "data": bytes(s.data)} for s in packet.sources[1:]]
-        self.record(packet, node, bytes(packet.decoded.payload), info=packet.info, buffers=buffers)
+        extra = {"label": packet.info, "tree": packet.game.item} if self.mode == "decoded" else {}
+        self.record(packet, node, bytes(packet.decoded.payload), info=packet.info, buffers=buffers, **extra)

@@ -5,7 +5,7 @@ endpoints), stats_io (io,stat), stats_expert (expert), stats_game (<proto>,types
 """
 from __future__ import annotations
 
-from . import follow, stats_conv, stats_game, stats_expert, stats_io, stats_phs  # noqa: F401 - registration
+from . import follow, follow_game, stats_session, stats_conv, stats_game, stats_expert, stats_io, stats_phs  # noqa: F401 - registration
 from .stats_base import TAPS, StatsError, Tap, make_tap
 
 __all__ = ["TAPS", "StatsError", "Tap", "make_tap", "make_taps", "run"]

@@ -10,6 +10,7 @@ from .check_cmd import check
 from .lua_cmd import lua
 from .fields_cmd import fields
 from .read_cmd import read
+from .report_cmd import report
 
 
 class DefaultGroup(click.Group):
@@ -42,6 +43,7 @@ cli.add_command(read)
 cli.add_command(lua)
 cli.add_command(fields)
 cli.add_command(check)
+cli.add_command(report)
 
 
 def main() -> None:

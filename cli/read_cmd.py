@@ -12,6 +12,8 @@ from ..output import text
 from ..output.json_out import JsonWriter
 from ..output import fields_out
 from . import capture_opts
+from . import export_opts
+from . import two_pass_opts
 from . import filter_cli
 from ..analysis import stats
 from ..output import stats_out
@@ -69,10 +71,14 @@ def parse_prefs(values) -> dict:
                    "endpoints,eth|ip|ipv6|udp|tcp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
                    "blank,seq | follow,udp|tcp,ascii|hex|raw|yaml,N (or ADDR:PORT,ADDR:PORT) | "
                    "follow,blank,MODE,N (each blank message of UDP stream N: its summary and the reassembled "
-                   "and inflated chunk buffers).")
+                   "and inflated chunk buffers). Game sessions: enet,peers | iceball,files | rutentoy,objects | "
+                   "freeblox,assets | players | follow,enet|iceball|rutentoy|websocket|freeblox,MODE|decoded,N"
+                   "[,KEY=VALUE].")
 @click.option("--format", "stats_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Statistics format (text: tshark's layout, rich tables on a terminal).")
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
+@export_opts.export_options            # --export-objects PROTO,DIR
+@two_pass_opts.two_pass_option         # -2
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None):
     """Decode a capture file.
@@ -95,12 +101,14 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
     quiet = quiet or source.quiet
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
     try:
         dispatcher = Dispatcher(PROTOCOLS, settings)
     except DispatchError as exc:
         raise click.UsageError(str(exc)) from None
+    dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher)    # -2: a first pass
     out = sys.stdout
     only_set = set(only.split(",")) if only else None
     detail = verbose or only_set is not None
@@ -128,6 +136,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 n += 1
                 for tap in taps:
                     tap.add(packet)
+                if exporter is not None:
+                    exporter.add(packet)
                 shown = shows is None or shows(packet)
                 if shown and not quiet:
                     writer.write(packet)
@@ -145,6 +155,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         source.finish()                   # closes -w; live: "N packets captured"
     writer.close()
     stats_out.write([t.result() for t in taps], out, stats_format)
+    export_opts.finish(exporter)
 
 
 def stats_taps(args) -> list:

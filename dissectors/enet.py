@@ -202,7 +202,7 @@ class ENet:
         from . import enet_analysis as a
         return {"ENET_SENT_LIMIT": a.SENT_LIMIT, "ENET_MESSAGE_LIMIT": a.MESSAGE_LIMIT,
                 "ENET_MESSAGE_MAX": a.MESSAGE_MAX, "ENET_FRAGMENT_COUNT_MAX": a.FRAGMENT_COUNT_MAX,
-                "ENET_FRAGMENT_LIMIT": a.FRAGMENT_LIMIT}
+                "ENET_FRAGMENT_LIMIT": a.FRAGMENT_LIMIT, "ENET_ACKED_IN_LIMIT": a.ACKED_IN_LIMIT}
 
     def dissect(self, ctx: Ctx, prefs: dict):
         from .enet_analysis import dissect_datagram  # the per-datagram walk and its analysis
@@ -271,6 +271,7 @@ class _Generated:
         self.command = f("enet.command", "Command", "none")
         self.acked_frame = f("enet.acknowledge.frame", "Acknowledges frame", "uint32")
         self.rtt = f("enet.acknowledge.rtt", "Round-trip time (ms)", "double")
+        self.acked_in = f("enet.acknowledged_in", "Acknowledged in frame", "uint32")   # second pass only
         self.reassembled = f("enet.reassembled", "Reassembled ENet message", "none")
         self.reassembled_frame = f("enet.reassembled.frame", "Fragment in frame", "uint32")
         self.reassembled_length = f("enet.reassembled.length", "Reassembled length", "uint32")

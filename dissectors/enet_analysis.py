@@ -18,7 +18,9 @@ MESSAGE_MAX = 32 << 20         # libenet's default maximum packet size: larger t
 FRAGMENT_COUNT_MAX = 1 << 20   # ENET_PROTOCOL_MAXIMUM_FRAGMENT_COUNT
 FRAGMENT_LIMIT = 4096          # fragments we hold for one message (~5.6 MB at the usual MTU): keeps each datagram's
                                # share of the coverage check bounded
+ACKED_IN_LIMIT = 65536         # acknowledgements remembered per conversation for the second pass's reverse links
 PAYLOAD_COMMANDS = {6: "reliable", 7: "unreliable", 9: "unsequenced"}
+SECOND_PASS = "_second_pass.enet_acked_in"    # the prefs key under which a second pass gets what the first learnt
 
 
 def dissect_datagram(p, ctx: Ctx, prefs: dict):
@@ -176,7 +178,12 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
         bounded_put(conv.setdefault("enet_sent", {}), key, (ctx.frame, getattr(ctx, "time", None)), SENT_LIMIT)
     if kind == 1:
         acknowledge(g, ctx, item, scope)
-    elif kind in PAYLOAD_COMMANDS:
+    learnt = prefs.get(SECOND_PASS)
+    if learnt and scope["acknowledge"]:          # tshark -2 / a GUI click: the reverse link of the ack, learnt later
+        frame = learnt.get((ctx.frame, scope["channel"], scope["reliable_seq"]))
+        if frame is not None:
+            item.add(Item(g.acked_in, frame, item.offset, 0, f"Acknowledged in frame {frame}", True))
+    if kind in PAYLOAD_COMMANDS:
         data = scope["data"]
         hand_up(ctx, prefs, body, sub.pos - len(data), sub.pos, source, scope)
     elif kind in FRAGMENT_COMMANDS:
@@ -195,6 +202,8 @@ def acknowledge(g, ctx: Ctx, item: Item, scope: dict) -> None:
     if sent is None:
         return
     frame, then = sent
+    bounded_put(ctx.conv.setdefault("enet_acked_in", {}), (frame, scope["channel"], scope["received_reliable_seq"]),
+                ctx.frame, ACKED_IN_LIMIT)
     item.add(Item(g.acked_frame, frame, item.offset, 0, f"Acknowledges frame {frame}", True))
     now = getattr(ctx, "time", None)
     if now is not None and then is not None:
@@ -290,3 +299,11 @@ def show_message(g, ctx: Ctx, prefs: dict, item: Item, whole: bytes, frames: lis
     ctx.notes.append(f"[{len(whole)} bytes reassembled]")
     source = ctx.new_source("Reassembled ENet", whole)
     hand_up(ctx, prefs, whole, 0, len(whole), source, scope)
+
+
+def second_pass_prefs(conversations) -> dict:
+    """What a first pass over a capture learnt that a second one shows (tshark -2): the prefs to add."""
+    learnt = {}
+    for conv in conversations.values():
+        learnt.update(conv.get("enet_acked_in", ()))
+    return {SECOND_PASS: learnt} if learnt else {}

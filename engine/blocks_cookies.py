@@ -12,6 +12,7 @@ import xxhash
 
 from .context import bounded_put
 from .fields import Field
+from .strings import wire_string
 from .tree import DataSource, Item
 
 
@@ -118,6 +119,7 @@ class TextReassembly(Field):
         bound.r_count = b.field(f"{prefix}.reassembled.chunks", "Chunks", "uint32")
         bound.r_length = b.field(f"{prefix}.reassembled.length", "Length", "uint32")
         bound.text_info = b.field(f"{prefix}.text", "Text", "string")
+        bound.chunk_text = b.field(f"{bound.abbrev}.text", "Chunk text", "string")
         top = f"{b.proto}.ipc"
         bound.cmd_info = b.field(f"{top}.command", "IPC command", "string")
         bound.commands = [copy.copy(c) for c in self.commands]
@@ -134,6 +136,9 @@ class TextReassembly(Field):
         ctx.scopes[-1][self.name] = chunk
         item = parent.add(Item(self.info, chunk, start, self.size, None, False, ctx.source))
         ctx.pos += self.size
+        shown = until_nul(chunk)
+        if shown:     # this chunk alone as text: a code point split across chunks shows as U+FFFD, as tshark
+            item.add(Item(self.chunk_text, wire_string(shown), start, len(shown), None, False, ctx.source))
         self.reassemble(ctx, item, chunk.rstrip(b"\0"))
 
     def reassemble(self, ctx, item, piece):
@@ -196,8 +201,8 @@ class TextReassembly(Field):
         out += bytes(values.get(self.name, b""))[:self.size].ljust(self.size, b"\0")
 
     def infos(self):
-        yield from (self.info, self.r_info, self.r_frame, self.r_count, self.r_length, self.text_info,
-                    self.cmd_info)
+        yield from (self.info, self.chunk_text, self.r_info, self.r_frame, self.r_count, self.r_length,
+                    self.text_info, self.cmd_info)
         for c in self.commands:
             for a in c.args:
                 yield a.info
@@ -218,7 +223,8 @@ class TextReassembly(Field):
                 f"pending = {self.pending}, f = F[{lua_str(self.abbrev)}], r = F[{lua_str(self.r_info.abbrev)}], "
                 f"frame = F[{lua_str(self.r_frame.abbrev)}], chunks = F[{lua_str(self.r_count.abbrev)}], "
                 f"length = F[{lua_str(self.r_length.abbrev)}], text = F[{lua_str(self.text_info.abbrev)}], "
-                f"cmd = F[{lua_str(self.cmd_info.abbrev)}], name = {lua_str(self.name)}, "
+                f"cmd = F[{lua_str(self.cmd_info.abbrev)}], ctext = F[{lua_str(self.chunk_text.abbrev)}], "
+                f"name = {lua_str(self.name)}, "
                 f"label = {lua_str(self.label)}, commands = {{ {', '.join(cmds)} }} }}")
         w(f"rt.text_reassembly(c, T, {spec})")
 

@@ -361,6 +361,7 @@ class Transfer(Field):
         bound.f_first = b.field(top + ".first_frame", "First block in frame", "uint32")
         bound.f_last = b.field(top + ".last_frame", "Last block in frame", "uint32")
         bound.f_inflated = b.field(top + ".inflated_size", "Inflated size", "uint32")
+        bound.f_request = b.field(top + ".request_frame", "Requested in frame", "uint32")
         bound.inside = {kind: s.bind(b, top) for kind, s in self.inside.items()}
         return bound
 
@@ -379,12 +380,12 @@ class Transfer(Field):
         requests = state["requests"]
         if len(requests) >= REQUEST_LIMIT:
             requests.pop(0)
-        requests.append((ctx.lookup(self.names["name"]), ctx.lookup(self.names["kind"]) & self.kind_mask))
+        requests.append((ctx.lookup(self.names["name"]), ctx.lookup(self.names["kind"]) & self.kind_mask, ctx.frame))
 
     def step_start(self, ctx, parent, state):
         total, size = ctx.lookup(self.names["total"]), ctx.lookup(self.names["size"])
         request = state["requests"].pop(0) if state["requests"] else None
-        name, kind = request or ("?", 0)
+        name, kind, _ = request or ("?", 0, 0)
         node = self.node(ctx, parent, name, kind)
         if request is None:
             ctx.expert(node, "unexpected", "File transfer started without a request")
@@ -457,6 +458,13 @@ class Transfer(Field):
 
     def step_abort(self, ctx, parent, state):
         current, state["current"] = state["current"], None
+        if current is None and self.who == "Server" and state["requests"]:
+            # no transfer started: the server refuses the oldest request (a missing file), and says so this way
+            name, kind, frame = state["requests"].pop(0)
+            node = self.node(ctx, parent, name, kind)
+            node.add(Item(self.f_request, frame, ctx.pos, 0, None, True))
+            ctx.expert(node, "unexpected", f"Server refused the request for {name} (frame {frame})")
+            return
         if current is None:
             ctx.expert(parent, "unexpected", f"{self.who} aborts with no file transfer active")
             return
@@ -485,7 +493,7 @@ class Transfer(Field):
 
     def infos(self):
         yield from (self.info, self.f_name, self.f_kind, self.f_total, self.f_size, self.f_received, self.f_blocks,
-                    self.f_first, self.f_last, self.f_inflated)
+                    self.f_first, self.f_last, self.f_inflated, self.f_request)
         for s in self.inside.values():
             yield from s.infos()
 
@@ -493,7 +501,7 @@ class Transfer(Field):
         w, q = gen.w, lua_str
         fields = {"node": self.info, "name": self.f_name, "kind": self.f_kind, "total": self.f_total,
                   "size": self.f_size, "received": self.f_received, "blocks": self.f_blocks,
-                  "first": self.f_first, "last": self.f_last, "inflated": self.f_inflated}
+                  "first": self.f_first, "last": self.f_last, "inflated": self.f_inflated, "request": self.f_request}
         fl = ", ".join(f"{k} = F[{q(v.abbrev)}]" for k, v in fields.items())
         names = ", ".join(f"{k} = {q(v)}" for k, v in self.names.items())
         inside = ", ".join(f"[{k}] = {gen.element_function(s)}" for k, s in self.inside.items())

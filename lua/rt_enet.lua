@@ -14,6 +14,7 @@ do
   local MTU_MAX, PEER_NONE = 4096, 4095
   local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX = LIMITS.ENET_SENT_LIMIT, LIMITS.ENET_MESSAGE_LIMIT, LIMITS.ENET_MESSAGE_MAX
   local FRAGMENT_COUNT_MAX, FRAGMENT_LIMIT = LIMITS.ENET_FRAGMENT_COUNT_MAX, LIMITS.ENET_FRAGMENT_LIMIT
+  local ACKED_IN_LIMIT = LIMITS.ENET_ACKED_IN_LIMIT   -- acknowledgements remembered for the second pass
 
   local function u16(s, i) return string.byte(s, i) * 256 + string.byte(s, i + 1) end
 
@@ -329,8 +330,14 @@ do
           values.sent_time), { c.frame, c.time }, SENT_LIMIT)
       end
       if kind == 1 and c.conv.enet_sent then
-        return c.conv.enet_sent.map[string.format("%s|%d|%d|%d", reverse(c.dir), scope.channel,
+        local sent = c.conv.enet_sent.map[string.format("%s|%d|%d|%d", reverse(c.dir), scope.channel,
           scope.received_reliable_seq, scope.received_sent_time)]
+        if sent then      -- the reverse link, shown when the sent frame is dissected again (tshark -2, a click)
+          c.conv.enet_acked_in = c.conv.enet_acked_in or rt.btable()
+          rt.bput(c.conv.enet_acked_in, string.format("%d|%d|%d", sent[1], scope.channel,
+            scope.received_reliable_seq), c.frame, ACKED_IN_LIMIT)
+        end
+        return sent
       end
       return nil
     end)
@@ -340,6 +347,10 @@ do
         local rtt = (c.time - acked[2]) * 1000.0
         gen(item, F["enet.acknowledge.rtt"], c.cmd_range, rtt, string.format("Round-trip time: %.3f ms", rtt))
       end
+    end
+    if c.visited and scope.acknowledge == 1 and c.conv.enet_acked_in then
+      local fr = c.conv.enet_acked_in.map[string.format("%d|%d|%d", c.frame, scope.channel, scope.reliable_seq)]
+      if fr then gen(item, F["enet.acknowledged_in"], c.cmd_range, fr, string.format("Acknowledged in frame %d", fr)) end
     end
     if PAYLOAD[kind] then
       local n = #scope.data

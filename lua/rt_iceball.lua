@@ -153,7 +153,7 @@ local STEPS = {}
 function STEPS.request(c, st, names, mask)
   if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
   local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
-  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind }
+  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind, c.frame }
   return {}
 end
 
@@ -216,9 +216,13 @@ function STEPS.finish(c, st)
   return res
 end
 
-function STEPS.abort(c, st)
+function STEPS.abort(c, st, names, mask, who)
   local cur = st.current
   st.current = nil
+  if cur == nil and who == "Server" and #st.requests > 0 then   -- refuses the oldest request (a missing file)
+    local req = table.remove(st.requests, 1)
+    return { refused = true, name = req[1], kind = req[2], frame = req[3] }
+  end
   if cur == nil then return { none = true } end
   return { name = cur.name, kind = cur.kind, total = cur.total,
            got = cur.whole and cur.total or cur.got }
@@ -279,7 +283,7 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
   local st = c.conv.files
   local name = step == "end" and "finish" or step
   local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
-    return STEPS[name](c, st, names, mask)
+    return STEPS[name](c, st, names, mask, who)
   end)
   if step == "request" then return end
   if step == "end" then return show_end(c, T, F, label, res, inside) end
@@ -296,6 +300,10 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
   elseif step == "piece" then
     if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
     if res.err then rt.expert(c, node, "malformed", res.err) end
+  elseif step == "abort" and res.refused then
+    node:add(F.request, r, res.frame):set_generated()
+    rt.expert(c, node, "unexpected", string.format("Server refused the request for %s (frame %d)", res.name,
+      res.frame))
   elseif step == "abort" then
     node:add(F.received, r, res.got):set_generated()
     rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from .text import hex_columns
+from ..engine.tree import Item
+from .text import hex_columns, tree_lines
 
 EQ80 = "=" * 80
 EQ67 = "=" * 67
@@ -209,6 +210,9 @@ def text_follow(r) -> list[str]:
     offsets = [0, 0]
     for rec in r["records"]:
         node = rec["node"]
+        if r["mode"] == "decoded":        # a game follow: each message's summary and detail tree
+            lines += decoded_message(rec)
+            continue
         if "info" in rec:          # follow,blank: the message summary, then the buffers built from it
             tab = "\t" if node else ""
             lines.append(f"{tab}Frame {rec['frame']}: {rec['info']}")
@@ -222,9 +226,106 @@ def text_follow(r) -> list[str]:
     return lines
 
 
+def _ms(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _conv_title(c) -> str:
+    return f"{c['client']} <-> {c['server']} (frames {c['first_frame']}-{c['last_frame']})"
+
+
+def text_enet_peers(r) -> list[str]:
+    lines = [EQ80, "ENet peers (RTT in ms, measured by the sending peer from the acknowledgements it received)"]
+    for c in r["conversations"]:
+        lines.append(_conv_title(c))
+        lines.append(f"  {'Peer':<22} {'Dgrams':>7} {'Bytes':>9} {'Rel':>6} {'Unrel':>6} {'Unseq':>6} {'Frag':>5}"
+                     f" {'Acks':>6} {'Retr':>5} {'Late':>5} {'Unack':>5} {'Loss%':>6} {'RTT min/avg/max':>23} {'libenet':>8}"
+                     f" {'RC ratio':>8}")
+        for d in ("c2s", "s2c"):
+            p = c[d]
+            rtt = f"{_ms(p['rtt_min'])}/{_ms(p['rtt_avg'])}/{_ms(p['rtt_max'])}"
+            lib = "-" if p["libenet_rtt"] is None else f"{p['libenet_rtt']}+-{p['libenet_rtt_variance']}"
+            ratio = "-" if p["compression_ratio"] is None else f"{p['compression_ratio']:.3f}"
+            lines.append(f"  {p['peer']:<22} {p['datagrams']:7d} {p['bytes']:9d} {p['reliable']:6d}"
+                         f" {p['unreliable']:6d} {p['unsequenced']:6d} {p['fragments'] + p['unreliable_fragments']:5d}"
+                         f" {p['acknowledgements']:6d} {p['retransmissions']:5d} {p['late']:5d} {p['unacknowledged']:5d}"
+                         f" {100 * p['loss']:6.2f} {rtt:>23} {lib:>8} {ratio:>8}")
+    lines.append(EQ80)
+    return lines
+
+
+def text_iceball_files(r) -> list[str]:
+    lines = [EQ80, "Iceball file transfers"]
+    for c in r["conversations"]:
+        lines.append(_conv_title(c))
+        lines.append(f"  {'File':<32} {'Type':<14} {'Compressed':>10} {'Inflated':>10} {'Frames':>11}"
+                     f" {'Duration':>9} {'kB/s':>9}  Status")
+        for f in c.get("files", ()):
+            frames = f"{f['start_frame'] or f['request_frame']}-{f['end_frame'] or ''}"
+            dur = "-" if f.get("duration") is None else f"{f['duration']:.4f}"
+            tput = "-" if f.get("throughput") is None else f"{f['throughput'] / 1000:.1f}"
+            lines.append(f"  {str(f['name']):<32} {str(f['type'] or '-'):<14} {f['compressed_size'] or 0:10d}"
+                         f" {f['inflated_size'] or 0:10d} {frames:>11} {dur:>9} {tput:>9}  {f['status']}")
+    lines.append(EQ80)
+    return lines
+
+
+def text_rutentoy_objects(r) -> list[str]:
+    lines = [EQ80, "Rutentoy messages and textures"]
+    for c in r["conversations"]:
+        lines.append(_conv_title(c))
+        for m in c.get("messages", ()):
+            lines.append(f"  {m['frame']:>6} {m['direction']} message cookie={m['cookie']} channel={m['channel']}"
+                         f" length={m['length']} {json.dumps(m['text'], ensure_ascii=False)}")
+        for t in c.get("textures", ()):
+            ok = {True: "ok", False: "MISMATCH", None: "not announced"}[t["digest_ok"]]
+            lines.append(f"  {t['frame']:>6} {t['direction']} texture cookie={t['cookie']} length={t['length']}"
+                         f" {t['width']}x{t['height']} xxh32={t['xxh32']} ({ok})")
+    lines.append(EQ80)
+    return lines
+
+
+def text_freeblox_assets(r) -> list[str]:
+    lines = [EQ80, "Freeblox assets and chat"]
+    for c in r["conversations"]:
+        lines.append(_conv_title(c))
+        for a in c.get("assets", ()):
+            lines.append(f"  {a['frame']:>6} asset {a['name']} ({a['type']}, {a['size']} bytes, {a['format']})")
+        for m in c.get("chat", ()):
+            lines.append(f"  {m['frame']:>6} chat {m['player']} [{m['chat_type']}]: "
+                         f"{json.dumps(m['message'], ensure_ascii=False)}")
+    lines.append(EQ80)
+    return lines
+
+
+def text_players(r) -> list[str]:
+    lines = [EQ80, "Players per session"]
+    for c in r["conversations"]:
+        if not c.get("players") and not c.get("chat"):
+            continue
+        lines.append(f"{_conv_title(c)} {'/'.join(c.get('protocols', ()))}")
+        for p in c.get("players", ()):
+            lines.append(f"  {p['name']:<24} {p['how']:<9} frame {p['joined_frame']:>6} -> {p['left_frame']:>6}"
+                         f" ({p['left_how']}, {p['left'] - p['joined']:.3f} s)")
+        for m in c.get("chat", ()):
+            lines.append(f"  {m['frame']:>6} {m['direction']} chat {json.dumps(m['text'], ensure_ascii=False)}")
+    lines.append(EQ80)
+    return lines
+
+
+def decoded_message(rec) -> list[str]:
+    tab = "\t" if rec["node"] else ""
+    lines = [f"{tab}Frame {rec['frame']}: {rec.get('label', '')} ({len(rec['data'])} bytes)"]
+    tree = rec.get("tree")
+    if tree is None:
+        return lines + hex_lines(rec["data"], 0, tab)
+    return lines + [f"{tab}{'    ' * (depth + 1)}{label}" for depth, label, _ in tree_lines(tree)]
+
+
 TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert": text_expert,
         "io_stat": text_io_stat, "game_types": text_game_types, "game_seq": text_game_seq,
-        "follow": text_follow}
+        "follow": text_follow, "enet_peers": text_enet_peers, "iceball_files": text_iceball_files,
+        "rutentoy_objects": text_rutentoy_objects, "freeblox_assets": text_freeblox_assets, "players": text_players}
 
 
 def render_text(result: dict) -> str:
@@ -236,6 +337,8 @@ def render_text(result: dict) -> str:
 def _jsonable(o):
     if isinstance(o, (bytes, bytearray)):
         return o.hex()
+    if isinstance(o, Item):            # a followed message's tree: its -V lines
+        return [("    " * depth) + label for depth, label, _ in tree_lines(o)]
     raise TypeError(type(o).__name__)
 
 

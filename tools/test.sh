@@ -10,6 +10,9 @@ command -v luac5.4 >/dev/null || need+=(lua5.4)
 command -v ip >/dev/null || need+=(iproute2)
 command -v ethtool >/dev/null || need+=(ethtool)
 ldconfig -p 2>/dev/null | grep -q 'libenet\.so\.7' || need+=(libenet7)     # the range coder's exact oracle
+# --- session report (issue 13): a real headless browser opens the HTML report (tests/test_report.py) ---
+command -v chromium >/dev/null || need+=(chromium)
+# --- end of the session report block ---
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
