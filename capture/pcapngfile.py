@@ -1,6 +1,6 @@
 """pcapng files: several sections and interfaces, each interface with its own link type, snaplen and
 timestamp resolution (if_tsresol) and offset (if_tsoffset); EPB, SPB and the obsolete PB carry packets;
-every other block type is skipped.
+every other block type is skipped, once its length is checked against its type's minimum (MIN_BLOCK).
 
 Interface description blocks are parsed with dpkt's block classes (they are rare, so dpkt's per-object cost
 does not matter). The block loop is our own because dpkt.pcapng.Reader honours only the first interface
@@ -21,6 +21,16 @@ _IDB, _EPB, _SPB, _PB = dng.PCAPNG_BT_IDB, dng.PCAPNG_BT_EPB, dng.PCAPNG_BT_SPB,
 # A block longer than this is a corrupt length field (Wireshark's own limit is 16 MiB of packet data).
 MAX_BLOCK = 64 * 1024 * 1024
 _NS = 1_000_000_000
+# The smallest total length of each known block type (header, fixed fields, trailing length), as wiretap's
+# pcapng.c checks them: a shorter block of a known type makes the file damaged (tshark: "appears to be damaged
+# or corrupt"), even when the type is one we skip.
+MIN_BLOCK = {
+    SHB_TYPE: (28, "section header block"), _IDB: (20, "interface description block"),
+    _EPB: (32, "enhanced packet block"), _SPB: (16, "simple packet block"), _PB: (32, "packet block"),
+    0x00000004: (16, "name resolution block"), 0x00000005: (24, "interface statistics block"),
+    0x00000009: (35, "systemd journal export block"), 0x0000000A: (20, "decryption secrets block"),
+    0x00000BAD: (16, "custom block"), 0x40000BAD: (16, "custom block"),
+}
 
 
 class _Iface:
@@ -94,10 +104,11 @@ def read(s, head: bytes):
                           offset)
         if u32(body, len(body) - 4)[0] != blen:
             raise s.error(f"corrupt pcapng block (type 0x{btype:08x}: trailing length differs)", offset)
+        least, name = MIN_BLOCK.get(btype, (12, ""))
+        if blen < least:
+            raise s.error(f"corrupt pcapng {name} (total length {blen}, less than the minimum {least})", offset)
 
         if btype == _EPB:
-            if blen < 32:
-                raise s.error(f"corrupt pcapng enhanced packet block (length {blen})", offset)
             iid, ts_hi, ts_lo, caplen, length = epb_unpack(body)
             if caplen > blen - 32:
                 raise s.error(f"corrupt pcapng enhanced packet block: captured length {caplen}"
@@ -120,8 +131,6 @@ def read(s, head: bytes):
             number += 1
             yield RawFrame(number, 0, caplen, length, i.linktype, base, body[4:4 + caplen])
         elif btype == _PB:
-            if blen < 32:
-                raise s.error(f"corrupt pcapng packet block (length {blen})", offset)
             iid = struct.unpack_from(order + "H", body)[0]
             _, ts_hi, ts_lo, caplen, length = epb_unpack(body)
             if caplen > blen - 32 or iid >= len(ifaces):

@@ -196,6 +196,14 @@ class ENet:
     def heuristic_match(self, payload: bytes) -> bool:
         return looks_like_enet(payload)
 
+    @property
+    def lua_limits(self) -> dict[str, int]:
+        """The limits lua/rt_enet.lua reads from the plugin's LIMITS table: the same values as Python's."""
+        from . import enet_analysis as a
+        return {"ENET_SENT_LIMIT": a.SENT_LIMIT, "ENET_MESSAGE_LIMIT": a.MESSAGE_LIMIT,
+                "ENET_MESSAGE_MAX": a.MESSAGE_MAX, "ENET_FRAGMENT_COUNT_MAX": a.FRAGMENT_COUNT_MAX,
+                "ENET_FRAGMENT_LIMIT": a.FRAGMENT_LIMIT, "ENET_ACKED_IN_LIMIT": a.ACKED_IN_LIMIT}
+
     def dissect(self, ctx: Ctx, prefs: dict):
         from .enet_analysis import dissect_datagram  # the per-datagram walk and its analysis
         return dissect_datagram(self, ctx, prefs)

@@ -1,12 +1,12 @@
 """ENet's part of the generated plugin: the field tables compile to Lua functions through the generator (as every
 table does); the datagram walk and the analysis are lua/rt_enet.lua (rt.enet_dissect); this module wires them:
-the expert and preferences ENet adds, the command table, the dissector tables payloads go up through, the
+the preferences ENet adds, the command table, the dissector tables payloads go up through, the
 heuristic."""
 from __future__ import annotations
 
 from ..engine.context import Ctx
 from ..engine.fields import Struct
-from ..engine.lua_backend import EXPERT_GROUP, EXPERT_SEVERITY, lua_str
+from ..engine.lua_backend import lua_str
 
 
 def _wrap(abbrev: str, *bound) -> Struct:
@@ -24,12 +24,6 @@ def _enum_pref(w, var: str, name: str, desc: str, default: str, choices: list[st
 
 def emit_enet(p, gen, var: str) -> None:
     w = gen.w
-    for kind, (group, severity) in p.experts.items():        # kinds the generic part does not register
-        w(f"if E[{lua_str(kind)}] == nil then")
-        w(f"  E[{lua_str(kind)}] = ProtoExpert.new({lua_str(p.name + '.' + kind)}, {lua_str(kind.capitalize())}, "
-          f"{EXPERT_GROUP[group]}, {EXPERT_SEVERITY[severity]})")
-        w(f"  EL[#EL + 1] = E[{lua_str(kind)}]")
-        w("end")
     prefs = p.preferences()
     for name, (desc, default, choices) in prefs.items():
         if choices:

@@ -87,19 +87,23 @@ class Inflater:
     def __init__(self, fresh: bool):
         self.fresh = fresh
         self.z = None
+        self.broken = False
         STATE.charge(self.COST)
 
     def __del__(self, _give=STATE.give) -> None:       # bound early: safe at interpreter exit too
         _give(self.COST)
 
     def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
+        if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
+            return None, "Decompression failed: the shared context was lost earlier"
         if self.z is None or self.fresh:
             self.z = zlib.decompressobj(-15)
         z = self.z
         try:
             out = z.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
         except zlib.error as exc:
-            self.z = None                   # the context is lost: later messages start afresh
+            self.z = None
+            self.broken = not self.fresh    # with context takeover the stream cannot recover (zlib's BAD state)
             return None, f"Decompression failed: {exc}"
         if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
             self.z = None

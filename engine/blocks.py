@@ -10,6 +10,7 @@ import zlib
 from ..reassembly.offsets import OffsetReassembly, OutOfRange, TooLarge
 from .context import Ctx, Truncated, bounded_put
 from .fields import F32LE, I8, I32LE, Field, Struct
+from .strings import g6
 from .tree import DataSource, Item, bit_picture
 
 # --- frozen subtrees -------------------------------------------------------------------------------------------
@@ -129,7 +130,8 @@ class Vec3(Field):
     def add_absolute(self, ctx, parent, offset, raw):
         """The generated sum with the base vector read earlier (Entity Update's relative chunk positions)."""
         base = ctx.lookup(self.absolute_base) or (0,) * len(raw)
-        total = tuple(a + b for a, b in zip(base, raw))
+        # int32 fields: a sum past 2^31 wraps, as Wireshark stores a Lua number in an FT_INT32
+        total = tuple((a + b + 0x80000000) % 0x100000000 - 0x80000000 for a, b in zip(base, raw))
         node = parent.add(Item(self.abs_info, None, offset, self.size, None, True))
         node.children = frozen(self.memo, ("abs", total, offset), self.absolute_items, total, offset)
 
@@ -139,7 +141,7 @@ class Vec3(Field):
     def vector_label(self, item) -> str:
         """"Velocity: (1.5, 0, -2)": the real values (packed elements: the computed one, not the raw)."""
         shown = [c.value for c in item.children if c.generated or c.field.abbrev[-4:] != "_raw"]
-        return f"{self.label}: ({', '.join(f'{v:.6g}' if isinstance(v, float) else str(v) for v in shown)})"
+        return f"{self.label}: ({', '.join(g6(v) if isinstance(v, float) else str(v) for v in shown)})"
 
     def encode(self, values, out):
         for e, v in zip(self.elements, values.get(self.name, (0,) * len(self.elements))):
@@ -217,7 +219,7 @@ class QuatSmallest3(Field):
 
     def quat_label(self, item) -> str:
         q = [c.value for c in item.children[1:5]]
-        return f"{self.label}: ({', '.join(f'{v:.6g}' for v in q)})"
+        return f"{self.label}: ({', '.join(g6(v) for v in q)})"
 
     def infos(self):
         yield self.info

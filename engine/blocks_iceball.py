@@ -22,8 +22,8 @@ from .blocks import _inflate as inflate  # the capped zlib inflate blank's chunk
 from .context import Ctx, Truncated
 from .fields import Binder, Field, Packet, Struct, format_template
 from .protocol import EXPERTS
-from .strings import wire_string
-from .tree import Item
+from .strings import stray_after_nul, wire_string
+from .tree import UNDECODED, WARN, ExpertInfo, Item
 
 
 def lua_str(s) -> str:
@@ -53,7 +53,10 @@ class Counted(Field):
         raw = ctx.data[ctx.pos:ctx.pos + n]
         value = wire_string(raw) if self.text else raw
         ctx.scopes[-1][self.name] = value
-        parent.add(Item(self.info, value, ctx.pos, n))
+        item = parent.add(Item(self.info, value, ctx.pos, n))
+        if self.text and stray_after_nul(raw):      # the expert Wireshark adds by itself to such a string item
+            item.expert(ExpertInfo("_ws.string.trailing_stray_characters", UNDECODED, WARN,
+                                   "Trailing stray characters"))
         ctx.pos += n
 
     def encode(self, values, out):
@@ -322,9 +325,12 @@ class Fit(Field):
 # --- file transfers --------------------------------------------------------------------------------------------------
 
 FILE_LIMIT = 1 << 24          # the largest compressed file we reassemble (Iceball maps are ~400 KB compressed)
-INFLATED_LIMIT = 1 << 26      # the largest inflated file we accept
+INFLATED_LIMIT = 1 << 24      # the largest inflated file we accept (announced or actual): bounds the plugin too
 REQUEST_LIMIT = 16            # requests waiting for their transfer, per conversation
 BLOCK_LIMIT = 1 << 16         # blocks one transfer may take (duplicates count: a replayed block cannot grow state)
+# the plugin's copies (engine.lua_backend.lua_limits): the Lua reads these values, never its own
+LIMITS = {"FILE_LIMIT": FILE_LIMIT, "INFLATED_LIMIT": INFLATED_LIMIT, "REQUEST_LIMIT": REQUEST_LIMIT,
+          "BLOCK_LIMIT": BLOCK_LIMIT}
 
 
 class Transfer(Field):
@@ -387,6 +393,10 @@ class Transfer(Field):
             message = OffsetReassembly(total, FILE_LIMIT)
         except TooLarge as exc:
             ctx.expert(node, "reassembly", str(exc))
+            state["current"] = None
+            return
+        if size > INFLATED_LIMIT:           # given up at once, before any byte is kept or inflated
+            ctx.expert(node, "reassembly", f"File of {size} bytes exceeds the limit of {INFLATED_LIMIT}")
             state["current"] = None
             return
         state["current"] = {"name": name, "kind": kind, "total": total, "size": size, "message": message,

@@ -102,6 +102,8 @@ class Generator:
         w(f"pcall(set_plugin_info, {{ version = {lua_str(__version__)}, description = \"protodump: "
           f"{', '.join(p.name for p in self.protocols if getattr(p, 'lua', True))}\", "
           f"repository = \"protodump lua generate\" }})")
+        # every limit the runtime applies, from the Python constants (one source of truth)
+        w("local " + limits_line(self.protocols))
         w("local rt = (function()")
         for runtime in runtime_pieces():
             w.lines.extend(runtime.rstrip("\n").split("\n"))
@@ -161,7 +163,7 @@ class Generator:
         w("for _, f in pairs(F) do FL[#FL + 1] = f end")
         w(f"{var}.fields = FL")
         w("local E = {}")
-        for kind, (group, severity) in EXPERTS.items():
+        for kind, (group, severity) in p.experts.items():      # the same table Python's ctx.expert reads
             w(f"E[{lua_str(kind)}] = ProtoExpert.new({lua_str(p.name + '.' + kind)}, {lua_str(kind.capitalize())}, "
               f"{EXPERT_GROUP[group]}, {EXPERT_SEVERITY[severity]})")
         w("local EL = {}")
@@ -401,7 +403,9 @@ class Generator:
             w(f"it:set_text({lua_str(f.label + ': (')} .. {joined} .. \")\")")
             if f.absolute:
                 w(f"local base = rt.lookup(c, {lua_str(f.absolute_base)}) or {{ {', '.join(['0'] * n)} }}")
-                w(f"local tot = {{ {', '.join(f'base[{i + 1}] + {rv}' for i, rv in enumerate(raws))} }}")
+                # wrapped to int32 as Python does (engine/blocks.py add_absolute)
+                wrap = "(base[{}] + {} + 2147483648) % 4294967296 - 2147483648"
+                w(f"local tot = {{ {', '.join(wrap.format(i + 1, rv) for i, rv in enumerate(raws))} }}")
                 w(f"local g = T:add(F[{lua_str(f.abs_info.abbrev)}], r)")
                 parts = ' .. ", " .. '.join(f'string.format("%d", tot[{i + 1}])' for i in range(n))
                 w(f"g:set_text(\"Chunk position: (\" .. {parts} .. \")\")")
@@ -594,7 +598,8 @@ class Generator:
             spec = next((f, off) for f, off, _, _ in run.spans if f.name == fname)
             f, off = spec
             with w.block(f"local function heur_{p.name}(tvb, pinfo, tree)"):
-                w(f"if tvb:len() < {off + f.size} then return false end")
+                # as Protocol.heuristic_match: the whole header must be there, not only the tag
+                w(f"if tvb:len() < {max(off + f.size, p.header.size or 0)} then return false end")
                 w(f"if {self.read_expr(f, f'tvb({off}, {f.size})')} ~= {value} then return false end")
                 w(f"dissect_{p.name}(tvb, pinfo, tree)")
                 w("return true")
@@ -607,6 +612,23 @@ def runtime_pieces() -> list[str]:
     folder = resources.files("protodump.lua")
     names = sorted(e.name for e in folder.iterdir() if e.name.startswith("rt_") and e.name.endswith(".lua"))
     return [folder.joinpath(n).read_text() for n in ["runtime.lua", *names]]
+
+
+def lua_limits(protocols) -> dict[str, int]:
+    """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
+    from . import blocks_iceball, sniff, streams
+    limits = {"CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
+              "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
+              "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
+              **blocks_iceball.LIMITS}
+    for p in protocols:
+        limits.update(getattr(p, "lua_limits", {}))
+    return limits
+
+
+def limits_line(protocols) -> str:
+    """`LIMITS = { ... }`: the plugin's table (local there; a global for the runtime's pieces run standalone)."""
+    return "LIMITS = { " + ", ".join(f"{k} = {v}" for k, v in sorted(lua_limits(protocols).items())) + " }"
 
 
 def generate(protocols: list[Protocol]) -> str:

@@ -3,6 +3,7 @@
 -- change the tables and regenerate. Runs on Wireshark 4.0 (Lua 5.2) and later (Lua 5.4).
 -- protodump version: 0.1.0
 pcall(set_plugin_info, { version = "0.1.0", description = "protodump: blank, enet, iceball, freeblox, rutentoy", repository = "protodump lua generate" })
+local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024 }
 local rt = (function()
 -- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
 -- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
@@ -114,13 +115,16 @@ SECOND[0xF0] = { 4, 0x90, 0xBF }
 for b = 0xF1, 0xF3 do SECOND[b] = { 4, 0x80, 0xBF } end
 SECOND[0xF4] = { 4, 0x80, 0x8F }
 
+local HIGH = "[\128-\255]"
 function rt.utf8(raw)
+  if not string.find(raw, HIGH) then return raw end       -- ASCII (most text, and megabytes of it): as is
   local out, i, n = {}, 1, #raw
   while i <= n do
+    local j = string.find(raw, HIGH, i) or n + 1        -- copy ASCII runs whole, not byte by byte
+    if j > i then out[#out + 1] = string.sub(raw, i, j - 1); i = j end
+    if i > n then break end
     local b = string.byte(raw, i)
-    if b < 0x80 then
-      out[#out + 1] = string.char(b); i = i + 1
-    else
+    do
       local rule, good = SECOND[b], 1
       if rule then
         local lo, hi = rule[2], rule[3]
@@ -258,7 +262,7 @@ function rt.saw(st, seq, frame, modulo)
 end
 
 -- Chunk reassembly: pieces by key, first copy of a byte wins; returns the whole buffer when complete.
-local CHUNK_LIMIT, INFLATE_LIMIT, TRANSFER_LIMIT = 65536, 1048576, 1024
+local CHUNK_LIMIT, INFLATE_LIMIT, TRANSFER_LIMIT = LIMITS.CHUNK_LIMIT, LIMITS.INFLATE_LIMIT, LIMITS.TRANSFER_LIMIT
 rt.CHUNK_LIMIT, rt.INFLATE_LIMIT = CHUNK_LIMIT, INFLATE_LIMIT
 
 local function covered(pieces)
@@ -321,13 +325,9 @@ function rt.chunk_step(c, begin_name, key, at, piece, total_field)
   return { buf = buf, frames = frames, begin = begin }
 end
 
--- zlib inflate of a tvb through Wireshark (tvb:uncompress); nil when corrupt or over the limit.
+-- zlib inflate of a tvb (rt.inflate_strict, lua/rt_inflate.lua); nil when corrupt, incomplete or over the limit.
 function rt.inflate(tvb, name)
-  -- uncompress (4.0) became uncompress_zlib (4.2+); looking up a missing method raises, hence the pcalls
-  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
-  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
-  if not ok or r == nil or r:len() > INFLATE_LIMIT then return nil end
-  return r:tvb()
+  return (rt.inflate_strict(tvb:raw(), INFLATE_LIMIT, name))
 end
 
 -- The revision a (type, length) fits: rules[rev][code] = {min, max, step}
@@ -381,9 +381,9 @@ do
                   "SEND_UNRELIABLE_FRAGMENT" }
   local PAYLOAD = { [6] = true, [7] = true, [9] = true }
   local MTU_MAX, PEER_NONE = 4096, 4095
-  local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX, FRAGMENT_COUNT_MAX = 4096, 256, 33554432, 1048576
-  local ACKED_IN_LIMIT = 65536       -- acknowledgements remembered for the second pass (enet_analysis.py)
-  local FRAGMENT_LIMIT = 4096
+  local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX = LIMITS.ENET_SENT_LIMIT, LIMITS.ENET_MESSAGE_LIMIT, LIMITS.ENET_MESSAGE_MAX
+  local FRAGMENT_COUNT_MAX, FRAGMENT_LIMIT = LIMITS.ENET_FRAGMENT_COUNT_MAX, LIMITS.ENET_FRAGMENT_LIMIT
+  local ACKED_IN_LIMIT = LIMITS.ENET_ACKED_IN_LIMIT   -- acknowledgements remembered for the second pass
 
   local function u16(s, i) return string.byte(s, i) * 256 + string.byte(s, i + 1) end
 
@@ -958,20 +958,23 @@ function rt.layer_index(c)
   return conv.layer_n
 end
 
--- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks).
-function rt.inflate_capped(tvb, name, limit)
-  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
-  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
-  if not ok or r == nil or r:len() > limit then return nil end
-  return r:tvb()
+-- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks): strict and bounded
+-- (lua/rt_inflate.lua).
+function rt.inflate_capped(s, name, limit)
+  return (rt.inflate_strict(s, limit, name))
 end
 
 -- File transfers (engine.blocks_iceball.Transfer): the state steps run on the first pass only (rt.once).
-local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = 16777216, 67108864, 16, 65536
+local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = LIMITS.FILE_LIMIT, LIMITS.INFLATED_LIMIT,
+  LIMITS.REQUEST_LIMIT, LIMITS.BLOCK_LIMIT
 
 -- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
 -- covered are kept, so the parts never overlap; returns the bytes added.
 local function place(parts, at, piece)
+  if at >= (parts.hi or 0) then                 -- past every earlier piece (blocks in order): nothing to scan
+    if #piece > 0 then parts[#parts + 1] = { at, piece }; parts.hi = at + #piece end
+    return #piece
+  end
   local todo = { { at, at + #piece } }
   for _, q in ipairs(parts) do
     local qs, qe, left = q[1], q[1] + #q[2], {}
@@ -989,6 +992,7 @@ local function place(parts, at, piece)
   for _, span in ipairs(todo) do
     parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
     added = added + span[2] - span[1]
+    if span[2] > (parts.hi or 0) then parts.hi = span[2] end
   end
   return added
 end
@@ -1015,6 +1019,11 @@ function STEPS.start(c, st, names)
   local res = { name = req and req[1] or "?", kind = req and req[2] or 0, noreq = req == nil }
   if total > FILE_LIMIT then
     res.toolarge = string.format("Transfer of %d bytes exceeds the limit of %d", total, FILE_LIMIT)
+    st.current = nil
+    return res
+  end
+  if size > INFLATED_LIMIT then             -- given up at once, before any byte is kept or inflated
+    res.toolarge = string.format("File of %d bytes exceeds the limit of %d", size, INFLATED_LIMIT)
     st.current = nil
     return res
   end
@@ -1105,7 +1114,7 @@ local function show_end(c, T, F, label, res, inside)
   node:add(F.last, r, res.last):set_generated()
   local data = nil
   if #res.whole > 0 then
-    data = rt.inflate_capped(ByteArray.new(res.whole, true):tvb("Reassembled file"), "Inflated file", INFLATED_LIMIT)
+    data = rt.inflate_capped(res.whole, "Inflated file", INFLATED_LIMIT)
   end
   if data == nil then
     rt.expert(c, node, "malformed", "File does not inflate (zlib)")
@@ -1156,6 +1165,206 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
     rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
       res.name, res.got, res.total))
   end
+end
+-- Strict, bounded zlib inflate for the plugin: the twin of engine/blocks.py _inflate (Python's zlib with a
+-- max_length). Wireshark's tvb:uncompress inflates without a cap (a 10 MB bomb becomes 10 GiB before any check)
+-- and returns what it got from a stream with no final block or a bad Adler-32, which Python rejects. So a stream
+-- is first walked here in Lua (RFC 1950/1951: header, blocks, Huffman codes; symbols are decoded, bytes are only
+-- counted) and given up as soon as its output passes the limit or it breaks a rule zlib enforces; only then does
+-- Wireshark's C inflate make the bytes, and the Adler-32 is checked. No bit operators (Lua 5.2 and 5.4).
+do
+  local byte, POW2 = string.byte, {}
+  for i = 0, 31 do POW2[i] = 2 ^ i end
+
+  local LBASE = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
+                  163, 195, 227, 258 }
+  local LEXTRA = { 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0 }
+  local DBASE = { 1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049,
+                  3073, 4097, 6145, 8193, 12289, 16385, 24577 }
+  local DEXTRA = { 0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13 }
+  local ORDER = { 16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15 }
+
+  local function fail(msg) error({ inflate = msg }, 0) end
+
+  -- canonical Huffman code from lengths[0..n-1] (puff.c's count/symbol form); zlib's rules: no over-subscribed
+  -- code, no incomplete one except a single code of length 1 (lens/dists)
+  local function build(lengths, n, kind)
+    local count, offs, symbol = {}, {}, {}
+    for len = 0, 15 do count[len] = 0 end
+    for s = 0, n - 1 do count[lengths[s] or 0] = count[lengths[s] or 0] + 1 end
+    local max = 0
+    for len = 1, 15 do if count[len] > 0 then max = len end end
+    local left = 1
+    for len = 1, 15 do
+      left = left * 2 - count[len]
+      if left < 0 then fail("invalid " .. kind .. " code (over-subscribed)") end
+    end
+    if max > 0 and left > 0 and (kind == "code lengths" or max ~= 1) then
+      fail("invalid " .. kind .. " code (incomplete)")
+    end
+    offs[1] = 0
+    for len = 1, 14 do offs[len + 1] = offs[len] + count[len] end
+    for s = 0, n - 1 do
+      local len = lengths[s] or 0
+      if len ~= 0 then symbol[offs[len]] = s; offs[len] = offs[len] + 1 end
+    end
+    return { count = count, symbol = symbol }
+  end
+
+  local FIXED_L, FIXED_D
+  do
+    local l, d = {}, {}
+    for s = 0, 143 do l[s] = 8 end
+    for s = 144, 255 do l[s] = 9 end
+    for s = 256, 279 do l[s] = 7 end
+    for s = 280, 287 do l[s] = 8 end
+    for s = 0, 31 do d[s] = 5 end                           -- 30 and 31 complete the code, never valid
+    FIXED_L, FIXED_D = build(l, 288, "literal/length"), build(d, 32, "distance")
+  end
+
+  -- Walk one zlib stream of `s`; error({inflate = why}) on a rule broken or more than `limit` bytes of output.
+  -- Returns the output size and the position (1-based) of the Adler-32.
+  local function walk(s, limit)
+    local n = #s
+    if n < 2 then fail("truncated header") end
+    local cmf, flg = byte(s, 1, 2)
+    if (cmf * 256 + flg) % 31 ~= 0 then fail("incorrect header check") end
+    if cmf % 16 ~= 8 then fail("unknown compression method") end
+    local cinfo = (cmf - cmf % 16) / 16
+    if cinfo > 7 then fail("invalid window size") end
+    if flg % 64 >= 32 then fail("needs a preset dictionary") end
+    local window = POW2[cinfo + 8]
+    local pos, cur, nb, out = 3, 0, 0, 0
+
+    local function bit()
+      if nb == 0 then
+        if pos > n then fail("stream ends early") end
+        cur = byte(s, pos); pos = pos + 1; nb = 8
+      end
+      local b = cur % 2
+      cur = (cur - b) / 2
+      nb = nb - 1
+      return b
+    end
+    local function bits(count)
+      local v = 0
+      for i = 0, count - 1 do v = v + bit() * POW2[i] end
+      return v
+    end
+    local function decode(h)
+      local code, first, index = 0, 0, 0
+      local count, symbol = h.count, h.symbol
+      for len = 1, 15 do
+        code = code + bit()
+        local c = count[len]
+        if code - c < first then return symbol[index + code - first] end
+        index = index + c
+        first = (first + c) * 2
+        code = code * 2
+      end
+      fail("invalid code")
+    end
+
+    local final = 0
+    repeat
+      final = bit()
+      local btype = bits(2)
+      if btype == 0 then
+        cur, nb = 0, 0                                     -- to a byte boundary
+        if pos + 3 > n then fail("stream ends early") end
+        local a, b, c, d = byte(s, pos, pos + 3)
+        local len, nlen = a + b * 256, c + d * 256
+        if len + nlen ~= 65535 then fail("invalid stored block lengths") end
+        pos = pos + 4 + len
+        if pos > n + 1 then fail("stream ends early") end
+        out = out + len
+        if out > limit then fail("over the limit") end
+      elseif btype == 3 then
+        fail("invalid block type")
+      else
+        local lit, dist = FIXED_L, FIXED_D
+        if btype == 2 then
+          local nlen, ndist, ncode = bits(5) + 257, bits(5) + 1, bits(4) + 4
+          if nlen > 286 or ndist > 30 then fail("too many length or distance symbols") end
+          local cl = {}
+          for i = 1, ncode do cl[ORDER[i]] = bits(3) end
+          local lencode = build(cl, 19, "code lengths")
+          local lengths, i = {}, 0
+          while i < nlen + ndist do
+            local sym = decode(lencode)
+            if sym < 16 then
+              lengths[i] = sym; i = i + 1
+            else
+              local value, rep = 0, 0
+              if sym == 16 then
+                if i == 0 then fail("invalid bit length repeat") end
+                value, rep = lengths[i - 1], 3 + bits(2)
+              elseif sym == 17 then rep = 3 + bits(3)
+              else rep = 11 + bits(7) end
+              if i + rep > nlen + ndist then fail("invalid bit length repeat") end
+              for _ = 1, rep do lengths[i] = value; i = i + 1 end
+            end
+          end
+          if (lengths[256] or 0) == 0 then fail("invalid code -- missing end-of-block") end
+          local ll, dl = {}, {}
+          for k = 0, nlen - 1 do ll[k] = lengths[k] end
+          for k = 0, ndist - 1 do dl[k] = lengths[nlen + k] end
+          lit, dist = build(ll, nlen, "literal/length"), build(dl, ndist, "distance")
+        end
+        while true do
+          local sym = decode(lit)
+          if sym < 256 then
+            out = out + 1
+          elseif sym == 256 then
+            break
+          else
+            sym = sym - 257
+            if sym >= 29 then fail("invalid literal/length code") end
+            local len = LBASE[sym + 1] + bits(LEXTRA[sym + 1])
+            local d = decode(dist)
+            if d >= 30 then fail("invalid distance code") end
+            local back = DBASE[d + 1] + bits(DEXTRA[d + 1])
+            if back > out or back > window then fail("invalid distance too far back") end
+            out = out + len
+          end
+          if out > limit then fail("over the limit") end
+        end
+      end
+    until final == 1
+    if pos + 3 > n then fail("stream ends early (no Adler-32)") end
+    return out, pos
+  end
+
+  local function adler32(s)
+    local a, b, n, i = 1, 0, #s, 1
+    while i <= n do
+      local j = i + 3999 < n and i + 3999 or n
+      local t = { byte(s, i, j) }
+      for k = 1, #t do a = a + t[k]; b = b + a end
+      a, b = a % 65521, b % 65521
+      i = j + 1
+    end
+    return b * 65536 + a
+  end
+
+  -- A tvb of the inflated bytes of `s` (a Lua string), or nil and why: corrupt, incomplete, a bad Adler-32, or
+  -- more than `limit` bytes (found out after at most `limit` bytes' worth of symbols, never by inflating more).
+  function rt.inflate_strict(s, limit, name)
+    local ok, size, at = pcall(walk, s, limit)
+    if not ok then
+      if type(size) == "table" then return nil, size.inflate end
+      return nil, tostring(size)
+    end
+    local stream = ByteArray.new(string.sub(s, 1, at + 3), true):tvb(name .. " (zlib)")
+    local got, r = pcall(function() return stream:range(0):uncompress(name) end)
+    if not got then got, r = pcall(function() return stream:range(0):uncompress_zlib(name) end) end
+    -- Wireshark makes no empty tvb: an empty file is left to the caller's "does not inflate", as before
+    if size == 0 or not got or r == nil or r:len() ~= size then return nil, "does not inflate" end
+    local a, b, c, d = byte(s, at, at + 3)
+    if adler32(r:raw()) ~= ((a * 256 + b) * 256 + c) * 256 + d then return nil, "incorrect data check" end
+    return r:tvb(), nil
+  end
+  rt.inflate_walk, rt.adler32 = walk, adler32
 end
 -- JSON text as a subtree: the parser of engine/jsonscan.py byte for byte (0-based offsets), and JsonString's items.
 local JSON_DEPTH, JSON_VALUES = 32, 1000
@@ -1940,10 +2149,12 @@ function rt.image_reassembly(c, T, s)
   local whole = tv and tv:range(0, #data) or c.tvb(c.pos, 0)
   local digest = rt.xxh32(data)
   node:add(s.hash, whole, digest):set_generated()
+  -- a zero-length range of an empty range raises ("Range is out of bounds"): an empty image is its own
+  local at = whole:len() > 0 and whole:range(0, 0) or whole
   if res.announced then
-    node:add(s.announced, whole:range(0, 0), res.announced):set_generated()
+    node:add(s.announced, at, res.announced):set_generated()
     local same = rt.same_digest(res.announced, digest)
-    local ok = node:add(s.match, whole:range(0, 0), same)
+    local ok = node:add(s.match, at, same)
     ok:set_generated()
     if not same then
       rt.expert(c, ok, "sequence", string.format("xxHash32 %s does not match the announced digest %s", digest,
@@ -2294,8 +2505,8 @@ end
 -- blind pass nothing is done), and replayed from a record on every later one (GUI clicks), so every run shows
 -- the same.
 
-local STREAM_MAX_PDU = 1048576      -- reassembly.tcp.MAX_PDU
-local STREAM_RESYNC_LIMIT = 65536   -- engine.streams.RESYNC_LIMIT
+local STREAM_MAX_PDU = LIMITS.MAX_PDU      -- reassembly.tcp.MAX_PDU
+local STREAM_RESYNC_LIMIT = LIMITS.RESYNC_LIMIT   -- engine.streams.RESYNC_LIMIT
 
 local function stream_field(name)
   local ok, f = pcall(Field.new, name)
@@ -2903,7 +3114,7 @@ function rt.first_message(tvb, code, shape)
 end
 
 -- The rest of the message: the bytes, their size, their format and image dimensions when recognisable.
-local SNIFF_LIMIT = 65536
+local SNIFF_LIMIT = LIMITS.SNIFF_LIMIT      -- engine.sniff.SNIFF_LIMIT
 function rt.rest(c, T, name, F, abbrevs)
   local n = c.stop - c.pos
   local r = c.tvb(c.pos, n)
@@ -5073,7 +5284,7 @@ S.blank_ustate_28 = function(c, T)
     c.sc[#c.sc]["chunk_pos"] = { w102, w103, w104 }
     it:set_text("Chunk position (relative): (" .. rt.short(e99, false) .. ", " .. rt.short(e100, false) .. ", " .. rt.short(e101, false) .. ")")
     local base = rt.lookup(c, "base") or { 0, 0, 0 }
-    local tot = { base[1] + w102, base[2] + w103, base[3] + w104 }
+    local tot = { (base[1] + w102 + 2147483648) % 4294967296 - 2147483648, (base[2] + w103 + 2147483648) % 4294967296 - 2147483648, (base[3] + w104 + 2147483648) % 4294967296 - 2147483648 }
     local g = T:add(F["blank.ustate.abs_chunk_pos"], r)
     g:set_text("Chunk position: (" .. string.format("%d", tot[1]) .. ", " .. string.format("%d", tot[2]) .. ", " .. string.format("%d", tot[3]) .. ")")
     g:set_generated()
@@ -5283,7 +5494,7 @@ end
 function P_blank.dissector(tvb, pinfo, tree) return dissect_blank(tvb, pinfo, tree) end
 DissectorTable.get("udp.port"):add(12354, P_blank)
 local function heur_blank(tvb, pinfo, tree)
-  if tvb:len() < 4 then return false end
+  if tvb:len() < 16 then return false end
   if tvb(0, 4):le_uint() ~= 4212830639 then return false end
   dissect_blank(tvb, pinfo, tree)
   return true
@@ -5391,37 +5602,10 @@ E["undecoded"] = ProtoExpert.new("enet.undecoded", "Undecoded", expert.group.UND
 E["sequence"] = ProtoExpert.new("enet.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
 E["reassembly"] = ProtoExpert.new("enet.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
 E["trailing"] = ProtoExpert.new("enet.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
+E["checksum"] = ProtoExpert.new("enet.checksum", "Checksum", expert.group.CHECKSUM, expert.severity.ERROR)
 local EL = {}
 for _, e in pairs(E) do EL[#EL + 1] = e end
 P_enet.experts = EL
-if E["malformed"] == nil then
-  E["malformed"] = ProtoExpert.new("enet.malformed", "Malformed", expert.group.MALFORMED, expert.severity.ERROR)
-  EL[#EL + 1] = E["malformed"]
-end
-if E["unexpected"] == nil then
-  E["unexpected"] = ProtoExpert.new("enet.unexpected", "Unexpected", expert.group.PROTOCOL, expert.severity.WARN)
-  EL[#EL + 1] = E["unexpected"]
-end
-if E["undecoded"] == nil then
-  E["undecoded"] = ProtoExpert.new("enet.undecoded", "Undecoded", expert.group.UNDECODED, expert.severity.WARN)
-  EL[#EL + 1] = E["undecoded"]
-end
-if E["sequence"] == nil then
-  E["sequence"] = ProtoExpert.new("enet.sequence", "Sequence", expert.group.SEQUENCE, expert.severity.NOTE)
-  EL[#EL + 1] = E["sequence"]
-end
-if E["reassembly"] == nil then
-  E["reassembly"] = ProtoExpert.new("enet.reassembly", "Reassembly", expert.group.REASSEMBLE, expert.severity.WARN)
-  EL[#EL + 1] = E["reassembly"]
-end
-if E["trailing"] == nil then
-  E["trailing"] = ProtoExpert.new("enet.trailing", "Trailing", expert.group.PROTOCOL, expert.severity.CHAT)
-  EL[#EL + 1] = E["trailing"]
-end
-if E["checksum"] == nil then
-  E["checksum"] = ProtoExpert.new("enet.checksum", "Checksum", expert.group.CHECKSUM, expert.severity.ERROR)
-  EL[#EL + 1] = E["checksum"]
-end
 P_enet.prefs.checksum = Pref.enum("CRC-32 after the header", 0, "CRC-32 after the header", { { 1, "off", 0 }, { 2, "on", 1 } }, false)
 P_enet.prefs.handoff = Pref.enum("Payload hand-off", 0, "Payload hand-off", { { 1, "auto", 0 }, { 2, "port", 1 }, { 3, "off", 2 } }, false)
 P_enet.prefs.payload = Pref.string("Payload protocol", "", "Payload protocol")
@@ -8147,7 +8331,7 @@ S.iceball_lua_long_118 = function(c, T)
 end
 S.iceball_file_119 = function(c, T)
   do
-    local area = math.min(67108864, c.stop - c.pos)
+    local area = math.min(16777216, c.stop - c.pos)
     local v, n, used = rt.cstring(c, area, false)
     c.sc[#c.sc]["text"] = v
     -- Wireshark decodes the value itself (ENC_UTF_8), so the field holds exactly what it would

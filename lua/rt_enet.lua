@@ -12,9 +12,9 @@ do
                   "SEND_UNRELIABLE_FRAGMENT" }
   local PAYLOAD = { [6] = true, [7] = true, [9] = true }
   local MTU_MAX, PEER_NONE = 4096, 4095
-  local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX, FRAGMENT_COUNT_MAX = 4096, 256, 33554432, 1048576
-  local ACKED_IN_LIMIT = 65536       -- acknowledgements remembered for the second pass (enet_analysis.py)
-  local FRAGMENT_LIMIT = 4096
+  local SENT_LIMIT, MESSAGE_LIMIT, MESSAGE_MAX = LIMITS.ENET_SENT_LIMIT, LIMITS.ENET_MESSAGE_LIMIT, LIMITS.ENET_MESSAGE_MAX
+  local FRAGMENT_COUNT_MAX, FRAGMENT_LIMIT = LIMITS.ENET_FRAGMENT_COUNT_MAX, LIMITS.ENET_FRAGMENT_LIMIT
+  local ACKED_IN_LIMIT = LIMITS.ENET_ACKED_IN_LIMIT   -- acknowledgements remembered for the second pass
 
   local function u16(s, i) return string.byte(s, i) * 256 + string.byte(s, i + 1) end
 

@@ -102,20 +102,23 @@ function rt.layer_index(c)
   return conv.layer_n
 end
 
--- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks).
-function rt.inflate_capped(tvb, name, limit)
-  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
-  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
-  if not ok or r == nil or r:len() > limit then return nil end
-  return r:tvb()
+-- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks): strict and bounded
+-- (lua/rt_inflate.lua).
+function rt.inflate_capped(s, name, limit)
+  return (rt.inflate_strict(s, limit, name))
 end
 
 -- File transfers (engine.blocks_iceball.Transfer): the state steps run on the first pass only (rt.once).
-local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = 16777216, 67108864, 16, 65536
+local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = LIMITS.FILE_LIMIT, LIMITS.INFLATED_LIMIT,
+  LIMITS.REQUEST_LIMIT, LIMITS.BLOCK_LIMIT
 
 -- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
 -- covered are kept, so the parts never overlap; returns the bytes added.
 local function place(parts, at, piece)
+  if at >= (parts.hi or 0) then                 -- past every earlier piece (blocks in order): nothing to scan
+    if #piece > 0 then parts[#parts + 1] = { at, piece }; parts.hi = at + #piece end
+    return #piece
+  end
   local todo = { { at, at + #piece } }
   for _, q in ipairs(parts) do
     local qs, qe, left = q[1], q[1] + #q[2], {}
@@ -133,6 +136,7 @@ local function place(parts, at, piece)
   for _, span in ipairs(todo) do
     parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
     added = added + span[2] - span[1]
+    if span[2] > (parts.hi or 0) then parts.hi = span[2] end
   end
   return added
 end
@@ -159,6 +163,11 @@ function STEPS.start(c, st, names)
   local res = { name = req and req[1] or "?", kind = req and req[2] or 0, noreq = req == nil }
   if total > FILE_LIMIT then
     res.toolarge = string.format("Transfer of %d bytes exceeds the limit of %d", total, FILE_LIMIT)
+    st.current = nil
+    return res
+  end
+  if size > INFLATED_LIMIT then             -- given up at once, before any byte is kept or inflated
+    res.toolarge = string.format("File of %d bytes exceeds the limit of %d", size, INFLATED_LIMIT)
     st.current = nil
     return res
   end
@@ -249,7 +258,7 @@ local function show_end(c, T, F, label, res, inside)
   node:add(F.last, r, res.last):set_generated()
   local data = nil
   if #res.whole > 0 then
-    data = rt.inflate_capped(ByteArray.new(res.whole, true):tvb("Reassembled file"), "Inflated file", INFLATED_LIMIT)
+    data = rt.inflate_capped(res.whole, "Inflated file", INFLATED_LIMIT)
   end
   if data == nil then
     rt.expert(c, node, "malformed", "File does not inflate (zlib)")

@@ -381,10 +381,12 @@ function rt.image_reassembly(c, T, s)
   local whole = tv and tv:range(0, #data) or c.tvb(c.pos, 0)
   local digest = rt.xxh32(data)
   node:add(s.hash, whole, digest):set_generated()
+  -- a zero-length range of an empty range raises ("Range is out of bounds"): an empty image is its own
+  local at = whole:len() > 0 and whole:range(0, 0) or whole
   if res.announced then
-    node:add(s.announced, whole:range(0, 0), res.announced):set_generated()
+    node:add(s.announced, at, res.announced):set_generated()
     local same = rt.same_digest(res.announced, digest)
-    local ok = node:add(s.match, whole:range(0, 0), same)
+    local ok = node:add(s.match, at, same)
     ok:set_generated()
     if not same then
       rt.expert(c, ok, "sequence", string.format("xxHash32 %s does not match the announced digest %s", digest,

@@ -9,8 +9,8 @@
 -- blind pass nothing is done), and replayed from a record on every later one (GUI clicks), so every run shows
 -- the same.
 
-local STREAM_MAX_PDU = 1048576      -- reassembly.tcp.MAX_PDU
-local STREAM_RESYNC_LIMIT = 65536   -- engine.streams.RESYNC_LIMIT
+local STREAM_MAX_PDU = LIMITS.MAX_PDU      -- reassembly.tcp.MAX_PDU
+local STREAM_RESYNC_LIMIT = LIMITS.RESYNC_LIMIT   -- engine.streams.RESYNC_LIMIT
 
 local function stream_field(name)
   local ok, f = pcall(Field.new, name)

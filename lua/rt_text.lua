@@ -109,7 +109,7 @@ function rt.first_message(tvb, code, shape)
 end
 
 -- The rest of the message: the bytes, their size, their format and image dimensions when recognisable.
-local SNIFF_LIMIT = 65536
+local SNIFF_LIMIT = LIMITS.SNIFF_LIMIT      -- engine.sniff.SNIFF_LIMIT
 function rt.rest(c, T, name, F, abbrevs)
   local n = c.stop - c.pos
   local r = c.tvb(c.pos, n)

@@ -108,13 +108,16 @@ SECOND[0xF0] = { 4, 0x90, 0xBF }
 for b = 0xF1, 0xF3 do SECOND[b] = { 4, 0x80, 0xBF } end
 SECOND[0xF4] = { 4, 0x80, 0x8F }
 
+local HIGH = "[\128-\255]"
 function rt.utf8(raw)
+  if not string.find(raw, HIGH) then return raw end       -- ASCII (most text, and megabytes of it): as is
   local out, i, n = {}, 1, #raw
   while i <= n do
+    local j = string.find(raw, HIGH, i) or n + 1        -- copy ASCII runs whole, not byte by byte
+    if j > i then out[#out + 1] = string.sub(raw, i, j - 1); i = j end
+    if i > n then break end
     local b = string.byte(raw, i)
-    if b < 0x80 then
-      out[#out + 1] = string.char(b); i = i + 1
-    else
+    do
       local rule, good = SECOND[b], 1
       if rule then
         local lo, hi = rule[2], rule[3]
@@ -252,7 +255,7 @@ function rt.saw(st, seq, frame, modulo)
 end
 
 -- Chunk reassembly: pieces by key, first copy of a byte wins; returns the whole buffer when complete.
-local CHUNK_LIMIT, INFLATE_LIMIT, TRANSFER_LIMIT = 65536, 1048576, 1024
+local CHUNK_LIMIT, INFLATE_LIMIT, TRANSFER_LIMIT = LIMITS.CHUNK_LIMIT, LIMITS.INFLATE_LIMIT, LIMITS.TRANSFER_LIMIT
 rt.CHUNK_LIMIT, rt.INFLATE_LIMIT = CHUNK_LIMIT, INFLATE_LIMIT
 
 local function covered(pieces)
@@ -315,13 +318,9 @@ function rt.chunk_step(c, begin_name, key, at, piece, total_field)
   return { buf = buf, frames = frames, begin = begin }
 end
 
--- zlib inflate of a tvb through Wireshark (tvb:uncompress); nil when corrupt or over the limit.
+-- zlib inflate of a tvb (rt.inflate_strict, lua/rt_inflate.lua); nil when corrupt, incomplete or over the limit.
 function rt.inflate(tvb, name)
-  -- uncompress (4.0) became uncompress_zlib (4.2+); looking up a missing method raises, hence the pcalls
-  local ok, r = pcall(function() return tvb:range(0):uncompress(name) end)
-  if not ok then ok, r = pcall(function() return tvb:range(0):uncompress_zlib(name) end) end
-  if not ok or r == nil or r:len() > INFLATE_LIMIT then return nil end
-  return r:tvb()
+  return (rt.inflate_strict(tvb:raw(), INFLATE_LIMIT, name))
 end
 
 -- The revision a (type, length) fits: rules[rev][code] = {min, max, step}

@@ -299,7 +299,11 @@ def test_lua_text_blocks_match_python(tmp_path):
     harness = tmp_path / "harness.lua"
     harness.write_text(HARNESS)
     stdin = "".join(f"{kind} {raw.hex()}\n" for kind, raw in cases)
-    pieces = [str(ROOT / "lua" / n) for n in ("runtime.lua", "rt_json.lua", "rt_sniff.lua", "rt_text.lua")]
+    from protodump.dissectors import PROTOCOLS
+    from protodump.engine.lua_backend import limits_line
+    (tmp_path / "limits.lua").write_text(limits_line(PROTOCOLS) + "\n")
+    pieces = [str(tmp_path / "limits.lua")] + [str(ROOT / "lua" / n)
+                                              for n in ("runtime.lua", "rt_json.lua", "rt_sniff.lua", "rt_text.lua")]
     out = subprocess.run([LUA, str(harness), *pieces],
                          input=stdin, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr

@@ -165,12 +165,15 @@ def test_no_context_takeover_starts_each_message_afresh():
 def test_failed_inflate_and_output_limit():
     bomb = zlib.compressobj(9, zlib.DEFLATED, -15)
     big = bomb.compress(bytes(ws.MESSAGE_LIMIT + 10)) + bomb.flush(zlib.Z_SYNC_FLUSH)
+    _, out = feed(handshake() + [(SERVER, ws.encode_frame(2, big[:-4], rsv=4)),
+                                 (SERVER, ws.encode_frame(2, deflate_stream()(b"\x01"), rsv=4))])
+    assert out[2][1] == [] and any("exceeds the limit" in e for e in out[2][2])
+    assert out[3][1] == [b"\x01"]                         # a fresh context: decoding goes on
+    # a failed inflate breaks the shared context for good, as in tshark 4.0 (zlib's state stays BAD)
     _, out = feed(handshake() + [(SERVER, ws.encode_frame(2, b"\xff\xff\xff junk", rsv=4)),
-                                 (SERVER, ws.encode_frame(2, big[:-4], rsv=4)),
                                  (SERVER, ws.encode_frame(2, deflate_stream()(b"\x01"), rsv=4))])
     assert out[2][1] == [] and any(e.startswith("Decompression failed") for e in out[2][2])
-    assert out[3][1] == [] and any("exceeds the limit" in e for e in out[3][2])
-    assert out[4][1] == [b"\x01"]                         # a fresh context: decoding goes on
+    assert out[3][1] == [] and any(e.startswith("Decompression failed") for e in out[3][2])
 
 
 def test_header_violations_are_reported():
