@@ -124,6 +124,8 @@ class WebSocket:
     lua_parity = False             # ... so tests/test_parity.py does not compare this layer
     listed_after = ("http",)       # Wireshark's websocket runs under http: frame.protocols "...:tcp:http:websocket"
     column_names = {"http": "HTTP", "websocket": "WebSocket"}     # tshark's Protocol column for these layers
+    # the limits lua/rt_websocket.lua reads from the plugin's LIMITS table (its message assembly for Freeblox)
+    lua_limits = {"WS_MESSAGE_LIMIT": MESSAGE_LIMIT, "WS_FRAGMENT_LIMIT": FRAGMENT_LIMIT}
 
     def __init__(self):
         b = Binder("websocket")

@@ -3,7 +3,7 @@
 -- change the tables and regenerate. Runs on Wireshark 4.0 (Lua 5.2) and later (Lua 5.4).
 -- protodump version: 0.1.0
 pcall(set_plugin_info, { version = "0.1.0", description = "protodump: blank, enet, iceball, freeblox, rutentoy", repository = "protodump lua generate" })
-local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024 }
+local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
 local rt = (function()
 -- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
 -- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
@@ -3195,9 +3195,9 @@ end
 -- the messages it delivers; the n-th call of a frame shows the plugin's n-th message of that frame (so layers stay
 -- in Wireshark's order); the messages Wireshark did not deliver are shown by a postdissector at the end.
 
-local WS_MESSAGE_LIMIT = 16777216   -- dissectors.websocket.MESSAGE_LIMIT
-local WS_FRAGMENT_LIMIT = 4096      -- dissectors.websocket.FRAGMENT_LIMIT
-local WS_MAX_FRAME = 1048576        -- reassembly.tcp.MAX_PDU: protodump stops a direction at a longer frame
+local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT     -- dissectors.websocket.MESSAGE_LIMIT
+local WS_FRAGMENT_LIMIT = LIMITS.WS_FRAGMENT_LIMIT   -- dissectors.websocket.FRAGMENT_LIMIT
+local WS_MAX_FRAME = LIMITS.MAX_PDU                  -- protodump stops a direction at a longer frame
 local WS_WINDOW = 32768             -- the deflate window: history a message may refer to
 local WS_RATIO = 1032               -- deflate's largest expansion
 local WS_MARK = "\165\90\195\60\165\90\195\60"

@@ -19,9 +19,9 @@
 -- the messages it delivers; the n-th call of a frame shows the plugin's n-th message of that frame (so layers stay
 -- in Wireshark's order); the messages Wireshark did not deliver are shown by a postdissector at the end.
 
-local WS_MESSAGE_LIMIT = 16777216   -- dissectors.websocket.MESSAGE_LIMIT
-local WS_FRAGMENT_LIMIT = 4096      -- dissectors.websocket.FRAGMENT_LIMIT
-local WS_MAX_FRAME = 1048576        -- reassembly.tcp.MAX_PDU: protodump stops a direction at a longer frame
+local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT     -- dissectors.websocket.MESSAGE_LIMIT
+local WS_FRAGMENT_LIMIT = LIMITS.WS_FRAGMENT_LIMIT   -- dissectors.websocket.FRAGMENT_LIMIT
+local WS_MAX_FRAME = LIMITS.MAX_PDU                  -- protodump stops a direction at a longer frame
 local WS_WINDOW = 32768             -- the deflate window: history a message may refer to
 local WS_RATIO = 1032               -- deflate's largest expansion
 local WS_MARK = "\165\90\195\60\165\90\195\60"

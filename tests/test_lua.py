@@ -181,14 +181,17 @@ def test_install_knows_when_wireshark_refuses_lua():
 
 
 def test_websocket_limits_are_protodumps():
-    """The plugin's WebSocket assembly stops where protodump stops (lua/rt_websocket.lua's limits are the Python
-    constants its comments name)."""
+    """The plugin's WebSocket assembly stops where protodump stops: lua/rt_websocket.lua reads its limits from the
+    plugin's LIMITS table, generated from the Python constants."""
     import re
     from protodump.dissectors import websocket
     from protodump.reassembly.tcp import MAX_PDU
     text = (PLUGIN.parent / "rt_websocket.lua").read_text()
+    plugin = PLUGIN.read_text()
+    table = {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) = (\d+)", plugin.split("LIMITS = {", 1)[1].split("}", 1)[0])}
+    assert table["WS_MESSAGE_LIMIT"] == websocket.MESSAGE_LIMIT
+    assert table["WS_FRAGMENT_LIMIT"] == websocket.FRAGMENT_LIMIT
+    assert table["MAX_PDU"] == MAX_PDU
+    assert "local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT" in text and "local WS_MAX_FRAME = LIMITS.MAX_PDU" in text
     limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"^local (WS_\w+) = (\d+)", text, re.M)}
-    assert limits["WS_MESSAGE_LIMIT"] == websocket.MESSAGE_LIMIT
-    assert limits["WS_FRAGMENT_LIMIT"] == websocket.FRAGMENT_LIMIT
-    assert limits["WS_MAX_FRAME"] == MAX_PDU
     assert limits["WS_WINDOW"] == 1 << 15            # zlib's largest window: permessage-deflate's max_window_bits
