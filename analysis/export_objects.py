@@ -139,6 +139,20 @@ FINDERS = {"iceball": iceball_objects, "rutentoy": rutentoy_objects, "freeblox":
            "blank": blank_objects}
 
 
+PNG_MISSING = ("the PNG copies of the textures need protodump[images] (Pillow and qoi): only the QOI files were "
+               "written")
+
+
+def png_support() -> bool:
+    """Whether textures can be converted to PNG (the optional `qoi` and Pillow packages import)."""
+    try:
+        import qoi  # noqa: F401
+        from PIL import Image  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def png_of_qoi(data: bytes) -> bytes | None:
     """A PNG of a QOI image (None when it does not decode or Pillow is missing)."""
     try:
@@ -168,6 +182,7 @@ class ObjectExporter:
         self.notes: list[str] = []
         self.bytes = 0
         self.skipped = 0
+        self.png: bool | None = None          # PNG support, checked at the first texture
 
     def add(self, packet) -> None:
         if not packet.games:
@@ -178,7 +193,11 @@ class ObjectExporter:
                 if obj.extra.get("digest_ok") is False:
                     self.notes.append(f"frame {obj.frame}: texture {obj.name}: xxHash32 does not match the "
                                       "announced digest")
-                png = png_of_qoi(obj.data)
+                if self.png is None:
+                    self.png = png_support()
+                    if not self.png:
+                        self.notes.append(PNG_MISSING)
+                png = png_of_qoi(obj.data) if self.png else None
                 if png is not None:
                     self.write(obj, png, ".png", "PNG image")
 

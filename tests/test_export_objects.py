@@ -61,6 +61,19 @@ def test_rutentoy_textures_as_qoi_and_png_hash_checked(tmp_path):
         assert (qoi.decode(data) == numpy.asarray(png)).all()
 
 
+def test_rutentoy_without_pillow_says_the_png_copies_need_the_images_extra(tmp_path):
+    """Pillow missing (its import blocked): the QOI files are written, no PNG, and one note on stderr says why."""
+    run = ("import sys; sys.modules['PIL'] = None; sys.argv = ['protodump'] + sys.argv[1:]; "
+           "from protodump.cli.main import main; main()")
+    out = subprocess.run([sys.executable, "-c", run, "-q", "--export-objects", f"rutentoy,{tmp_path}",
+                          str(CAPTURES_DIR / "rutentoy-login-texture.pcap")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    files = sorted(p.suffix for p in tmp_path.iterdir())
+    assert files == [".qoi", ".qoi"]
+    notes = [line for line in out.stderr.splitlines() if "protodump[images]" in line]
+    assert len(notes) == 1 and "PNG" in notes[0], out.stderr
+
+
 def test_freeblox_assets_and_blank_chunks(tmp_path):
     e = export(CAPTURES_DIR / "freeblox-session.pcap", "freeblox", tmp_path / "fb")
     assert {w["file"]: w["size"] for w in e.written} == {"grass.png": 122, "noise.png": 108278, "sky.qoi": 4115,
