@@ -205,15 +205,10 @@ class Stack:
                 d.protocols.append(layer.proto)
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         last = self.layers[-1].proto
-        picked = [(i, info) for i, (layer, (_, info)) in enumerate(zip(self.layers, self.infos)) if layer.proto == last]
-        infos = [info for _, info in picked]
-        marks = d.chunk_marks
-        if marks and len(marks) > 1 and len(infos) > 1:
-            # SCTP: one dissector call per DATA chunk, each appending to the column: ", " within a call only
-            groups = [[info for i, info in picked if lo <= i < hi] for lo, hi in zip(marks, [*marks[1:], 1 << 30])]
-            info = (lambda: "".join(", ".join(i() if callable(i) else i for i in g) for g in groups))
-        else:
-            info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
+        # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
+        # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
+        info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
         prefix = d.info_prefix()              # the standard layers' tags before any Info (TCP analysis)
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))

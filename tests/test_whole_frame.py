@@ -166,7 +166,9 @@ def made(tmp_path_factory):
 def test_made_captures_whole_frames(made, form, protodump_run, tshark_run):
     for path in made:
         ours, theirs = protodump_run(*form, str(path)), tshark_run(*form, "-r", str(path))
+        # the plugin's own items: one per Lua dissector call, also the last of a frame (the Freeblox postdissector)
         text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", theirs.stdout)
+        text = re.sub(r',\n *"_ws\.lua\.fake": ""(?=\n)', "", text)
         assert ours.stdout == text, f"{path.name} {' '.join(form)}"
 
 
