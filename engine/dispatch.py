@@ -23,6 +23,18 @@ class Settings:
 MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heuristics must end)
 
 
+def _with_top_items(games: list[Layer]) -> list[Layer]:
+    """The game layers, each followed by the items its dissector put on the top level of the tree (Layer.after),
+    each one a layer keyed by its field."""
+    if not any(layer.after for layer in games):
+        return games
+    out = []
+    for layer in games:
+        out.append(layer)
+        out.extend(Layer(item.field.abbrev, item, False) for item in layer.after or ())
+    return out
+
+
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
@@ -54,7 +66,7 @@ class Packet:
         std = self.decoded.layers()
         marks = getattr(self.decoded, "chunk_marks", None)
         if not marks or len(marks) < 2:
-            return [*std, *self.games]
+            return [*std, *_with_top_items(self.games)]
         # SCTP: tshark shows each DATA chunk after the first in a new "sctp" item that follows the layers of the
         # chunk before it (capture.sctp builds those continuation layers: they carry no header)
         first = next(i for i, layer in enumerate(std) if layer.proto == "sctp")
