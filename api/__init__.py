@@ -25,12 +25,11 @@ def _compiled(filter):  # noqa: A002
 
 def _shown(packets, shows) -> Iterator:
     from .packet import Packet
-    first_ns = None
     for packet in packets:
-        if first_ns is None:
-            first_ns = packet.frame.ts_ns
-        if shows is None or shows(packet):
-            yield Packet(packet, first_ns)
+        shown = shows is None or shows(packet)
+        packet.decoded.displayed(shown)      # frame.time_delta_displayed of the next frames (capture/clock.py)
+        if shown:
+            yield Packet(packet)
 
 
 def read(path, filter=None, prefs: dict | None = None, decode_as: dict | None = None) -> Iterator:  # noqa: A002

@@ -50,11 +50,10 @@ class Packet:
     """A decoded packet. `pkt["blank.seq"]` is the first value of a field (KeyError if absent), `pkt.get(abbrev,
     default)`, `pkt.values(abbrev)` all of them, `"blank.login" in pkt` tests a protocol or field."""
 
-    __slots__ = ("_p", "_first_ns")
+    __slots__ = ("_p",)
 
-    def __init__(self, packet, first_ns: int | None = None):
+    def __init__(self, packet):
         self._p = packet
-        self._first_ns = first_ns
 
     # --- identity -----------------------------------------------------------------------------------------------
     @property
@@ -83,9 +82,9 @@ class Packet:
 
     @property
     def summary(self) -> str:
-        """The summary line, as `protodump` prints it (time relative to the capture's first frame)."""
-        first = self._first_ns if self._first_ns is not None else self._p.frame.ts_ns
-        return text.summary_line(self._p, first)
+        """The summary line, as `protodump` prints it (time relative to the capture's first frame: the frame's
+        own times, stamped by the capture's clock, capture/clock.py)."""
+        return text.summary_line(self._p)
 
     def __repr__(self) -> str:
         return f"<Packet {self.number} {self.protocol} {self._p.frame.length} bytes: {self.info}>"
@@ -101,6 +100,10 @@ class Packet:
 
     def __contains__(self, abbrev: str) -> bool:
         return abbrev in self._p or abbrev == "frame.time"
+
+    def _typed(self, abbrev: str, value: Any) -> Any:
+        # frame.time's tree value is tshark's text (capture/layers/frame.py): the API gives the datetime
+        return self.time if abbrev == "frame.time" else typed(abbrev, value)
 
     def __getitem__(self, abbrev: str):
         value = self.get(abbrev, _MISSING)
@@ -119,7 +122,9 @@ class Packet:
 
     def values(self, abbrev: str) -> list:
         """Every value of a field, in tree order (typed)."""
-        return [typed(abbrev, item.value) for item in self._p.index().get(abbrev, ())]
+        if abbrev == "frame.time" and abbrev not in self._p.index():
+            return [self.time]
+        return [self._typed(abbrev, item.value) for item in self._p.index().get(abbrev, ())]
 
     def fields(self, abbrev: str) -> list[Field]:
         """Every occurrence of a field with its shown value, value name, label and position."""
@@ -130,7 +135,7 @@ class Packet:
                 continue
             shown = tv.json_value(f, item.value) if f.ftype not in ("none", "protocol") else ""
             name = f.values.get(item.value) if f.values and isinstance(item.value, int) else None
-            out.append(Field(abbrev, typed(abbrev, item.value), shown, name, text.item_label(item),
+            out.append(Field(abbrev, self._typed(abbrev, item.value), shown, name, text.item_label(item),
                              item.offset, item.length if item.length is not None else 0, item.generated))
         return out
 

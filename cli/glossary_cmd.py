@@ -27,6 +27,8 @@ STANDARD_PROTOCOLS = {"frame": ("Frame", "Frame"), "eth": ("Ethernet", "Ethernet
                       "raw": ("Raw packet data", "Raw"), "ip": ("Internet Protocol Version 4", "IPv4"),
                       "ipv6": ("Internet Protocol Version 6", "IPv6"), "ah": ("Authentication Header", "AH"),
                       "udp": ("User Datagram Protocol", "UDP"), "tcp": ("Transmission Control Protocol", "TCP"),
+                      "icmp": ("Internet Control Message Protocol", "ICMP"),
+                      "icmpv6": ("Internet Control Message Protocol v6", "ICMPv6"), "data": ("Data", "Data"),
                       "sctp": ("Stream Control Transmission Protocol", "SCTP"),
                       "websocket": ("WebSocket", "WebSocket"), "_ws.expert": ("Expert Info", "Expert"),
                       "_ws.malformed": ("Malformed Packet", "Malformed packet")}

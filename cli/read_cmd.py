@@ -148,8 +148,10 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
         return
     first_ns = None
-    # nothing printed and no filter (-q, or only -w), statistics of the standard layers only: no game dissection
-    dispatcher.standard_only = bool(quiet and shows is None and all(tap.standard_only() for tap in taps))
+    # nothing printed and no filter (-q, or only -w), statistics of the standard layers only and no object export
+    # (--export-objects reads the game layers): no game dissection
+    dispatcher.standard_only = bool(quiet and shows is None and exporter is None
+                                    and all(tap.standard_only() for tap in taps))
     n = 0
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):

@@ -616,8 +616,8 @@ def runtime_pieces() -> list[str]:
 
 def lua_limits(protocols) -> dict[str, int]:
     """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
-    from . import blocks_iceball, sniff, streams
-    limits = {"CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
+    from . import blocks_iceball, lifetime, sniff, streams
+    limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),"CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
               "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
               "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
               **blocks_iceball.LIMITS}

@@ -3,7 +3,7 @@
 -- change the tables and regenerate. Runs on Wireshark 4.0 (Lua 5.2) and later (Lua 5.4).
 -- protodump version: 0.1.0
 pcall(set_plugin_info, { version = "0.1.0", description = "protodump: blank, enet, iceball, freeblox, rutentoy", repository = "protodump lua generate" })
-local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
+local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
 local rt = (function()
 -- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
 -- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
@@ -350,16 +350,42 @@ function rt.fit_revision(c, revisions, rules, code, length)
 end
 
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
-local conversations = {}
-function rt.conversation(proto, pinfo)
+-- Its lifetime is engine/lifetime.py's: all state of a pair of endpoints is dropped at the pair's next packet once
+-- it ended (rt.end_conversation: ENet DISCONNECT) more than CONV_LINGER seconds of capture time ago, or has been
+-- idle for CONV_TIMEOUT (protodump's defaults; its cap on live conversations and its state budget are not kept
+-- here). Only the first pass decides: re-dissection replays what the first pass recorded.
+local conversations, endpoints = {}, {}
+local function pair_of(pinfo)
   local a = tostring(pinfo.src) .. ":" .. string.format("%d", pinfo.src_port)
   local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
-  local key = proto .. "|" .. (a < b and (a .. "|" .. b) or (b .. "|" .. a))
-  local conv = conversations[key]
-  if not conv then conv = {}; conversations[key] = conv end
-  return conv, a .. ">" .. b
+  return (a < b and (a .. "|" .. b) or (b .. "|" .. a)), a .. ">" .. b
 end
-function rt.reset() conversations = {} end
+function rt.conversation(proto, pinfo)
+  local pair, dir = pair_of(pinfo)
+  local seen = endpoints[pair]
+  if not pinfo.visited then
+    local now = pinfo.abs_ts
+    if seen and ((seen.ended and seen.ended < now - LIMITS.CONV_LINGER)
+                 or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)) then
+      for key in pairs(seen.keys) do conversations[key] = nil end
+      seen = nil
+    end
+    if not seen then seen = { keys = {}, last = now }; endpoints[pair] = seen end
+    if not seen.ended then seen.last = now end
+  end
+  local key = proto .. "|" .. pair
+  local conv = conversations[key]
+  if not conv then
+    conv = {}; conversations[key] = conv
+    if seen then seen.keys[key] = true end
+  end
+  return conv, dir
+end
+function rt.end_conversation(pinfo)
+  local seen = endpoints[pair_of(pinfo)]
+  if seen and not seen.ended and not pinfo.visited then seen.ended = pinfo.abs_ts end
+end
+function rt.reset() conversations = {}; endpoints = {} end
 
 -- Every value of a field extractor in this frame so far ({} when none, or no tree on this pass).
 function rt.field_values(f)
@@ -708,6 +734,7 @@ do
     local F, values = D.F, c.sc[1]
     local key = "enet_cmd" .. idx
     local acked = rt.once(c, key, function()
+      if kind == 4 then rt.end_conversation(c.pinfo) end     -- DISCONNECT (engine/lifetime.py)
       if kind == 2 then
         c.conv.enet_connect = { frame = c.frame, data = scope.data, channel_count = scope.channel_count,
                                 mtu = scope.mtu, connect_id = scope.connect_id }
@@ -3276,10 +3303,14 @@ end
 -- Inflate one message with direction state `z` ({ window = last output or "" }). Returns the output tvb, the
 -- offset and the length of the message in it, or nil and the reason (protodump's wording).
 function rt.ws_inflate(z, data, fresh)
+  -- a failed inflate with context takeover leaves the shared context unknown: every later message fails too
+  -- (zlib's BAD state; dissectors/websocket.py's Inflater.broken)
+  if z.broken then return nil, "Decompression failed: the shared context was lost earlier" end
   if fresh then z.window = "" end
   local window = z.window
   local pre, skip = stored(window), #window
   local function fail(why) z.window = ""; return nil, why end
+  local function corrupt() z.broken = not fresh; return fail("Decompression failed") end
   local over = string.format("Decompressed message exceeds the limit of %d bytes", WS_MESSAGE_LIMIT)
   if #data * WS_RATIO > WS_MESSAGE_LIMIT then    -- could be a bomb: grow a prefix within the limit
     local pad = padding()
@@ -3288,14 +3319,14 @@ function rt.ws_inflate(z, data, fresh)
     local k = step
     while k < #data do
       local r = uncompress(pre .. string.sub(data, 1, k))
-      if r == nil then return fail("Decompression failed") end
+      if r == nil then return corrupt() end
       local made = r:len() - skip
       if made > WS_MESSAGE_LIMIT then return fail(over) end
       k = k + math.max(step, math.floor((WS_MESSAGE_LIMIT - made) / WS_RATIO))
     end
   end
   local r = uncompress(pre .. data .. "\0\0\255\255" .. WS_MARK_BLOCK)
-  if r == nil or r:len() < skip then return fail("Decompression failed") end
+  if r == nil or r:len() < skip then return corrupt() end
   local n, goes_on = r:len() - skip, false
   if n >= #WS_MARK and r:raw(r:len() - #WS_MARK, #WS_MARK) == WS_MARK then n, goes_on = n - #WS_MARK, true end
   if n > WS_MESSAGE_LIMIT then return fail(over) end

@@ -339,6 +339,7 @@ do
     local F, values = D.F, c.sc[1]
     local key = "enet_cmd" .. idx
     local acked = rt.once(c, key, function()
+      if kind == 4 then rt.end_conversation(c.pinfo) end     -- DISCONNECT (engine/lifetime.py)
       if kind == 2 then
         c.conv.enet_connect = { frame = c.frame, data = scope.data, channel_count = scope.channel_count,
                                 mtu = scope.mtu, connect_id = scope.connect_id }

@@ -100,10 +100,14 @@ end
 -- Inflate one message with direction state `z` ({ window = last output or "" }). Returns the output tvb, the
 -- offset and the length of the message in it, or nil and the reason (protodump's wording).
 function rt.ws_inflate(z, data, fresh)
+  -- a failed inflate with context takeover leaves the shared context unknown: every later message fails too
+  -- (zlib's BAD state; dissectors/websocket.py's Inflater.broken)
+  if z.broken then return nil, "Decompression failed: the shared context was lost earlier" end
   if fresh then z.window = "" end
   local window = z.window
   local pre, skip = stored(window), #window
   local function fail(why) z.window = ""; return nil, why end
+  local function corrupt() z.broken = not fresh; return fail("Decompression failed") end
   local over = string.format("Decompressed message exceeds the limit of %d bytes", WS_MESSAGE_LIMIT)
   if #data * WS_RATIO > WS_MESSAGE_LIMIT then    -- could be a bomb: grow a prefix within the limit
     local pad = padding()
@@ -112,14 +116,14 @@ function rt.ws_inflate(z, data, fresh)
     local k = step
     while k < #data do
       local r = uncompress(pre .. string.sub(data, 1, k))
-      if r == nil then return fail("Decompression failed") end
+      if r == nil then return corrupt() end
       local made = r:len() - skip
       if made > WS_MESSAGE_LIMIT then return fail(over) end
       k = k + math.max(step, math.floor((WS_MESSAGE_LIMIT - made) / WS_RATIO))
     end
   end
   local r = uncompress(pre .. data .. "\0\0\255\255" .. WS_MARK_BLOCK)
-  if r == nil or r:len() < skip then return fail("Decompression failed") end
+  if r == nil or r:len() < skip then return corrupt() end
   local n, goes_on = r:len() - skip, false
   if n >= #WS_MARK and r:raw(r:len() - #WS_MARK, #WS_MARK) == WS_MARK then n, goes_on = n - #WS_MARK, true end
   if n > WS_MESSAGE_LIMIT then return fail(over) end

@@ -343,16 +343,42 @@ function rt.fit_revision(c, revisions, rules, code, length)
 end
 
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
-local conversations = {}
-function rt.conversation(proto, pinfo)
+-- Its lifetime is engine/lifetime.py's: all state of a pair of endpoints is dropped at the pair's next packet once
+-- it ended (rt.end_conversation: ENet DISCONNECT) more than CONV_LINGER seconds of capture time ago, or has been
+-- idle for CONV_TIMEOUT (protodump's defaults; its cap on live conversations and its state budget are not kept
+-- here). Only the first pass decides: re-dissection replays what the first pass recorded.
+local conversations, endpoints = {}, {}
+local function pair_of(pinfo)
   local a = tostring(pinfo.src) .. ":" .. string.format("%d", pinfo.src_port)
   local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
-  local key = proto .. "|" .. (a < b and (a .. "|" .. b) or (b .. "|" .. a))
-  local conv = conversations[key]
-  if not conv then conv = {}; conversations[key] = conv end
-  return conv, a .. ">" .. b
+  return (a < b and (a .. "|" .. b) or (b .. "|" .. a)), a .. ">" .. b
 end
-function rt.reset() conversations = {} end
+function rt.conversation(proto, pinfo)
+  local pair, dir = pair_of(pinfo)
+  local seen = endpoints[pair]
+  if not pinfo.visited then
+    local now = pinfo.abs_ts
+    if seen and ((seen.ended and seen.ended < now - LIMITS.CONV_LINGER)
+                 or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)) then
+      for key in pairs(seen.keys) do conversations[key] = nil end
+      seen = nil
+    end
+    if not seen then seen = { keys = {}, last = now }; endpoints[pair] = seen end
+    if not seen.ended then seen.last = now end
+  end
+  local key = proto .. "|" .. pair
+  local conv = conversations[key]
+  if not conv then
+    conv = {}; conversations[key] = conv
+    if seen then seen.keys[key] = true end
+  end
+  return conv, dir
+end
+function rt.end_conversation(pinfo)
+  local seen = endpoints[pair_of(pinfo)]
+  if seen and not seen.ended and not pinfo.visited then seen.ended = pinfo.abs_ts end
+end
+function rt.reset() conversations = {}; endpoints = {} end
 
 -- Every value of a field extractor in this frame so far ({} when none, or no tree on this pass).
 function rt.field_values(f)

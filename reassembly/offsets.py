@@ -25,7 +25,8 @@ class OffsetReassembly:
     __slots__ = ("total", "pieces", "done", "_frames", "_spans", "_covered", "_held")
 
     def __init__(self, total: int, limit: int):
-        if total > limit:
+        self._held = 0                                     # bytes of pieces counted in the global budget
+        if total > limit:                                  # (set first: __del__ runs on a refused one too)
             raise TooLarge(f"Transfer of {total} bytes exceeds the limit of {limit}")
         self.total = total
         self.pieces: list[tuple[int, bytes, int]] = []   # (offset, data, frame), in arrival order
@@ -33,7 +34,6 @@ class OffsetReassembly:
         self._frames: list[int] = []
         self._spans: list[list[int]] = []                  # the covered [start, end) spans, sorted, disjoint
         self._covered = 0
-        self._held = 0                                     # bytes of pieces counted in the global budget
 
     def __del__(self, _give=PENDING.give) -> None:      # bound early: safe at interpreter exit too
         if self._held:

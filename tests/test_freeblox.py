@@ -475,7 +475,9 @@ def test_websocket_fuzz_parity(request, tmp_path, seed, wireshark, protodump_run
     assert "Dissector error" not in ours.stdout and theirs.returncode == 0
     a, b = packet_layers(ours.stdout), packet_layers(theirs.stdout)
     assert len(a) == len(b) == len(segments) + 3
-    assert sum(len(layers_of(x, "freeblox")) for x in a) > 50
+    # enough messages get through to make the comparison mean something (a junk compressed message breaks its
+    # direction's shared deflate context for good, on both sides, so fewer than half of the 120 do)
+    assert sum(len(layers_of(x, "freeblox")) for x in a) > 30
     for i, (x, y) in enumerate(zip(a, b)):
         assert layers_of(x, "freeblox") == layers_of(y, "freeblox"), f"seed {seed} frame {i + 1} ({pcap})"
 
