@@ -327,17 +327,15 @@ class WebSocket:
         single = len(parts) == 1 and plain
         if len(parts) > 1:
             # Wireshark's fragment tree (reassemble.c show_fragment_tree), on the top level of the tree after the
-            # websocket layer: each frame's share of the message as "#frame(bytes)" and "payload: first-last"
-            shares: dict[int, list[int]] = {}
-            pos = 0
+            # websocket layer: each fragment (several may share a frame) as "#frame(bytes)" and "payload: first-last"
+            shares, pos = [], 0
             for frame, part in zip(state["frames"], parts):
-                share = shares.setdefault(frame, [pos, 0])
-                share[1] += len(part)
+                shares.append((frame, pos, len(part)))
                 pos += len(part)
-            listed = ", ".join(f"#{frame}({n})" for frame, (_, n) in shares.items())
+            listed = ", ".join(f"#{frame}({n})" for frame, _, n in shares)
             node = ctx.top_level(Item(f["fragments"], None, at, 0, f"[{len(parts)} Reassembled websocket Fragments "
                                       f"({len(msg)} bytes): {listed}]", True, ctx.source))
-            for frame, (first, n) in shares.items():
+            for frame, first, n in shares:
                 node.add(Item(f["fragment"], frame, at, 0, f"Frame: {frame}, payload: {first}-{first + n - 1} "
                               f"({n} byte{'s' if n != 1 else ''})", True, ctx.source))
             node.add(Item(f["frag_count"], len(parts), at, 0, None, True, ctx.source))
