@@ -298,9 +298,11 @@ class WebSocket:
                 ctx.expert(pl, "unexpected", "Continuation frame without a message in progress")
                 state = states[ctx.direction] = {"opcode": 2, "compressed": False, "parts": [], "size": 0,
                                                  "frames": []}
-            if payload:
-                pl.add(Item(self.f["continue"], payload, at, len(payload), None, False, ctx.source if plain else
-                            self.unmasked_source(ctx, payload)))
+            if payload and not (fin and state["parts"]):
+                # tshark puts it on the top level of the tree, after the websocket layer (the frame completing a
+                # fragmented message shows the reassembly instead)
+                ctx.top_level(Item(self.f["continue"], payload, at if plain else 0, len(payload), None, False,
+                                   ctx.source if plain else self.unmasked_source(ctx, payload)))
         else:
             if state is not None:
                 ctx.expert(pl, "unexpected", "New message before the previous one was finished: it is dropped")
@@ -324,10 +326,18 @@ class WebSocket:
         msg = b"".join(parts)
         single = len(parts) == 1 and plain
         if len(parts) > 1:
-            node = ctx.tree.add(Item(f["fragments"], None, at, 0, f"{len(parts)} Reassembled websocket Fragments "
-                                     f"({len(msg)} bytes)", True, ctx.source))
-            for frame in dict.fromkeys(state["frames"]):
-                node.add(Item(f["fragment"], frame, at, 0, None, True, ctx.source))
+            # Wireshark's fragment tree (reassemble.c show_fragment_tree), on the top level of the tree after the
+            # websocket layer: each fragment (several may share a frame) as "#frame(bytes)" and "payload: first-last"
+            shares, pos = [], 0
+            for frame, part in zip(state["frames"], parts):
+                shares.append((frame, pos, len(part)))
+                pos += len(part)
+            listed = ", ".join(f"#{frame}({n})" for frame, _, n in shares)
+            node = ctx.top_level(Item(f["fragments"], None, at, 0, f"[{len(parts)} Reassembled websocket Fragments "
+                                      f"({len(msg)} bytes): {listed}]", True, ctx.source))
+            for frame, first, n in shares:
+                node.add(Item(f["fragment"], frame, at, 0, f"Frame: {frame}, payload: {first}-{first + n - 1} "
+                              f"({n} byte{'s' if n != 1 else ''})", True, ctx.source))
             node.add(Item(f["frag_count"], len(parts), at, 0, None, True, ctx.source))
             node.add(Item(f["reassembled"], len(msg), at, 0, None, True, ctx.source))
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):

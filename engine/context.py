@@ -61,6 +61,18 @@ class Ctx:
         return self.stack.handoff(table, keys, self.data if data is None else data, start, end,
                                   self.source if source is None else source, self.direction, meta or {})
 
+    def top_level(self, item: Item) -> Item:
+        """Show `item` on the top level of the packet tree, after this layer (Wireshark's dissector adding to the
+        tree it was given rather than to its own subtree); outside a frame's stack, under this layer."""
+        layer = None if self.stack is None else next(
+            (layer for layer in reversed(self.stack.layers) if layer.item is self.tree), None)
+        if layer is None:
+            return self.tree.add(item)
+        if layer.after is None:
+            layer.after = []
+        layer.after.append(item)
+        return item
+
     def end_conversation(self) -> None:
         """The conversation ends with this packet (ENet DISCONNECT, ...): its state is freed shortly after
         (engine.lifetime)."""

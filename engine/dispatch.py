@@ -23,6 +23,18 @@ class Settings:
 MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heuristics must end)
 
 
+def _with_top_items(games: list[Layer]) -> list[Layer]:
+    """The game layers, each followed by the items its dissector put on the top level of the tree (Layer.after),
+    each one a layer keyed by its field."""
+    if not any(layer.after for layer in games):
+        return games
+    out = []
+    for layer in games:
+        out.append(layer)
+        out.extend(Layer(item.field.abbrev, item, False) for item in layer.after or ())
+    return out
+
+
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
@@ -54,7 +66,7 @@ class Packet:
         std = self.decoded.layers()
         marks = getattr(self.decoded, "chunk_marks", None)
         if not marks or len(marks) < 2:
-            return [*std, *self.games]
+            return [*std, *_with_top_items(self.games)]
         # SCTP: tshark shows each DATA chunk after the first in a new "sctp" item that follows the layers of the
         # chunk before it (capture.sctp builds those continuation layers: they carry no header)
         first = next(i for i, layer in enumerate(std) if layer.proto == "sctp")
@@ -205,15 +217,10 @@ class Stack:
                 d.protocols.append(layer.proto)
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         last = self.layers[-1].proto
-        picked = [(i, info) for i, (layer, (_, info)) in enumerate(zip(self.layers, self.infos)) if layer.proto == last]
-        infos = [info for _, info in picked]
-        marks = d.chunk_marks
-        if marks and len(marks) > 1 and len(infos) > 1:
-            # SCTP: one dissector call per DATA chunk, each appending to the column: ", " within a call only
-            groups = [[info for i, info in picked if lo <= i < hi] for lo, hi in zip(marks, [*marks[1:], 1 << 30])]
-            info = (lambda: "".join(", ".join(i() if callable(i) else i for i in g) for g in groups))
-        else:
-            info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
+        # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
+        # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
+        info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
         prefix = d.info_prefix()              # the standard layers' tags before any Info (TCP analysis)
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))

@@ -160,3 +160,6 @@ class Layer:
     # False for a PDU after the first that one dissector call decodes (the generated Lua cuts a whole TCP segment
     # or SCTP chunk in one call): tshark lists a protocol in frame.protocols once per call
     listed: bool = True
+    # items tshark shows on the top level of the tree right after this layer, each as a layer of its own (a
+    # WebSocket continuation frame's websocket.payload.continue): engine.context.Ctx.top_level
+    after: list | None = None

@@ -3415,7 +3415,9 @@ local function ws_data_frame(conn, dir, f, out)
     local r, at, n = rt.ws_inflate(d.z, data, conn.deflate[side .. "_no_context_takeover"] ~= nil)
     if r == nil then out[#out + 1] = { err = at }; return end
     if n == 0 then return end
-    out[#out + 1] = { data = r:raw(at, n), tvb = r:range(at, n):tvb(), name = "Decompressed payload",
+    -- the message alone (r also holds the window before it: a range of r would place the message's items at
+    -- their offset in that buffer, where protodump's "Decompressed payload" holds the message only)
+    out[#out + 1] = { data = r:raw(at, n), name = "Decompressed payload",
                       compressed = #m.parts == 1 and data or nil,
                       plain = { data = data, name = plain and "Reassembled WebSocket message" or "Unmasked data" } }
     return
@@ -3424,7 +3426,7 @@ local function ws_data_frame(conn, dir, f, out)
   out[#out + 1] = { data = data, name = plain and "Reassembled WebSocket message" or "Unmasked data" }
 end
 
--- This frame's complete WebSocket messages: a list of { data = bytes, tvb = tvb or nil, name = source name } or
+-- This frame's complete WebSocket messages: a list of { data = bytes, name = source name } or
 -- { err = reason }. Computed while Wireshark dissects the frame the first time, as its websocket items appear (a
 -- hand-off sees the items up to its own frame; the postdissector sees them all and closes the record), replayed
 -- on every later dissection. `final`: this is the postdissector.
@@ -3497,7 +3499,6 @@ function rt.ws_next(pinfo, tvb)
 end
 
 function rt.ws_tvb(m, delivered)
-  if m.tvb then local t = m.tvb; m.tvb = nil; return t end
   if delivered and delivered:len() == #m.data and delivered:raw(0, delivered:len()) == m.data then return delivered end
   return ByteArray.new(m.data, true):tvb(m.name)
 end

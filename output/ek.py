@@ -183,6 +183,8 @@ def layer_nodes(packet) -> list:
         kids = _nodes(layer.item.children, layer.proto, packet, layer.item.source)
         if layer.proto == tv.LUA_FAKE_KEY:
             out.append(_Node(layer.proto, "none", None, [], _name(layer.proto, layer.proto)))
+        elif layer.item.field is not None and layer.item.field.ftype not in ("none", "protocol"):
+            out.extend(_nodes([layer.item], layer.proto, packet, layer.item.source))   # a field item on the top level
         else:
             top = layer.item
             raw = (top, packet, 0) if json_forms.item_length(top) > 0 and top.field is not None else None

@@ -129,6 +129,9 @@ def layers(packet, opts: Options) -> list:
     for layer in packet.layers():
         top = layer.item
         key = layer.proto
+        if top.field is not None and top.field.ftype not in ("none", "protocol") and not top.children:
+            out.extend(_members([top], packet, opts, None, top.source))     # a field item on the top level
+            continue
         if opts.raw and (not opts.text or item_length(top) > 0) and top.field is not None:
             out.append((key + "_raw", _raw(top, packet)))
         if top.children:

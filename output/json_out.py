@@ -118,6 +118,8 @@ def layer_text(packet) -> str:
         out.append(",\n" + ind + '"' + layer.proto + '": ' if out else ind + '"' + layer.proto + '": ')
         if top.children:
             _object(top.children, tv.LAYER_DEPTH, out)
+        elif top.field is not None and top.field.ftype not in ("none", "protocol"):
+            out.append('"' + (top.field.json_format or _format_of(top.field))[1](top.value) + '"')   # a top item
         else:
             out.append('"' + tv.json_escape(top.label or "") + '"')
     return "".join(out)

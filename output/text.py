@@ -154,7 +154,9 @@ def _layer_head(top: Item, proto: str) -> str:
             # a formatted label: cut to the buffer, no "[truncated]" mark
             return "[" + top.label[1:-1].encode()[:LABEL_LENGTH - 1].decode("utf-8", "ignore") + "]"
         return top.label
-    return item_label(top) if top.field is not None and top.field.labeler else proto
+    if top.field is not None and (top.field.labeler or top.field.ftype not in ("none", "protocol")):
+        return item_label(top)          # a labelled layer, or a field item on the top level (Layer.after)
+    return proto
 
 
 def layer_lines(packet, only: set[str] | None = None):
