@@ -46,5 +46,5 @@ if [ "$ROOTFS" != none ] && [ "$(id -u)" = 0 ] && [ ! -x "$ROOTFS/usr/bin/tshark
   fi
 fi
 [ "$ROOTFS" = none ] || export PROTODUMP_WIRESHARK_ROOT="$ROOTFS"
-python3 -m pip install -q -e '.[test,dask]'     # dask: pandas, pyarrow and dask.distributed too
+PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q -e '.[test,dask]'     # dask: pandas, pyarrow and dask.distributed too
 python3 -m pytest -q "$@"
