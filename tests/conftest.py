@@ -33,6 +33,9 @@ PLUGIN_PROTOCOLS = ("blank", "enet", "iceball", "rutentoy", "freeblox")
 OTHER_ROOT = Path(os.environ.get("PROTODUMP_WIRESHARK_ROOT") or next(
     (p for p in (Path("/var/cache/protodump/trixie"), Path("/var/cache/protodump/bookworm"))
      if (p / "usr" / "bin" / "tshark").exists()), Path("/var/cache/protodump/trixie")))
+# The Wireshark the tests take as the system's: the tshark on PATH, or the one in the Debian root that
+# PROTODUMP_SYSTEM_ROOT names (to run the suite here as a machine with that Debian's tshark would run it).
+SYSTEM_ROOT = Path(os.environ["PROTODUMP_SYSTEM_ROOT"]) if os.environ.get("PROTODUMP_SYSTEM_ROOT") else None
 NOBODY = 65534
 
 # Extra options given to both protodump and tshark for some captures (same syntax on both sides).
@@ -207,7 +210,7 @@ def _tshark_session(root: Path | None) -> Tshark:
 
 @pytest.fixture(scope="session")
 def system_tshark() -> Tshark:
-    return _tshark_session(None)
+    return _tshark_session(SYSTEM_ROOT)
 
 
 @pytest.fixture(scope="session")
@@ -231,6 +234,20 @@ def tshark_run(system_tshark) -> Runner:
 @pytest.fixture(scope="session")
 def other_run(other_tshark) -> Runner:
     return TsharkRunner(other_tshark)
+
+
+@pytest.fixture(scope="session")
+def standard_run(request, system_tshark) -> Runner:
+    """tshark 4.0, whose standard layers (frame, eth, ip, tcp, ...) protodump follows byte for byte
+    (docs/tshark-formats.md): the system's, or on a machine with a newer Wireshark the other root's (Debian 12's,
+    which tools/test.sh builds there). Skipped where neither is 4.0: later versions print those layers otherwise."""
+    if " 4.0." in system_tshark.version():
+        return request.getfixturevalue("tshark_run")
+    other = request.getfixturevalue("other_tshark")
+    if " 4.0." in other.version():
+        return request.getfixturevalue("other_run")
+    pytest.skip(f"no tshark 4.0 here ({system_tshark.version()}; {other.version()}): protodump's standard layers "
+                "are tshark 4.0's")
 
 
 def tshark_cmd_run(args, **kw) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import PLUGIN, PROTODUMP, TSHARK
+from conftest import PLUGIN, PROTODUMP, TSHARK, tshark_cmd_run
 
 GAMES = ("blank", "enet", "iceball", "rutentoy", "freeblox")
 needs_tshark = pytest.mark.skipif(TSHARK is None, reason="tshark is not on PATH")
@@ -19,9 +19,8 @@ def ours(*args) -> list[str]:
 
 
 def tsharks(report: str) -> list[str]:
-    r = subprocess.run([TSHARK, "-G", report, "-X", f"lua_script:{PLUGIN}"], capture_output=True, text=True,
-                       timeout=120)
-    return r.stdout.splitlines()
+    r = tshark_cmd_run(["-G", report, "-X", f"lua_script:{PLUGIN}"], timeout=120)     # unprivileged: Lua runs
+    return r.stdout.decode("utf-8", "replace").splitlines()
 
 
 def of_games(lines, column: int) -> set[str]:

@@ -26,10 +26,10 @@ FEW = [v for v in SMALL if v[0] in ("blank-bad.pcap", "enet-bad.pcap", "iceball-
                                     "rutentoy-sctp.pcap", "freeblox-plain.pcap")]
 
 
-def both(protodump_run, tshark_run, variant, *args):
+def both(protodump_run, standard_run, variant, *args):
     name, extra = variant
     ours = protodump_run(*extra, *args, name)
-    theirs = tshark_run(*extra, "-r", name, *args)
+    theirs = standard_run(*extra, "-r", name, *args)
     assert ours.returncode == 0, ours.stderr
     return ours.stdout, theirs.stdout
 
@@ -61,8 +61,8 @@ def psml_rows(text: str, udp: bool) -> list:
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
-def test_psml_is_tsharks(protodump_run, tshark_run, variant):
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "psml")
+def test_psml_is_tsharks(protodump_run, standard_run, variant):
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", "psml")
     theirs = re.sub(r'creator="wireshark/[^"]*"', 'creator="protodump/0.1.0"', theirs)
     udp = variant[0].startswith(("blank", "enet", "iceball-enet"))
     if udp:
@@ -76,8 +76,8 @@ def test_psml_is_tsharks(protodump_run, tshark_run, variant):
 @pytest.mark.parametrize("args", [("-j", "blank enet iceball rutentoy freeblox"),
                                   ("-J", "blank iceball"), ("-j", "blank.ack_history udp enet.command")],
                          ids=["j-games", "J", "j-fields"])
-def test_json_protocol_filters(protodump_run, tshark_run, variant, args):
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "json", *args)
+def test_json_protocol_filters(protodump_run, standard_run, variant, args):
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", "json", *args)
     compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
     for a, b in zip(packet_layers(ours), packet_layers(theirs)):       # filtered standard layers: the same
         for key in ("frame", "eth", "ip"):
@@ -86,14 +86,14 @@ def test_json_protocol_filters(protodump_run, tshark_run, variant, args):
 
 
 @pytest.mark.parametrize("variant", NOT_ICEBALL, ids=variant_id)
-def test_json_x_raw_arrays(protodump_run, tshark_run, variant):
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "json", "-x")
+def test_json_x_raw_arrays(protodump_run, standard_run, variant):
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", "json", "-x")
     compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
 
 
 @pytest.mark.parametrize("variant", NO_REASSEMBLY, ids=variant_id)
-def test_jsonraw(protodump_run, tshark_run, variant):
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "jsonraw")
+def test_jsonraw(protodump_run, standard_run, variant):
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", "jsonraw")
     compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
 
 
@@ -103,8 +103,8 @@ def ek_packets(text: str) -> list:
     return [pairs(line) for line in lines[1::2]]
 
 
-def compare_ek(protodump_run, tshark_run, variant, *args) -> None:
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "ek", *args)
+def compare_ek(protodump_run, standard_run, variant, *args) -> None:
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", "ek", *args)
     mine, their = ek_packets(ours), ek_packets(theirs)
     assert len(mine) == len(their)
     skip = divergent_frames(protodump_run, variant)
@@ -115,19 +115,19 @@ def compare_ek(protodump_run, tshark_run, variant, *args) -> None:
 
 
 @pytest.mark.parametrize("variant", SMALL, ids=variant_id)
-def test_ek_game_layers(protodump_run, tshark_run, variant):
-    compare_ek(protodump_run, tshark_run, variant)
+def test_ek_game_layers(protodump_run, standard_run, variant):
+    compare_ek(protodump_run, standard_run, variant)
 
 
 @pytest.mark.parametrize("variant", FEW, ids=variant_id)
 @pytest.mark.parametrize("args", [("-j", "blank enet iceball"), ("-J", "rutentoy freeblox")], ids=["j", "J"])
-def test_ek_protocol_filters(protodump_run, tshark_run, variant, args):
-    compare_ek(protodump_run, tshark_run, variant, *args)
+def test_ek_protocol_filters(protodump_run, standard_run, variant, args):
+    compare_ek(protodump_run, standard_run, variant, *args)
 
 
 @pytest.mark.parametrize("variant", [v for v in NOT_ICEBALL if v in FEW or v[0].startswith("blank")], ids=variant_id)
-def test_ek_x(protodump_run, tshark_run, variant):
-    compare_ek(protodump_run, tshark_run, variant, "-x")
+def test_ek_x(protodump_run, standard_run, variant):
+    compare_ek(protodump_run, standard_run, variant, "-x")
 
 
 FIELDS = ["frame.number", "ip.addr", "udp.port", "tcp.port", "_ws.col.No.", "_ws.col.Time", "_ws.col.Source",
@@ -136,26 +136,26 @@ FIELDS = ["frame.number", "ip.addr", "udp.port", "tcp.port", "_ws.col.No.", "_ws
 
 @pytest.mark.parametrize("variant", SMALL, ids=variant_id)
 @pytest.mark.parametrize("form", ["json", "ek", "fields"])
-def test_e_fields_and_columns_whole(protodump_run, tshark_run, variant, form):
+def test_e_fields_and_columns_whole(protodump_run, standard_run, variant, form):
     udp = variant[0].startswith(("blank", "enet", "iceball-enet"))
     fields = FIELDS if udp else [f for f in FIELDS if f not in ("_ws.col.Info", "_ws.col.Protocol")]  # TCP
     args = [a for f in fields for a in ("-e", f)]
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", form, *args)
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", form, *args)
     assert ours == theirs
 
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v[0].startswith("blank")], ids=variant_id)
-def test_e_game_fields_in_json(protodump_run, tshark_run, variant):
+def test_e_game_fields_in_json(protodump_run, standard_run, variant):
     args = [a for f in ("blank.seq", "blank.type", "blank.login.name", "blank.ack_history.received",
                         "blank.malformed", "_ws.expert.message") for a in ("-e", f)]
-    ours, theirs = both(protodump_run, tshark_run, variant, "-T", "json", *args)
+    ours, theirs = both(protodump_run, standard_run, variant, "-T", "json", *args)
     assert ours == theirs
 
 
-def test_time_column_counts_from_the_first_frame(protodump_run, tshark_run):
+def test_time_column_counts_from_the_first_frame(protodump_run, standard_run):
     """-Y hides the first frames: the Time column still counts from the capture's first frame (tshark's)."""
     args = ("-Y", 'blank.type == "Chunk Data" && blank.chunk')
-    ours, theirs = both(protodump_run, tshark_run, ("blank-all-current.pcap", ()), *args)
+    ours, theirs = both(protodump_run, standard_run, ("blank-all-current.pcap", ()), *args)
     assert ours == theirs and "0.007571" in ours
 
 

@@ -257,8 +257,8 @@ def picked(layers, proto, keys):
 
 
 @pytest.mark.parametrize("name", WS_CAPTURES)
-def test_frames_as_tshark_shows_them(name, protodump_run, tshark_run):
-    ours, theirs = protodump_run("-T", "json", name), tshark_run("-T", "json", "-r", name)
+def test_frames_as_tshark_shows_them(name, protodump_run, standard_run):
+    ours, theirs = protodump_run("-T", "json", name), standard_run("-T", "json", "-r", name)
     a, b = packet_layers(ours.stdout), packet_layers(theirs.stdout)
     assert len(a) == len(b)
     frames = 0

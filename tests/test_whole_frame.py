@@ -33,9 +33,9 @@ def _known(name: str) -> dict[int, str]:
 
 
 @pytest.fixture(scope="module", params=VARIANTS, ids=variant_id)
-def runs(request, protodump_run, tshark_run):
+def runs(request, protodump_run, standard_run):
     name, extra = request.param
-    return name, extra, protodump_run, tshark_run
+    return name, extra, protodump_run, standard_run
 
 
 def test_whole_frame_json(runs):
@@ -86,18 +86,18 @@ def test_summary_lines(runs):
      "-e", "frame.time_delta", "-e", "frame.time_delta_displayed", "-e", "frame.time", "-e", "udp.stream",
      "-e", "udp.time_delta"),
 ])
-def test_time_column_and_fields(args, protodump_run, tshark_run):
+def test_time_column_and_fields(args, protodump_run, standard_run):
     """The time column counts from the capture's first frame whatever -Y shows; -t formats; frame.time*."""
     name = "blank-server-session.pcap"
-    ours, theirs = protodump_run(*args, name), tshark_run(*args, "-r", name)
+    ours, theirs = protodump_run(*args, name), standard_run(*args, "-r", name)
     assert ours.stdout and ours.stdout == theirs.stdout
 
 
 @pytest.mark.parametrize("name", ["rutentoy-lost-reordered.pcap", "blank-bad.pcap", "iceball-tcp-bad.pcap",
                                   "rutentoy-sctp.pcap", "freeblox-session.pcap", "enet-bad.pcap", "rutentoy-bad.pcap"])
-def test_expert_statistic(name, protodump_run, tshark_run):
+def test_expert_statistic(name, protodump_run, standard_run):
     """-z expert: the standard layers' experts (TCP analysis, connection chats) counted with the game ones."""
-    ours, theirs = protodump_run("-q", "-z", "expert", name), tshark_run("-q", "-z", "expert", "-r", name)
+    ours, theirs = protodump_run("-q", "-z", "expert", name), standard_run("-q", "-z", "expert", "-r", name)
     assert ours.stdout == theirs.stdout
 
 
@@ -107,9 +107,9 @@ def test_expert_statistic(name, protodump_run, tshark_run):
                                   'ip.host == "127.0.0.1" && frame.time_delta > 0.0001', "tcp.stream == 0",
                                   'eth.addr.oui_resolved contains "Xerox"', "udp.stream == 0 && udp.time_delta > 0.001"])
 @pytest.mark.parametrize("name", ["rutentoy-lost-reordered.pcap", "blank-bad.pcap", "iceball-tcp-bad.pcap"])
-def test_standard_fields_filter(expr, name, protodump_run, tshark_run):
+def test_standard_fields_filter(expr, name, protodump_run, standard_run):
     args = ("-Y", expr, "-T", "fields", "-e", "frame.number")
-    assert protodump_run(*args, name).stdout == tshark_run(*args, "-r", name).stdout
+    assert protodump_run(*args, name).stdout == standard_run(*args, "-r", name).stdout
 
 
 def _made_captures(tmp: Path) -> list[Path]:
@@ -166,16 +166,16 @@ def made(tmp_path_factory):
 
 
 @pytest.mark.parametrize("form", [("-T", "json"), ("-V",), (), ("-n", "-V"), ("-q", "-z", "expert")])
-def test_made_captures_whole_frames(made, form, protodump_run, tshark_run):
+def test_made_captures_whole_frames(made, form, protodump_run, standard_run):
     for path in made:
-        ours, theirs = protodump_run(*form, str(path)), tshark_run(*form, "-r", str(path))
+        ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
         # the plugin's own items: one per Lua dissector call, also the last of a frame (the Freeblox postdissector)
         text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", theirs.stdout)
         text = re.sub(r',\n *"_ws\.lua\.fake": ""(?=\n)', "", text)
         assert ours.stdout == text, f"{path.name} {' '.join(form)}"
 
 
-def test_malformed_standard_headers(tmp_path, protodump_run, tshark_run):
+def test_malformed_standard_headers(tmp_path, protodump_run, standard_run):
     """Bad IHL and IP length, TCP data offset, TCP option lengths, an ICMP error quoting a cut datagram, an IP
     length past the frame, a bad UDP length: never an exception, the next frame decodes, the summary is tshark's."""
     from scapy.all import ICMP, IP, TCP, UDP, Ether, Raw, wrpcap
@@ -195,6 +195,6 @@ def test_malformed_standard_headers(tmp_path, protodump_run, tshark_run):
         p.time = 1700000000 + i
     path = tmp_path / "bad-headers.pcap"
     wrpcap(str(path), pkts)
-    ours, theirs = protodump_run(str(path)), tshark_run("-r", str(path))
+    ours, theirs = protodump_run(str(path)), standard_run("-r", str(path))
     assert ours.returncode == 0 and "Traceback" not in ours.stderr
     assert ours.stdout == theirs.stdout
