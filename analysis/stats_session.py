@@ -26,7 +26,7 @@ from collections import OrderedDict
 
 from ..dissectors.iceball import FILE_TYPES
 from .stats_base import Tap, register
-from .tree_walk import child, child_value, value_name
+from .tree_walk import child, child_value, child_values, value_name
 
 ROW_LIMIT = 2000            # rows of one kind kept per conversation
 SERIES_LIMIT = 1000         # points of one time series kept (every other one dropped when full)
@@ -368,16 +368,11 @@ class RutentoyObjects(SessionTap):
                         "chunks": child_value(node, "rutentoy.message.reassembled.chunks"),
                         "text": (text.value[:120] if text is not None and text.value else "")})
                 elif a == "rutentoy.texture.image":
+                    image = child_values(node, "rutentoy.texture.image", (
+                        "length", "xxh32", "announced", "digest_ok", "width", "height", "valid", "frame"))
+                    image["first_frame"] = image.pop("frame")
                     self.rows(conv, "textures").add({
-                        "frame": packet.number, "time": t, "direction": direction, "cookie": cookie,
-                        "length": child_value(node, "rutentoy.texture.image.length"),
-                        "xxh32": child_value(node, "rutentoy.texture.image.xxh32"),
-                        "announced": child_value(node, "rutentoy.texture.image.announced"),
-                        "digest_ok": child_value(node, "rutentoy.texture.image.digest_ok"),
-                        "width": child_value(node, "rutentoy.texture.image.width"),
-                        "height": child_value(node, "rutentoy.texture.image.height"),
-                        "valid": child_value(node, "rutentoy.texture.image.valid"),
-                        "first_frame": child_value(node, "rutentoy.texture.image.frame")})
+                        "frame": packet.number, "time": t, "direction": direction, "cookie": cookie, **image})
 
 
 # --- Freeblox assets and chat ----------------------------------------------------------------------------------------
@@ -394,12 +389,10 @@ class FreebloxAssets(SessionTap):
             top = layer.item
             buf = child(top, "freeblox.stream_asset.buffer")
             if buf is not None:
+                asset = child_values(top, "freeblox.stream_asset", ("asset_name", "asset_path", "asset_type"))
                 self.rows(conv, "assets").add({
-                    "frame": packet.number, "time": t, "name": child_value(top, "freeblox.stream_asset.asset_name"),
-                    "path": child_value(top, "freeblox.stream_asset.asset_path"),
-                    "type": child_value(top, "freeblox.stream_asset.asset_type"),
-                    "size": child_value(buf, "freeblox.stream_asset.buffer.size"),
-                    "format": child_value(buf, "freeblox.stream_asset.buffer.format")})
+                    "frame": packet.number, "time": t, "name": asset["asset_name"], "path": asset["asset_path"],
+                    "type": asset["asset_type"], **child_values(buf, "freeblox.stream_asset.buffer", ("size", "format"))})
             for kind in ("stream_chat", "player_chat"):
                 msg = child(top, f"freeblox.{kind}.message")
                 if msg is not None:

@@ -15,6 +15,11 @@ def child_value(node, abbrev, default=None):
     return default if c is None else c.value
 
 
+def child_values(node, prefix: str, names) -> dict:
+    """{name: the value of the child `prefix.name`} for each name (None where the child is absent)."""
+    return {name: child_value(node, f"{prefix}.{name}") for name in names}
+
+
 def value_name(item) -> str:
     """An item's value by its field's value names (the value itself when unnamed; "?" for no item)."""
     if item is None:
