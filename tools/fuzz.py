@@ -391,10 +391,18 @@ def failing(o: Outcome) -> bool:
 
 # --- the minimiser ---------------------------------------------------------------------------------------------------
 
+def scratch_dir() -> Path:
+    """Where cases are written: inside the tree (tshark runs unprivileged and must read them); made on first use,
+    since a clean checkout has no tests/tmp."""
+    path = ROOT / "tests" / "tmp"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def minimise(frames, prefs, names, keep=None, timeout: float = 60):
     """Delta debugging over frames: drop chunks of frames while the case still fails the same way."""
     def still(fs):
-        with tempfile.NamedTemporaryFile(suffix=".pcap", dir=ROOT / "tests" / "tmp") as tmp:
+        with tempfile.NamedTemporaryFile(suffix=".pcap", dir=scratch_dir()) as tmp:
             write_frames(Path(tmp.name), fs)
             o = run_case(Path(tmp.name), prefs, names, timeout)
         return failing(o) if keep is None else keep(o)
@@ -416,7 +424,6 @@ def minimise(frames, prefs, names, keep=None, timeout: float = 60):
 # --- the campaign ----------------------------------------------------------------------------------------------------
 
 def campaign(families, seed: int, cases: int, save: Path | None = None, log=print) -> dict:
-    (ROOT / "tests" / "tmp").mkdir(parents=True, exist_ok=True)
     totals = {}
     for family in families:
         names = FAMILIES[family][1]
@@ -424,7 +431,7 @@ def campaign(families, seed: int, cases: int, save: Path | None = None, log=prin
                               "frames": 0, "differ": 0, "failing": []}
         for index in range(cases):
             case, frames = make_case(family, seed, index)
-            with tempfile.NamedTemporaryFile(suffix=".pcap", dir=ROOT / "tests" / "tmp") as tmp:
+            with tempfile.NamedTemporaryFile(suffix=".pcap", dir=scratch_dir()) as tmp:
                 write_frames(Path(tmp.name), frames)
                 o = run_case(Path(tmp.name), case.prefs, names)
                 if failing(o) and save is not None:
