@@ -31,6 +31,11 @@ class Tap:
         need no game dissection (engine.dispatch.Dispatcher.standard_only, as Wireshark with no tree)."""
         return False
 
+    def demand(self):
+        """The field abbrevs (and protocol names) the tap reads of each packet, or engine.demand.EVERYTHING when
+        it walks whole trees: the dispatcher decodes only those (engine.demand)."""
+        return frozenset() if self.standard_only() else None
+
     def result(self) -> dict:
         raise NotImplementedError
 

@@ -7,6 +7,7 @@ magnitude for a whole-capture row), and the last row ends at that rounded durati
 """
 from __future__ import annotations
 
+from ..engine.demand import combine, of_filter
 from .stats_base import StatsError, Tap, register
 from .stats_phs import compile_optional
 
@@ -49,6 +50,9 @@ class IoStat(Tap):
 
     def standard_only(self) -> bool:
         return all(match is None for match in self.matchers)
+
+    def demand(self):
+        return combine(of_filter(f or None) for f in self.filters)
 
     def add(self, packet):
         ts = packet.frame.ts_ns

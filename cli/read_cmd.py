@@ -8,6 +8,7 @@ import click
 from ..capture import manuf
 from ..capture.files import CaptureError, open_capture
 from ..dissectors import PROTOCOLS
+from ..engine import demand
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
 from ..output.json_out import JsonWriter
@@ -152,6 +153,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     # (--export-objects reads the game layers): no game dissection
     dispatcher.standard_only = bool(quiet and shows is None and exporter is None
                                     and all(tap.standard_only() for tap in taps))
+    dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
     n = 0
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):
@@ -193,6 +195,16 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     stats_out.write([t.result() for t in taps], out, stats_format)
     export_opts.finish(exporter)
     sets_opts.finish(path)              # a set with an unreadable file: exit 2
+
+
+def run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e):
+    """What this run reads of the game layers (engine.demand): the taps', the filter's and -e's fields when the
+    packets printed are none or -T fields; None (every tree in full) when anything reads whole trees."""
+    if exporter is not None or two_pass:
+        return demand.EVERYTHING
+    printed = demand.EVERYTHING if not quiet and output_format != "fields" else \
+        demand.of_fields(fields_e) if not quiet else frozenset()
+    return demand.combine([printed, demand.of_filter(display_filter), *(tap.demand() for tap in taps)])
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,

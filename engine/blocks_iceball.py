@@ -579,6 +579,7 @@ class ChannelProtocol:
 
     sequence = None              # what the generic parts of the plugin generator ask of every protocol
     revision_pref = None
+    own_state_only = True        # its transfer state feeds only its own items (engine.demand)
 
     def __init__(self, name, description, *, messages: dict, ports: dict, variant_pref: tuple,
                  stream_start: tuple[int, int] | None = None):

@@ -24,7 +24,7 @@ class Ctx:
     """
 
     __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
-                 "source", "notes", "stack", "meta", "time")
+                 "source", "notes", "stack", "meta", "time", "demand")
 
     def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
                  frame: int = 0, sources: list[DataSource] | None = None):
@@ -43,6 +43,7 @@ class Ctx:
         self.stack = None              # the frame's layer stack (engine.dispatch.Stack): handoff() goes through it
         self.meta: dict = {}           # facts a lower layer passes up with a handoff (ENet's channel, ...)
         self.time: float | None = None # the frame's capture time, as wslua's pinfo.abs_ts (secs + nsecs / 1e9)
+        self.demand = None             # the abbrevs a run reads of this protocol (engine.demand); None: all
 
     def new_source(self, name: str, data: bytes) -> int:
         """Add a data source (a decompressed or reassembled buffer) to the packet; its index for Item.source."""

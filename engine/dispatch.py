@@ -171,6 +171,11 @@ class Stack:
         tree = Item(proto.info, proto.description, start, end - start, proto.description, False, source)
         layer = Layer(proto.name, tree)
         self.layers.append(layer)
+        demand = self.dispatcher.demand
+        asked = None if demand is None else demand.of(proto.name)
+        if asked is not None and not asked and getattr(proto, "own_state_only", False):
+            self.infos.append((proto.name, ""))     # nothing reads this layer but its presence (engine.demand)
+            return layer
         ctx = Ctx(data, start, end, tree, proto, self.conversation(proto) if conv is None else conv,
                   direction or self.direction, self.frame.number, self.sources)
         ctx.source, ctx.stack = source, self
@@ -178,6 +183,7 @@ class Stack:
         ctx.time = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         if meta:
             ctx.meta = meta
+        ctx.demand = asked
         slot = len(self.infos)               # infos in layer order: the layers this one hands up come after it
         self.infos.append((proto.name, ""))
         self.depth += 1
@@ -261,6 +267,8 @@ class Dispatcher:
         # Nothing reads the game layers (statistics of addresses and lengths only): frames get their standard
         # layers and no game dissection at all (the caller decides: cli/read_cmd.py, analysis.stats.run)
         self.standard_only = False
+        # What the run reads of the game layers (engine.demand.Demand); None: every tree is built in full
+        self.demand = None
         self.check_settings()
 
     def check_settings(self) -> None:

@@ -27,6 +27,7 @@ class StreamProtocol(Protocol):
     """bodies: numbering -> role -> Switch on the header's type field. alternates: (numbering, role, code) ->
     (flag, role whose case is used while conv flag `flag:<role>` is set). sent_by: packet name -> the only role
     that sends it (the other role gets an expert warning)."""
+    own_state_only = False       # its messages set state its framing reads (numbering, flags): always dissected
 
     def __init__(self, name, description, *, header: Struct, bodies: dict[str, dict[str, Switch]],
                  numbering_pref: tuple[str, str], ports: dict[str, tuple[int, ...]], alternates=None,
