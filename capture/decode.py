@@ -171,6 +171,13 @@ class Decoded:
             self._layers = build(self)
         return self._layers
 
+    def layers_for(self, roots) -> list[Layer]:
+        """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached."""
+        if self._layers is not None:
+            return self._layers
+        from .layers import build
+        return build(self, roots)
+
     def __repr__(self) -> str:
         return (f"Decoded(#{self.frame.number} {self.src}:{self.sport} -> {self.dst}:{self.dport}"
                 f" {self.transport} payload={len(self.payload)}@{self.payload_offset}"

@@ -204,7 +204,8 @@ def run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, f
         return demand.EVERYTHING
     printed = demand.EVERYTHING if not quiet and output_format != "fields" else \
         demand.of_fields(fields_e) if not quiet else frozenset()
-    return demand.combine([printed, demand.of_filter(display_filter), *(tap.demand() for tap in taps)])
+    names = demand.combine([printed, demand.of_filter(display_filter), *(tap.demand() for tap in taps)])
+    return None if names is demand.EVERYTHING else demand.Demand(names)
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,

@@ -32,6 +32,8 @@ class Demand:
     def __init__(self, names=()):
         self.names = frozenset(names)
         self._of: dict[str, frozenset] = {}
+        # the protocols the names belong to ("ip.src" -> "ip", aliases' parts too): the layers index() builds
+        self.roots = frozenset(n.split(".")[0] for n in self.names)
 
     def of(self, proto: str):
         hit = self._of.get(proto)
@@ -41,14 +43,14 @@ class Demand:
         return hit
 
 
-def combine(parts) -> Demand | None:
-    """One Demand from each reader's abbrevs (an iterable of names, or EVERYTHING); EVERYTHING wins."""
+def combine(parts) -> frozenset | None:
+    """The names every reader reads (each an iterable of names, or EVERYTHING, which wins)."""
     names: set[str] = set()
     for part in parts:
         if part is EVERYTHING:
             return EVERYTHING
         names.update(part)
-    return Demand(names)
+    return frozenset(names)
 
 
 def of_fields(names) -> frozenset | None:

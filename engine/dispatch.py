@@ -39,12 +39,13 @@ class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
 
-    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index")
+    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand")
 
-    def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources):
+    def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources, demand=None):
         self.frame, self.decoded, self.games = frame, decoded, games
         self._info, self.protocol, self.sources = info, protocol, sources
         self._index = None
+        self.demand = demand          # engine.demand.Demand: index() holds only the layers it reads
 
     @property
     def game(self) -> Layer | None:
@@ -85,8 +86,14 @@ class Packet:
         item. What display filters, -T fields and the Python API (`packet["blank.seq"]`) read."""
         if self._index is None:
             index: dict[str, list] = {}
-            for layer in self.layers():
+            demand = self.demand
+            layers = self.layers() if demand is None else \
+                [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]
+            roots = None if demand is None else demand.roots
+            for layer in layers:
                 index.setdefault(layer.proto, []).append(layer.item)
+                if roots is not None and layer.proto.split(".")[0] not in roots:
+                    continue           # only its presence is read (engine.demand)
                 for item in layer.item.walk():
                     f = item.field
                     if f is not None and item is not layer.item:
@@ -121,7 +128,7 @@ class PlainPacket(Packet):
 
     def __init__(self, frame, decoded):
         self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
-        self._info = None
+        self._info, self.demand = None, None
 
     @property
     def protocol(self) -> str:
@@ -215,7 +222,7 @@ class Stack:
             d.protocols.extend(self.called)
             if not self.called:
                 d.no_dissector()             # tshark's data layer for a payload nobody took
-            return Packet(self.frame, d, [], d.plain_info, protocol, [])
+            return Packet(self.frame, d, [], d.plain_info, protocol, [], self.dispatcher.demand)
         protos = self.dispatcher.protocols
         for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"
             if layer.listed:
@@ -231,7 +238,7 @@ class Stack:
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)
-        return Packet(self.frame, d, self.layers, info, column, self.sources)
+        return Packet(self.frame, d, self.layers, info, column, self.sources, self.dispatcher.demand)
 
 
 class Dispatcher:

@@ -30,12 +30,20 @@ EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip
                   "udp.length.bad": "udp.length"}
 
 
-def build(d) -> list[Layer]:
+# layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
+OWN_NAMES_ONLY = {"frame", "eth", "sll", "sll2", "ip", "ipv6", "udp", "tcp"}
+
+
+def build(d, roots=None) -> list[Layer]:
+    """roots: the protocol names some field a run reads starts with (engine.demand; None: all): a layer of
+    OWN_NAMES_ONLY outside them is not built, and expert infos are not hung (nothing reading them asked)."""
     data = d.frame.data
-    layers = [frame_layer(d)]
+    layers = [frame_layer(d)] if roots is None or "frame" in roots else []
     by_proto: dict[str, Layer] = {}
     for span in d.spans:
         proto, off, length = span[0], span[1], span[2]
+        if roots is not None and proto.split(".")[0] not in roots and proto in OWN_NAMES_ONLY | {"ipv6.ext"}:
+            continue
         if proto == "ipv6.ext":
             if "ipv6" in by_proto:
                 by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, span[3]))
@@ -44,7 +52,7 @@ def build(d) -> list[Layer]:
         layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
-    for proto, info in d.problems:
+    for proto, info in () if roots is not None else d.problems:
         layer = by_proto.get(proto) or layers[-1]
         anchor = EXPERT_ANCHORS.get(info.abbrev)
         item = layer.item.find(anchor) if anchor else None      # tshark hangs some on the field they judge
