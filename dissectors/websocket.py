@@ -212,11 +212,22 @@ class WebSocket:
         info = f"WebSocket {OPCODES.get(opcode, 'Unknown Opcode')}{' [FIN]' if fin else '[FRAGMENT] '}" \
                f"{' [MASKED]' if masked else ' '}"
         if opcode >= 8:
+            if opcode == 8:
+                self.closing(ctx)
             if raw:
                 self.control(ctx, pl, opcode, payload, at, src if not key else None)
             return info
         self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, key is None, info)
         return info
+
+    @staticmethod
+    def closing(ctx) -> None:
+        """A Close frame: once both sides have sent one (RFC 6455's closing handshake) the conversation is over
+        and its state is freed shortly after (engine.lifetime; the plugin's twin is in rt.ws_messages)."""
+        sides = ctx.conv.setdefault("closed", set())
+        sides.add(ctx.direction)
+        if len(sides) == 2:
+            ctx.end_conversation()
 
     @staticmethod
     def pdu_size(ctx) -> None:

@@ -3464,6 +3464,12 @@ function rt.ws_messages(pinfo, final)
     if not d then d = { z = { window = "" } }; rec.conn.dirs[rec.dir] = d end
     if ok and f and f.whole > WS_MAX_FRAME then d.stopped = true end
     if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs) end
+    if ok and f and f.opcode == 8 then     -- both sides sent Close: the conversation ends (dissectors/websocket.py)
+      d.closed = true
+      local n = 0
+      for _, side in pairs(rec.conn.dirs) do if side.closed then n = n + 1 end end
+      if n == 2 then rt.end_conversation(pinfo) end
+    end
   end
   rec.seen = math.max(rec.seen, #frames)
   if final then rec.done, rec.conn = true, nil end
