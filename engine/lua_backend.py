@@ -589,6 +589,7 @@ class Generator:
                 w("rt.ws_info(pinfo, info)" if getattr(p, "heuristic_list", None) == "ws" else "pinfo.cols.info:set(info)")
             with w.block("else"):
                 w("rt.expert(c, T, \"malformed\", \"Dissector error: \" .. tostring(info))")
+            w(f"rt.conversation_note({lua_str(p.name)}, pinfo, T, E)")
             w("return tvb:len()")
         w(f"function {var}.dissector(tvb, pinfo, tree) return dissect_{p.name}(tvb, pinfo, tree) end")
         self.register_tables(p, var)
@@ -617,7 +618,10 @@ def runtime_pieces() -> list[str]:
 def lua_limits(protocols) -> dict[str, int]:
     """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
     from . import blocks_iceball, lifetime, sniff, streams
-    limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),"CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
+    from ..reassembly.budget import INFLATE_COST, STATE_BUDGET
+    limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),
+              "CONV_MAX": lifetime.MAX_LIVE, "FORGOTTEN_LIMIT": lifetime.FORGOTTEN_LIMIT,
+              "STATE_BUDGET": STATE_BUDGET, "INFLATE_COST": INFLATE_COST, "CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
               "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
               "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
               **blocks_iceball.LIMITS}

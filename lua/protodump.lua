@@ -3,7 +3,7 @@
 -- change the tables and regenerate. Runs on Wireshark 4.0 (Lua 5.2) and later (Lua 5.4).
 -- protodump version: 0.1.0
 pcall(set_plugin_info, { version = "0.1.0", description = "protodump: blank, enet, iceball, freeblox, rutentoy", repository = "protodump lua generate" })
-local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
+local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_MAX = 10000, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, FORGOTTEN_LIMIT = 65536, INFLATED_LIMIT = 16777216, INFLATE_COST = 49152, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, STATE_BUDGET = 33554432, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
 local rt = (function()
 -- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
 -- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
@@ -351,10 +351,57 @@ end
 
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
 -- Its lifetime is engine/lifetime.py's: all state of a pair of endpoints is dropped at the pair's next packet once
--- it ended (rt.end_conversation: ENet DISCONNECT) more than CONV_LINGER seconds of capture time ago, or has been
--- idle for CONV_TIMEOUT (protodump's defaults; its cap on live conversations and its state budget are not kept
--- here). Only the first pass decides: re-dissection replays what the first pass recorded.
+-- it ended (rt.end_conversation: ENet DISCONNECT, WebSocket Close both ways) more than CONV_LINGER seconds of
+-- capture time ago, or has been idle for CONV_TIMEOUT. Beyond CONV_MAX live pairs, or beyond STATE_BUDGET bytes of
+-- heavy state (rt.state_charge: inflate windows), the oldest is dropped (ended ones first, then the least recently
+-- seen) and its next packet gets the note Python gives (rt.conversation_note). Only the first pass decides:
+-- re-dissection replays what the first pass recorded.
 local conversations, endpoints = {}, {}
+local live = { n = 0 }              -- pair records in two lists, oldest first: ended ones, then the others
+local lists = { ended = {}, live = {} }
+local forgotten, forgotten_ring, forgotten_at = {}, {}, 0   -- pair -> why it was dropped (bounded ring)
+local frame_notes = {}              -- frame number -> { proto, note }: shown on that frame's first game layer
+local state_used = 0                -- bytes charged by rt.state_charge for live pairs
+local function unlink(seen)
+  local l = lists[seen.list]
+  if seen.prev then seen.prev.next = seen.next else l.head = seen.next end
+  if seen.next then seen.next.prev = seen.prev else l.tail = seen.prev end
+  seen.prev, seen.next = nil, nil
+end
+local function append(seen, name)
+  local l = lists[name]
+  seen.list, seen.prev, seen.next = name, l.tail, nil
+  if l.tail then l.tail.next = seen else l.head = seen end
+  l.tail = seen
+end
+local function drop(pair, seen, why)
+  for key in pairs(seen.keys) do conversations[key] = nil end
+  for _, free in ipairs(seen.frees) do pcall(free) end
+  state_used = math.max(0, state_used - seen.charged)
+  unlink(seen)
+  endpoints[pair] = nil
+  live.n = live.n - 1
+  if why then
+    forgotten_at = forgotten_at % LIMITS.FORGOTTEN_LIMIT + 1
+    local old = forgotten_ring[forgotten_at]
+    if old then forgotten[old] = nil end
+    forgotten_ring[forgotten_at], forgotten[pair] = pair, why
+  end
+end
+local function over_cap()
+  while live.n > 0 do
+    local why
+    if live.n > LIMITS.CONV_MAX then
+      why = string.format("more than %d live conversations: protodump.max_conversations", LIMITS.CONV_MAX)
+    elseif state_used > LIMITS.STATE_BUDGET then
+      why = string.format("conversation state over %d bytes: protodump.state_budget", LIMITS.STATE_BUDGET)
+    else
+      return
+    end
+    local oldest = lists.ended.head or lists.live.head
+    drop(oldest.pair, oldest, "Conversation state was dropped (" .. why .. "): its analysis starts again here")
+  end
+end
 local function pair_of(pinfo)
   local a = tostring(pinfo.src) .. ":" .. string.format("%d", pinfo.src_port)
   local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
@@ -367,11 +414,23 @@ function rt.conversation(proto, pinfo)
     local now = pinfo.abs_ts
     if seen and ((seen.ended and seen.ended < now - LIMITS.CONV_LINGER)
                  or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)) then
-      for key in pairs(seen.keys) do conversations[key] = nil end
+      drop(pair, seen, nil)
       seen = nil
     end
-    if not seen then seen = { keys = {}, last = now }; endpoints[pair] = seen end
-    if not seen.ended then seen.last = now end
+    if not seen then
+      seen = { keys = {}, last = now, pair = pair, frees = {}, charged = 0 }
+      endpoints[pair] = seen
+      append(seen, "live")
+      live.n = live.n + 1
+      if forgotten[pair] then
+        frame_notes[pinfo.number] = { proto, forgotten[pair] }
+        forgotten[pair] = nil
+      end
+      over_cap()
+    elseif not seen.ended then
+      seen.last = now
+      unlink(seen); append(seen, "live")
+    end
   end
   local key = proto .. "|" .. pair
   local conv = conversations[key]
@@ -383,9 +442,30 @@ function rt.conversation(proto, pinfo)
 end
 function rt.end_conversation(pinfo)
   local seen = endpoints[pair_of(pinfo)]
-  if seen and not seen.ended and not pinfo.visited then seen.ended = pinfo.abs_ts end
+  if seen and not seen.ended and not pinfo.visited then
+    seen.ended = pinfo.abs_ts
+    unlink(seen); append(seen, "ended")
+  end
 end
-function rt.reset() conversations = {}; endpoints = {} end
+-- Heavy state held for this frame's pair (an inflate window): `free` is called when the pair is dropped.
+function rt.state_charge(pinfo, bytes, free)
+  if pinfo.visited then return end
+  local seen = endpoints[pair_of(pinfo)]
+  if not seen then rt.conversation("websocket", pinfo); seen = endpoints[pair_of(pinfo)] end
+  seen.charged = seen.charged + bytes
+  state_used = state_used + bytes
+  seen.frees[#seen.frees + 1] = free
+  over_cap()
+end
+-- The note for a conversation dropped by the cap, on the first layer of its next packet (engine.dispatch).
+function rt.conversation_note(proto, pinfo, item, E)
+  local note = frame_notes[pinfo.number]
+  if note and note[1] == proto and E and E.sequence then item:add_proto_expert_info(E.sequence, note[2]) end
+end
+function rt.reset()
+  conversations, endpoints, forgotten, forgotten_ring, frame_notes = {}, {}, {}, {}, {}
+  lists.ended, lists.live, live.n, state_used, forgotten_at = {}, {}, 0, 0, 0
+end
 
 -- Every value of a field extractor in this frame so far ({} when none, or no tree on this pass).
 function rt.field_values(f)
@@ -878,6 +958,7 @@ do
     elseif not c.handed then
       pinfo.cols.info:set(info)
     end
+    rt.conversation_note("enet", pinfo, T, D.E)
     return tvb:len()
   end
 end
@@ -2632,6 +2713,7 @@ local function stream_show(spec, e, t, pinfo, tree, conv, st)
     info = string.format("[Undecoded: %d bytes]", t:len())
   end
   if e.note and T and spec.opts.E then T:add_proto_expert_info(spec.opts.E["sequence"], e.note) end
+  if T and #info_parts == 0 then rt.conversation_note(spec.name, pinfo, T, spec.opts.E) end   -- first layer
   pinfo.cols.protocol:set(spec.name)       -- only frames with a layer of ours (Python: Packet.protocol)
   if info ~= nil then
     info_parts[#info_parts + 1] = tostring(info)
@@ -3388,7 +3470,7 @@ end
 
 -- One data frame into its direction's message (websocket.py data_frame/message); a complete message is added
 -- to `out`.
-local function ws_data_frame(conn, dir, f, out)
+local function ws_data_frame(conn, dir, f, out, pinfo)
   local d = conn.dirs[dir]
   if not d then d = { z = { window = "" } }; conn.dirs[dir] = d end
   local payload = f.key and rt.ws_unmask(f.payload, f.key) or f.payload
@@ -3412,6 +3494,10 @@ local function ws_data_frame(conn, dir, f, out)
   local plain = not f.key
   if m.compressed and conn.deflate and not ws_keep_compressed then
     local side = dir == conn.client and "client" or "server"
+    if not d.charged then         -- an inflate window: counted in the state budget (Python's Inflater.COST)
+      d.charged = true
+      rt.state_charge(pinfo, LIMITS.INFLATE_COST, function() d.z = { window = "" } end)
+    end
     local r, at, n = rt.ws_inflate(d.z, data, conn.deflate[side .. "_no_context_takeover"] ~= nil)
     if r == nil then out[#out + 1] = { err = at }; return end
     if n == 0 then return end
@@ -3444,6 +3530,8 @@ function rt.ws_messages(pinfo, final)
     if #all(F_HTTP_REQ) > 0 then
       conn = { client = dir, dirs = {} }        -- an upgrade request starts the connection afresh
       ws_conns[key] = conn
+      -- freed with its conversation (rt.conversation's lifetime, cap and budget)
+      rt.state_charge(pinfo, 0, function() if ws_conns[key] == conn then ws_conns[key] = nil end end)
     end
     if conn then
       for _, fi in ipairs(all(F_HTTP_CODE)) do
@@ -3463,7 +3551,7 @@ function rt.ws_messages(pinfo, final)
     local d = rec.conn.dirs[rec.dir]
     if not d then d = { z = { window = "" } }; rec.conn.dirs[rec.dir] = d end
     if ok and f and f.whole > WS_MAX_FRAME then d.stopped = true end
-    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs) end
+    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs, pinfo) end
     if ok and f and f.opcode == 8 then     -- both sides sent Close: the conversation ends (dissectors/websocket.py)
       d.closed = true
       local n = 0
@@ -5527,6 +5615,7 @@ local function dissect_blank(tvb, pinfo, tree)
   else
     rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
   end
+  rt.conversation_note("blank", pinfo, T, E)
   return tvb:len()
 end
 function P_blank.dissector(tvb, pinfo, tree) return dissect_blank(tvb, pinfo, tree) end
@@ -9643,6 +9732,7 @@ local function dissect_freeblox(tvb, pinfo, tree)
   else
     rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
   end
+  rt.conversation_note("freeblox", pinfo, T, E)
   return tvb:len()
 end
 function P_freeblox.dissector(tvb, pinfo, tree) return dissect_freeblox(tvb, pinfo, tree) end
