@@ -324,6 +324,8 @@ class Chunk(Field):
     buffer, inflated when `compressed_flag` is set, and its `content` decoded from that buffer.
     State lives per conversation; the first copy of a byte wins (as Wireshark's reassembly does)."""
 
+    keeps_state = True
+
     def __init__(self, name, label, *, begin, key, at, length, total, compressed_flag, content=None):
         super().__init__(name, label)
         self.begin, self.key, self.at, self.length, self.total = begin, key, at, length, total

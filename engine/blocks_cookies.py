@@ -102,6 +102,8 @@ class TextReassembly(Field):
     `command_channel`, the text command parsed by `commands`. At most `limit` bytes and `pending` messages per
     direction are kept: a message that never ends is dropped with an expert item."""
 
+    keeps_state = True
+
     def __init__(self, name, label, *, size, key, final, channel, command_channel, commands, limit=16384,
                  pending=64):
         super().__init__(name, label)
@@ -273,6 +275,8 @@ class ImageReassembly(Field):
     powers of two, the pixel stream walked and decoded, its xxHash32 (seed 0) matched against the digest
     announced earlier on the connection by `digest_from` (command, arg) from the same side. `clears`: conv
     flag ended (for this side) by the last chunk."""
+
+    keeps_state = True
 
     def __init__(self, name, label, *, size, key, length, max_side, digest_from, clears, pending=16):
         super().__init__(name, label)

@@ -340,6 +340,8 @@ class Transfer(Field):
     inflated file, `kind_mask` selects the kind from the request's flags) and "abort" (`who` aborted).
     Adds no wire bytes of its own: it is placed after the fields it reads."""
 
+    keeps_state = True
+
     def __init__(self, name, label, step: str, *, names: dict | None = None, inside: dict | None = None,
                  kinds: dict[int, str] | None = None, kind_mask: int = 0xF, who: str = ""):
         super().__init__(name, label)

@@ -57,6 +57,8 @@ class Field:
     """Base of every table word. `codes` is set on fixed-size fields that can join a precompiled run."""
 
     codes: tuple[str, ...] | None = None   # struct codes, without byte order
+    keeps_state = False                    # its decode keeps conversation state later packets read (a block
+                                           # that reassembles or remembers): see stateful()
     endian = ""                            # "<", ">" or "" (byte order does not matter: bytes, u8)
     size: int | None = None                # fixed wire size, or None when variable
 
@@ -102,9 +104,30 @@ class Field:
     def size_rule(self) -> tuple[int, int, int]:
         return (self.size, self.size, 0)
 
+    def stateful(self) -> bool:
+        """Whether decoding this field, or a field in it, keeps state that later packets read: a run that reads
+        none of its items may skip it only when not (engine.demand)."""
+        known = self.__dict__.get("_stateful")
+        if known is None:
+            known = self.keeps_state or any(_stateful(v) for k, v in self.__dict__.items() if k != "_stateful")
+            self.__dict__["_stateful"] = known
+        return known
+
     def infos(self):
         if self.info is not None:
             yield self.info
+
+
+def _stateful(value) -> bool:
+    if isinstance(value, Field):
+        return value.stateful()
+    if isinstance(value, (list, tuple)):
+        return any(_stateful(v) for v in value)
+    if isinstance(value, dict):
+        return any(_stateful(v) for v in value.values())
+    if isinstance(value, Run):
+        return any(f.stateful() for f in value.fields)
+    return False
 
 
 # --- integers and floats ---------------------------------------------------------------------------------------
