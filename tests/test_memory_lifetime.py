@@ -5,6 +5,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from protodump.engine import lifetime
 from protodump.engine.lua_backend import lua_limits
 from protodump.dissectors import PROTOCOLS
@@ -44,9 +46,10 @@ def test_the_plugin_limits_come_from_python():
     assert "LIMITS.CONV_MAX" in runtime and "LIMITS.STATE_BUDGET" in runtime
 
 
-def test_the_plugin_caps_live_conversations_as_python_does(tmp_path):
+@pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])     # Lua 5.2 (4.0) and 5.4 (4.4)
+def test_the_plugin_caps_live_conversations_as_python_does(request, wireshark):
     """The flood of test_bounded's cap test with a cap of 50, in both halves: the same frame gets the same note."""
-    from conftest import tshark_cmd_run
+    tshark = request.getfixturevalue(wireshark)
     from replay import _template, conversation_frames
     session, _ = _template("blank-server-session.pcap")
     t0 = 1_700_000_000.0
@@ -60,8 +63,9 @@ def test_the_plugin_caps_live_conversations_as_python_does(tmp_path):
     capped, n = re.subn(r"\bCONV_MAX = \d+", "CONV_MAX = 50", plugin)
     assert n == 1
     (tmp / "capped.lua").write_text(capped)
-    out = tshark_cmd_run(["-X", f"lua_script:{tmp / 'capped.lua'}", "-r", str(path), "-T", "fields",
-                          "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300).stdout.decode()
+    out = tshark.run(["-X", f"lua_script:{tmp / 'capped.lua'}", "-r", str(path), "-T", "fields",
+                      "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300).stdout
+    out = out.decode() if isinstance(out, bytes) else out
     theirs = {line.split("\t")[0]: line.split("\t", 1)[1] for line in out.splitlines()
               if "Conversation state was dropped" in line}
     notes = {}
