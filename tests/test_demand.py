@@ -1,10 +1,8 @@
 """Decode only what is asked (engine.demand): statistics, -T fields with a few fields and filters with -q read only
 some fields, so the dispatcher skips what nothing reads. Every such run must print exactly what the full decode
 prints, on every bundled capture and on a many-conversation replay."""
-import sys
 from pathlib import Path
 
-import dpkt
 import pytest
 from click.testing import CliRunner
 
@@ -13,9 +11,9 @@ from protodump.dissectors import PROTOCOLS
 from protodump.engine import demand
 from protodump.engine.protocol import Protocol
 
+from test_fast_path import mixed  # noqa: F401  (the many-conversation replay fixture)
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-from replay import conversation_frames  # noqa: E402
 
 GAMES = [p.name for p in PROTOCOLS]
 MODES = [
@@ -39,17 +37,6 @@ def run(args, full: bool, monkeypatch) -> str:
         result = CliRunner().invoke(read_cmd.read, [str(a) for a in args], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return result.output
-
-
-@pytest.fixture(scope="module")
-def mixed(tmp_path_factory):
-    path = tmp_path_factory.mktemp("demand") / "mix.pcap"
-    with open(path, "wb") as f:
-        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
-        for ts, buf in conversation_frames("mix", 3000, 10, 4, ["blank", "enet", "iceball-tcp", "rutentoy",
-                                                                "freeblox"]):
-            w.writepkt(buf, ts=ts)
-    return path
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "captures").glob("*.pcap")))
