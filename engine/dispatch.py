@@ -234,11 +234,12 @@ class Stack:
         # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
         # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
-        prefix = d.info_prefix()              # the standard layers' tags before any Info (TCP analysis)
+        demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
+        prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)
-        return Packet(self.frame, d, self.layers, info, column, self.sources, self.dispatcher.demand)
+        return Packet(self.frame, d, self.layers, info, column, self.sources, demand)
 
 
 class Dispatcher:
