@@ -205,7 +205,9 @@ def run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, f
     printed = demand.EVERYTHING if not quiet and output_format != "fields" else \
         demand.of_fields(fields_e) if not quiet else frozenset()
     names = demand.combine([printed, demand.of_filter(display_filter), *(tap.demand() for tap in taps)])
-    return None if names is demand.EVERYTHING else demand.Demand(names)
+    if names is demand.EVERYTHING:
+        return None
+    return demand.Demand(names | {part for name in names for part in fields_out.ALIASES.get(name, ())})
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,

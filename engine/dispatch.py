@@ -35,6 +35,19 @@ def _with_top_items(games: list[Layer]) -> list[Layer]:
     return out
 
 
+def _index_all(index: dict, layer: Layer) -> None:
+    """Every item of a layer under its field's abbrev, expert items under theirs and tshark's pseudo-fields."""
+    for item in layer.item.walk():
+        f = item.field
+        if f is not None and item is not layer.item:
+            index.setdefault(f.abbrev, []).append(item)
+        elif item.expert_info is not None:
+            index.setdefault("_ws.expert", []).append(item)
+            index.setdefault(item.expert_info.abbrev, []).append(item)
+            if item.expert_info.group == MALFORMED:    # tshark's "_ws.malformed" item beside it
+                index.setdefault("_ws.malformed", []).append(item)
+
+
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
@@ -83,26 +96,24 @@ class Packet:
 
     def index(self) -> dict[str, list]:
         """Every item of every layer by field abbrev, in tree order; protocols (layer names) map to their top
-        item. What display filters, -T fields and the Python API (`packet["blank.seq"]`) read."""
+        item. What display filters, -T fields and the Python API (`packet["blank.seq"]`) read. With a demand
+        (engine.demand), only the asked fields, from the layers they belong to."""
         if self._index is None:
             index: dict[str, list] = {}
             demand = self.demand
-            layers = self.layers() if demand is None else \
-                [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]
-            roots = None if demand is None else demand.roots
-            for layer in layers:
-                index.setdefault(layer.proto, []).append(layer.item)
-                if roots is not None and layer.proto.split(".")[0] not in roots:
-                    continue           # only its presence is read (engine.demand)
-                for item in layer.item.walk():
-                    f = item.field
-                    if f is not None and item is not layer.item:
-                        index.setdefault(f.abbrev, []).append(item)
-                    elif item.expert_info is not None:
-                        index.setdefault("_ws.expert", []).append(item)
-                        index.setdefault(item.expert_info.abbrev, []).append(item)
-                        if item.expert_info.group == MALFORMED:    # tshark's "_ws.malformed" item beside it
-                            index.setdefault("_ws.malformed", []).append(item)
+            if demand is None:
+                for layer in self.layers():
+                    index.setdefault(layer.proto, []).append(layer.item)
+                    _index_all(index, layer)
+            else:
+                names = demand.names
+                for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
+                    index.setdefault(layer.proto, []).append(layer.item)
+                    if layer.proto.split(".")[0] in demand.roots:     # else only its presence is read
+                        for item in layer.item.walk():
+                            f = item.field
+                            if f is not None and f.abbrev in names and item is not layer.item:
+                                index.setdefault(f.abbrev, []).append(item)
             self._index = index
         return self._index
 
