@@ -84,3 +84,22 @@ def _frames(name):
     import dpkt
     with open(ROOT / "captures" / name, "rb") as f:
         return [(ts, buf, i) for i, (ts, buf) in enumerate(dpkt.pcap.Reader(f), 1)]
+
+
+@pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])
+def test_the_plugin_state_budget_drops_conversations_without_error(request, wireshark):
+    """A state budget smaller than one inflate window: the compressed WebSocket connection is dropped at its
+    first inflated message (its windows and assembly freed), noted on its next packet, and the plugin goes on."""
+    tshark = request.getfixturevalue(wireshark)
+    tmp = ROOT / "tests" / "tmp"
+    tmp.mkdir(exist_ok=True)
+    plugin = (ROOT / "lua" / "protodump.lua").read_text()
+    tight, n = re.subn(r"\bSTATE_BUDGET = \d+", "STATE_BUDGET = 1000", plugin)
+    assert n == 1
+    (tmp / "tight.lua").write_text(tight)
+    run = tshark.run(["-X", f"lua_script:{tmp / 'tight.lua'}", "-r", str(ROOT / "captures" / "freeblox-session.pcap"),
+                      "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300)
+    out = run.stdout.decode() if isinstance(run.stdout, bytes) else run.stdout
+    err = run.stderr.decode() if isinstance(run.stderr, bytes) else run.stderr
+    assert "Lua" not in err and "rror" not in out.replace("Error/", "")
+    assert "conversation state over 1000 bytes: protodump.state_budget" in out
