@@ -485,7 +485,7 @@ class Transfer(Field):
         if struct_ is None:
             return
         sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-        sub.source = source
+        sub.source, sub.prefs = source, ctx.prefs
         try:
             struct_.decode(sub, node)
         except Truncated:       # reported by ctx.need; the file stays shown

@@ -173,7 +173,7 @@ class Stack:
         self.layers.append(layer)
         ctx = Ctx(data, start, end, tree, proto, self.conversation(proto) if conv is None else conv,
                   direction or self.direction, self.frame.number, self.sources)
-        ctx.source, ctx.stack = source, self
+        ctx.source, ctx.stack, ctx.prefs = source, self, self.dispatcher.settings.prefs
         ns = self.frame.ts_ns
         ctx.time = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         if meta:
