@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .context import Ctx
+from .fields import BOOL_CHOICES
 from .lifetime import PREFERENCES as ENGINE_PREFERENCES, Lifetimes
 from .protocol import Protocol
 from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
@@ -275,6 +276,8 @@ class Dispatcher:
             if p is None or pref not in p.preferences():
                 raise DispatchError(f"unknown preference {key!r}")
             choices = p.preferences()[pref][2]
+            if choices == BOOL_CHOICES and value.upper() in BOOL_CHOICES:      # TRUE/FALSE in any case, as tshark
+                continue
             if choices and value not in choices:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import CAPTURES_DIR
-from protodump.engine.dispatch import Settings
+from protodump.engine.dispatch import Dispatcher, DispatchError, Settings
 from protodump.engine.blocks_voxels import LAYOUTS, BlockMap, block_map, map_fields
 from protodump.engine.fields import U8, Binder, Bytes, Packet, Struct, Switch, WhenPref
 from protodump.engine.lua_backend import Generator
@@ -122,9 +122,12 @@ def test_the_table_declares_the_preference_to_every_consumer():
     assert "if P_toy.prefs.map then" in lua and "rt.block_map(c, T, c.pos - 1024, 8, \"split\"" in lua
     with pytest.raises(ValueError):     # a guarded field must not take wire bytes
         WhenPref("p", "P", U8("x", "X"))
-    from protodump.dissectors import blank, rutentoy
+    from protodump.dissectors import PROTOCOLS, blank, rutentoy
     assert blank.PROTOCOL.preferences()["block_map"][1] == "FALSE"
     assert rutentoy.PROTOCOL.preferences()["block_map"][1] == "TRUE"
+    Dispatcher(PROTOCOLS, Settings(prefs={"blank.block_map": "True", "rutentoy.block_map": "false"}))
+    with pytest.raises(DispatchError, match="not one of TRUE, FALSE"):      # as tshark: a boolean or nothing
+        Dispatcher(PROTOCOLS, Settings(prefs={"blank.block_map": "yes"}))
 
 
 # --- the real blank session --------------------------------------------------------------------------------------------
