@@ -65,13 +65,17 @@ def block_map(f: dict, parent: Item, data, pos: int, side: int, layout: str, lab
         key = (id(f), src, pos, z, ids, lit, hex_ids)
         piece = _SLICES.get(key)
         if piece is None:
-            piece = Item(f["z"], z, pos + stride * at, stride * plane, f"z={z}", False, src)
-            rows = []
+            rows, filled, lighted = [], 0, 0
             for y in range(side):
                 k = side * y
-                text = row_text(y, *row_values(layout, ids[stride * k:stride * (k + side)], lit[k:k + side], side),
-                                hex_ids)
+                row_ids, row_lights = row_values(layout, ids[stride * k:stride * (k + side)], lit[k:k + side], side)
+                filled += side - row_ids.count(0)
+                lighted += side - row_lights.count(0)
+                text = row_text(y, row_ids, row_lights, hex_ids)
                 rows.append(Item(f["row"], text, pos + stride * (at + k), stride * side, text, False, src))
+            # what the slice holds, seen before opening it: where the ground and the lights are
+            piece = Item(f["z"], z, pos + stride * at, stride * plane, f"z={z}: {filled} non-zero, {lighted} lit",
+                         False, src)
             piece.children = tuple(rows)
             if len(_SLICES) >= SLICE_MEMO:
                 del _SLICES[next(iter(_SLICES))]

@@ -3203,7 +3203,7 @@ function rt.block_map(c, T, pos, side, layout, label, hex_ids, f)
   for z = 0, side - 1 do
     local at = plane * z
     local slice = top:add(f.z, c.tvb(pos + stride * at, stride * plane), z)
-    slice:set_text(fmt("z=%d", z))
+    local filled, lighted = 0, 0
     for y = 0, side - 1 do
       local k = at + side * y
       local ids, lit = {}, {}
@@ -3217,10 +3217,13 @@ function rt.block_map(c, T, pos, side, layout, label, hex_ids, f)
           id, light = b + byte(raw, stride * i + 2) * 256, m
         end
         ids[x + 1], lit[x + 1] = fmt(idf, id), fmt("%d", light)
+        if id ~= 0 then filled = filled + 1 end
+        if light ~= 0 then lighted = lighted + 1 end
       end
       local text = fmt("y=%d: blocks %s, light %s", y, table.concat(ids, " "), table.concat(lit, " "))
       slice:add(f.row, c.tvb(pos + stride * k, stride * side), text):set_text(text)
     end
+    slice:set_text(fmt("z=%d: %d non-zero, %d lit", z, filled, lighted))
   end
 end
 -- WebSocket messages assembled by the plugin itself (the twin of dissectors/websocket.py's messages, for the

@@ -51,7 +51,9 @@ def check_map(top: Item, data: bytes, pos: int, side: int, layout: str, hex_ids:
     assert top.offset == pos and top.length == stride * side ** 3
     assert [s.value for s in top.children] == list(range(side))
     for z, piece in enumerate(top.children):
-        assert piece.label == f"z={z}" and len(piece.children) == side
+        in_slice = blocks[side * side * z:side * side * (z + 1)]
+        filled, lit = sum(1 for b, _ in in_slice if b), sum(1 for _, light in in_slice if light)
+        assert piece.label == f"z={z}: {filled} non-zero, {lit} lit" and len(piece.children) == side
         for y, row in enumerate(piece.children):
             at = side * (y + side * z)
             assert row.label == row.value and row.value.startswith(f"y={y}: ")
