@@ -15,7 +15,7 @@ from functools import lru_cache
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import CAPTURES_DIR
+from conftest import CAPTURES_DIR, VARIANTS, variant_id
 from protodump.engine.dispatch import Dispatcher, DispatchError, Settings
 from protodump.engine.blocks_voxels import LAYOUTS, BlockMap, block_map, map_fields
 from protodump.engine.fields import U8, Binder, Bytes, Packet, Struct, Switch, WhenPref
@@ -157,14 +157,16 @@ def test_real_session_every_chunk_by_position():
 # --- tshark + the plugin -------------------------------------------------------------------------------------------------
 
 CHUNKED = ["blank-all-current.pcap", "blank-server-session.pcap"]
+BLANK_VARIANTS = [v for v in VARIANTS if v[0].startswith("blank")]
 
 
-@pytest.mark.parametrize("name", CHUNKED)
-def test_whole_frames_equal_tshark_with_the_map_on(name, protodump_run, standard_run):
+@pytest.mark.parametrize("variant", BLANK_VARIANTS, ids=variant_id)
+def test_whole_frames_equal_tshark_with_the_map_on(variant, protodump_run, standard_run):
+    name, extra = variant
     for form in (("-V",), ("-T", "json")):
-        ours, theirs = protodump_run(*form, *ON, name), standard_run(*form, *ON, "-r", name)
+        ours, theirs = protodump_run(*form, *extra, *ON, name), standard_run(*form, *extra, *ON, "-r", name)
         assert ours.returncode == 0 and theirs.returncode == 0, theirs.stderr
-        assert "blank.chunk.blocks.map" in ours.stdout or "Blocks by position" in ours.stdout
+        assert ("blank.chunk.blocks.map" in ours.stdout or "Blocks by position" in ours.stdout) == (name in CHUNKED)
         if form == ("-V",):
             assert ours.stdout == theirs.stdout
         else:
