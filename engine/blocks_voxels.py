@@ -83,14 +83,6 @@ def block_map(f: dict, parent: Item, data, pos: int, side: int, layout: str, lab
         top.add(piece)
 
 
-def emit_block_map(gen, f: dict, pos: str, side: int, layout: str, label: str, hex_ids: bool) -> None:
-    """The plugin's call of rt.block_map (lua/rt_voxels.lua) for the fields `f` and the chunk at Lua `pos`."""
-    from .lua_backend import lua_str     # imported late: the backend imports the field modules
-    fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in f.items())
-    gen.w(f"rt.block_map(c, T, {pos}, {side}, {lua_str(layout)}, {lua_str(map_label(label, side))}, "
-          f"{'true' if hex_ids else 'false'}, {{ {fs} }})")
-
-
 class BlockMap(Field):
     """The map of the side³ chunk that ends `back` bytes before the current position (after its IDs and lights
     were read and summarised): no bytes of its own. `hex_ids`: IDs in hex (the spec names them so)."""
@@ -127,7 +119,11 @@ class BlockMap(Field):
         yield from self.f.values()
 
     def emit_lua(self, gen, shown, raw):
-        emit_block_map(gen, self.f, f"c.pos - {self.back}", self.side, self.layout, self.label, self.hex_ids)
+        """rt.block_map (lua/rt_voxels.lua) on the chunk `back` bytes before the Lua position."""
+        from .lua_backend import lua_str     # imported late: the backend imports the field modules
+        fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
+        gen.w(f"rt.block_map(c, T, c.pos - {self.back}, {self.side}, {lua_str(self.layout)}, "
+              f"{lua_str(map_label(self.label, self.side))}, {'true' if self.hex_ids else 'false'}, {{ {fs} }})")
 
 
 __all__ = ["BlockMap", "block_map", "row_text", "row_values"]
