@@ -406,7 +406,7 @@ class Chunk(Field):
         ctx.notes.append(f"[chunk {len(buf)} bytes reassembled]")
         if self.content is not None:
             sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-            sub.source = len(ctx.sources) - 1
+            sub.source, sub.prefs = len(ctx.sources) - 1, ctx.prefs
             try:
                 self.content.decode(sub, node)
             except Truncated:       # reported by ctx.need; the rest of the packet stands

@@ -487,7 +487,7 @@ class Transfer(Field):
         if struct_ is None:
             return
         sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-        sub.source = source
+        sub.source, sub.prefs = source, ctx.prefs
         try:
             struct_.decode(sub, node)
         except Truncated:       # reported by ctx.need; the file stays shown
@@ -600,6 +600,7 @@ class ChannelProtocol:
         self.trailing_info = b.field(f"{name}.trailing", "Bytes after the packet", "bytes")
         self.data_info = b.field(f"{name}.data", "Undecoded data", "bytes")     # what a stream cannot frame
         self.fields = b.fields
+        self.table_prefs = b.prefs           # the preferences the tables declare (fields.WhenPref)
         self.stream_dispatch = self.messages[None].fields[0]
         self.type_field = self.stream_dispatch.name          # what `-z <proto>,types` counts
         self.type_fields = tuple(dict.fromkeys(             # the type codes a message starts with, per channel
@@ -609,7 +610,7 @@ class ChannelProtocol:
 
     def preferences(self) -> dict[str, tuple[str, str, list[str]]]:
         pname, desc, default, choices = self.variant_pref
-        return {pname: (desc, default, list(choices))}
+        return {pname: (desc, default, list(choices)), **self.table_prefs}
 
     def variant(self, prefs: dict) -> str:
         pname, _, default, _ = self.variant_pref
@@ -733,7 +734,8 @@ class ChannelProtocol:
         """Decode one message on its own (fresh conversation), as if it came on `channel`: values and tree."""
         tree = Item(self.info, self.description, 0, len(payload), self.description)
         ctx = Ctx(payload, 0, len(payload), tree, self, {}, "a>b", 1, [])
-        self.dissect(ctx, prefs or {}, channel)
+        ctx.prefs = prefs or {}
+        self.dissect(ctx, ctx.prefs, channel)
         return ctx.scopes[0], tree
 
     def encode(self, values: dict, channel=None) -> bytes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .context import Ctx
+from .fields import BOOL_CHOICES
 from .lifetime import PREFERENCES as ENGINE_PREFERENCES, Lifetimes
 from .protocol import Protocol
 from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
@@ -196,7 +197,7 @@ class Stack:
             return layer
         ctx = Ctx(data, start, end, tree, proto, self.conversation(proto) if conv is None else conv,
                   direction or self.direction, self.frame.number, self.sources)
-        ctx.source, ctx.stack = source, self
+        ctx.source, ctx.stack, ctx.prefs = source, self, self.dispatcher.settings.prefs
         ns = self.frame.ts_ns
         ctx.time = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         if meta:
@@ -302,6 +303,8 @@ class Dispatcher:
             if p is None or pref not in p.preferences():
                 raise DispatchError(f"unknown preference {key!r}")
             choices = p.preferences()[pref][2]
+            if choices == BOOL_CHOICES and value.upper() in BOOL_CHOICES:      # TRUE/FALSE in any case, as tshark
+                continue
             if choices and value not in choices:
                 raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
 

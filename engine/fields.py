@@ -36,6 +36,8 @@ class Binder:
         # (id(struct), abbrev) -> (struct, bound): a struct used by many packets (Iceball's 128 message codes under
         # several framings) is bound once; binding is deterministic and a bound table is never changed afterwards.
         self.structs: dict[tuple[int, str], tuple[Field, Field]] = {}
+        # preferences the table declares (WhenPref): name -> (description, default, choices), in table order
+        self.prefs: dict[str, tuple[str, str, list[str]]] = {}
 
     def bound_struct(self, struct: Field, own: str, make) -> Field:
         key = (id(struct), own)
@@ -568,6 +570,57 @@ class Switch(Field):
             yield from packet.infos()
 
 
+# --- preferences ---------------------------------------------------------------------------------------------------
+
+BOOL_CHOICES = ["TRUE", "FALSE", "true", "false"]     # as tshark reads a boolean preference
+
+
+def pref_on(prefs: dict, key: str, default: bool) -> bool:
+    """A boolean preference's value (-o KEY:TRUE|FALSE, case-insensitive as tshark)."""
+    value = prefs.get(key)
+    return default if value is None else value.upper() == "TRUE"
+
+
+class WhenPref(Field):
+    """Fields shown only when a boolean preference of the protocol is on (`-o <proto>.<pref>:TRUE`): detail that
+    costs too much output to show by default (a chunk's every block). The table declares the preference: the
+    protocol lists it (preferences(), -G defaultprefs), the plugin registers it as Pref.bool and tests it where
+    the fields are. The fields take no wire bytes (views of bytes read before), so the decode after them is the
+    same either way."""
+
+    def __init__(self, pref: str, description: str, *fields: Field, default: bool = False):
+        super().__init__(pref, None)
+        self.pref, self.description, self.default = pref, description, default
+        self.fields = list(fields)
+        if any(f.size_rule() != (0, 0, 0) for f in self.fields):
+            raise ValueError(f"WhenPref({pref!r}): its fields must take no wire bytes")
+        self.size, self.key = 0, ""
+
+    def bind(self, b, prefix):
+        declared = (self.description, "TRUE" if self.default else "FALSE", BOOL_CHOICES)
+        if b.prefs.setdefault(self.pref, declared) != declared:
+            raise ValueError(f"{b.proto}.{self.pref} declared twice with different descriptions or defaults")
+        bound = copy.copy(self)
+        bound.key = bound.abbrev = f"{b.proto}.{self.pref}"     # the abbrev keys its Lua (one guard per pref)
+        bound.fields = [f.bind(b, prefix) for f in self.fields]
+        return bound
+
+    def decode(self, ctx, parent):
+        if pref_on(ctx.prefs, self.key, self.default):
+            for f in self.fields:
+                f.decode(ctx, parent)
+
+    def encode(self, values, out):
+        pass
+
+    def size_rule(self):
+        return (0, 0, 0)
+
+    def infos(self):
+        for f in self.fields:
+            yield from f.infos()
+
+
 # --- helpers -------------------------------------------------------------------------------------------------------
 
 def combine(rules) -> tuple[int, int, int]:
@@ -619,4 +672,4 @@ def template_parts(template: str) -> list[tuple[bool, str]]:
 
 __all__ = ["Binder", "Field", "Number", "Flag", "Flags", "Padding", "CString", "Bytes", "Struct", "Packet",
            "Array", "Switch", "U8", "I8", "U16LE", "U16BE", "I16LE", "I16BE", "U32LE", "U32BE", "I32LE", "I32BE",
-           "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "combine", "accepts", "format_template", "template_parts"]
+           "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "WhenPref", "pref_on", "combine", "accepts", "format_template", "template_parts"]

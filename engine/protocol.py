@@ -65,6 +65,7 @@ class Protocol:
         self.fields: dict[str, FieldInfo] = b.fields
         # what a run asking only for these reads of a datagram: its header (engine.demand)
         self.header_abbrevs = frozenset([*(i.abbrev for i in self.header.infos()), self.revision_info.abbrev])
+        self.table_prefs = b.prefs           # the preferences the tables declare (fields.WhenPref)
         self.type_field = next(iter(body.values())).on
         # Which revisions a (type, payload length) fits: the size rules come from the tables themselves.
         self.rules = {rev: {code: p.size_rule() for code, p in sw.cases.items()} for rev, sw in self.body.items()}
@@ -75,7 +76,7 @@ class Protocol:
         if self.revision_pref:
             pname, desc, default = self.revision_pref
             prefs[pname] = (desc, default, ["auto", *self.revisions])
-        return prefs
+        return {**prefs, **self.table_prefs}
 
     def heuristic_match(self, payload: bytes) -> bool:
         if not self.heuristic or len(payload) < self.header.size if self.header.size else False:
@@ -113,7 +114,8 @@ class Protocol:
         """Decode one datagram on its own (fresh conversation): its values and its tree. For tests and scripts."""
         tree = Item(self.info, self.description, 0, len(payload), self.description)
         ctx = Ctx(payload, 0, len(payload), tree, self, {}, "a>b", 1, [])
-        self.dissect(ctx, prefs or {})
+        ctx.prefs = prefs or {}
+        self.dissect(ctx, ctx.prefs)
         return ctx.scopes[0], tree
 
     # --- decode ---------------------------------------------------------------------------------------------------

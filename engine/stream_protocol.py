@@ -50,7 +50,7 @@ class StreamProtocol(Protocol):
     # --- registration -----------------------------------------------------------------------------------------
     def preferences(self):
         pname, desc = self.numbering_pref
-        return {pname: (desc, "auto", ["auto", *self.numberings])}
+        return {pname: (desc, "auto", ["auto", *self.numberings]), **self.table_prefs}
 
     def heuristic_match(self, payload: bytes) -> bool:
         return False

@@ -2314,25 +2314,6 @@ function rt.split_id_grid(c, T, count, max_listed, label, names, f)
     it:set_generated()
     rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
   end
-  if count == 512 then      -- every block by position, i = x + 8 (y + 8 z) (engine/blocks_rutentoy.py block_map)
-    local top = T:add(f.map, c.tvb(c.pos, count))
-    top:set_text(label .. " by position (x, y, z)")
-    for z = 0, 7 do
-      for y = 0, 7 do
-        local at = 8 * (y + 8 * z)
-        local row = top:add(f.row, c.tvb(c.pos + at, 8))
-        row:set_text(string.format("z=%d, y=%d", z, y))
-        for x = 0, 7 do
-          local i = at + x
-          local m = string.byte(raw, count + i + 1)
-          local id, l = string.byte(raw, i + 1) * 16 + floor(m / 16), m % 16
-          local it = row:add(f.at, c.tvb(c.pos + i, 1), id)
-          it:set_text(string.format("x=%d: %s (0x%03x), light %d", x, names[id] or "Unknown", id, l))
-          it:add(f.light, c.tvb(c.pos + count + i, 1), l)
-        end
-      end
-    end
-  end
   c.pos = c.pos + 2 * count
 end
 -- What a buffer holds, from its first bytes (engine/sniff.py): image formats with their dimensions, glTF.
@@ -3283,6 +3264,50 @@ function rt.recall(c, T, f, name, tname, key)
   if known ~= nil then T:add(f, c.tvb(c.pos, 0), known):set_generated() end
   if known ~= nil then c.sc[#c.sc][name] = known else c.sc[#c.sc][name] = k end
 end
+-- Voxel chunks browsable by position (engine/blocks_voxels.py, the same text byte for byte): a slice per z, in it a
+-- row per y listing the run of x, "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
+-- Layouts: "split" (Rutentoy: ID = data[i] << 4 | data[n + i] >> 4, light = data[n + i] & 15) and "u16" (blank:
+-- ID = u16le at 4 i, light = data[4 n + i]).
+
+local VOXEL_LAYOUTS = { split = { 1, 1 }, u16 = { 4, 4 } } -- bytes per block in the ID array, light array at n *
+
+function rt.block_map(c, T, pos, side, layout, label, hex_ids, f)
+  if pos < 0 then return end
+  local n = side * side * side
+  local l = VOXEL_LAYOUTS[layout]
+  local stride, lights = l[1], l[2] * n
+  local raw = c.tvb:raw(pos, lights + n)
+  local byte, fmt, floor = string.byte, string.format, math.floor
+  local idf = hex_ids and "%03x" or "%d"
+  local top = T:add(f.map, c.tvb(pos, n * stride))
+  top:set_text(label)
+  local plane = side * side
+  for z = 0, side - 1 do
+    local at = plane * z
+    local slice = top:add(f.z, c.tvb(pos + stride * at, stride * plane), z)
+    local filled, lighted = 0, 0
+    for y = 0, side - 1 do
+      local k = at + side * y
+      local ids, lit = {}, {}
+      for x = 0, side - 1 do
+        local i = k + x
+        local b, m = byte(raw, stride * i + 1), byte(raw, lights + i + 1)
+        local id, light
+        if layout == "split" then
+          id, light = b * 16 + floor(m / 16), m % 16
+        else
+          id, light = b + byte(raw, stride * i + 2) * 256, m
+        end
+        ids[x + 1], lit[x + 1] = fmt(idf, id), fmt("%d", light)
+        if id ~= 0 then filled = filled + 1 end
+        if light ~= 0 then lighted = lighted + 1 end
+      end
+      local text = fmt("y=%d: blocks %s, light %s", y, table.concat(ids, " "), table.concat(lit, " "))
+      slice:add(f.row, c.tvb(pos + stride * k, stride * side), text):set_text(text)
+    end
+    slice:set_text(fmt("z=%d: %d non-zero, %d lit", z, filled, lighted))
+  end
+end
 -- WebSocket messages assembled by the plugin itself (the twin of dissectors/websocket.py's messages, for the
 -- protocols that ride on WebSocket). Wireshark's own websocket dissector still frames the stream and shows its
 -- layer, but what it hands up differs by version: 4.0 does not reassemble fragmented messages (a message whose
@@ -3807,6 +3832,9 @@ F["blank.chunk.blocks.distinct"] = ProtoField.uint32("blank.chunk.blocks.distinc
 F["blank.chunk.light"] = ProtoField.none("blank.chunk.light", "Light")
 F["blank.chunk.light.nonzero"] = ProtoField.uint32("blank.chunk.light.nonzero", "Non-zero", base.DEC, nil)
 F["blank.chunk.light.max"] = ProtoField.uint32("blank.chunk.light.max", "Maximum", base.DEC, nil)
+F["blank.chunk.blocks.map"] = ProtoField.none("blank.chunk.blocks.map", "Block map")
+F["blank.chunk.blocks.map.z"] = ProtoField.uint8("blank.chunk.blocks.map.z", "Slice z", base.DEC, nil)
+F["blank.chunk.blocks.map.row"] = ProtoField.string("blank.chunk.blocks.map.row", "Row of x (block IDs, lights)")
 F["blank.block_update.coords"] = ProtoField.none("blank.block_update.coords", "Chunk coordinates")
 F["blank.block_update.coords.x"] = ProtoField.int32("blank.block_update.coords.x", "x", base.DEC, nil)
 F["blank.block_update.coords.y"] = ProtoField.int32("blank.block_update.coords.y", "y", base.DEC, nil)
@@ -3859,6 +3887,7 @@ local EL = {}
 for _, e in pairs(E) do EL[#EL + 1] = e end
 P_blank.experts = EL
 P_blank.prefs.revision = Pref.enum("Protocol revision", 0, "Protocol revision", { { 1, "auto", 0 }, { 2, "current", 1 }, { 3, "2015", 2 } }, false)
+P_blank.prefs.block_map = Pref.bool("Show every block of a chunk by position (x, y, z)", false, "Show every block of a chunk by position (x, y, z)")
 S.blank_0 = function(c, T)
   do
     rt.need(c, 4, "Protocol tag", T)
@@ -5015,6 +5044,9 @@ S.blank_chunk_21 = function(c, T)
     parts[#parts + 1] = "maximum " .. string.format("%d", s.max)
     it:set_text("Light: " .. table.concat(parts, ", "))
     c.pos = c.pos + 4096
+  end
+  if P_blank.prefs.block_map then
+    rt.block_map(c, T, c.pos - 20480, 16, "u16", "Blocks by position (x, y, z): a slice per z, a row per y, x = 0..15", false, { map = F["blank.chunk.blocks.map"], z = F["blank.chunk.blocks.map.z"], row = F["blank.chunk.blocks.map.row"] })
   end
 end
 S.blank_block_el_22 = function(c, T)
@@ -9853,9 +9885,8 @@ F["rutentoy.world_chunk.blocks.lit"] = ProtoField.uint32("rutentoy.world_chunk.b
 F["rutentoy.world_chunk.blocks.max_light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.max_light", "Maximum light", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.unknown"] = ProtoField.uint32("rutentoy.world_chunk.blocks.unknown", "Blocks with unknown IDs", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.map"] = ProtoField.none("rutentoy.world_chunk.blocks.map", "Block map")
-F["rutentoy.world_chunk.blocks.map.row"] = ProtoField.none("rutentoy.world_chunk.blocks.map.row", "Row")
-F["rutentoy.world_chunk.blocks.map.block"] = ProtoField.uint16("rutentoy.world_chunk.blocks.map.block", "Block", base.HEX, VT26)
-F["rutentoy.world_chunk.blocks.map.light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.map.light", "Light", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.map.z"] = ProtoField.uint8("rutentoy.world_chunk.blocks.map.z", "Slice z", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.map.row"] = ProtoField.string("rutentoy.world_chunk.blocks.map.row", "Row of x (block IDs, lights)")
 F["rutentoy.set_block.coords"] = ProtoField.uint64("rutentoy.set_block.coords", "Chunk coordinates", base.HEX, nil)
 F["rutentoy.set_block.chunk_x"] = ProtoField.int32("rutentoy.set_block.chunk_x", "Chunk X", base.DEC, nil)
 F["rutentoy.set_block.chunk_y"] = ProtoField.int32("rutentoy.set_block.chunk_y", "Chunk Y", base.DEC, nil)
@@ -9982,6 +10013,7 @@ E["trailing"] = ProtoExpert.new("rutentoy.trailing", "Trailing", expert.group.PR
 local EL = {}
 for _, e in pairs(E) do EL[#EL + 1] = e end
 P_rutentoy.experts = EL
+P_rutentoy.prefs.block_map = Pref.bool("Show every block of a world chunk by position (x, y, z)", true, "Show every block of a world chunk by position (x, y, z)")
 P_rutentoy.prefs.numbering = Pref.enum("Opcode numbering (heading or struct defaults)", 0, "Opcode numbering (heading or struct defaults)", { { 1, "auto", 0 }, { 2, "heading", 1 }, { 3, "struct", 2 } }, false)
 S.rutentoy_144 = function(c, T)
   do
@@ -10304,7 +10336,10 @@ S.rutentoy_world_chunk_154 = function(c, T)
     local k = it:add(F["rutentoy.world_chunk.chunk_z"], r, v)
     c.pos = c.pos + 8
   end
-  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"], map = F["rutentoy.world_chunk.blocks.map"], row = F["rutentoy.world_chunk.blocks.map.row"], at = F["rutentoy.world_chunk.blocks.map.block"], light = F["rutentoy.world_chunk.blocks.map.light"] })
+  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"] })
+  if P_rutentoy.prefs.block_map then
+    rt.block_map(c, T, c.pos - 1024, 8, "split", "Blocks by position (x, y, z): a slice per z, a row per y, x = 0..7", true, { map = F["rutentoy.world_chunk.blocks.map"], z = F["rutentoy.world_chunk.blocks.map.z"], row = F["rutentoy.world_chunk.blocks.map.row"] })
+  end
 end
 S.rutentoy_set_block_155 = function(c, T)
   do
