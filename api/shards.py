@@ -57,6 +57,8 @@ class Shard:
     numbers: list | None = None
     first_ns: int | None = None             # the set's first timestamp (relative times), None: the file's own
     picks: list | None = None               # per file: the 0-based indexes of the frames to decode (None: all)
+    streams: list | None = None             # per file: each pick's tcp.stream / udp.stream (StreamNumbers)
+    conversations: int = 0                  # how many (split_file)
 
     def __str__(self) -> str:
         return f"shard {self.index} ({', '.join(self.paths)})"
@@ -75,7 +77,10 @@ class ShardResult:
 def conversation(frame):
     """What ties frames together (transport and both ends, in either direction), or None (no ports: no state)."""
     from .capture.decode import decode
-    d = decode(frame)
+    return _conversation(decode(frame))
+
+
+def _conversation(d):
     if d.sport is None:
         return None
     a, b = (d.src, d.sport), (d.dst, d.dport)
@@ -125,43 +130,87 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
             for k, members in enumerate(shards.values())]
 
 
-def split_file(path, parts: int, on_error=None) -> list[Shard]:
+def split_file(path, parts: int, on_error=None, count: int | None = None, numbered: bool = False) -> list[Shard]:
     """One file as up to `parts` shards of whole conversations, balanced by frames (largest conversation first
     to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
-    planned and the cut is named through on_error."""
+    planned and the cut is named through on_error ("... after N packets", as the read command says it).
+    count: only the first `count` frames (-c). numbered: each pick's stream number too (`StreamNumbers`)."""
+    from .capture.decode import decode
     conv_of = array("q")                # per frame: its conversation's id, -1 for none
+    numbers = array("q")                # per frame: its tcp.stream / udp.stream (numbered)
     ids: dict = {}
     sizes: list[int] = []
     first_ns = None
+    streams = StreamNumbers() if numbered else None
     capture = open_capture(path)
     try:
         for frame in capture:
             if first_ns is None:
                 first_ns = frame.ts_ns
-            key = conversation(frame)
+            d = decode(frame)
+            key = _conversation(d)
             cid = -1 if key is None else ids.setdefault(key, len(ids))
             if cid == len(sizes):
                 sizes.append(0)
             if cid >= 0:
                 sizes[cid] += 1
             conv_of.append(cid)
+            if streams is not None:
+                numbers.append(streams.of(d))
+            if count is not None and len(conv_of) >= count:
+                break
     except CaptureError as exc:
         if on_error is not None:
             on_error(str(path), f"{exc} after {len(conv_of)} packets")
     finally:
         capture.close()
     loads = [0] * max(1, min(parts, len(sizes)))
+    convs = [0] * len(loads)
     target = {}
     for cid in sorted(range(len(sizes)), key=lambda c: -sizes[c]):
         k = loads.index(min(loads))
         target[cid] = k
         loads[k] += sizes[cid]
+        convs[k] += 1
     picks = [array("q") for _ in loads]
     for i, cid in enumerate(conv_of):
         picks[target.get(cid, 0)].append(i)
     full = os.path.abspath(path)
-    return [Shard(k, [full], [array("q", (i + 1 for i in p))], first_ns, [p])
+    return [Shard(k, [full], [array("q", (i + 1 for i in p))], first_ns, [p],
+                  [array("q", (numbers[i] for i in p))] if numbered else None, convs[k])
             for k, p in enumerate(picks) if p]
+
+
+class StreamNumbers:
+    """tcp.stream and udp.stream of every frame as one process numbers them (capture/tcp_analysis.py,
+    capture/conversations.py: first seen, a SYN after FIN/RST, the tables' bounds), from the headers alone: the
+    planning pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned*
+    tables take these numbers)."""
+
+    def __init__(self):
+        from .capture.conversations import UdpTable
+        from .capture.tcp_analysis import TcpTable
+        self.tcp, self.udp = TcpTable(), UdpTable()
+
+    def of(self, d) -> int:
+        """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
+        from .capture.tcp_analysis import ACK, C_FIN, C_RST, FIN, RST, SYN
+        transport = d.transport
+        if transport == "tcp":
+            if d.window is None or not d.payload_offset:
+                return -1
+            fl = d.flags
+            conn = self.tcp._connection(frozenset(((d.src, d.sport), (d.dst, d.dport))), d.frame.ts_ns,
+                                        fl & (SYN | ACK) == SYN)
+            conn.completeness |= (C_FIN if fl & FIN else 0) | (C_RST if fl & RST else 0)
+            return conn.stream
+        if transport == "udp":
+            return self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
+        icmp = d.icmp
+        if transport != "sctp" and icmp is not None and icmp.quoted_udp is not None:
+            _, src, sport, dst, dport = icmp.quoted_udp
+            return self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]
+        return -1
 
 
 # --- first-seen order ---------------------------------------------------------------------------------------------
