@@ -186,10 +186,15 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
         return False
     from .shards import split_file
     errors = []
+    lifetimes = None if run.dispatcher.standard_only else run.dispatcher.lifetimes
     shards = split_file(run.path, jobs, on_error=lambda _p, why: errors.append(why), count=run.count,
-                        numbered=True)
+                        numbered=True, lifetimes=lifetimes)
     total = sum(len(s.picks[0]) for s in shards)
-    if len(shards) < 2 or max(len(s.picks[0]) for s in shards) > MOST * total:
+    split = len(shards) >= 2 and max(len(s.picks[0]) for s in shards) <= MOST * total
+    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests and the benchmark check
+        print(f"protodump: -j {jobs}: " + (", ".join(f"shard {s.index}: {len(s.picks[0])} frames" for s in shards)
+                                           if split else "one process"), file=sys.stderr)
+    if not split:
         return False
     _Parent(run, shards, total, errors[0] if errors else None).go()
     return True

@@ -130,18 +130,20 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
             for k, members in enumerate(shards.values())]
 
 
-def split_file(path, parts: int, on_error=None, count: int | None = None, numbered: bool = False) -> list[Shard]:
+def split_file(path, parts: int, on_error=None, count: int | None = None, numbered: bool = False,
+               lifetimes=None) -> list[Shard]:
     """One file as up to `parts` shards of whole conversations, balanced by frames (largest conversation first
     to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
     planned and the cut is named through on_error ("... after N packets", as the read command says it).
-    count: only the first `count` frames (-c). numbered: each pick's stream number too (`StreamNumbers`)."""
+    count: only the first `count` frames (-c). numbered: each pick's stream number too (`StreamNumbers`, with
+    the run's conversation `lifetimes`: its dispatcher's, None when it dissects no game layer)."""
     from .capture.decode import decode
     conv_of = array("q")                # per frame: its conversation's id, -1 for none
     numbers = array("q")                # per frame: its tcp.stream / udp.stream (numbered)
     ids: dict = {}
     sizes: list[int] = []
     first_ns = None
-    streams = StreamNumbers() if numbered else None
+    streams = StreamNumbers(lifetimes) if numbered else None
     capture = open_capture(path)
     try:
         for frame in capture:
@@ -182,35 +184,69 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, number
 
 
 class StreamNumbers:
-    """tcp.stream and udp.stream of every frame as one process numbers them (capture/tcp_analysis.py,
-    capture/conversations.py: first seen, a SYN after FIN/RST, the tables' bounds), from the headers alone: the
-    planning pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned*
-    tables take these numbers)."""
+    """tcp.stream and udp.stream of every frame as one process numbers them, from the headers alone: the planning
+    pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned* tables take
+    these numbers). The same tables count (capture/tcp_analysis.py, capture/conversations.py: first seen, a SYN
+    after FIN/RST, the tables' bounds), and the same conversation lifetimes (engine/lifetime.py) free a TCP
+    connection a few seconds after FIN both ways or RST (api/session.py's ended hook), as one process does.
+    `lifetimes`: the run's engine.lifetime.Lifetimes settings (None: no game dissection, nothing is freed)."""
 
-    def __init__(self):
+    def __init__(self, lifetimes=None):
         from .capture.conversations import UdpTable
         from .capture.tcp_analysis import TcpTable
+        from .engine.lifetime import Lifetimes
         self.tcp, self.udp = TcpTable(), UdpTable()
+        self.lifetimes = None if lifetimes is None else Lifetimes(lifetimes.timeout, lifetimes.cap,
+                                                                  lifetimes.linger)
+        self.fins: dict = {}            # pair -> {sender: FIN seen} (engine.streams' connections, as freed)
 
     def of(self, d) -> int:
         """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
         from .capture.tcp_analysis import ACK, C_FIN, C_RST, FIN, RST, SYN
-        transport = d.transport
+        transport, number = d.transport, -1
         if transport == "tcp":
-            if d.window is None or not d.payload_offset:
-                return -1
-            fl = d.flags
-            conn = self.tcp._connection(frozenset(((d.src, d.sport), (d.dst, d.dport))), d.frame.ts_ns,
-                                        fl & (SYN | ACK) == SYN)
-            conn.completeness |= (C_FIN if fl & FIN else 0) | (C_RST if fl & RST else 0)
-            return conn.stream
-        if transport == "udp":
-            return self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
-        icmp = d.icmp
-        if transport != "sctp" and icmp is not None and icmp.quoted_udp is not None:
-            _, src, sport, dst, dport = icmp.quoted_udp
-            return self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]
-        return -1
+            if d.window is not None and d.payload_offset:
+                fl = d.flags
+                conn = self.tcp._connection(frozenset(((d.src, d.sport), (d.dst, d.dport))), d.frame.ts_ns,
+                                            fl & (SYN | ACK) == SYN)
+                conn.completeness |= (C_FIN if fl & FIN else 0) | (C_RST if fl & RST else 0)
+                number = conn.stream
+        elif transport == "udp":
+            number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
+        elif transport != "sctp" and d.icmp is not None and d.icmp.quoted_udp is not None:
+            _, src, sport, dst, dport = d.icmp.quoted_udp
+            number = self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]
+        if self.lifetimes is not None and transport in ("udp", "tcp", "sctp"):
+            self._live(d)
+        return number
+
+    def _live(self, d) -> None:
+        """engine.dispatch.Dispatcher.dissect's part in this: what it frees before the frame, and whether the
+        frame ends its TCP connection (engine.streams: RST, or FIN with FIN seen both ways)."""
+        from .capture.tcp_analysis import FIN, RST
+        from .engine.streams import CONNECTION_LIMIT
+        from .session import _forget_tcp
+        lifetimes, fins = self.lifetimes, self.fins
+        ns = d.frame.ts_ns
+        now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
+        pair = (a, b) if a < b else (b, a)
+        for gone in lifetimes.expired(now):
+            fins.pop(gone, None)
+            if lifetimes.ended_last:
+                _forget_tcp(self.tcp, gone)
+        lifetimes.touch(pair, now)
+        if d.transport != "tcp" or d.seq is None:
+            return
+        seen = fins.get(pair)
+        if seen is None:
+            if len(fins) >= CONNECTION_LIMIT:
+                del fins[next(iter(fins))]
+            seen = fins[pair] = {}
+        fl = d.flags or 0
+        seen[a] = seen.get(a, False) or bool(fl & FIN)
+        if fl & RST or (fl & FIN and len(seen) == 2 and all(seen.values())):
+            lifetimes.end(pair, now)
 
 
 # --- first-seen order ---------------------------------------------------------------------------------------------
