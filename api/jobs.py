@@ -63,7 +63,8 @@ def default_jobs() -> int:
 class PlannedTcpTable(TcpTable):
     """TcpTable whose connections take the stream index the plan gave the frame (`number`, set before each
     decode): a new connection wherever one process would have started one (first segment, SYN after FIN/RST, a
-    connection evicted by the table's bound across all conversations)."""
+    connection evicted by the table's bound across all conversations, or freed after its end: the plan frees it
+    at the frame one process does, which a worker that sees only its own frames would not)."""
 
     number = -1
 
@@ -184,16 +185,17 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
     under the default -j, or a capture whose conversations cannot be shared out."""
     if not explicit and os.path.getsize(run.path) < AUTO_MIN_BYTES:
         return False
-    from .shards import split_file
+    from .shards import StreamNumbers, split_file
     errors = []
-    lifetimes = None if run.dispatcher.standard_only else run.dispatcher.lifetimes
+    numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)
     shards = split_file(run.path, jobs, on_error=lambda _p, why: errors.append(why), count=run.count,
-                        numbered=True, lifetimes=lifetimes)
+                        streams=numbers)
     total = sum(len(s.picks[0]) for s in shards)
-    split = len(shards) >= 2 and max(len(s.picks[0]) for s in shards) <= MOST * total
+    split = len(shards) >= 2 and max(len(s.picks[0]) for s in shards) <= MOST * total and not numbers.unsplittable
     if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests and the benchmark check
         print(f"protodump: -j {jobs}: " + (", ".join(f"shard {s.index}: {len(s.picks[0])} frames" for s in shards)
-                                           if split else "one process"), file=sys.stderr)
+                                           if split else f"one process ({numbers.unsplittable or 'one conversation has most frames'})"),
+              file=sys.stderr)
     if not split:
         return False
     _Parent(run, shards, total, errors[0] if errors else None).go()

@@ -43,7 +43,8 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     udp_table = UdpTable()           # per-capture UDP stream indexes
     if tables is not None:
         tcp_table, tsn_table, clock, udp_table = tables
-    dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
+    if tables is None:               # (-j workers' tables start a connection where the planning pass says)
+        dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -130,20 +130,18 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
             for k, members in enumerate(shards.values())]
 
 
-def split_file(path, parts: int, on_error=None, count: int | None = None, numbered: bool = False,
-               lifetimes=None) -> list[Shard]:
+def split_file(path, parts: int, on_error=None, count: int | None = None, streams=None) -> list[Shard]:
     """One file as up to `parts` shards of whole conversations, balanced by frames (largest conversation first
     to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
     planned and the cut is named through on_error ("... after N packets", as the read command says it).
-    count: only the first `count` frames (-c). numbered: each pick's stream number too (`StreamNumbers`, with
-    the run's conversation `lifetimes`: its dispatcher's, None when it dissects no game layer)."""
+    count: only the first `count` frames (-c). streams: a `StreamNumbers`, to give each pick its stream number."""
     from .capture.decode import decode
     conv_of = array("q")                # per frame: its conversation's id, -1 for none
     numbers = array("q")                # per frame: its tcp.stream / udp.stream (numbered)
     ids: dict = {}
     sizes: list[int] = []
     first_ns = None
-    streams = StreamNumbers(lifetimes) if numbered else None
+    numbered = streams is not None
     capture = open_capture(path)
     try:
         for frame in capture:
@@ -183,6 +181,9 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, number
             for k, p in enumerate(picks) if p]
 
 
+BACKWARDS_NS = 1_000_000_000       # frames earlier than a frame before them by more than this: see StreamNumbers
+
+
 class StreamNumbers:
     """tcp.stream and udp.stream of every frame as one process numbers them, from the headers alone: the planning
     pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned* tables take
@@ -199,6 +200,11 @@ class StreamNumbers:
         self.lifetimes = None if lifetimes is None else Lifetimes(lifetimes.timeout, lifetimes.cap,
                                                                   lifetimes.linger)
         self.fins: dict = {}            # pair -> {sender: FIN seen} (engine.streams' connections, as freed)
+        self.last_ns = None
+        # why the workers' own conversation lifetimes would free state elsewhere than one process does (None: they
+        # agree): time that runs back (one process's ended conversations then wait behind later ones), or more
+        # live conversations than the cap (one process frees the oldest of all, a worker only of its own)
+        self.unsplittable: str | None = None
 
     def of(self, d) -> int:
         """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
@@ -228,6 +234,11 @@ class StreamNumbers:
         from .session import _forget_tcp
         lifetimes, fins = self.lifetimes, self.fins
         ns = d.frame.ts_ns
+        if self.last_ns is not None and ns < self.last_ns - BACKWARDS_NS:
+            self.unsplittable = f"time runs back at frame {d.frame.number}"
+        self.last_ns = ns if self.last_ns is None else max(ns, self.last_ns)
+        if len(lifetimes.live) + len(lifetimes.ending) >= lifetimes.cap:
+            self.unsplittable = f"more than {lifetimes.cap} live conversations"
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
         pair = (a, b) if a < b else (b, a)
