@@ -88,19 +88,21 @@ def _conversation(d):
 
 
 def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None,
-         split: int = 1) -> list[Shard]:
+         split: int = 1, prefs: dict | None = None) -> list[Shard]:
     """The shards of a capture or a capture set; unreadable files are named through on_error and left out.
 
     Files whose frames share a conversation (the same addresses and ports) go into one shard, so every
     conversation is decoded whole, in set order, by one worker. One file is one shard, or with split=N up to N
-    shards of whole conversations (`split_file`)."""
+    shards of whole conversations (`split_file`). Every frame is given its tcp.stream / udp.stream as one
+    process numbers them (`StreamNumbers`; `prefs`: the run's -o, for the conversation lifetimes)."""
+    from .capture.decode import decode
     files = expand([paths] if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__") else paths)
+    streams = StreamNumbers(_lifetimes(prefs))
     if len(files) == 1:
-        if split > 1:
-            return split_file(files[0], split, on_error)
-        return [Shard(0, [os.path.abspath(files[0])])]
+        return split_file(files[0], max(1, split), on_error, streams=streams)
     capture_set = CaptureSet(files, concatenate=concatenate, on_error=on_error)
     numbers = [array("q") for _ in files]
+    stream_numbers = [array("q") for _ in files]
     group = list(range(len(files)))            # union-find over files
     owner: dict = {}                           # conversation -> a file that has it
     first_ns = None
@@ -116,7 +118,9 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
         if first_ns is None:
             first_ns = frame.ts_ns
         numbers[index].append(n)
-        key = conversation(frame)
+        d = decode(frame)
+        stream_numbers[index].append(streams.of(d))
+        key = _conversation(d)
         if key is None:
             continue
         other = owner.setdefault(key, index)
@@ -126,8 +130,16 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
     for i in range(len(files)):
         if capture_set.counts[i]:
             shards.setdefault(root(i), []).append(i)
-    return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns)
+    return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns,
+                  streams=[stream_numbers[i] for i in members])
             for k, members in enumerate(shards.values())]
+
+
+def _lifetimes(prefs: dict | None):
+    """The conversation lifetimes a run with these -o preferences keeps (engine/lifetime.py)."""
+    from .dissectors import PROTOCOLS
+    from .engine.dispatch import Dispatcher, Settings
+    return Dispatcher(PROTOCOLS, Settings(dict(prefs or {}), {})).lifetimes
 
 
 def split_file(path, parts: int, on_error=None, count: int | None = None, streams=None) -> list[Shard]:
@@ -341,13 +353,25 @@ def _file_frames(path, numbers, picks, count, result: ShardResult):
         capture.close()
 
 
-def _frames(shard: Shard, job: Job, result: ShardResult):
-    """The shard's frames in set order, with their set-wide numbers."""
+def _frames(shard: Shard, job: Job, result: ShardResult, tables=None):
+    """The shard's frames in set order, with their set-wide numbers (and their stream numbers announced to the
+    planned `tables`, api/jobs.py)."""
     if shard.numbers is None:
         return _file_frames(shard.paths[0], None, None, job.count, result)
     picks = shard.picks or [None] * len(shard.paths)
     files = [_file_frames(p, n, k, job.count, result) for p, n, k in zip(shard.paths, shard.numbers, picks)]
-    return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
+    if tables is None:
+        return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
+    numbered = [zip(f, s) for f, s in zip(files, shard.streams)]
+    pairs = numbered[0] if len(numbered) == 1 else heapq.merge(*numbered, key=lambda pair: pair[0].number)
+    return _announced(pairs, tables)
+
+
+def _announced(pairs, tables):
+    tcp, _, _, udp = tables
+    for frame, stream in pairs:
+        tcp.number = udp.number = stream
+        yield frame
 
 
 def run_shard(shard: Shard, job: Job) -> ShardResult:
@@ -371,7 +395,13 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
     if job.rows is not None:
         from .frames import row_maker
         rower = row_maker(job.rows, job.per_pdu)
-    for packet in packets_from_frames(_frames(shard, job, result), dispatcher=dispatcher):
+    tables = None
+    if shard.streams is not None:          # tcp.stream / udp.stream as one process numbers them
+        from .capture.clock import FrameClock
+        from .capture.sctp import TsnTable
+        from .jobs import PlannedTcpTable, PlannedUdpTable
+        tables = (PlannedTcpTable(), TsnTable(), FrameClock(), PlannedUdpTable())
+    for packet in packets_from_frames(_frames(shard, job, result, tables), dispatcher=dispatcher, tables=tables):
         result.frames += 1
         _FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):

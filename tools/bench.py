@@ -8,6 +8,7 @@
     python tools/bench.py --file captures/iceball-enet-session.pcap --repeat 20   # any capture, replayed K times
     python tools/bench.py --big 200000 -n 1    # memory and time of every mode on a many-conversation replay
     python tools/bench.py --big 200000 --kind enet-fragments --only summary,json    # ... on hostile input
+    python tools/bench.py --jobs 20000         # -j 1 against -j 2, every mode, many conversations and one
 
 --big N: a capture of N frames made by tools/replay.py (every protocol family, at least 1,000 conversations
 each, on fresh addresses; or a hostile --kind) is run in every output mode (summary, -V, -T json, -T fields,
@@ -390,6 +391,54 @@ def big(args) -> int:
     return 0
 
 
+# --- -j: one process against two -------------------------------------------------------------------------------
+
+JOBS_MODES = {   # name: protodump arguments
+    "summary": [],
+    "verbose": ["-V"],
+    "json": ["-T", "json"],
+    "ek": ["-T", "ek"],
+    "psml": ["-T", "psml"],
+    "fields": ["-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream", "-e", "blank.seq"],
+    "hex": ["-x"],
+    "filter": ["-Y", "tcp.len > 0 || blank.type == 3 || enet", "-V"],
+    "stats": ["-q", "-z", "conv,tcp", "-z", "conv,udp", "-z", "io,phs", "-z", "expert", "-z", "io,stat,1"],
+    "write": ["-Y", "tcp || enet", "-w", "/tmp/bench/jobs-written.pcapng"],
+}
+
+
+def jobs(args) -> int:
+    """-j 1 against -j 2 in every mode (best of -n runs, output to /dev/null): on a replay of many conversations
+    (tools/replay.py mix, N frames) and on one conversation (the real blank session replayed to N datagrams: -j 2
+    must see there is nothing to share out and not fork)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import replay
+    many = Path(f"/tmp/bench/jobs-mix-{args.jobs}.pcap")
+    if not many.exists():
+        replay.write(many, "mix", args.jobs, conversations=max(10, args.jobs // 400), live=20)
+    one = Path(f"/tmp/bench/jobs-blank-{args.jobs}.pcap")
+    ensure_capture(one, args.jobs, False, "real")
+    pd = protodump_cmd()
+    only = args.only.split(",") if args.only != ",".join(PAIRS) else list(JOBS_MODES)
+    rows = []
+    for label, path in (("many conversations", many), ("one conversation", one)):
+        n, size, _ = capture_stats(path)
+        print(f"{label}: {path} ({n:,} frames, {size / 1e6:.1f} MB)")
+        for name in only:
+            times = {}
+            for j in (1, 2):
+                argv = [*pd, "-j", str(j), *JOBS_MODES[name], str(path)]
+                best = min(run_measured(argv)[0] for _ in range(args.runs))
+                times[j] = best
+            print(f"  {name:<8} -j 1 {times[1]:6.2f} s   -j 2 {times[2]:6.2f} s   {times[1] / times[2]:.2f}x",
+                  flush=True)
+            rows.append((label, name, times[1], times[2]))
+    print(f"\n| capture | mode | -j 1 | -j 2 | speed-up |\n|---|---|---|---|---|")
+    for label, name, t1, t2 in rows:
+        print(f"| {label} | {name} | {t1:.2f} s | {t2:.2f} s | {t1 / t2:.2f}x |")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", choices=("real", "synthetic"), default="real",
@@ -407,7 +456,11 @@ def main(argv=None) -> int:
                     "max RSS")
     ap.add_argument("--kind", default="mix", help="with --big: mix, unfinished, enet-fragments, opened-once")
     ap.add_argument("--skip", default="", help="with --big: tools not to run (tshark+lua, tshark)")
+    ap.add_argument("--jobs", type=int, metavar="N", help="-j 1 against -j 2 in every mode, on N frames of many "
+                    "conversations and N of one conversation (--only: a subset of the modes)")
     args = ap.parse_args(argv)
+    if args.jobs:
+        return jobs(args)
     if args.big:
         if args.only == ",".join(PAIRS):
             args.only = ",".join(BIG_MODES)
