@@ -188,3 +188,15 @@ def test_a_killed_worker_fails_the_run_naming_its_shard(tmp_path):
     err = err.decode()
     assert proc.returncode == 2
     assert "shard 1" in err and "killed by signal 9" in err and "incomplete" in err, err
+
+
+def test_shards_for_dask_number_streams_as_one_process(bundled):
+    """--dask and the data frames run the same shards (api/shards.py run_shard): tcp.stream and udp.stream come
+    from the planning pass there too, no longer counted per shard."""
+    from protodump.shards import Job, merge_lines, plan, run_local
+    fields = ("frame.number", "tcp.stream", "udp.stream")
+    shards = plan([str(bundled)], split=3)
+    assert len(shards) == 3
+    lines = merge_lines(run_local(shards, Job(fields=fields)))
+    want = run("-T", "fields", *[a for f in fields for a in ("-e", f)], bundled, jobs=1).stdout.decode()
+    assert "".join(line + "\n" for line in lines) == want
