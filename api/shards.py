@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
 from .capture.sets import CaptureSet, expand
+from .capture.tcp_analysis import ACK, C_FIN, C_RST, FIN, RST, SYN
 
 
 @dataclass
@@ -208,11 +209,15 @@ class StreamNumbers:
         from .capture.conversations import UdpTable
         from .capture.tcp_analysis import TcpTable
         from .engine.lifetime import Lifetimes
+        from .engine.streams import CONNECTION_LIMIT
+        from .session import _forget_tcp
         self.tcp, self.udp = TcpTable(), UdpTable()
         self.lifetimes = None if lifetimes is None else Lifetimes(lifetimes.timeout, lifetimes.cap,
                                                                   lifetimes.linger)
         self.fins: dict = {}            # pair -> {sender: FIN seen} (engine.streams' connections, as freed)
+        self.pairs: dict = {}           # (src, sport, dst, dport) -> (pair, sender) as engine.dispatch.Stack
         self.last_ns = None
+        self.forget_tcp, self.connection_limit = _forget_tcp, CONNECTION_LIMIT
         # why the workers' own conversation lifetimes would free state elsewhere than one process does (None: they
         # agree): time that runs back (one process's ended conversations then wait behind later ones), or more
         # live conversations than the cap (one process frees the oldest of all, a worker only of its own)
@@ -220,7 +225,6 @@ class StreamNumbers:
 
     def of(self, d) -> int:
         """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
-        from .capture.tcp_analysis import ACK, C_FIN, C_RST, FIN, RST, SYN
         transport, number = d.transport, -1
         if transport == "tcp":
             if d.window is not None and d.payload_offset:
@@ -241,33 +245,41 @@ class StreamNumbers:
     def _live(self, d) -> None:
         """engine.dispatch.Dispatcher.dissect's part in this: what it frees before the frame, and whether the
         frame ends its TCP connection (engine.streams: RST, or FIN with FIN seen both ways)."""
-        from .capture.tcp_analysis import FIN, RST
-        from .engine.streams import CONNECTION_LIMIT
-        from .session import _forget_tcp
         lifetimes, fins = self.lifetimes, self.fins
         ns = d.frame.ts_ns
-        if self.last_ns is not None and ns < self.last_ns - BACKWARDS_NS:
+        if self.last_ns is None or ns > self.last_ns:
+            self.last_ns = ns
+        elif ns < self.last_ns - BACKWARDS_NS:
             self.unsplittable = f"time runs back at frame {d.frame.number}"
-        self.last_ns = ns if self.last_ns is None else max(ns, self.last_ns)
-        if len(lifetimes.live) + len(lifetimes.ending) >= lifetimes.cap:
+        live, ending = lifetimes.live, lifetimes.ending
+        if len(live) + len(ending) >= lifetimes.cap:
             self.unsplittable = f"more than {lifetimes.cap} live conversations"
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
-        a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
-        pair = (a, b) if a < b else (b, a)
-        for gone in lifetimes.expired(now):
-            fins.pop(gone, None)
-            if lifetimes.ended_last:
-                _forget_tcp(self.tcp, gone)
+        if ((ending and next(iter(ending.values())) < now - lifetimes.linger)
+                or (live and next(iter(live.values())) < now - lifetimes.timeout)):
+            for gone in lifetimes.expired(now):
+                fins.pop(gone, None)
+                if lifetimes.ended_last:
+                    self.forget_tcp(self.tcp, gone)
+        ends = (d.src, d.sport, d.dst, d.dport)
+        known = self.pairs.get(ends)
+        if known is None:
+            a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
+            known = self.pairs[ends] = ((a, b) if a < b else (b, a), a)
+        pair, a = known
         lifetimes.touch(pair, now)
         if d.transport != "tcp" or d.seq is None:
             return
         seen = fins.get(pair)
         if seen is None:
-            if len(fins) >= CONNECTION_LIMIT:
+            if len(fins) >= self.connection_limit:
                 del fins[next(iter(fins))]
             seen = fins[pair] = {}
         fl = d.flags or 0
-        seen[a] = seen.get(a, False) or bool(fl & FIN)
+        if fl & FIN:
+            seen[a] = True
+        elif a not in seen:
+            seen[a] = False
         if fl & RST or (fl & FIN and len(seen) == 2 and all(seen.values())):
             lifetimes.end(pair, now)
 
