@@ -200,3 +200,22 @@ def test_shards_for_dask_number_streams_as_one_process(bundled):
     lines = merge_lines(run_local(shards, Job(fields=fields)))
     want = run("-T", "fields", *[a for f in fields for a in ("-e", f)], bundled, jobs=1).stdout.decode()
     assert "".join(line + "\n" for line in lines) == want
+
+
+def test_check_runs_captures_at_once_and_reports_in_order(tmp_path):
+    """`protodump check -j 2`: each capture checked in a process of its own, the report as one process's; a
+    changed golden is found either way."""
+    names = ["blank-bad.pcap", "enet-rangecoder.pcap", "freeblox-fragments.pcap", "rutentoy-sctp.pcap",
+             "iceball-tcp-bad.pcap", "websocket-bad.pcap"]
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    for name in names:
+        for suffix in (".txt", ".json"):
+            (golden / f"{name}{suffix}").write_bytes((CAPTURES_DIR / "golden" / f"{name}{suffix}").read_bytes())
+    text = golden / "enet-rangecoder.pcap.txt"
+    text.write_text(text.read_text().replace("Frame 3:", "Frame three:", 1))
+    files = [str(CAPTURES_DIR / n) for n in names]
+    one, two = (subprocess.run([*PROTODUMP, "check", "-j", str(j), "--golden", str(golden), *files],
+                               capture_output=True, timeout=300) for j in (1, 2))
+    assert two.stdout == one.stdout and two.returncode == one.returncode == 1
+    assert b"CHANGED  " in one.stdout and one.stdout.count(b"\nOK ") + one.stdout.startswith(b"OK ") == 5
