@@ -32,6 +32,7 @@ import queue
 import signal
 import sys
 import threading
+import time
 from array import array
 from dataclasses import dataclass, field
 
@@ -49,6 +50,7 @@ CHUNK_FRAMES = 2048            # ... or of this many frames
 QUEUE_CHUNKS = 64              # chunks a worker keeps ready while the parent is busy (then it waits)
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
+MAX_JOBS = 255                 # (a frame's shard is a byte)
 
 
 def default_jobs() -> int:
@@ -149,8 +151,8 @@ class Run:
     """What one read command does, as read_cmd set it up (inherited by the forked workers as is)."""
 
     path: str
-    make_writer: object            # out -> a fresh writer of the command's output form
-    writer: object                 # the command's writer on stdout (already made: it may have written a header)
+    make_writer: object            # out -> a fresh writer of the command's output form (the command's own writer,
+                                   # already made on stdout, wrote what a writer writes when made)
     dispatcher: object
     shows: object = None           # -Y, compiled
     quiet: bool = False
@@ -188,14 +190,14 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
     from .shards import StreamNumbers, split_file
     errors = []
     numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)
-    shards = split_file(run.path, jobs, on_error=lambda _p, why: errors.append(why), count=run.count,
-                        streams=numbers)
+    shards = split_file(run.path, min(jobs, MAX_JOBS), on_error=lambda _p, why: errors.append(why),
+                        count=run.count, streams=numbers)
     total = sum(len(s.picks[0]) for s in shards)
     split = len(shards) >= 2 and max(len(s.picks[0]) for s in shards) <= MOST * total and not numbers.unsplittable
-    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests and the benchmark check
-        print(f"protodump: -j {jobs}: " + (", ".join(f"shard {s.index}: {len(s.picks[0])} frames" for s in shards)
-                                           if split else f"one process ({numbers.unsplittable or 'one conversation has most frames'})"),
-              file=sys.stderr)
+    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests check
+        how = (", ".join(f"shard {s.index}: {len(s.picks[0])} frames" for s in shards) if split else
+               f"one process ({numbers.unsplittable or 'one conversation has most frames'})")
+        print(f"protodump: -j {jobs}: {how}", file=sys.stderr)
     if not split:
         return False
     _Parent(run, shards, total, errors[0] if errors else None).go()
@@ -222,6 +224,7 @@ class _Parent:
         run = self.run
         run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
         sys.stdout.flush()
+        self.forked_cpu = time.process_time()
         self.procs, self.conns = [], []
         for shard in self.shards:
             recv, send = ctx.Pipe(duplex=False)
@@ -332,6 +335,9 @@ class _Parent:
         if not run.quiet:
             out.write(trailers[0])
         out.flush()
+        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):    # CPU seconds: what two idle cores would take (tools/bench.py)
+            print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, parent "
+                  f"{time.process_time():.3f} s, workers {' '.join(f'{e[4]:.3f}' for e in ends)} s", file=sys.stderr)
         self._finish([e[3] for e in ends])
 
     def _finish(self, taps) -> None:
@@ -503,4 +509,4 @@ def _decode(run: Run, shard, sender: _Sender, filtering: bool) -> None:
         if paths is not None:
             state["paths"] = paths
         states.append((tap.kind, state, tap.result()))
-    sender.put(("end", trailer, wrote, states))
+    sender.put(("end", trailer, wrote, states, time.process_time()))

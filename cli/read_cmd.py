@@ -165,7 +165,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                         make_writer=lambda o: make_writer(
                             o, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
                             json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format),
-                        writer=writer, dispatcher=dispatcher, shows=shows, quiet=quiet, count=count, taps=taps,
+                        dispatcher=dispatcher, shows=shows, quiet=quiet, count=count, taps=taps,
                         stats_format=stats_format):
         return
     # --- end of -j N ---
