@@ -9,10 +9,11 @@ first frame. The previous *displayed* frame depends on the other shards' display
 on: the worker then renders `frame.time_delta_displayed` (and `-t dd`) as a marker value that the parent, which sees
 every displayed frame in order, replaces with the real delta.
 
-Moving results: a worker sends, per chunk of frames, each frame's output as encoded bytes with one small record
-(frame number, time, length; -1: not displayed), never packet trees (measured: pickling one -T json frame's tree
-costs more than rendering it; its text is a few kilobytes of bytes, copied through a pipe). A sender thread keeps
-the worker decoding while the parent is busy with another worker's frames. The parent knows from the plan which
+Moving results: a worker sends, per chunk of frames (about 1 MB), each frame's output as encoded bytes with one
+small record (frame number, time, length; -1: not displayed), never packet trees (lazily built, sharing frozen
+subtrees and memos: they are the worker's). Measured on 10,000 frames of -T json (90 MB): the parent's whole
+merge takes 0.1 s of CPU, and the workers together 4 % more than one process. A sender thread keeps the worker
+decoding while the parent is busy with another worker's frames. The parent knows from the plan which
 worker owns each frame, so the merge is a walk over frame numbers, not a heap. Writers need no change: a worker's
 writer renders its first displayed frame twice (the first rendering has the writer's header: "[", the fields
 header, the PSML preamble), and the parent uses that one only for the frame displayed first overall; the trailer is

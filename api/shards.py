@@ -2,10 +2,10 @@
 
 A shard is a file of a set, or several files that share a conversation, or (one file split N ways) the frames of
 some of its conversations: everything protodump keeps state for lives in a conversation (addresses and ports), so
-each conversation is decoded whole by one worker. What is numbered across conversations in frame order
-(`tcp.stream`) counts per shard. The client plans the shards (`plan`): for a merged set it reads the
-frame headers once, in set order, so each shard knows the set-wide number of every one of its frames and the
-set's first timestamp; a worker (`run_shard`, here, in a process pool, or on a Dask worker) then decodes its file
+each conversation is decoded whole by one worker. The client plans the shards (`plan`): it reads the frame
+headers once, in set order, so each shard knows the set-wide number of every one of its frames, the set's first
+timestamp, and what one process numbers across conversations in frame order (`tcp.stream`, `udp.stream`:
+`StreamNumbers`); a worker (`run_shard`, here, in a process pool, or on a Dask worker) then decodes its file
 as if it were reading the whole set: frame numbers, relative times and -c are the set's.
 
 What comes back is small: the -T fields lines with their frame numbers (merged back in frame order), data frame
@@ -14,7 +14,8 @@ take the extremes, and every table that tshark prints in first-seen order is ord
 number at which each key first appeared, recorded in the worker by `FirstSeen` dicts. Nested orders inside one
 conversation (message types of equal counts) follow shard order, exact whenever a conversation is in one file.
 
-Plain Python, no Dask: the same shards serve `--dask` (api/dask.py) and can serve a process pool (-j).
+Plain Python, no Dask: the same shards serve `--dask` (api/dask.py) and -j (api/jobs.py, which streams any output
+form back instead of fields lines).
 """
 from __future__ import annotations
 
