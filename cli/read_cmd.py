@@ -72,7 +72,8 @@ def parse_prefs(values) -> dict:
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
 @click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
-              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}.')
+              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}. A number: processes '
+              '(--jobs).')
 @click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
