@@ -23,6 +23,7 @@ from . import capture_opts
 from . import completion
 from . import export_opts
 from . import filter_cli
+from . import jobs_opts
 from . import sets_opts
 from . import two_pass_opts
 from ..analysis import stats
@@ -72,7 +73,8 @@ def parse_prefs(values) -> dict:
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
 @click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
-              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}.')
+              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}. A number: processes '
+              '(--jobs).')
 @click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
@@ -107,6 +109,7 @@ def parse_prefs(values) -> dict:
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 @export_opts.export_options            # --export-objects PROTO,DIR
 @sets_opts.set_options                 # several files, --concatenate, --dask, --parquet
+@jobs_opts.jobs_option                 # --jobs N (-j N: a number)
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
          read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None,
@@ -125,6 +128,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
       protodump -i lo -c 100 -w session.pcapng            # capture to a file (add -P to print too)
     """
     path = sets_opts.input_path(read_file, file)      # one path, or a CaptureSet for several files / directories
+    json_filter = jobs_opts.take_count(json_filter)   # -j N: processes (api/jobs.py), not protocols
     source = capture_opts.current()
     source.check(path)
     if not path and source.interface is None:
@@ -158,6 +162,16 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):
         capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
+    # --- -j N: the conversations decoded by N processes, merged back in frame order (api/jobs.py) ---
+    if jobs_opts.divert(path, capture_path, source=source, two_pass=two_pass, exporter=exporter,
+                        line_buffered=line_buffered, display_filter=display_filter, zstats=zstats,
+                        make_writer=lambda o: make_writer(
+                            o, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
+                            json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format),
+                        dispatcher=dispatcher, shows=shows, quiet=quiet, count=count, taps=taps,
+                        stats_format=stats_format):
+        return
+    # --- end of -j N ---
     try:
         # a progress bar (stderr, terminals only, after a moment) when the packets are not what is printed
         slow = source.interface is None and (quiet or taps or source.write_path is not None)
