@@ -4,6 +4,7 @@ from __future__ import annotations
 import struct
 
 from ...engine import tree
+from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ExpertInfo, HiddenItem, Item, Layer, TextItem
 from .. import fields as f
 from .common import bits, full, ns_text, proto_item, set_text
@@ -74,71 +75,155 @@ COMPLETENESS = {1: "Incomplete, SYN_SENT", 3: "Incomplete, CLIENT_ESTABLISHED", 
                 55: "Complete, NO_DATA"}
 
 
-def _tcp_head(top: Item, t, off: int, seglen: int) -> None:
-    """Stream index and completeness (before the segment length, as tshark)."""
-    top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
-    c = t.completeness
-    top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
-                                                 f" ({c})]", generated=True))
+# The layer is a template (engine.template) chosen by what shapes the tree: the header's offset, length and flags,
+# what the conversation analysis has to say, the options' layout, the payload's PDUs. Everything that depends only
+# on those is a static item of the template; the values that change from frame to frame fill its slots.
+TEMPLATES = TemplateCache()
+_G = True        # generated
 
 
-def _tcp_numbers(top: Item, t, off: int, seq: int, ack: int, fl: int) -> None:
-    top.add(Item(f.tcp_seq, t.seq, off + 4, 4, f"Sequence Number: {t.seq}    (relative sequence number)"))
-    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
-    top.add(Item(f.tcp_nxtseq, t.nxtseq, off, 0, f"[Next Sequence Number: {t.nxtseq}    (relative sequence number)]",
-                 generated=True))
-    rel = "    (relative ack number)" if fl & 0x10 else ""
-    top.add(Item(f.tcp_ack, t.ack, off + 8, 4, f"Acknowledgment Number: {t.ack}{rel}"))
+def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
+    """Ports to the urgent pointer."""
+    nodes = [Slot(f.tcp_srcport, "Source Port: %(sport)d", "sport", 0, 2),
+             Slot(f.tcp_dstport, "Destination Port: %(dport)d", "dport", 2, 2),
+             Slot(f.tcp_port, None, "sport", 0, 2, cls=HiddenItem), Slot(f.tcp_port, None, "dport", 2, 2, cls=HiddenItem)]
+    if t:
+        nodes += [Slot(f.tcp_stream, "[Stream index: %(stream)d]", "stream", 0, 0, _G),
+                  Slot(f.tcp_completeness, "[Conversation completeness: %(ctext)s (%(c)d)]", "c", 0, 0, _G)]
+    nodes.append(Slot(f.tcp_len, "[TCP Segment Len: %(seglen)d]", "seglen", 0, 0, _G))
+    if t:
+        rel = "    (relative ack number)" if fl & 0x10 else ""
+        nodes += [Slot(f.tcp_seq, "Sequence Number: %(seq)d    (relative sequence number)", "seq", 4, 4),
+                  Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4),
+                  Slot(f.tcp_nxtseq, "[Next Sequence Number: %(nxtseq)d    (relative sequence number)]", "nxtseq", 0, 0,
+                       _G),
+                  Slot(f.tcp_ack, "Acknowledgment Number: %(ack)d" + rel, "ack", 8, 4)]
+    else:
+        nodes.append(Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4))
+    nodes += [Slot(f.tcp_ack_raw, "Acknowledgment number (raw): %(ack_raw)d", "ack_raw", 8, 4),
+              Item(f.tcp_hdr_len, hl * 4, off + 12, 1, f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"),
+              _flags_item(t, off, fl),
+              Slot(f.tcp_window_size_value, "Window: %(win)d", "win", 14, 2)]
+    if t:
+        nodes.append(Slot(f.tcp_window_size, "[Calculated window size: %(window)d]", "window", 14, 2, _G))
+        if sc != -3:
+            text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+            nodes.append(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                              f"[Window size scaling factor: {text}]", generated=True))
+    nodes += [Slot(f.tcp_checksum, "Checksum: 0x%(csum)04x [unverified]", "csum", 16, 2),
+              Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True),
+              Slot(f.tcp_urgent_pointer, "Urgent Pointer: %(urp)d", "urp", 18, 2)]
+    return nodes
 
 
-def _tcp_window(top: Item, t, off: int) -> None:
-    if t is None or t.win_scale == -3:
-        if t is not None:
-            top.add(Item(f.tcp_window_size, t.window, off + 14, 2, f"[Calculated window size: {t.window}]",
-                         generated=True))
-        return
-    top.add(Item(f.tcp_window_size, t.window, off + 14, 2, f"[Calculated window size: {t.window}]", generated=True))
-    sc = t.win_scale
-    text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
-    top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
-                 f"[Window size scaling factor: {text}]", generated=True))
+def _flags_item(t, off: int, fl: int) -> Item:
+    """tcp.flags and its bits (static: they depend on the flags, and their experts on the conversation's
+    server port and FIN role, all in the template's key)."""
+    summary = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
+    flags = Item(f.tcp_flags, fl, off + 12, 2, f"Flags: 0x{fl:03x} ({summary})")
+    for fld, mask, _, _ in f.TCP_FLAG_BITS:
+        # Wireshark trims a bit field's bytes to those its mask touches.
+        o, n = (off + 12, 2) if mask & 0xF00 and mask & 0xFF else (off + 12, 1) if mask & 0xF00 else (off + 13, 1)
+        bit = flags.add(Item(fld, bool(fl & mask), o, n, f"{bits(fl, mask, 12)} = {fld.name}: {set_text(fl & mask)}"))
+        if t and fl & mask:
+            _flag_expert(bit, mask, fl, t)
+    s = "".join(FLAG_LETTERS[11 - i] if fl >> i & 1 else "\u00b7" for i in range(11, -1, -1))
+    fstr = flags.add(Item(f.tcp_flags_str, s, off + 12, 2, f"[TCP Flags: {s}]", generated=True))
+    if t and t[1]:
+        _tcp_expert(fstr, "tcp.connection.fin_" + t[1])
+    return flags
 
 
-def _tcp_analysis(top: Item, t, off: int) -> None:
-    ts = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
-    ts.add(Item(f.tcp_time_relative, ns_text(t.rel_ns), off, 0,
-                f"[Time since first frame in this TCP stream: {ns_text(t.rel_ns)} seconds]", generated=True))
-    ts.add(Item(f.tcp_time_delta, ns_text(t.delta_ns), off, 0,
-                f"[Time since previous frame in this TCP stream: {ns_text(t.delta_ns)} seconds]", generated=True))
-    if t.acks_frame is None and t.bif is None and t.push is None and not t.flags:
-        return                          # tshark shows the tree (and the iRTT) only with something to say
+def _analysis_slots(t, off: int) -> list:
+    """[Timestamps] and the SEQ/ACK analysis: `t` = (server port, FIN role, ACKed frame?, iRTT?, bytes in
+    flight?, PSH bytes?, analysis flags)."""
+    nodes = [Slot(None, "Timestamps", None, 0, 0, _G, TextItem, (
+        Slot(f.tcp_time_relative, "[Time since first frame in this TCP stream: %(rel)s seconds]", "rel", 0, 0, _G),
+        Slot(f.tcp_time_delta, "[Time since previous frame in this TCP stream: %(delta)s seconds]", "delta", 0, 0,
+             _G)))]
+    _, _, acked, irtt, bif, push, kinds = t
     kids = []
-    if t.acks_frame is not None:
-        kids.append(Item(f.tcp_analysis_acks_frame, t.acks_frame, off, 0,
-                         f"[This is an ACK to the segment in frame: {t.acks_frame}]", generated=True))
-        kids.append(Item(f.tcp_analysis_ack_rtt, ns_text(t.ack_rtt_ns), off, 0,
-                         f"[The RTT to ACK the segment was: {ns_text(t.ack_rtt_ns)} seconds]", generated=True))
-    if t.irtt_ns is not None:
-        kids.append(Item(f.tcp_analysis_initial_rtt, ns_text(t.irtt_ns), off, 0, f"[iRTT: {ns_text(t.irtt_ns)} seconds]",
-                         generated=True))
-    if t.bif is not None:
-        kids.append(Item(f.tcp_analysis_bytes_in_flight, t.bif, off, 0, f"[Bytes in flight: {t.bif}]",
-                         generated=True))
-    if t.push is not None:
-        kids.append(Item(f.tcp_analysis_push_bytes_sent, t.push, off, 0, f"[Bytes sent since last PSH flag: {t.push}]",
-                         generated=True))
-    if t.flags:
+    if acked:
+        kids += [Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]", "acks_frame",
+                      0, 0, _G),
+                 Slot(f.tcp_analysis_ack_rtt, "[The RTT to ACK the segment was: %(ack_rtt)s seconds]", "ack_rtt", 0, 0, _G)]
+    if irtt:
+        kids.append(Slot(f.tcp_analysis_initial_rtt, "[iRTT: %(irtt)s seconds]", "irtt", 0, 0, _G))
+    if bif:
+        kids.append(Slot(f.tcp_analysis_bytes_in_flight, "[Bytes in flight: %(bif)d]", "bif", 0, 0, _G))
+    if push:
+        kids.append(Slot(f.tcp_analysis_push_bytes_sent, "[Bytes sent since last PSH flag: %(push)d]", "push", 0, 0, _G))
+    if kinds:
         flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
-        for kind in t.flags:
+        for kind in kinds:
             _tcp_expert(flags, "tcp.analysis." + kind)
         kids.append(flags)
-    if kids:
-        a = top.add(Item(f.tcp_analysis, None, off, 0, "SEQ/ACK analysis", generated=True))
-        for k in kids:
-            a.add(k)
+    if acked or bif or push or kinds:   # tshark shows the tree (and the iRTT) only with something to say
+        nodes.append(Slot(f.tcp_analysis, "SEQ/ACK analysis", None, 0, 0, _G, kids=kids))
+    return nodes
 
 
-def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
+def _options_node(data: bytes, off: int, end: int, ts_at: int | None):
+    """The options item: static, but for a timestamps option's values (slots), the one that changes in every
+    segment of a connection."""
+    holder = Item(None)
+    _tcp_options(holder, data, off, end)
+    opts = holder.children[0]
+    if ts_at is None:
+        return opts
+    kids = []
+    for o in opts.children:
+        if o.offset != ts_at:
+            kids.append(o)
+            continue
+        a = ts_at - off + 20         # relative to the TCP header
+        kids.append(Slot(o.field, "TCP Option - Timestamps: TSval %(tsval)d, TSecr %(tsecr)d", "ts_opt", a, 10, kids=(
+            o.children[0], o.children[1],
+            Slot(f.tcp_tsval, "Timestamp value: %(tsval)d", "tsval", a + 2, 4),
+            Slot(f.tcp_tsecr, "Timestamp echo reply: %(tsecr)d", "tsecr", a + 6, 4))))
+    return Slot(f.tcp_options, opts.label.replace("%", "%%"), "opts", 20, end - off, kids=kids)
+
+
+def _ts_option_at(options: bytes) -> int | None:
+    """Where the one well-formed timestamps option of a well-formed option list starts (None: no such option)."""
+    p, end, at = 0, len(options), None
+    while p < end:
+        kind = options[p]
+        if kind == 0:
+            return at
+        if kind == 1:
+            p += 1
+            continue
+        if p + 1 >= end or options[p + 1] < 2 or p + options[p + 1] > end:
+            return None
+        if kind == 8:
+            if at is not None or options[p + 1] != 10:
+                return None
+            at = p
+        p += options[p + 1]
+    return at
+
+
+def _payload_slots(d, seglen: int, hl: int) -> list:
+    """The payload, and what a tcp_dissect_pdus framing (websocket) adds after it: each PDU's [PDU Size], and
+    "TCP segment data" for the bytes that went into a reassembly (those that complete a PDU reassembled from
+    several segments, d.reassembled; or a whole segment kept for one, d.segment_data)."""
+    a = hl * 4
+    nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, seglen)]
+    for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
+        nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", a, 0, _G))
+    n = _segment_data_length(d)
+    if n:
+        nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
+                          a, n))
+    return nodes
+
+
+def _segment_data_length(d) -> int:
+    return d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_data", 0)
+
+
+def tcp_layer(d, data: bytes, off: int, length: int):
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
     sport, dport, seq, ack, offflags, win, csum, urp = struct.unpack_from("!HHIIHHHH", data, off)
@@ -146,67 +231,62 @@ def tcp_layer(d, data: bytes, off: int, length: int) -> Layer:
     fl = offflags & 0x0FFF
     seglen = len(d.payload) if d.transport == "tcp" else 0
     t = getattr(d, "tcp", None)
-    shown_seq, shown_ack = (t.seq, t.ack) if t is not None else (seq, ack)
-    top = proto_item(f.tcp, off, length, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport},"
-                                      f" Seq: {shown_seq}" + (f", Ack: {shown_ack}" if fl & 0x10 else "") +
-                 f", Len: {seglen}")
-    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
-    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
-    top.add(HiddenItem(f.tcp_port, sport, off, 2))
-    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
+            "csum": csum, "urp": urp}
     if t is not None:
-        _tcp_head(top, t, off, seglen)
-    top.add(Item(f.tcp_len, seglen, off, 0, f"[TCP Segment Len: {seglen}]", generated=True))
-    if t is not None:
-        _tcp_numbers(top, t, off, seq, ack, fl)
+        shown_seq, shown_ack = t.seq, t.ack
+        tkey = (t.server_port if fl & 0x02 else None, t.fin_role, t.acks_frame is not None, t.irtt_ns is not None,
+                t.bif is not None, t.push is not None, tuple(t.flags))
+        c = t.completeness
+        vals.update(stream=t.stream, c=c, ctext=COMPLETENESS.get(c, "Incomplete"), seq=t.seq, nxtseq=t.nxtseq,
+                    ack=t.ack, window=t.window, rel=ns_text(t.rel_ns), delta=ns_text(t.delta_ns),
+                    acks_frame=t.acks_frame, bif=t.bif, push=t.push)
+        if t.acks_frame is not None:
+            vals["ack_rtt"] = ns_text(t.ack_rtt_ns)
+        if t.irtt_ns is not None:
+            vals["irtt"] = ns_text(t.irtt_ns)
+        sc = t.win_scale
     else:
-        top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
-    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
-    top.add(Item(f.tcp_hdr_len, hl * 4, off + 12, 1,
-                 f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"))
-    summary = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
-    flags = top.add(Item(f.tcp_flags, fl, off + 12, 2, f"Flags: 0x{fl:03x} ({summary})"))
-    for fld, mask, _, _ in f.TCP_FLAG_BITS:
-        # Wireshark trims a bit field's bytes to those its mask touches.
-        o, n = (off + 12, 2) if mask & 0xF00 and mask & 0xFF else (off + 12, 1) if mask & 0xF00 else (off + 13, 1)
-        bit = flags.add(Item(fld, bool(fl & mask), o, n, f"{bits(fl, mask, 12)} = {fld.name}: {set_text(fl & mask)}"))
-        if t is not None and fl & mask:
-            _flag_expert(bit, mask, fl, t)
-    s = "".join(FLAG_LETTERS[11 - i] if fl >> i & 1 else "\u00b7" for i in range(11, -1, -1))
-    fstr = flags.add(Item(f.tcp_flags_str, s, off + 12, 2, f"[TCP Flags: {s}]", generated=True))
-    if t is not None and t.fin_role:
-        _tcp_expert(fstr, "tcp.connection.fin_" + t.fin_role)
-    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
-    _tcp_window(top, t, off)
-    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
-    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
-    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+        shown_seq, shown_ack, tkey, sc = seq, ack, None, None
+    opts_key = ts_at = None
     if hl > 5 and length >= hl * 4 and len(data) >= off + hl * 4:
-        _tcp_options(top, data, off + 20, off + hl * 4)
-    if t is not None:
-        _tcp_analysis(top, t, off)
+        options = data[off + 20:off + hl * 4]
+        vals["opts"] = options
+        ts_at = _ts_option_at(options)
+        if ts_at is None:
+            opts_key = options
+        else:
+            opts_key = options[:ts_at] + options[ts_at + 10:] + bytes((ts_at,))
+            vals["ts_opt"] = options[ts_at:ts_at + 10]
+            vals["tsval"], vals["tsecr"] = struct.unpack_from("!II", options, ts_at + 2)
+    pdus = getattr(d, "pdu_sizes", None) or ()
+    segn = _segment_data_length(d) if seglen else 0
     if seglen:
-        top.add(Item(f.tcp_payload, d.payload, d.payload_offset, seglen, f"TCP payload ({seglen} byte"
-                                                                           f"{'s' if seglen != 1 else ''})"))
-        _pdus(top, d, seglen)
-    return Layer("tcp", top)
+        vals["payload"] = d.payload
+        for i, size in enumerate(pdus):
+            vals[f"pdu{i}"] = size
+        if segn:
+            vals["segn"], vals["segdata"] = segn, d.payload[:segn]
+    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1)
 
+    def build():
+        nodes = _head_slots(tkey, off, hl, fl, sc)
+        if opts_key is not None:
+            nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at))
+        if tkey:
+            nodes += _analysis_slots(tkey, off)
+        if seglen:
+            nodes += _payload_slots(d, seglen, hl)
+        return nodes
 
-def _pdus(top: Item, d, seglen: int) -> None:
-    """What tshark's tcp_dissect_pdus (a C dissector's framing: websocket) adds after the payload: each PDU's
-    [PDU Size], and "TCP segment data" for the bytes that went into a reassembly (those that complete a PDU
-    reassembled from several segments, d.reassembled; or a whole segment kept for one, d.segment_data)."""
-    for size in getattr(d, "pdu_sizes", None) or ():
-        top.add(Item(f.tcp_pdu_size, size, d.payload_offset, 0, f"[PDU Size: {size}]", generated=True))
-    n = d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_data", 0)
-    if n:
-        top.add(Item(f.tcp_segment_data, d.payload[:n], d.payload_offset, n,
-                     f"TCP segment data ({n} byte{'s' if n != 1 else ''})"))
+    label = (f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown_seq}" +
+             (f", Ack: {shown_ack}" if fl & 0x10 else "") + f", Len: {seglen}")
+    return SlotLayer("tcp", f.tcp, off, length, label, TEMPLATES.get(key, build), vals)
 
 
 def _flag_expert(bit: Item, mask: int, fl: int, t) -> None:
     if mask == 0x02:
-        _tcp_expert(bit, "tcp.connection.synack" if fl & 0x10 else "tcp.connection.syn", t.server_port)
+        _tcp_expert(bit, "tcp.connection.synack" if fl & 0x10 else "tcp.connection.syn", t[0])
     elif mask == 0x01:
         _tcp_expert(bit, "tcp.connection.fin")
     elif mask == 0x04:
