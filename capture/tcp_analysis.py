@@ -106,8 +106,13 @@ class TcpTable:
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq, ack = d.flags, d.seq, d.ack
         conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
-        fwd = conn.flows.setdefault(me, Flow())
-        rev = conn.flows.setdefault(peer, Flow())
+        flows = conn.flows
+        fwd = flows.get(me)
+        if fwd is None:
+            fwd = flows[me] = Flow()
+        rev = flows.get(peer)
+        if rev is None:
+            rev = flows[peer] = Flow()
         info = TcpInfo()
         info.stream = conn.stream
         info.completeness = conn.completeness
@@ -183,8 +188,9 @@ class TcpTable:
                 conn.irtt_ns = ts - conn.syn_ns
         info.irtt_ns = conn.irtt_ns
         if seglen and fwd.segments and fwd.valid_bif:
-            first = min((s[0] - fwd.base) & M32 for s in fwd.segments)
-            last = max((s[1] - fwd.base) & M32 for s in fwd.segments)
+            base = fwd.base
+            first = min([(s[0] - base) & M32 for s in fwd.segments])
+            last = max([(s[1] - base) & M32 for s in fwd.segments])
             if 0 < last - first < 2_000_000_000:
                 info.bif = last - first
             push = bool(fl & PSH)

@@ -40,13 +40,18 @@ def _format_of(f):
         elif t == "bytes":
             conv = lambda v: v.hex(":")                # noqa: E731
         elif t == "string":
-            conv = lambda v, f=f: tv.json_escape(tv.json_value(f, v))   # noqa: E731
+            conv = _string
         else:
             conv = lambda v, f=f: tv.json_value(f, v)   # noqa: E731
         valued = None if t in ("none", "protocol") else t
         # key, value formatter, children key, value type (None: none/protocol), line prefix per depth
         fmt = f.json_format = ('"' + f.abbrev + '": ', conv, '"' + f.abbrev + '_tree": ', valued, {})
     return fmt
+
+
+def _string(v: str, esc=tv.JSON_ESCAPES) -> str:
+    """A string field's JSON text (tv.json_value + tv.json_escape in one step): cut at a NUL, escaped."""
+    return (v if "\0" not in v else v[:v.index("\0")]).translate(esc)
 
 
 def object_text(item, depth: int) -> str:

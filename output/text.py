@@ -129,7 +129,10 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
             add(f"{pad}[{item.label}]\n{inner}[{info.message}]\n{inner}[Severity level: "
                 f"{SEVERITY_NAMES[info.severity]}]\n{inner}[Group: {GROUP_NAMES[info.group]}]\n")
             continue
-        add(pad + item_label(item) + "\n")
+        text = item.label
+        if text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
+            text = item_label(item)      # made from the field, bracketed, or cut: else the label is the line
+        add(pad + text + "\n")
         if item.children:
             _detail(item.children, depth + 1, out)
 

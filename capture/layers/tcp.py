@@ -119,8 +119,7 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
 def _flags_item(t, off: int, fl: int) -> Item:
     """tcp.flags and its bits (static: they depend on the flags, and their experts on the conversation's
     server port and FIN role, all in the template's key)."""
-    summary = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
-    flags = Item(f.tcp_flags, fl, off + 12, 2, f"Flags: 0x{fl:03x} ({summary})")
+    flags = Item(f.tcp_flags, fl, off + 12, 2, f"Flags: 0x{fl:03x} ({_flag_names(fl)})")
     for fld, mask, _, _ in f.TCP_FLAG_BITS:
         # Wireshark trims a bit field's bytes to those its mask touches.
         o, n = (off + 12, 2) if mask & 0xF00 and mask & 0xFF else (off + 12, 1) if mask & 0xF00 else (off + 13, 1)
@@ -324,30 +323,46 @@ def info_prefix(d) -> str:
     return "".join(ANALYSIS_TAGS.get(kind, "") for kind in reversed(t.flags))
 
 
+def _flag_names(fl: int) -> str:
+    """The flags as the Info column and the tcp.flags label list them ("SYN, ACK"; "<None>")."""
+    names = FLAG_NAMES.get(fl)
+    if names is None:
+        names = FLAG_NAMES[fl] = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
+    return names
+
+
+FLAG_NAMES: dict[int, str] = {}      # 4,096 values at most
+
+
 def info(d) -> str:
     """TCP's own Info column: ports, flags, relative Seq/Ack, window, length, the options tshark lists."""
     fl, t = d.flags or 0, getattr(d, "tcp", None)
-    names = ", ".join(n for b, n in FLAG_SUMMARY if fl & b) or "<None>"
     seq, ack, win = (t.seq, t.ack, t.window) if t is not None else (d.seq, d.ack, d.window)
-    out = [f"{d.sport} \u2192 {d.dport} [{names}] Seq={seq}"]
+    text = f"{d.sport} \u2192 {d.dport} [{_flag_names(fl)}] Seq={seq}"
     if fl & 0x10:
-        out.append(f"Ack={ack}")
-    out.append(f"Win={win} Len={len(d.payload)}")
-    span = next((s for s in reversed(d.spans) if s[0] == "tcp"), None)
+        text += f" Ack={ack}"
+    text += f" Win={win} Len={len(d.payload)}"
+    span = None
+    for s in reversed(d.spans):
+        if s[0] == "tcp":
+            span = s
+            break
     data = d.frame.data
     if span is not None and len(data) >= span[1] + 20:
         off = span[1]
         if fl & 0x20:
-            out.append(f"Urg={struct.unpack_from('!H', data, off + 18)[0]}")
-        base = (d.ack - t.ack) & 0xFFFFFFFF if t is not None and d.ack is not None else 0
-        out.extend(_option_infos(data, off + 20, off + span[2], base))
-    text = " ".join(out)
-    bogus = next((p.message for _, p in d.problems if p.abbrev == "tcp.hdr_len.bad"), None)
-    if bogus is not None:                 # tshark stops after the window: no length, no options
-        return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
-    if getattr(d, "segment_data", 0):
+            text += f" Urg={struct.unpack_from('!H', data, off + 18)[0]}"
+        if span[2] > 20:
+            base = (d.ack - t.ack) & 0xFFFFFFFF if t is not None and d.ack is not None else 0
+            for option in _option_infos(data, off + 20, off + span[2], base):
+                text += " " + option
+    if d.problems:
+        bogus = next((p.message for _, p in d.problems if p.abbrev == "tcp.hdr_len.bad"), None)
+        if bogus is not None:                 # tshark stops after the window: no length, no options
+            return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
+    if d.segment_data:
         text += " [TCP segment of a reassembled PDU]"
-    return info_prefix(d) + text
+    return info_prefix(d) + text if t is not None and t.flags else text
 
 
 def _option_infos(data: bytes, p: int, end: int, ack_base: int):
