@@ -18,10 +18,10 @@ from .network import v4_cached, v4_text
 
 
 # problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
-PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                      "ip.version.bad", "ipv6.version.bad"}
 # problems whose Info column is not "[Malformed: ...]": the message itself, or the layer's own Info
-PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                 "udp.length.bad"}
 COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME"}
 
@@ -232,6 +232,9 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     fn(d, data)
     if tcp_table is not None and d.transport == "tcp" and d.window is not None and d.payload_offset:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
+    elif (tcp_table is not None and d.transport == "tcp" and d.problems
+          and d.problems[-1][1].abbrev == "tcp.bogus_header_length"):
+        tcp_table.header_only(d)         # tshark still finds the conversation
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":

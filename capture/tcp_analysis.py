@@ -147,6 +147,23 @@ class TcpTable:
         self._complete(conn, fl, seglen)
         d.tcp = info
 
+    def header_only(self, d) -> None:
+        """A segment whose header tshark gives up on (a bogus data offset): it still finds or opens the connection
+        (stream index, completeness, times) and shows the sequence number relative to it; nothing else changes."""
+        ts = d.frame.ts_ns
+        me, peer = (d.src, d.sport), (d.dst, d.dport)
+        fl, seq = d.flags, d.seq
+        conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
+        fwd = conn.flows.get(me)
+        info = TcpInfo()
+        info.stream, info.completeness = conn.stream, conn.completeness
+        info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
+        conn.last_ns = ts
+        base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
+        info.seq = (seq - base) & M32
+        info.ack, info.window = d.ack, d.window      # the Info column's (tshark reads no further)
+        d.tcp = info
+
     @staticmethod
     def _complete(conn: Connection, fl: int, seglen: int) -> None:
         if fl & SYN:

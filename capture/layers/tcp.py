@@ -16,51 +16,101 @@ OPTION_KINDS = {0: "End of Option List", 1: "No-Operation", 2: "Maximum Segment 
                 4: "SACK Permitted", 5: "SACK", 8: "Time Stamp Option"}
 
 
+OPTION_LENGTHS = {2: 4, 3: 3, 4: 2, 8: 10}      # the options of a fixed length tshark checks
+
+
 def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
-    """The decoded values of the options tshark decodes (MSS, window scale, timestamps)."""
-    if kind == 2 and n == 4:
+    """The decoded values of the options tshark decodes (MSS, window scale, timestamps, an unknown one's bytes)."""
+    if kind == 2:
         v = struct.unpack_from("!H", data, p + 2)[0]
         o.add(Item(f.tcp_mss_val, v, p + 2, 2, f"MSS Value: {v}"))
-    elif kind == 3 and n == 3:
-        o.add(Item(f.tcp_wscale_shift, data[p + 2], p + 2, 1, f"Shift count: {data[p + 2]}"))
+    elif kind == 3:
+        shift = o.add(Item(f.tcp_wscale_shift, data[p + 2], p + 2, 1, f"Shift count: {data[p + 2]}"))
+        if data[p + 2] > 14:
+            _tcp_expert(shift, "tcp.options.wscale.shift.invalid")
         m = 1 << min(data[p + 2], 14)
         o.add(Item(f.tcp_wscale_multiplier, m, p + 2, 1, f"[Multiplier: {m}]", generated=True))
-    elif kind == 8 and n == 10:
+    elif kind == 8:
         tsval, tsecr = struct.unpack_from("!II", data, p + 2)
         o.add(Item(f.tcp_tsval, tsval, p + 2, 4, f"Timestamp value: {tsval}"))
         o.add(Item(f.tcp_tsecr, tsecr, p + 6, 4, f"Timestamp echo reply: {tsecr}"))
+    elif kind not in f.TCP_OPTIONS and n > 2:
+        o.add(Item(f.tcp_option_unknown_payload, data[p + 2:p + n], p + 2, n - 2, f"Payload: {data[p + 2:p + n].hex()}"))
 
 
-def _tcp_options(top: Item, data: bytes, off: int, end: int) -> None:
+def _option_label(data: bytes, p: int, kind: int) -> str:
+    name = f.TCP_OPTIONS[kind][1] if kind in f.TCP_OPTIONS else "Unknown"
+    if kind == 2:
+        return f"TCP Option - {name}: {struct.unpack_from('!H', data, p + 2)[0]} bytes"
+    if kind == 3:
+        return f"TCP Option - {name}: {data[p + 2]} (multiply by {1 << min(data[p + 2], 14)})"
+    if kind == 8:
+        return f"TCP Option - {name}: TSval {{}}, TSecr {{}}".format(*struct.unpack_from("!II", data, p + 2))
+    return f"TCP Option - {name}"
+
+
+def _bad_option(item: Item, p: int, n: int, message: str) -> None:
+    """tshark's text item for an option whose length is unusable, with the expert on it (the walk stops)."""
+    _tcp_expert(item.add(TextItem(None, None, p, n, message)), "tcp.option.len.invalid", message)
+
+
+def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) -> None:
+    """The options as tshark 4.0's tcp_dissect_options walks them: an option whose length byte is missing, too
+    short or runs past the header ends the walk with an expert; a fixed-length option of another length is shown
+    without its values, with an expert on its length; after an End of Option List, non-zero padding ends it too."""
     opts = data[off:end]
     names = []
     item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
-    p = off
+    p, nops, mss = off, 0, False
+    ok = True
     while p < end:
         kind = data[p]
-        name = f.TCP_OPTIONS.get(kind, ("", f"Unknown ({kind})"))[1]
+        nops = nops + 1 if kind == 1 else 0
         if kind in (0, 1):
-            n = 1
-        elif p + 1 < end and data[p + 1] >= 2 and p + data[p + 1] <= end:
-            n = data[p + 1]
-        else:
-            n = end - p                  # a bad option length: the rest is one undecodable option
-        names.append(name)
-        label = f"TCP Option - {name}"
-        if kind == 2 and n == 4:
-            label += f": {struct.unpack_from('!H', data, p + 2)[0]} bytes"
-        elif kind == 3 and n == 3:
-            label += f": {data[p + 2]} (multiply by {1 << data[p + 2]})"
-        elif kind == 8 and n == 10:
-            label += ": TSval {}, TSecr {}".format(*struct.unpack_from("!II", data, p + 2))
-        o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n, label))
-        o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS.get(kind, 'Unknown')} ({kind})"))
-        if n > 1:
-            o.add(Item(f.tcp_option_len, data[p + 1], p + 1, 1, f"Length: {data[p + 1]}"))
-        _option_values(o, data, p, kind, n)
-        p += n
-        if kind == 0:
+            name = f.TCP_OPTIONS[kind][1]
+            if nops == 4:
+                _tcp_expert(item, "tcp.nop")
+            o = item.add(Item(f.tcp_option[kind], data[p:p + 1], p, 1, f"TCP Option - {name}"))
+            o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS[kind]} ({kind})"))
+            names.append(name)
+            p += 1
+            if kind == 0 and any(data[p:end]):
+                _tcp_expert(item.add(TextItem(None, None, p, end - p, "Non-zero header padding")),
+                            "tcp.non_zero_bytes_after_eol")
+                ok = False
+                break
+            continue
+        name = f.TCP_OPTIONS[kind][1] if kind in f.TCP_OPTIONS else f"Unknown (0x{kind:02x})"
+        if p + 1 >= end:
+            _bad_option(item, p, 1, f"{name} (length byte past end of options)")
+            ok = False
             break
+        n = data[p + 1]
+        if n < 2:
+            _bad_option(item, p, 2, f"{name} (with too-short option length = {n} byte{'s' if n != 1 else ''})")
+            ok = False
+            break
+        if p + n > end:
+            _bad_option(item, p, end - p - 2,
+                        f"{name} (option length = {n} byte{'s' if n != 1 else ''} says option goes past end of options)")
+            ok = False
+            break
+        mss = mss or kind == 2
+        names.append(name)
+        want = OPTION_LENGTHS.get(kind, n)
+        o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
+                          _option_label(data, p, kind) if n == want else f"TCP Option - {f.TCP_OPTIONS.get(kind, ('', 'Unknown'))[1]}"))
+        if kind == 2 and not syn:
+            _tcp_expert(o, "tcp.options.mss.present")
+        o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS.get(kind, 'Unknown')} ({kind})"))
+        length = o.add(Item(f.tcp_option_len, n, p + 1, 1, f"Length: {n}"))
+        if n != want:
+            _tcp_expert(length, "tcp.option.len.invalid", f"option length should be {want}")
+        else:
+            _option_values(o, data, p, kind, n)
+        p += n
+    if ok and syn and not mss:
+        _tcp_expert(item, "tcp.options.mss.absent")
     item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
 
 
@@ -162,11 +212,11 @@ def _analysis_slots(t, off: int) -> list:
     return nodes
 
 
-def _options_node(data: bytes, off: int, end: int, ts_at: int | None):
+def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool):
     """The options item: static, but for a timestamps option's values (slots), the one that changes in every
     segment of a connection."""
     holder = Item(None)
-    _tcp_options(holder, data, off, end)
+    _tcp_options(holder, data, off, end, syn)
     opts = holder.children[0]
     if ts_at is None:
         return opts
@@ -208,13 +258,13 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     "TCP segment data" for the bytes that went into a reassembly (those that complete a PDU reassembled from
     several segments, d.reassembled; or a whole segment kept for one, d.segment_data)."""
     a = hl * 4
-    nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, seglen)]
+    nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, "seglen")]
     for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
         nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", a, 0, _G))
     n = _segment_data_length(d)
     if n:
         nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
-                          a, n))
+                          a, "segn"))
     return nodes
 
 
@@ -222,12 +272,39 @@ def _segment_data_length(d) -> int:
     return d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_data", 0)
 
 
-def tcp_layer(d, data: bytes, off: int, length: int):
+def _bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
+    """A data offset under 5 words: tshark 4.0 gives up after the header length (the expert goes on that item,
+    from Decoded.problems), and the segment's length counts from the bogus offset."""
+    sport, dport, seq = struct.unpack_from("!HHI", data, off)
+    t = getattr(d, "tcp", None)
+    shown = t.seq if t is not None else seq
+    top = proto_item(f.tcp, off, 20, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown}")
+    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
+    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(HiddenItem(f.tcp_port, sport, off, 2))
+    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    if t is not None:
+        top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
+        c = t.completeness
+        top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
+                                                     f" ({c})]", generated=True))
+    seglen = segment - hl * 4
+    top.add(Item(f.tcp_len, seglen, off + 12, 1, f"[TCP Segment Len: {seglen}]", generated=True))
+    if t is not None:
+        top.add(Item(f.tcp_seq, t.seq, off + 4, 4, f"Sequence Number: {t.seq}    (relative sequence number)"))
+    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    top.add(Item(f.tcp_hdr_len, hl * 4, off + 12, 1, f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    return Layer("tcp", top)
+
+
+def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None):
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
     sport, dport, seq, ack, offflags, win, csum, urp = struct.unpack_from("!HHIIHHHH", data, off)
     hl = offflags >> 12
     fl = offflags & 0x0FFF
+    if hl < 5:
+        return _bogus_layer(d, data, off, hl, segment if segment is not None else length)
     seglen = len(d.payload) if d.transport == "tcp" else 0
     t = getattr(d, "tcp", None)
     vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
@@ -271,7 +348,8 @@ def tcp_layer(d, data: bytes, off: int, length: int):
     def build():
         nodes = _head_slots(tkey, off, hl, fl, sc)
         if opts_key is not None:
-            nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at))
+            nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
+                                      bool(fl & 0x02)))
         if tkey:
             nodes += _analysis_slots(tkey, off)
         if seglen:
@@ -357,7 +435,7 @@ def info(d) -> str:
             for option in _option_infos(data, off + 20, off + span[2], base):
                 text += " " + option
     if d.problems:
-        bogus = next((p.message for _, p in d.problems if p.abbrev == "tcp.hdr_len.bad"), None)
+        bogus = next((p.message for _, p in d.problems if p.abbrev == "tcp.bogus_header_length"), None)
         if bogus is not None:                 # tshark stops after the window: no length, no options
             return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
     if d.segment_data:
@@ -380,7 +458,7 @@ def _option_infos(data: bytes, p: int, end: int, ack_base: int):
         n = data[p + 1]
         if kind == 2 and n == 4:
             yield f"MSS={struct.unpack_from('!H', data, p + 2)[0]}"
-        elif kind == 4 and n == 2:
+        elif kind == 4:
             yield "SACK_PERM"
         elif kind == 8 and n == 10:
             yield "TSval={} TSecr={}".format(*struct.unpack_from("!II", data, p + 2))
