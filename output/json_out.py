@@ -49,6 +49,9 @@ def _format_of(f):
     return fmt
 
 
+_ESCAPES = tv.JSON_ESCAPES
+
+
 def _string(v: str, esc=tv.JSON_ESCAPES) -> str:
     """A string field's JSON text (tv.json_value + tv.json_escape in one step): cut at a NUL, escaped."""
     return (v if "\0" not in v else v[:v.index("\0")]).translate(esc)
@@ -112,7 +115,11 @@ def _members(kids, depth: int, out: list) -> None:
         line = lines.get(depth)
         if line is None:
             line = lines[depth] = ",\n" + ind + key + '"'
-        add(line + conv(child.value) + '"')
+        value = child.value
+        if conv is _string and "\0" not in value:    # inline: the common case of the common string conversion
+            add(line + value.translate(_ESCAPES) + '"')
+        else:
+            add(line + conv(value) + '"')
         if child.children:
             add(",\n" + ind + tree_key)
             _object(child.children, depth + 1, out)

@@ -233,6 +233,9 @@ def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool)
     return Slot(f.tcp_options, opts.label.replace("%", "%%"), "opts", 20, end - off, kids=kids)
 
 
+NOP_NOP_TS = b"\x01\x01\x08\x0a"     # what Linux puts in every segment of a connection
+
+
 def _ts_option_at(options: bytes) -> int | None:
     """Where the one well-formed timestamps option of a well-formed option list starts (None: no such option)."""
     p, end, at = 0, len(options), None
@@ -328,7 +331,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
     if hl > 5 and length >= hl * 4 and len(data) >= off + hl * 4:
         options = data[off + 20:off + hl * 4]
         vals["opts"] = options
-        ts_at = _ts_option_at(options)
+        ts_at = 2 if options[:4] == NOP_NOP_TS and len(options) == 12 else _ts_option_at(options)
         if ts_at is None:
             opts_key = options
         else:
