@@ -300,33 +300,38 @@ def _bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
     return Layer("tcp", top)
 
 
+_HEADER = struct.Struct("!HHIIHHHH").unpack_from
+_TS = struct.Struct("!II").unpack_from
+
+
 def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None):
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
-    sport, dport, seq, ack, offflags, win, csum, urp = struct.unpack_from("!HHIIHHHH", data, off)
+    sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
     hl = offflags >> 12
     fl = offflags & 0x0FFF
     if hl < 5:
         return _bogus_layer(d, data, off, hl, segment if segment is not None else length)
-    seglen = len(d.payload) if d.transport == "tcp" else 0
-    t = getattr(d, "tcp", None)
-    vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
-            "csum": csum, "urp": urp}
+    payload = d.payload
+    seglen = len(payload) if d.transport == "tcp" else 0
+    t = d.tcp
     if t is not None:
-        shown_seq, shown_ack = t.seq, t.ack
+        shown_seq, shown_ack, sc, c = t.seq, t.ack, t.win_scale, t.completeness
         tkey = (t.server_port if fl & 0x02 else None, t.fin_role, t.acks_frame is not None, t.irtt_ns is not None,
-                t.bif is not None, t.push is not None, tuple(t.flags))
-        c = t.completeness
-        vals.update(stream=t.stream, c=c, ctext=COMPLETENESS.get(c, "Incomplete"), seq=t.seq, nxtseq=t.nxtseq,
-                    ack=t.ack, window=t.window, rel=ns_text(t.rel_ns), delta=ns_text(t.delta_ns),
-                    acks_frame=t.acks_frame, bif=t.bif, push=t.push)
+                t.bif is not None, t.push is not None, tuple(t.flags) if t.flags else ())
+        vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
+                "csum": csum, "urp": urp, "stream": t.stream, "c": c, "ctext": COMPLETENESS.get(c, "Incomplete"),
+                "seq": shown_seq, "nxtseq": t.nxtseq, "ack": shown_ack, "window": t.window,
+                "rel": ns_text(t.rel_ns), "delta": ns_text(t.delta_ns), "acks_frame": t.acks_frame, "bif": t.bif,
+                "push": t.push}
         if t.acks_frame is not None:
             vals["ack_rtt"] = ns_text(t.ack_rtt_ns)
         if t.irtt_ns is not None:
             vals["irtt"] = ns_text(t.irtt_ns)
-        sc = t.win_scale
     else:
         shown_seq, shown_ack, tkey, sc = seq, ack, None, None
+        vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
+                "csum": csum, "urp": urp}
     opts_key = ts_at = None
     if hl > 5 and length >= hl * 4 and len(data) >= off + hl * 4:
         options = data[off + 20:off + hl * 4]
@@ -337,31 +342,36 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
         else:
             opts_key = options[:ts_at] + options[ts_at + 10:] + bytes((ts_at,))
             vals["ts_opt"] = options[ts_at:ts_at + 10]
-            vals["tsval"], vals["tsecr"] = struct.unpack_from("!II", options, ts_at + 2)
-    pdus = getattr(d, "pdu_sizes", None) or ()
-    segn = _segment_data_length(d) if seglen else 0
+            vals["tsval"], vals["tsecr"] = _TS(options, ts_at + 2)
+    pdus = d.pdu_sizes or ()
+    segn = 0
     if seglen:
-        vals["payload"] = d.payload
+        vals["payload"] = payload
         for i, size in enumerate(pdus):
             vals[f"pdu{i}"] = size
+        segn = _segment_data_length(d)
         if segn:
-            vals["segn"], vals["segdata"] = segn, d.payload[:segn]
+            vals["segn"], vals["segdata"] = segn, payload if segn == seglen else payload[:segn]
     key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1)
-
-    def build():
-        nodes = _head_slots(tkey, off, hl, fl, sc)
-        if opts_key is not None:
-            nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
-                                      bool(fl & 0x02)))
-        if tkey:
-            nodes += _analysis_slots(tkey, off)
-        if seglen:
-            nodes += _payload_slots(d, seglen, hl)
-        return nodes
-
+    tpl = TEMPLATES.memo.get(key)
+    if tpl is None:
+        tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, seglen))
     label = (f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown_seq}" +
              (f", Ack: {shown_ack}" if fl & 0x10 else "") + f", Len: {seglen}")
-    return SlotLayer("tcp", f.tcp, off, length, label, TEMPLATES.get(key, build), vals)
+    return SlotLayer("tcp", f.tcp, off, length, label, tpl, vals)
+
+
+def _tcp_nodes(d, data: bytes, off: int, hl: int, fl: int, sc, tkey, opts_key, ts_at, seglen: int) -> list:
+    """The template of a TCP layer of this shape (tcp_layer's key)."""
+    nodes = _head_slots(tkey, off, hl, fl, sc)
+    if opts_key is not None:
+        nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
+                                   bool(fl & 0x02)))
+    if tkey:
+        nodes += _analysis_slots(tkey, off)
+    if seglen:
+        nodes += _payload_slots(d, seglen, hl)
+    return nodes
 
 
 def _flag_expert(bit: Item, mask: int, fl: int, t) -> None:
