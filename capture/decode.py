@@ -246,18 +246,9 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
 
 def _wscale(d: Decoded, data: bytes) -> int | None:
     """The window scale option's shift count of a SYN segment (None: no such option)."""
+    from .layers.tcp import option_spans
     span = next(s for s in reversed(d.spans) if s[0] == "tcp")
-    p, end = span[1] + 20, span[1] + span[2]
-    while p < end:
-        kind = data[p]
-        if kind == 0:
-            return None
-        if kind == 1:
-            p += 1
-            continue
-        if p + 1 >= end or data[p + 1] < 2:
-            return None
-        if kind == 3 and data[p + 1] == 3 and p + 2 < end:
+    for p, kind, n in option_spans(data, span[1] + 20, span[1] + span[2]):
+        if kind == 3 and n == 3:
             return min(data[p + 2], 14)
-        p += data[p + 1]
     return None

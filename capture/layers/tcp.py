@@ -236,23 +236,34 @@ def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool)
 NOP_NOP_TS = b"\x01\x01\x08\x0a"     # what Linux puts in every segment of a connection
 
 
-def _ts_option_at(options: bytes) -> int | None:
-    """Where the one well-formed timestamps option of a well-formed option list starts (None: no such option)."""
-    p, end, at = 0, len(options), None
+def option_spans(data: bytes, p: int, end: int):
+    """(offset, kind, length) of each option of data[p:end] up to an End of Option List, as tshark's walk finds
+    them; the walk ends before an option whose length byte is missing, under 2 or runs past `end` (yielded as
+    (offset, kind, None))."""
     while p < end:
-        kind = options[p]
+        kind = data[p]
         if kind == 0:
-            return at
+            return
         if kind == 1:
+            yield p, 1, 1
             p += 1
             continue
-        if p + 1 >= end or options[p + 1] < 2 or p + options[p + 1] > end:
+        n = data[p + 1] if p + 1 < end else 0
+        if n < 2 or p + n > end:
+            yield p, kind, None
+            return
+        yield p, kind, n
+        p += n
+
+
+def _ts_option_at(options: bytes) -> int | None:
+    """Where the one well-formed timestamps option of a well-formed option list starts (None: no such option)."""
+    at = None
+    for p, kind, n in option_spans(options, 0, len(options)):
+        if n is None or kind == 8 and (at is not None or n != 10):
             return None
         if kind == 8:
-            if at is not None or options[p + 1] != 10:
-                return None
             at = p
-        p += options[p + 1]
     return at
 
 
@@ -458,17 +469,9 @@ def info(d) -> str:
 
 def _option_infos(data: bytes, p: int, end: int, ack_base: int):
     """The options' Info texts, in option order; SACK edges relative to the acknowledged side's base."""
-    end = min(end, len(data))
-    while p < end:
-        kind = data[p]
-        if kind == 0:
+    for p, kind, n in option_spans(data, p, min(end, len(data))):
+        if n is None:
             return
-        if kind == 1:
-            p += 1
-            continue
-        if p + 1 >= end or data[p + 1] < 2 or p + data[p + 1] > end:
-            return
-        n = data[p + 1]
         if kind == 2 and n == 4:
             yield f"MSS={struct.unpack_from('!H', data, p + 2)[0]}"
         elif kind == 4:
@@ -481,4 +484,3 @@ def _option_infos(data: bytes, p: int, end: int, ack_base: int):
             for q in range(p + 2, p + n - 7, 8):
                 left, right = struct.unpack_from("!II", data, q)
                 yield f"SLE={(left - ack_base) & 0xFFFFFFFF} SRE={(right - ack_base) & 0xFFFFFFFF}"
-        p += n
