@@ -15,7 +15,33 @@ label buffer (output/text.py cuts longer labels of ordinary items; a template's 
 """
 from __future__ import annotations
 
+import re
+from operator import itemgetter
+
 from .tree import Item
+
+_NAMED = re.compile(r"%%|%\((\w+)\)")
+
+
+def positional(fmt: str):
+    """(text, values) for a %-format with named keys: the same format with positional slots, and a function
+    that takes the keys' values from a dict in order (one C call): `text % values(vals)` is `fmt % vals`,
+    about twice as fast (a named slot is looked up by a key parsed from the format each time)."""
+    keys: list[str] = []
+
+    def slot(m):
+        if m.group(1) is None:
+            return "%%"
+        keys.append(m.group(1))
+        return "%"
+
+    text = _NAMED.sub(slot, fmt)
+    if not keys:
+        return text, lambda vals: ()
+    if len(keys) == 1:
+        key = keys[0]
+        return text, lambda vals: (vals[key],)
+    return text, itemgetter(*keys)
 
 
 class Slot:

@@ -6,7 +6,7 @@ import time
 
 from . import tshark_values as tv
 from .frozen import FrozenText
-from ..engine.template import SlotLayer, Slot
+from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import TextItem
 
 
@@ -136,12 +136,12 @@ def _template_object(layer, depth: int, out: list) -> None:
         derived: list = []
         _compile_members(tpl.nodes, depth, members, derived)
         text = "".join(members)
-        text = "{" + text[1:] + "\n" + _INDENT[depth].replace("%", "%%") + "}" if text else "{}"
-        compiled = tpl.compiled[("json", depth)] = (text, tuple(derived))
-    text, derived = compiled
+        text, values = positional("{" + text[1:] + "\n" + _INDENT[depth] + "}" if text else "{}")
+        compiled = tpl.compiled[("json", depth)] = (text, values, tuple(derived))
+    text, values, derived = compiled
     for dkey, key, conv in derived:
         vals[dkey] = conv(vals[key])
-    out.append(text % vals)
+    out.append(text % values(vals))
 
 
 def _compile_members(nodes, depth: int, out: list, derived: list) -> None:
@@ -188,7 +188,7 @@ def _placeholder(key: str, conv, derived: list) -> str:
     pattern = getattr(conv, "__self__", None)
     if pattern.__class__ is str and pattern.count("%") == 1:     # a str.__mod__: "0x%04x"
         return pattern.replace("%", "%(" + key + ")")
-    dkey = f"{key}#{len(derived)}"
+    dkey = f"{key}__{len(derived)}"
     derived.append((dkey, key, conv))
     return "%(" + dkey + ")s"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from ..engine.template import Slot, SlotLayer
+from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
 from .frozen import FrozenText
@@ -159,12 +159,13 @@ def detail_text(packet, only: set[str] | None = None) -> str:
 def _template_detail(layer, out: list) -> None:
     """A SlotLayer's lines (engine.template): its template's -V text, compiled once, filled with the values."""
     tpl = layer.template
-    text = tpl.compiled.get("detail")
-    if text is None:
+    compiled = tpl.compiled.get("detail")
+    if compiled is None:
         lines: list[str] = []
         _compile_detail(tpl.nodes, 1, lines)
-        text = tpl.compiled["detail"] = "".join(lines)
-    out.append(text % layer.vals)
+        compiled = tpl.compiled["detail"] = positional("".join(lines))
+    text, values = compiled
+    out.append(text % values(layer.vals))
 
 
 def _compile_detail(nodes, depth: int, out: list) -> None:
