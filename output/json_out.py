@@ -3,6 +3,7 @@ tree built by the generated Lua plugin (the rules are in output/tshark_values.py
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 from . import tshark_values as tv
 from .frozen import FrozenText
@@ -215,8 +216,12 @@ def layer_text(packet) -> str:
 
 
 def packet_text(packet) -> str:
-    date = time.strftime("%Y-%m-%d", time.gmtime(packet.frame.ts_ns // 1_000_000_000))
-    return tv.packet_head(date) + layer_text(packet) + tv.PACKET_TAIL
+    return _head(packet.frame.ts_ns // 86_400_000_000_000) + layer_text(packet) + tv.PACKET_TAIL
+
+
+@lru_cache(maxsize=64)            # frames come in time order: one day's head serves them all
+def _head(day: int) -> str:
+    return tv.packet_head(time.strftime("%Y-%m-%d", time.gmtime(day * 86_400)))
 
 
 class JsonWriter:
