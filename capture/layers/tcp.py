@@ -35,16 +35,18 @@ def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
         o.add(Item(f.tcp_tsval, tsval, p + 2, 4, f"Timestamp value: {tsval}"))
         o.add(Item(f.tcp_tsecr, tsecr, p + 6, 4, f"Timestamp echo reply: {tsecr}"))
     elif kind not in f.TCP_OPTIONS and n > 2:
-        o.add(Item(f.tcp_option_unknown_payload, data[p + 2:p + n], p + 2, n - 2, f"Payload: {data[p + 2:p + n].hex()}"))
+        payload = data[p + 2:p + n]
+        o.add(Item(f.tcp_option_unknown_payload, payload, p + 2, n - 2, f"Payload: {payload.hex()}"))
 
 
-def _option_label(data: bytes, p: int, kind: int) -> str:
+def _option_label(data: bytes, p: int, kind: int, valid: bool) -> str:
+    """"TCP Option - <name>", with its value when the option has its own length."""
     name = f.TCP_OPTIONS[kind][1] if kind in f.TCP_OPTIONS else "Unknown"
-    if kind == 2:
+    if valid and kind == 2:
         return f"TCP Option - {name}: {struct.unpack_from('!H', data, p + 2)[0]} bytes"
-    if kind == 3:
+    if valid and kind == 3:
         return f"TCP Option - {name}: {data[p + 2]} (multiply by {1 << min(data[p + 2], 14)})"
-    if kind == 8:
+    if valid and kind == 8:
         return f"TCP Option - {name}: TSval {{}}, TSecr {{}}".format(*struct.unpack_from("!II", data, p + 2))
     return f"TCP Option - {name}"
 
@@ -55,14 +57,23 @@ def _bad_option(item: Item, p: int, n: int, message: str) -> None:
 
 
 def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) -> None:
-    """The options as tshark 4.0's tcp_dissect_options walks them: an option whose length byte is missing, too
-    short or runs past the header ends the walk with an expert; a fixed-length option of another length is shown
-    without its values, with an expert on its length; after an End of Option List, non-zero padding ends it too."""
+    """The options item, as tshark 4.0's tcp_dissect_options makes it (_option_items), and after a walk that
+    reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
-    names = []
     item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
-    p, nops, mss = off, 0, False
-    ok = True
+    names, whole = _option_items(item, data, off, end, syn)
+    if whole and syn and f.TCP_OPTIONS[2][1] not in names:
+        _tcp_expert(item, "tcp.options.mss.absent")
+    item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
+
+
+def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool) -> tuple[list[str], bool]:
+    """Each option's item under `item`; (the names of the options shown, whether the walk reached the end). An
+    option whose length byte is missing, too short or runs past the header ends the walk with an expert; a
+    fixed-length option of another length is shown without its values, with an expert on its length; after an
+    End of Option List, non-zero padding ends it too."""
+    names: list[str] = []
+    nops = 0
     while p < end:
         kind = data[p]
         nops = nops + 1 if kind == 1 else 0
@@ -77,29 +88,24 @@ def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) 
             if kind == 0 and any(data[p:end]):
                 _tcp_expert(item.add(TextItem(None, None, p, end - p, "Non-zero header padding")),
                             "tcp.non_zero_bytes_after_eol")
-                ok = False
-                break
+                return names, False
             continue
         name = f.TCP_OPTIONS[kind][1] if kind in f.TCP_OPTIONS else f"Unknown (0x{kind:02x})"
-        if p + 1 >= end:
+        n = data[p + 1] if p + 1 < end else None
+        s = "s" if n != 1 else ""
+        if n is None:
             _bad_option(item, p, 1, f"{name} (length byte past end of options)")
-            ok = False
-            break
-        n = data[p + 1]
-        if n < 2:
-            _bad_option(item, p, 2, f"{name} (with too-short option length = {n} byte{'s' if n != 1 else ''})")
-            ok = False
-            break
-        if p + n > end:
+        elif n < 2:
+            _bad_option(item, p, 2, f"{name} (with too-short option length = {n} byte{s})")
+        elif p + n > end:
             _bad_option(item, p, end - p - 2,
-                        f"{name} (option length = {n} byte{'s' if n != 1 else ''} says option goes past end of options)")
-            ok = False
-            break
-        mss = mss or kind == 2
+                        f"{name} (option length = {n} byte{s} says option goes past end of options)")
+        if n is None or n < 2 or p + n > end:
+            return names, False
         names.append(name)
         want = OPTION_LENGTHS.get(kind, n)
         o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
-                          _option_label(data, p, kind) if n == want else f"TCP Option - {f.TCP_OPTIONS.get(kind, ('', 'Unknown'))[1]}"))
+                          _option_label(data, p, kind, n == want)))
         if kind == 2 and not syn:
             _tcp_expert(o, "tcp.options.mss.present")
         o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS.get(kind, 'Unknown')} ({kind})"))
@@ -109,9 +115,7 @@ def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) 
         else:
             _option_values(o, data, p, kind, n)
         p += n
-    if ok and syn and not mss:
-        _tcp_expert(item, "tcp.options.mss.absent")
-    item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
+    return names, True
 
 
 def _tcp_expert(item: Item, abbrev: str, *args) -> None:
@@ -136,7 +140,8 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
     """Ports to the urgent pointer."""
     nodes = [Slot(f.tcp_srcport, "Source Port: %(sport)d", "sport", 0, 2),
              Slot(f.tcp_dstport, "Destination Port: %(dport)d", "dport", 2, 2),
-             Slot(f.tcp_port, None, "sport", 0, 2, cls=HiddenItem), Slot(f.tcp_port, None, "dport", 2, 2, cls=HiddenItem)]
+             Slot(f.tcp_port, None, "sport", 0, 2, cls=HiddenItem),
+             Slot(f.tcp_port, None, "dport", 2, 2, cls=HiddenItem)]
     if t:
         nodes += [Slot(f.tcp_stream, "[Stream index: %(stream)d]", "stream", 0, 0, _G),
                   Slot(f.tcp_completeness, "[Conversation completeness: %(ctext)s (%(c)d)]", "c", 0, 0, _G)]
@@ -151,7 +156,7 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
     else:
         nodes.append(Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4))
     nodes += [Slot(f.tcp_ack_raw, "Acknowledgment number (raw): %(ack_raw)d", "ack_raw", 8, 4),
-              Item(f.tcp_hdr_len, hl * 4, off + 12, 1, f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"),
+              _hdr_len_item(off, hl),
               _flags_item(t, off, fl),
               Slot(f.tcp_window_size_value, "Window: %(win)d", "win", 14, 2)]
     if t:
@@ -164,6 +169,10 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
               Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True),
               Slot(f.tcp_urgent_pointer, "Urgent Pointer: %(urp)d", "urp", 18, 2)]
     return nodes
+
+
+def _hdr_len_item(off: int, hl: int) -> Item:
+    return Item(f.tcp_hdr_len, hl * 4, off + 12, 1, f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})")
 
 
 def _flags_item(t, off: int, fl: int) -> Item:
@@ -193,15 +202,17 @@ def _analysis_slots(t, off: int) -> list:
     _, _, acked, irtt, bif, push, kinds = t
     kids = []
     if acked:
-        kids += [Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]", "acks_frame",
-                      0, 0, _G),
-                 Slot(f.tcp_analysis_ack_rtt, "[The RTT to ACK the segment was: %(ack_rtt)s seconds]", "ack_rtt", 0, 0, _G)]
+        kids += [Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]",
+                      "acks_frame", 0, 0, _G),
+                 Slot(f.tcp_analysis_ack_rtt, "[The RTT to ACK the segment was: %(ack_rtt)s seconds]", "ack_rtt",
+                      0, 0, _G)]
     if irtt:
         kids.append(Slot(f.tcp_analysis_initial_rtt, "[iRTT: %(irtt)s seconds]", "irtt", 0, 0, _G))
     if bif:
         kids.append(Slot(f.tcp_analysis_bytes_in_flight, "[Bytes in flight: %(bif)d]", "bif", 0, 0, _G))
     if push:
-        kids.append(Slot(f.tcp_analysis_push_bytes_sent, "[Bytes sent since last PSH flag: %(push)d]", "push", 0, 0, _G))
+        kids.append(Slot(f.tcp_analysis_push_bytes_sent, "[Bytes sent since last PSH flag: %(push)d]", "push",
+                         0, 0, _G))
     if kinds:
         flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
         for kind in kinds:
@@ -292,7 +303,8 @@ def _bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
     sport, dport, seq = struct.unpack_from("!HHI", data, off)
     t = getattr(d, "tcp", None)
     shown = t.seq if t is not None else seq
-    top = proto_item(f.tcp, off, 20, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown}")
+    top = proto_item(f.tcp, off, 20,
+                     f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown}")
     top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
     top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
     top.add(HiddenItem(f.tcp_port, sport, off, 2))
@@ -307,7 +319,7 @@ def _bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
     if t is not None:
         top.add(Item(f.tcp_seq, t.seq, off + 4, 4, f"Sequence Number: {t.seq}    (relative sequence number)"))
     top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
-    top.add(Item(f.tcp_hdr_len, hl * 4, off + 12, 1, f"{bits(hl << 4, 0xF0, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    top.add(_hdr_len_item(off, hl))
     return Layer("tcp", top)
 
 
