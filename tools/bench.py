@@ -312,16 +312,22 @@ PAIRS = {   # name: (protodump args, tshark args)
 }
 
 
-def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int]:
-    times, rc = [], 0
+def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int, float]:
+    """(best wall time, every wall time, exit code, best CPU time (user + system, from wait4)). On a loaded machine
+    the CPU time is the steadier figure: other jobs stretch the wall clock, much less a process's own work."""
+    times, cpus, rc = [], [], 0
     for _ in range(runs):
         t0 = time.perf_counter()
-        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         times.append(time.perf_counter() - t0)
-        rc = rc or p.returncode
-        if p.returncode:
-            sys.stderr.write(f"  ! {' '.join(argv)} exited {p.returncode}: {p.stderr.decode(errors='replace')[-400:]}\n")
-    return min(times), times, rc
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        rc = rc or proc.returncode
+        if proc.returncode:
+            sys.stderr.write(f"  ! {' '.join(argv)} exited {proc.returncode}: {err.decode(errors='replace')[-400:]}\n")
+    return min(times), times, rc, min(cpus)
 
 
 # --- big captures: every mode, max RSS --------------------------------------------------------------------------
@@ -509,16 +515,17 @@ def main(argv=None) -> int:
     print(f"{tshark_ver}; python {sys.version.split()[0]}; best of {args.runs}\n")
 
     pd, ts = protodump_cmd(), [args.tshark, "-X", f"lua_script:{args.lua}"]
-    rows = []
+    rows, cpu_rows = [], []
     for name in args.only.split(","):
         p_args, t_args = PAIRS[name]
         p_argv, t_argv = [*pd, *p_args, str(args.capture)], [*ts, "-r", str(args.capture), *t_args]
         print(f"[{name}] protodump ...", end="", flush=True)
-        p_best, p_all, p_rc = time_cmd(p_argv, args.runs)
+        p_best, p_all, p_rc, p_cpu = time_cmd(p_argv, args.runs)
         print(f" {p_best:.2f}s; tshark ...", end="", flush=True)
-        t_best, t_all, t_rc = time_cmd(t_argv, args.runs)
+        t_best, t_all, t_rc, t_cpu = time_cmd(t_argv, args.runs)
         print(f" {t_best:.2f}s", flush=True)
         rows.append((name, p_best, t_best, p_rc or t_rc, p_all, t_all))
+        cpu_rows.append((name, p_cpu, t_cpu))
 
     print()
     head = f"{'mode':<9} {'protodump s':>12} {'tshark+lua s':>13} {'tshark/pd':>10} {'pd pkt/s':>10} " \
@@ -536,6 +543,8 @@ def main(argv=None) -> int:
               + ("  (a command failed)" if rc else ""))
     print("\nall runs (s): " + "; ".join(f"{name}: pd {' '.join(f'{x:.2f}' for x in pa)} / tshark "
                                           f"{' '.join(f'{x:.2f}' for x in ta)}" for name, _p, _t, _rc, pa, ta in rows))
+    print(f"CPU time, best run (user + system; load average {os.getloadavg()[0]:.1f}): " +
+          "; ".join(f"{name}: pd {p:.2f} s / tshark {t:.2f} s = {t / p:.2f}x" for name, p, t in cpu_rows))
     return 1 if failed else 0
 
 

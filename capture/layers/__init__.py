@@ -27,7 +27,7 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
-                  "udp.length.bad": "udp.length"}
+                  "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len"}
 
 
 # layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
