@@ -14,9 +14,10 @@ from ..output.json_out import JsonWriter
 from ..output import fields_out
 from ..output import ek, json_forms
 from ..output.psml import PsmlWriter
+from ..output.pdml import PdmlWriter
 from .. import __version__
 
-OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "psml", "fields"]     # -T pdml: not yet
+OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
 CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
 from . import completion
@@ -67,7 +68,7 @@ def parse_prefs(values) -> dict:
 @click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
 @click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
-              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, psml, fields.")
+              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
 @click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
@@ -144,7 +145,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
-                         json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format)
+                         json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format,
+                         capture_file=path if isinstance(path, str) else None)
     if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
         return
     first_ns = None
@@ -196,7 +198,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
-                json_filter_all, time_format="r"):
+                json_filter_all, time_format="r", capture_file=None):
     """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
     if json_filter and json_filter_all:
         fail("-j and -J cannot be used together", 1)
@@ -214,6 +216,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
             fail(str(exc), 1)
     if output_format == "psml":
         return PsmlWriter(out, creator=CREATOR)
+    if output_format == "pdml":
+        return PdmlWriter(out, creator=CREATOR, capture_file=capture_file)
     if output_format == "ek":
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
         return ek.EkWriter(out, flt, fields=fields_e or None, values_of=fields_out.field_values, hexdump=hexdump)

@@ -379,8 +379,9 @@ class Chunk(Field):
                 ctx.expert(item, "reassembly", str(exc))
                 return
         message = transfer[1]
-        if message.done:
-            item.add(Item(self.r_in, message.done, item.offset, 0, None, True))
+        if message.done:      # the Lua adds it with no byte range: at the start of the layer's tvb
+            at, src = ctx.unranged(item)
+            item.add(Item(self.r_in, message.done, at, 0, None, True, src))
             return
         try:
             whole = message.add(at, piece, ctx.frame)
@@ -391,10 +392,11 @@ class Chunk(Field):
             self.show(ctx, item, whole, message.frames(), begin)
 
     def show(self, ctx, item, buf, frames, begin):
-        node = item.add(Item(self.r_info, None, item.offset, 0, "Reassembled chunk", True))
+        at, src = ctx.unranged(item)    # items the Lua adds with no byte range: at the layer tvb's start
+        node = item.add(Item(self.r_info, None, at, 0, "Reassembled chunk", True, src))
         for frame in frames:
-            node.add(Item(self.r_frame, frame, item.offset, 0, None, True))
-        node.add(Item(self.r_size, len(buf), item.offset, 0, None, True))
+            node.add(Item(self.r_frame, frame, at, 0, None, True, src))
+        node.add(Item(self.r_size, len(buf), at, 0, None, True, src))
         ctx.sources.append(DataSource("Reassembled chunk", buf))
         field, mask = self.compressed_flag
         data = buf
@@ -404,7 +406,7 @@ class Chunk(Field):
                 ctx.expert(node, "malformed", "Chunk data does not inflate (zlib)")
                 return
             ctx.sources.append(DataSource("Inflated chunk", data))
-            node.add(Item(self.r_inflated, len(data), item.offset, 0, None, True))
+            node.add(Item(self.r_inflated, len(data), at, 0, None, True, src))
         ctx.notes.append(f"[chunk {len(buf)} bytes reassembled]")
         if self.content is not None:
             sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)

@@ -196,8 +196,11 @@ def _pdus(top: Item, d, seglen: int) -> None:
     """What tshark's tcp_dissect_pdus (a C dissector's framing: websocket) adds after the payload: each PDU's
     [PDU Size], and "TCP segment data" for the bytes that went into a reassembly (those that complete a PDU
     reassembled from several segments, d.reassembled; or a whole segment kept for one, d.segment_data)."""
-    for size in getattr(d, "pdu_sizes", None) or ():
-        top.add(Item(f.tcp_pdu_size, size, d.payload_offset, 0, f"[PDU Size: {size}]", generated=True))
+    at = d.payload_offset
+    for size in getattr(d, "pdu_sizes", None) or ():      # each over its PDU's bytes (tcp_dissect_pdus)
+        top.add(Item(f.tcp_pdu_size, size, at, size if at + size <= d.payload_offset + seglen else 0,
+                     f"[PDU Size: {size}]", generated=True))
+        at += size
     n = d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_data", 0)
     if n:
         top.add(Item(f.tcp_segment_data, d.payload[:n], d.payload_offset, n,
