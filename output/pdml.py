@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 
+from ..dissectors import PROTOCOLS
 from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem, TextItem
 from . import json_out
 from . import tshark_values as tv
@@ -27,6 +28,7 @@ from .json_forms import item_length, masked, raw_hex
 from .psml import xml_escape
 from .text import LABEL_LENGTH, fit_label
 
+LUA_PROTOCOLS = frozenset(p.name for p in PROTOCOLS if getattr(p, "lua", True))
 _INDENT = ["  " * d for d in range(128)]
 
 
@@ -177,10 +179,11 @@ def packet_text(packet) -> str:
     w = _Writer(packet)
     w.out.append("<packet>\n")
     w.geninfo()
-    games = {id(layer.item) for layer in packet.games}
+    # a Lua dissector call: the first layer of each call to a plugin protocol (not the C dissectors it emulates)
+    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
     for layer in packet.layers():
         top = layer.item
-        if id(top) in games:
+        if id(top) in calls:
             w.fake(top.offset)
         w.node(top, 0, None, top.source)
     w.fake(0)
