@@ -16,8 +16,11 @@ from ..output import ek, json_forms
 from ..output.psml import PsmlWriter
 from ..output.pdml import PdmlWriter
 from .. import __version__
+from . import errors
 
 OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
+_T_CHECK, _T_COMPLETE = errors.choice(OUTPUT_FORMATS, lambda v: errors.output_format(v, OUTPUT_FORMATS))
+_TIME_CHECK, _TIME_COMPLETE = errors.choice(text.TIME_FORMATS, errors.time_format)
 CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
 from . import completion
@@ -25,7 +28,7 @@ from . import export_opts
 from . import filter_cli
 from . import sets_opts
 from . import two_pass_opts
-from ..analysis import stats
+from ..analysis import stats, stats_base
 from ..output import stats_out
 from ..output.progress import track
 
@@ -42,8 +45,11 @@ def parse_decode_as(values) -> dict:
                 raise ValueError
             table[(name.strip(), int(key, 0))] = proto.strip()
         except ValueError:
-            raise click.BadParameter(f"{value!r}: expected TABLE==VALUE,PROTOCOL (udp.port==PORT,PROTOCOL)",
-                                     param_hint="-d") from None
+            selector = value.partition("==")[2].partition(",")[0]
+            if "==" in value and "," in value and "." in value.partition("==")[0]:
+                errors.fail(f'Invalid selector number "{selector}"')
+            errors.fail(f'Parameter "{value}" doesn\'t follow the template '
+                        '"<layer_type>==<selector>,<decode_as_protocol>"')
     return table
 
 
@@ -53,7 +59,7 @@ def parse_prefs(values) -> dict:
     for value in values:
         name, sep, setting = value.partition(":")
         if not sep:
-            raise click.BadParameter(f"{value!r}: expected NAME:VALUE", param_hint="-o")
+            errors.fail(f'Invalid -o flag "{value}"')
         prefs[name] = setting
     return prefs
 
@@ -64,10 +70,10 @@ def parse_prefs(values) -> dict:
               help="Capture file to read (pcap, pcapng, gzip); - is the standard input (a pipe is fine).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
-@click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
+@click.option("-c", "count", callback=errors.packet_count, help="Stop after this many packets.")
 @click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
-@click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
+@click.option("-T", "output_format", default="text", callback=_T_CHECK, shell_complete=_T_COMPLETE,
               show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
@@ -76,7 +82,8 @@ def parse_prefs(values) -> dict:
 @click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
-@click.option("-t", "time_format", type=click.Choice(text.TIME_FORMATS), default="r", show_default=True,
+@click.option("-t", "time_format", default="r", show_default=True, callback=_TIME_CHECK,
+              shell_complete=_TIME_COMPLETE,
               help="Time column: r relative to the first frame, d/dd delta to the previous captured/displayed "
                    "frame, e epoch, a/ad/adoy local time (with date, day of year), u/ud/udoy the same in UTC.")
 @click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
@@ -141,7 +148,13 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     try:
         dispatcher = Dispatcher(PROTOCOLS, settings)
     except DispatchError as exc:
-        raise click.UsageError(str(exc)) from None
+        bad = exc.preference
+        if bad is not None:     # tshark: an unknown name and a bad value are both "unknown preference"
+            errors.fail(f'-o flag "{next(p for p in prefs if p.partition(":")[0] == bad)}" specifies unknown '
+                        "preference")
+        if exc.protocol is not None:
+            errors.fail(f'Unknown protocol -- "{exc.protocol}"')
+        errors.fail(str(exc))
     dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
@@ -272,8 +285,11 @@ def check_resolve_flags(value):
 
 
 def stats_taps(args) -> list:
-    """The -z taps; a bad argument is one line and exit code 2."""
+    """The -z taps; an unknown statistic is tshark's list of them, a bad argument one line (exit code 1)."""
     try:
         return stats.make_taps(args)
     except stats.StatsError as exc:
-        raise click.UsageError(str(exc)) from None
+        unknown = exc.unknown
+        if unknown is not None:
+            errors.statistic(unknown, stats_base.TAPS)
+        errors.fail(str(exc))

@@ -219,7 +219,7 @@ def test_cli_bad_filter(text, caret_at):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr and len(lines) == 3, proc.stderr
-    assert lines[0].startswith("protodump: -Y: ") and lines[1] == "    " + text
+    assert lines[0].startswith("protodump: ") and lines[1] == "    " + text
     assert lines[2].index("^") == 4 + caret_at
 
 
