@@ -77,22 +77,48 @@ class IoStat(Tap):
         rounded = duration + 5 * (dv // 10)          # tshark 4.0 rounds up by half a printed digit
         if whole:
             interval = rounded
-        rows = []
-        if interval:
-            n = rounded // interval + (1 if rounded % interval else 0)
-            for i in range(n):
-                start = i * interval
-                end = rounded if i == n - 1 else start + interval
-                cols = []
-                for bins in self.bins:
-                    if whole:
-                        f, b = (sum(v[k] for v in bins.values()) for k in (0, 1))
-                    elif i == n - 1:       # the last row also takes frames binned past the rounded end
-                        f, b = (sum(v[k] for j, v in bins.items() if j >= i) for k in (0, 1))
-                    else:
-                        f, b = bins.get(i, (0, 0))
-                    cols.append({"frames": f, "bytes": b})
-                rows.append({"start_us": start, "end_us": end, "last": i == n - 1, "columns": cols})
+        n = (rounded // interval + (1 if rounded % interval else 0)) if interval else 0
+        rows = IoRows(self.bins, n, interval, rounded, whole)
         return {"kind": self.kind, "duration_us": duration, "rounded_duration_us": rounded,
                 "interval_us": interval, "whole_capture": whole, "precision": prec,
                 "filters": self.filters, "rows": rows}
+
+
+class IoRows:
+    """The rows of an io,stat table, made as they are read: a capture set spanning years at a 1 s interval has
+    millions of rows (tshark prints them all, mostly empty), so they are never all held at once. The bins are
+    sparse (interval index -> [frames, bytes]); `maxima(column)` gives the widest values for the column widths
+    from the bins alone."""
+
+    def __init__(self, bins, n: int, interval: int, rounded: int, whole: bool):
+        self.bins, self.n, self.interval, self.rounded, self.whole = bins, n, interval, rounded, whole
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _cell(self, bins, i: int) -> tuple[int, int]:
+        if self.whole:
+            return tuple(sum(v[k] for v in bins.values()) for k in (0, 1))
+        if i == self.n - 1:       # the last row also takes frames binned past the rounded end
+            return tuple(sum(v[k] for j, v in bins.items() if j >= i) for k in (0, 1))
+        return tuple(bins.get(i, (0, 0)))
+
+    def row(self, i: int) -> dict:
+        start = i * self.interval
+        end = self.rounded if i == self.n - 1 else start + self.interval
+        cols = [dict(zip(("frames", "bytes"), self._cell(bins, i))) for bins in self.bins]
+        return {"start_us": start, "end_us": end, "last": i == self.n - 1, "columns": cols}
+
+    def __iter__(self):
+        return (self.row(i) for i in range(self.n))
+
+    def maxima(self, column: int) -> tuple[int, int]:
+        """The largest frame and byte counts of a column's rows (empty rows count 0)."""
+        bins = self.bins[column]
+        if not self.n:
+            return 0, 0
+        cells = [self._cell(bins, i) for i in {min(i, self.n - 1) for i in bins} | {self.n - 1}]
+        return max(c[0] for c in cells), max(c[1] for c in cells)
+
+    def to_json(self) -> list:
+        return list(self)

@@ -79,7 +79,8 @@ def _center(label: str, width: int) -> str:
     return " " * left + label + " " * right + "|"
 
 
-def text_io_stat(r) -> list[str]:
+def text_io_stat(r):
+    """The io,stat table's lines, yielded (its rows may be millions: never all in memory)."""
     prec, rounded = r["precision"], r["rounded_duration_us"]
     dv = 10 ** (6 - prec)
     dur_mag = len(str(rounded // 1_000_000))
@@ -89,8 +90,8 @@ def text_io_stat(r) -> list[str]:
     invl_col_w = max((2 * dur_mag + 8) if prec == 0 else (2 * dur_mag + 2 * prec + 10), 12)
     widths = []
     for j in range(len(r["filters"])):
-        fr = max(6, max((len(str(row["columns"][j]["frames"])) for row in r["rows"]), default=1))
-        val = max(5, max((len(str(row["columns"][j]["bytes"])) for row in r["rows"]), default=1))
+        most_frames, most_bytes = _io_maxima(r["rows"], j)
+        fr, val = max(6, len(str(most_frames))), max(5, len(str(most_bytes)))
         widths.append((fr, val))
     tabrow_w = invl_col_w + sum(fr + val + 6 for fr, val in widths)
     invl_mag = len(str(r["interval_us"] // 1_000_000))
@@ -124,7 +125,8 @@ def text_io_stat(r) -> list[str]:
     lines.append(f"{'| Interval':<{invl_col_w - 1}}|" + "".join(_center("Frames", fr) + _center("Bytes", val)
                                                               for fr, val in widths) + filler)
     lines.append("|-" + "-" * (tabrow_w - 3) + "|" + filler)
-    for row in r["rows"]:
+    yield from lines
+    for row in r["rows"]:       # made one at a time (analysis/stats_io.IoRows)
         if prec == 0 and row["last"]:
             cell = f"| {' ' if dur_mag == 1 else ''}{t(row['start_us'])} <> {'Dur':<{max(dur_mag + 1, 3)}}|"
         elif prec == 0 and dur_mag == 1:
@@ -132,9 +134,15 @@ def text_io_stat(r) -> list[str]:
         else:
             cell = f"| {t(row['start_us'])} <> {t(row['end_us'])} |"
         cols = "".join(f" {c['frames']:{fr}d} | {c['bytes']:{val}d} |" for c, (fr, val) in zip(row["columns"], widths))
-        lines.append(cell + cols + (f"{'|':>{borderlen - tabrow_w}}" if tabrow_w < borderlen else ""))
-    lines.append("=" * borderlen)
-    return lines
+        yield cell + cols + (f"{'|':>{borderlen - tabrow_w}}" if tabrow_w < borderlen else "")
+    yield "=" * borderlen
+
+
+def _io_maxima(rows, column: int) -> tuple[int, int]:
+    if hasattr(rows, "maxima"):
+        return rows.maxima(column)
+    return (max((row["columns"][column]["frames"] for row in rows), default=0),
+            max((row["columns"][column]["bytes"] for row in rows), default=0))
 
 
 def text_game_types(r) -> list[str]:
@@ -336,6 +344,8 @@ def render_text(result: dict) -> str:
 # -- JSON ---------------------------------------------------------------------------------------------
 
 def _jsonable(o):
+    if hasattr(o, "to_json"):          # io,stat rows, made on demand
+        return o.to_json()
     if isinstance(o, (bytes, bytearray)):
         return o.hex()
     if isinstance(o, Item):            # a followed message's tree: its -V lines
@@ -415,7 +425,8 @@ def write(results: list[dict], out, fmt: str = "text") -> None:
         if table is not None and fits(console, table):
             console.print(table)
         else:
-            out.write(render_text(result))
+            for line in TEXT[result.get("layout", result["kind"])](result):     # streamed, not joined
+                out.write(line + "\n")
 
 
 def fits(console, table) -> bool:
