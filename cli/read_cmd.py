@@ -139,6 +139,9 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     quiet = quiet or source.quiet
     manuf.set_resolution(not no_resolve)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    for tap in taps:
+        if hasattr(tap, "prime"):    # io,stat functions: the fields some filter of the run names
+            tap.prime([display_filter, read_filter, *zstats])
     exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     if read_filter is not None and not two_pass:
         fail("-R without -2 is deprecated. For single-pass filtering use -Y.", 1)
