@@ -60,8 +60,8 @@ class IoStat(Tap):
         some filter names it (proto_get_finfo_ptr_array finds no item of a field nothing asked for), and counts
         0 otherwise; protodump does the same so that its tables equal tshark's."""
         words = set()
-        for text in filters:
-            words.update(re.findall(r"[A-Za-z_][\w.-]*", text or ""))
+        for text in filters:       # the filters only: a function's own field names no filter
+            words.update(re.findall(r"[A-Za-z_][\w.-]*", _FUNCTION_CALL.sub("", text or "")))
         for fn in self.functions:
             if fn is not None:
                 fn.primed = fn.field in words
@@ -151,6 +151,7 @@ class IoRows:
 
 
 FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "LOAD")
+_FUNCTION_CALL = re.compile(r"(COUNT|SUM|MIN|MAX|AVG|LOAD)\([^)]*\)")
 _FUNCTION = re.compile(r"^\s*(COUNT|SUM|MIN|MAX|AVG|LOAD)\(\s*([^)\s]*)\s*\)(.*)$")
 # fields tshark types FT_RELATIVE_TIME (protodump keeps their "S.NNNNNNNNN" text)
 RELATIVE_TIME = frozenset(("frame.time_delta", "frame.time_delta_displayed", "frame.time_relative",
@@ -170,6 +171,14 @@ def function_column(spec: str):
     return IoFunction(func, field, flt.strip())
 
 
+def _kind_of(field: str) -> str:
+    if field in RELATIVE_TIME:
+        return "time"
+    from .filter_fields import registry
+    spec = registry().get(field)
+    return "float" if spec is not None and spec.ftype in ("float", "double") else "int"
+
+
 def magnitude_of(value: int) -> int:
     return magnitude(max(int(value), 0), 15)
 
@@ -183,7 +192,7 @@ class IoFunction:
         self.func, self.field, self.filter = func, field, flt
         self.primed = False
         self.cells: dict[int, list] = {}          # interval index -> [frames, num, counter, fcounter]
-        self.kind = None                         # "int", "float", "time"
+        self.kind = _kind_of(field)              # "int", "float", "time": from the field's registration
         self.max_val = 0
         self.last = 0                            # the latest interval with a cell (LOAD spreads back from it)
 
@@ -193,25 +202,17 @@ class IoFunction:
         items = packet.index().get(self.field, ())
         out = []
         for item in items:
-            value, f = item.value, item.field
-            if self.field in RELATIVE_TIME or (f is not None and f.ftype == "string" and "time" in self.field):
+            value = item.value
+            if self.kind == "time":
                 try:
                     secs, _, frac = str(value).partition(".")
                     sign = -1 if secs.startswith("-") else 1
                     ns = int(secs) * NS + sign * int((frac + "000000000")[:9])
                 except ValueError:
                     continue
-                self.kind = "time"
                 out.append(ns)
-            elif isinstance(value, bool):
-                self.kind = self.kind or "int"
-                out.append(int(value))
-            elif isinstance(value, int):
-                self.kind = self.kind or "int"
-                out.append(value)
-            elif isinstance(value, float):
-                self.kind = "float"
-                out.append(value)
+            elif isinstance(value, (bool, int, float)):
+                out.append(float(value) if self.kind == "float" else int(value))
         return out
 
     def cell(self, idx: int) -> list:

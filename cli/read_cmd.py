@@ -148,16 +148,15 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
     keeps = filter_cli.compile_or_exit(read_filter)       # -2 -R
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
-    try:
-        dispatcher = Dispatcher(PROTOCOLS, settings)
-    except DispatchError as exc:
-        bad = exc.preference
-        if bad is not None:     # tshark: an unknown name and a bad value are both "unknown preference"
-            errors.fail(f'-o flag "{next(p for p in prefs if p.partition(":")[0] == bad)}" specifies unknown '
-                        "preference")
-        if exc.protocol is not None:
-            errors.fail(f'Unknown protocol -- "{exc.protocol}"')
-        errors.fail(str(exc))
+    dispatcher = None
+    while dispatcher is None:
+        try:
+            dispatcher = Dispatcher(PROTOCOLS, settings)
+        except DispatchError as exc:
+            if exc.preference is not None and exc.preference in settings.prefs and "is not one of" in str(exc):
+                del settings.prefs[exc.preference]    # tshark ignores a bad Lua enum value silently
+                continue
+            bad_setting(exc, prefs)
     dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
@@ -211,6 +210,17 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     stats_out.write([t.result() for t in taps], out, stats_format)
     export_opts.finish(exporter)
     sets_opts.finish(path)              # a set with an unreadable file: exit 2
+
+
+def bad_setting(exc, prefs) -> None:
+    """A bad -o or -d: tshark's line, exit 1."""
+    bad = exc.preference
+    if bad is not None:     # tshark: an unknown name and a bad value are both "unknown preference"
+        errors.fail(f'-o flag "{next(p for p in prefs if p.partition(":")[0] == bad)}" specifies unknown '
+                    "preference")
+    if exc.protocol is not None:
+        errors.fail(f'Unknown protocol -- "{exc.protocol}"')
+    errors.fail(str(exc))
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
