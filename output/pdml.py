@@ -183,8 +183,9 @@ def packet_text(packet) -> str:
     calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
     for layer in packet.layers():
         top = layer.item
-        if id(top) in calls:
-            w.fake(top.offset)
+        if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
+            # buffer was called on the segment's payload (the plugin reassembles inside the call)
+            w.fake(top.offset if not top.source else getattr(packet.decoded, "payload_offset", 0))
         w.node(top, 0, None, top.source)
     w.fake(0)
     w.out.append("</packet>\n\n\n")     # print.c's "</packet>\n\n", then tshark's own "\n"
