@@ -185,7 +185,8 @@ def packet_text(packet) -> str:
         top = layer.item
         if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
             # buffer was called on the segment's payload (the plugin reassembles inside the call)
-            w.fake(top.offset if not top.source else getattr(packet.decoded, "payload_offset", 0))
+            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp"
+            w.fake(packet.decoded.payload_offset if over_tcp else top.offset)
         w.node(top, 0, None, top.source)
     w.fake(0)
     w.out.append("</packet>\n\n\n")     # print.c's "</packet>\n\n", then tshark's own "\n"
