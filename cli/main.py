@@ -40,6 +40,11 @@ class DefaultGroup(click.Group):
         try:
             code = super().main(*args, **kwargs)
         except click.UsageError as exc:
+            args = kwargs.get("args")
+            first = (args if args is not None else sys.argv[1:])[:1]
+            if first and first[0] in self.commands and first[0] != "read":   # protodump's own sub-commands
+                exc.show()
+                sys.exit(exc.exit_code)
             errors.usage_error(exc, lambda: read.get_help(click.Context(read, info_name="protodump read")))
         except click.Abort:
             click.echo("Aborted!", err=True)

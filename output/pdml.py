@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 
 from ..dissectors import PROTOCOLS
-from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem, TextItem
+from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem
 from . import json_out
 from . import tshark_values as tv
 from .json_forms import item_length, masked, raw_hex
