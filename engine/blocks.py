@@ -401,7 +401,7 @@ class Chunk(Field):
         field, mask = self.compressed_flag
         data = buf
         if begin.get(field, 0) & mask:
-            data = _inflate(buf, INFLATE_LIMIT)
+            data = _inflate(buf, INFLATE_LIMIT, ctx, "Inflated chunk")
             if data is None:
                 ctx.expert(node, "malformed", "Chunk data does not inflate (zlib)")
                 return
@@ -422,8 +422,10 @@ class Chunk(Field):
             yield from self.content.infos()
 
 
-def _inflate(data: bytes, limit: int) -> bytes | None:
-    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large."""
+def _inflate(data: bytes, limit: int, ctx: Ctx | None = None, name: str = "") -> bytes | None:
+    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large. With `ctx`,
+    an inflated stream's own bytes become the data source "NAME (zlib)" first, as the plugin's rt.inflate_strict
+    makes a tvb of the stream before uncompressing it (tshark -x shows it)."""
     z = zlib.decompressobj()
     try:
         out = z.decompress(data, limit + 1)
@@ -431,6 +433,8 @@ def _inflate(data: bytes, limit: int) -> bytes | None:
         return None
     if len(out) > limit or not z.eof:
         return None
+    if ctx is not None:
+        ctx.new_source(f"{name} (zlib)", data[:len(data) - len(z.unused_data)])
     return out
 
 
