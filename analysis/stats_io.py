@@ -294,7 +294,7 @@ class IoFunction:
             width = magnitude_of(self.max_val) + 7
         else:
             width = max(len(func), magnitude_of(self.max_val))
-        return {"name": func, "width": width, "value": lambda i, last=False: self.text(i, last, interval_us, last_span)}
+        return FunctionTable(func, width, lambda i, last=False: self.text(i, last, interval_us, last_span), n)
 
     def text(self, i: int, last: bool, interval_us: int, last_span: int) -> str:
         cells = self.cells
@@ -325,3 +325,19 @@ class IoFunction:
         if func == "AVG":
             return str(counter // num if num else 0)
         return str(counter)
+
+
+class FunctionTable:
+    """A function column for the renderer: ["name"], ["width"], ["value"](row, last) -> its text; in JSON its
+    name and values."""
+
+    def __init__(self, name: str, width: int, value, rows: int):
+        self.fields = {"name": name, "width": width, "value": value}
+        self.rows = rows
+
+    def __getitem__(self, key):
+        return self.fields[key]
+
+    def to_json(self) -> dict:
+        value = self.fields["value"]
+        return {"name": self.fields["name"], "values": [value(i, i == self.rows - 1) for i in range(self.rows)]}

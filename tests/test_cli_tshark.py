@@ -85,3 +85,14 @@ def test_bad_command_line_is_tsharks(protodump_run, standard_run, args):
         assert listed and all(line in their for line in listed)
     if args[0] in ("--bogus", "-c") and len(args) == 1:
         assert ours.stderr.splitlines()[1] == "" and "Usage: protodump" in ours.stderr
+
+
+def test_io_stat_functions_in_json(protodump_run):
+    """--format json: each function column's name and its values as the table prints them."""
+    import json
+    run = protodump_run("-q", "--format", "json", "-Y", "frame.time_delta", "-z",
+                        "io,stat,0.01,AVG(frame.time_delta),COUNT(blank.seq)blank", "blank-sequence.pcap")
+    assert run.returncode == 0, run.stderr
+    (table,) = json.loads(run.stdout)["statistics"]
+    assert table["functions"] == [{"name": "AVG", "values": ["0.000977", "0.001081", "0.001079"]},
+                                  {"name": "COUNT", "values": ["0", "0", "0"]}]
