@@ -154,6 +154,11 @@ class TextReassembly(Field):
             node.add(Item(self.r_frame, frame, at, 0, None, True, at_src))
         node.add(Item(self.r_count, len(state["parts"]), at, 0, None, True, at_src))
         node.add(Item(self.r_length, len(text), at, 0, None, True, at_src))
+        if not text:              # Wireshark makes no empty tvb: the plugin adds the empty text with no range
+            node.add(Item(self.text_info, "", at, 0, None, False, at_src))
+            ctx.scopes[-1]["text"] = ""
+            ctx.notes.append('""')
+            return
         src = len(ctx.sources)
         ctx.sources.append(DataSource("Reassembled message", text))
         shown = until_nul(text)
