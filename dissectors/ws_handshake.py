@@ -128,8 +128,8 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
             ctx.tree.add(Item(f[known[0]], value, at, len(line), f"{known[1]}: {value}\\r\\n", False, src))
             # tshark adds the whole line too, hidden
             field = f["response_line"] if response else f["request_line"]
-            text = line.decode("latin-1")
-            ctx.tree.add(HiddenItem(field, text, at, len(line), text.rstrip("\r\n") + "\\r\\n", False, src))
+            whole = line.decode("latin-1")
+            ctx.tree.add(HiddenItem(field, whole, at, len(line), whole.rstrip("\r\n") + "\\r\\n", False, src))
         elif line != b"\r\n":
             field = f["response_line"] if response else f["request_line"]
             ctx.tree.add(Item(field, line.decode("latin-1"), at, len(line), None, False, src))
