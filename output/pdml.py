@@ -28,6 +28,7 @@ from .json_forms import item_length, masked, raw_hex
 from .psml import xml_escape
 from .text import LABEL_LENGTH, fit_label
 
+TCP_CALLED = frozenset(("rutentoy", "iceball"))     # the plugin protocols TCP hands its segments to
 LUA_PROTOCOLS = frozenset(p.name for p in PROTOCOLS if getattr(p, "lua", True))
 _INDENT = ["  " * d for d in range(128)]
 
@@ -185,7 +186,8 @@ def packet_text(packet) -> str:
         top = layer.item
         if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
             # buffer was called on the segment's payload (the plugin reassembles inside the call)
-            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp"
+            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
+                and layer.proto in TCP_CALLED     # not freeblox: websocket calls it on a buffer of its own
             w.fake(packet.decoded.payload_offset if over_tcp else top.offset)
         w.node(top, 0, None, top.source)
     w.fake(0)
