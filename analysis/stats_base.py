@@ -9,7 +9,12 @@ from __future__ import annotations
 
 
 class StatsError(ValueError):
-    """A bad -z argument (the CLI turns it into one clear line and exit code 2)."""
+    """A bad -z argument (the CLI turns it into one clear line, exit code 1); `unknown`: the argument, when it
+    names no statistic."""
+
+    def __init__(self, message: str, unknown: str | None = None):
+        super().__init__(message)
+        self.unknown = unknown
 
 
 class Tap:
@@ -56,4 +61,4 @@ def make_tap(arg: str) -> Tap:
         if cls is not None:
             return cls(words[n:])
     known = ", ".join(sorted(TAPS))
-    raise StatsError(f"-z {arg}: unknown statistic (known: {known})")
+    raise StatsError(f"-z {arg}: unknown statistic (known: {known})", unknown=arg)

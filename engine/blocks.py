@@ -377,8 +377,9 @@ class Chunk(Field):
                 ctx.expert(item, "reassembly", str(exc))
                 return
         message = transfer[1]
-        if message.done:
-            item.add(Item(self.r_in, message.done, item.offset, 0, None, True))
+        if message.done:      # the Lua adds it with no byte range: at the start of the layer's tvb
+            at, src = ctx.unranged(item)
+            item.add(Item(self.r_in, message.done, at, 0, None, True, src))
             return
         try:
             whole = message.add(at, piece, ctx.frame)
@@ -389,20 +390,21 @@ class Chunk(Field):
             self.show(ctx, item, whole, message.frames(), begin)
 
     def show(self, ctx, item, buf, frames, begin):
-        node = item.add(Item(self.r_info, None, item.offset, 0, "Reassembled chunk", True))
+        at, src = ctx.unranged(item)    # items the Lua adds with no byte range: at the layer tvb's start
+        node = item.add(Item(self.r_info, None, at, 0, "Reassembled chunk", True, src))
         for frame in frames:
-            node.add(Item(self.r_frame, frame, item.offset, 0, None, True))
-        node.add(Item(self.r_size, len(buf), item.offset, 0, None, True))
+            node.add(Item(self.r_frame, frame, at, 0, None, True, src))
+        node.add(Item(self.r_size, len(buf), at, 0, None, True, src))
         ctx.sources.append(DataSource("Reassembled chunk", buf))
         field, mask = self.compressed_flag
         data = buf
         if begin.get(field, 0) & mask:
-            data = _inflate(buf, INFLATE_LIMIT)
+            data = _inflate(buf, INFLATE_LIMIT, ctx, "Inflated chunk")
             if data is None:
                 ctx.expert(node, "malformed", "Chunk data does not inflate (zlib)")
                 return
             ctx.sources.append(DataSource("Inflated chunk", data))
-            node.add(Item(self.r_inflated, len(data), item.offset, 0, None, True))
+            node.add(Item(self.r_inflated, len(data), at, 0, None, True, src))
         ctx.notes.append(f"[chunk {len(buf)} bytes reassembled]")
         if self.content is not None:
             sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
@@ -418,8 +420,10 @@ class Chunk(Field):
             yield from self.content.infos()
 
 
-def _inflate(data: bytes, limit: int) -> bytes | None:
-    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large."""
+def _inflate(data: bytes, limit: int, ctx: Ctx | None = None, name: str = "") -> bytes | None:
+    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large. With `ctx`,
+    an inflated stream's own bytes become the data source "NAME (zlib)" first, as the plugin's rt.inflate_strict
+    makes a tvb of the stream before uncompressing it (tshark -x shows it)."""
     z = zlib.decompressobj()
     try:
         out = z.decompress(data, limit + 1)
@@ -427,6 +431,8 @@ def _inflate(data: bytes, limit: int) -> bytes | None:
         return None
     if len(out) > limit or not z.eof:
         return None
+    if ctx is not None:
+        ctx.new_source(f"{name} (zlib)", data[:len(data) - len(z.unused_data)])
     return out
 
 

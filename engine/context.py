@@ -54,6 +54,16 @@ class Ctx:
         self.sources.append(DataSource(name, data))
         return len(self.sources) - 1
 
+    def unranged(self, item: Item) -> tuple[int, int]:
+        """(offset, source) where wslua puts an item added with no byte range (TreeItem:add(field, value)): offset
+        0 of the tvb the dissector was called with, the layer's start (what -T pdml and jsonraw show)."""
+        stack = self.stack
+        d = stack.d if stack is not None else None
+        if d is not None and d.transport == "tcp" and getattr(self.proto, "name", "") in ("rutentoy", "iceball"):
+            return d.payload_offset, 0       # TCP: the plugin is called once on the segment's payload
+        top = self.tree
+        return (top.offset, top.source) if top is not None else (item.offset, item.source)
+
     def handoff(self, table: str, keys, start: int, end: int, data: bytes | None = None, source: int | None = None,
                 meta: dict | None = None) -> str | None:
         """Decode bytes [start, end) of `data` (default: this layer's data) as a new layer, with the protocol

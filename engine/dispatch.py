@@ -12,7 +12,12 @@ from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
 
 
 class DispatchError(ValueError):
-    """A bad -d / -o argument (the CLI turns it into one clear line)."""
+    """A bad -d / -o argument (the CLI turns it into one clear line): `preference` names the -o preference at
+    fault, `protocol` the -d protocol."""
+
+    def __init__(self, message: str, preference: str | None = None, protocol: str | None = None):
+        super().__init__(message)
+        self.preference, self.protocol = preference, protocol
 
 
 @dataclass
@@ -294,19 +299,20 @@ class Dispatcher:
     def check_settings(self) -> None:
         for (table, key), name in self.settings.decode_as.items():
             if name not in self.protocols:
-                raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})")
+                raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})",
+                                    protocol=name)
         for key, value in self.settings.prefs.items():
             proto, _, pref = key.partition(".")
             if proto == "protodump" and pref in ENGINE_PREFERENCES:
                 continue
             p = self.protocols.get(proto)
             if p is None or pref not in p.preferences():
-                raise DispatchError(f"unknown preference {key!r}")
+                raise DispatchError(f"unknown preference {key!r}", preference=key)
             choices = p.preferences()[pref][2]
             if choices == BOOL_CHOICES and value.upper() in BOOL_CHOICES:      # TRUE/FALSE in any case, as tshark
                 continue
             if choices and value not in choices:
-                raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
+                raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}", preference=key)
 
     def _number_pref(self, name: str, kind):
         """An engine preference (-o protodump.<name>:<value>, engine.lifetime.PREFERENCES)."""

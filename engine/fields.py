@@ -172,7 +172,7 @@ class Number(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
-        item = parent.add(Item(self.info, raw, offset, self.width))
+        item = parent.add(Item(self.info, raw, offset, self.width, None, False, ctx.source))
         if self.expect is not None and raw != self.expect:
             ctx.expert(item, "unexpected", f"{self.label} should be 0x{self.expect:x}, not 0x{raw:x}")
         elif self.check_range is not None and not self.check_range[0] <= raw <= self.check_range[1]:
@@ -236,7 +236,7 @@ class Flags(Field):
         self.number.take(ctx, parent, offset, raw)
         item = parent.children[-1]
         for flag in self.flags:
-            item.add(Item(flag.info, bool(raw & flag.mask), offset, self.size))
+            item.add(Item(flag.info, bool(raw & flag.mask), offset, self.size, None, False, ctx.source))
 
     def encode(self, values, out):
         self.number.encode(values, out)
@@ -260,7 +260,7 @@ class Padding(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
-        parent.add(Item(self.info, raw, offset, self.size))
+        parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
 
     def default(self):
         return bytes(self.size)
@@ -292,7 +292,7 @@ class CString(Field):
         used = area if self.fixed_area is not None or nul < 0 else nul - start + 1
         value = wire_string(raw)
         ctx.scopes[-1][self.name] = value
-        parent.add(Item(self.info, value, start, used))
+        parent.add(Item(self.info, value, start, used, None, False, ctx.source))
         ctx.pos = start + used
 
     def encode(self, values, out):
@@ -325,7 +325,7 @@ class Bytes(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
-        parent.add(Item(self.info, raw, offset, self.size))
+        parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
 
     def decode(self, ctx, parent):
         if self.size is not None:
@@ -432,7 +432,7 @@ class Struct(Field):
             for step in self.steps:
                 step.decode(ctx, parent)
             return
-        item = parent.add(Item(self.info, None, ctx.pos, 0, self.label))
+        item = parent.add(Item(self.info, None, ctx.pos, 0, self.label, False, ctx.source))
         scope: dict = {}
         ctx.scopes[-1][self.name] = scope
         ctx.scopes.append(scope)
@@ -511,7 +511,7 @@ class Array(Field):
 
     def decode(self, ctx, parent):
         count = ctx.lookup(self.count)
-        item = parent.add(Item(self.info, None, ctx.pos, 0, f"{self.label} ({count})"))
+        item = parent.add(Item(self.info, None, ctx.pos, 0, f"{self.label} ({count})", False, ctx.source))
         elements: list = []
         ctx.scopes[-1][self.name] = elements
         if not 0 <= count <= self.max_count:

@@ -46,13 +46,13 @@ def positional(fmt: str):
 
 class Slot:
     """One item of a template: `field` (None: a text item), `label` a %-format of the values, `value` the key of
-    its value (None: no value), `at`/`length` its bytes relative to the layer's base offset (a length may be the
-    key of a value: a payload's), its item class
+    its value (None: no value), `at`/`length` its bytes relative to the layer's base offset (either may be the
+    key of a value: a payload's length, a PDU's place), its item class
     (Item, HiddenItem, TextItem), whether it is generated, and its children (slots or static items)."""
 
     __slots__ = ("field", "label", "value", "at", "length", "generated", "cls", "kids")
 
-    def __init__(self, field, label: str | None, value: str | None = None, at: int = 0, length: int | str = 0,
+    def __init__(self, field, label: str | None, value: str | None = None, at: int | str = 0, length: int | str = 0,
                  generated: bool = False, cls=Item, kids: tuple = ()):
         self.field, self.label, self.value, self.at, self.length = field, label, value, at, length
         self.generated, self.cls, self.kids = generated, cls, tuple(kids)
@@ -79,7 +79,8 @@ def _items(nodes, vals: dict, base: int) -> list[Item]:
             out.append(n)                # a static item: shared, never changed
             continue
         length = vals[n.length] if n.length.__class__ is str else n.length
-        item = n.cls(n.field, vals[n.value] if n.value is not None else None, base + n.at, length,
+        at = vals[n.at] if n.at.__class__ is str else n.at
+        item = n.cls(n.field, vals[n.value] if n.value is not None else None, base + at, length,
                      n.label % vals if n.label is not None else None, n.generated)
         if n.kids:
             item.children = _items(n.kids, vals, base)

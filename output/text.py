@@ -215,10 +215,12 @@ def hex_columns(chunk: bytes) -> tuple[str, str]:
 
 
 def hexdump(data: bytes) -> list[str]:
+    """-x: tshark 4.0's packet bytes (print.c/hex_dump_buffer): sixteen bytes single-spaced, then the ASCII."""
     lines = []
     for off in range(0, len(data), 16):
-        hexes, text = hex_columns(data[off:off + 16])
-        lines.append(f"{off:04x}  {hexes:<49}  {text}")
+        chunk = data[off:off + 16]
+        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+        lines.append(f"{off:04x}  {chunk.hex(' '):<47}   {text}")
     return lines
 
 
@@ -228,11 +230,9 @@ def hex_lines(packet) -> list[str]:
     if len(sources) <= 1:
         return hexdump(packet.frame.data)
     out = []
-    for i, source in enumerate(sources):
+    for source in sources:       # one after the other, no blank line between them (tshark 4.0)
         out.append(f"{source.name} ({len(source.data)} bytes):")
         out.extend(hexdump(source.data))
-        if i < len(sources) - 1:
-            out.append("")
     return out
 
 
@@ -252,9 +252,10 @@ class TextWriter:
     def write(self, packet) -> None:
         out = self.out
         if not self.detail:
-            out.write(summary_line(packet, self.time_format) + "\n")
-            if self.hexdump:
+            if self.hexdump:      # tshark 4.0: -x without -V prints the bytes only, no summary line
                 out.write("\n".join(hex_lines(packet)) + "\n\n")
+                return
+            out.write(summary_line(packet, self.time_format) + "\n")
             return
         if self.console is None:
             out.write(detail_text(packet, self.only))

@@ -285,7 +285,8 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     a = hl * 4
     nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, "seglen")]
     for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
-        nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", a, 0, _G))
+        # each over its PDU's bytes, as tcp_dissect_pdus adds it (empty when the PDU runs past the segment)
+        nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G))
     n = _segment_data_length(d)
     if n:
         nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
@@ -370,8 +371,11 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
     segn = 0
     if seglen:
         vals["payload"] = payload
+        at = hl * 4
         for i, size in enumerate(pdus):
-            vals[f"pdu{i}"] = size
+            vals[f"pdu{i}"], vals[f"pduat{i}"] = size, at
+            vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
+            at += size
         segn = _segment_data_length(d)
         if segn:
             vals["segn"], vals["segdata"] = segn, payload if segn == seglen else payload[:segn]
