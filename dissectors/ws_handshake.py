@@ -29,6 +29,47 @@ KNOWN_HEADERS = {
 }
 
 
+# tshark 4.0's HTTP request methods (packet-http.c is_http_request_or_reply): the token before the first space,
+# compared case-sensitively; an "M-" prefix (RFC 2774) is skipped.
+METHODS = frozenset(b"""GET PUT COPY HEAD LOCK MOVE POLL POST BCOPY BMOVE MKCOL TRACE PATCH LABEL MERGE DELETE SEARCH
+    UNLOCK REPORT UPDATE NOTIFY BDELETE CONNECT OPTIONS CHECKIN PROPFIND CHECKOUT CCM_POST SUBSCRIBE PROPPATCH
+    BPROPFIND BPROPPATCH UNCHECKOUT MKACTIVITY MKWORKSPACE RPC_CONNECT RPC_IN_DATA UNSUBSCRIBE RPC_OUT_DATA
+    VERSION-CONTROL BASELINE-CONTROL SSTP_DUPLEX_POST""".split())
+
+
+def first_line(data: bytes) -> bytes | None:
+    """The first line without its terminator (tvb_find_line_end: CR, LF or CRLF ends it), None when unended."""
+    ends = [i for i in (data.find(b"\r"), data.find(b"\n")) if i >= 0]
+    return data[:min(ends)] if ends else None
+
+
+def is_http_start(data: bytes) -> bool:
+    """tshark's HTTP heuristic over TCP (dissect_http_heur_tcp): a whole first line, not 8 bytes long, that ends
+    with "HTTP/1.?" or starts with "HTTP/1." (case-insensitive)."""
+    line = first_line(data)
+    if line is None or len(line) == 8:
+        return False
+    return (len(line) > 8 and line[-8:-1].lower() == b"http/1.") or data[:7].lower() == b"http/1."
+
+
+def is_request_line(line: bytes) -> bool:
+    """tshark's test that a first line is a request: a known method, then a space or the end of the line."""
+    if line.startswith(b"M-"):
+        line = line[2:]
+    return line.split(b" ", 1)[0] in METHODS
+
+
+def upgrades_to_websocket(line: bytes) -> bool:
+    """An "Upgrade" header line (without its line end) that makes tshark switch to WebSocket: the name exactly
+    (any case), the value after leading blanks a case-insensitive prefix of "WebSocket" (packet-http.c compares
+    g_ascii_strncasecmp(value, "WebSocket", value_len): trailing blanks spoil it, an empty value passes)."""
+    name, sep, value = line.partition(b":")
+    if not sep or name.lower() != b"upgrade":
+        return False
+    value = value.lstrip(b" \t").split(b"\0", 1)[0]
+    return b"websocket".startswith(value.lower())
+
+
 def accept_key(key: str) -> str:
     """The Sec-WebSocket-Accept a server must answer to `key`."""
     return base64.b64encode(hashlib.sha1(key.strip().encode() + WS_GUID).digest()).decode()
@@ -37,8 +78,8 @@ def accept_key(key: str) -> str:
 def head_length(data: bytes, pos: int) -> int:
     """pdu_length for an HTTP message: head to CRLFCRLF plus a Content-Length body; 0 need more; -1 not HTTP."""
     prefix = data[pos:pos + 16]
-    if not re.match(rb"HTTP/|[A-Z]+ ", prefix):
-        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z]*", prefix) else -1
+    if not re.match(rb"HTTP/|[A-Z_-]+ ", prefix):          # a method (M-GET, RPC_IN_DATA, ...) or a status line
+        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z_-]*", prefix) else -1
     end = data.find(b"\r\n\r\n", pos, pos + HEAD_LIMIT)
     if end < 0:
         return 0 if len(data) - pos < HEAD_LIMIT else -1
@@ -119,6 +160,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         top.add(Item(f["req_version"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
                      None, False, src))
     headers = {}
+    upgrade = any(upgrades_to_websocket(line.rstrip(b"\r\n")) for _, line in lines[1:])
     for at, line in lines[1:]:
         name, sep, value = line.decode("latin-1").rstrip("\r\n").partition(":")
         value = value.strip()
@@ -137,7 +179,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         ctx.tree.add(Item(f["body"], data[head_end + 2:end], head_end + 2, end - head_end - 2, None, False, src))
     if response:
         request_facts(ctx, f, conv, first_at)
-        handshake_response(ctx, f, conv, parts, headers)
+        handshake_response(ctx, f, conv, parts, headers, upgrade)
     else:
         uri = f"http://{headers.get('host', '')}{parts[1] if len(parts) == 3 else ''}"
         ctx.tree.add(Item(f["full_uri"], uri, first_at, 0, None, True, src))
@@ -177,9 +219,10 @@ def request_facts(ctx, f: dict, conv: dict, at: int) -> None:
     ctx.tree.add(Item(f["response_for"], conv["uri"], at, 0, None, True, src))
 
 
-def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict) -> None:
-    """A 101 answer to an upgrade request switches both directions to WebSocket frames."""
-    if len(parts) < 2 or parts[1] != "101" or "websocket" not in headers.get("upgrade", "").lower():
+def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict, upgrade: bool) -> None:
+    """A 101 answer with tshark's "Upgrade: websocket" (upgrades_to_websocket) switches both directions to
+    WebSocket frames."""
+    if len(parts) < 2 or parts[1] != "101" or not upgrade:
         return
     conv["upgraded"] = True
     conv["deflate"] = extensions(headers.get("sec-websocket-extensions", ""))
