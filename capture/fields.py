@@ -330,6 +330,8 @@ TCP_EXPERTS = {
     "tcp.analysis.lost_segment": ("SEQUENCE", "WARN", "Previous segment(s) not captured (common at capture start)"),
     "tcp.analysis.out_of_order": ("SEQUENCE", "WARN", "This frame is a (suspected) out-of-order segment"),
     "tcp.analysis.retransmission": ("SEQUENCE", "NOTE", "This frame is a (suspected) retransmission"),
+    "tcp.analysis.spurious_retransmission": ("SEQUENCE", "NOTE",
+                                             "This frame is a (suspected) spurious retransmission"),
     "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
                                       "ACKed segment that wasn't captured (common at capture start)"),
 }

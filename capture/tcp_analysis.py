@@ -165,7 +165,13 @@ class TcpTable:
             if ts - fwd.nextseq_ns < threshold and fwd.nextseq != nextseq:
                 info.flags.append("out_of_order")
             else:
+                if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+                    info.flags.append("spurious_retransmission")
                 info.flags.append("retransmission")
+        elif seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+            # data the peer has acknowledged already, though new to us (the segment came late): tshark 4.0 calls
+            # it a spurious retransmission (and a retransmission), and hands it to no subdissector
+            info.flags += ["spurious_retransmission", "retransmission"]
         if (rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked)):
             info.flags.append("ack_lost_segment")
             rev.maxseqtobeacked = rev.nextseq

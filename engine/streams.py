@@ -117,7 +117,7 @@ class Streams:
             conn.handshake |= 2 if flags & ACK else 1
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
         made = 0                         # layers this segment's one (Lua) dissector call made so far
-        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags):
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, _resent(d, spurious=True)):
             if proto is not None:
                 if not state.started:
                     state.started = True
@@ -165,9 +165,12 @@ class Streams:
                 Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
 
 
-def _resent(d) -> bool:
-    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector."""
+def _resent(d, spurious: bool = False) -> bool:
+    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector (spurious: only a spurious
+    retransmission, the one kind the stream's offsets cannot tell)."""
     t = getattr(d, "tcp", None)
+    if spurious:
+        return t is not None and "spurious_retransmission" in t.flags
     return t is not None and ("out_of_order" in t.flags or "retransmission" in t.flags)
 
 

@@ -120,9 +120,11 @@ class TcpDirection:
         delta = (rel - self.nxt) % SEQ_MOD
         return self.nxt + (delta - SEQ_MOD if delta >= SEQ_MOD // 2 else delta)
 
-    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0) -> Iterator[Handover]:
+    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0, resent: bool = False
+                ) -> Iterator[Handover]:
         """The handovers one segment makes, in order (a generator: the caller may call desegment() between
-        them, which changes what follows)."""
+        them, which changes what follows). `resent`: TCP's analysis calls it a retransmission though it starts at
+        the next expected byte (a spurious one: the peer acknowledged it already): handed over neither."""
         if flags & SYN:
             self.base, self.nxt = (seq + 1) % SEQ_MOD, 0
         elif self.base is None:
@@ -136,8 +138,8 @@ class TcpDirection:
             if first:
                 self.nxt = offset
             return
-        if not first and offset < self.nxt:  # retransmission / late out-of-order: tshark hands nothing over
-            self.nxt = max(self.nxt, end)
+        if resent or (not first and offset < self.nxt):  # retransmission / late: tshark hands nothing over
+            self.nxt = end if first else max(self.nxt, end)
             return
         lost = not first and offset > self.nxt
         if lost:
