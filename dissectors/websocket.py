@@ -44,7 +44,7 @@ def frame_length(data: bytes, pos: int) -> int:
     if size7 == 126:
         size = int.from_bytes(data[pos + 2:pos + 4], "big")
     elif size7 == 127:
-        size = int.from_bytes(data[pos + 2:pos + 10], "big")
+        size = int.from_bytes(data[pos + 2:pos + 10], "big") & 0xFFFFFFFF    # tshark keeps 32 bits of it
     else:
         size = size7
     return head + size

@@ -226,6 +226,8 @@ class Cutter:
             pos = found
         while pos < len(buf):
             n = self.length(pos)
+            if n > MAX_PDU and self.wraps(pos, n):
+                return
             if n < 0 or n > MAX_PDU or (n == 0 and len(buf) - pos > MAX_PDU):
                 state.stopped = True
                 why = f"a PDU of {n} bytes exceeds the limit of {MAX_PDU}" if n > 0 else "no PDU can start here"
@@ -237,6 +239,17 @@ class Cutter:
                 return
             self.pdu(pos, n)
             pos += n
+
+    def wraps(self, pos: int, n: int) -> bool:
+        """tshark's own dissectors (websocket) frame with tcp_dissect_pdus: a PDU of n bytes becomes a
+        multi-segment PDU ending at sequence number start + n, and a later segment joins it only when it starts
+        before that end in 32-bit serial arithmetic (LT_SEQ). An end 2^31 or more ahead counts as behind: the
+        rest of this segment is left as TCP segment data and the next segment starts a new PDU, so here (the
+        generated Lua frames by itself, and stops)."""
+        if getattr(self.proto, "lua", True) is not False or self.h.seg_offset is None:
+            return False
+        ahead = (self.h.offset + pos + n - (self.h.offset + len(self.h.data))) % (1 << 32)
+        return ahead == 0 or ahead >= 1 << 31
 
     def resync(self) -> int | None:
         """The first plausible PDU start in the handover (see the module docstring)."""
