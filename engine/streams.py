@@ -113,7 +113,9 @@ class Streams:
         if state is None:
             state = conn.directions[sender] = Direction(TcpDirection(MAX_PDU))
         flags = d.flags or 0
-        if flags & SYN:
+        if getattr(d, "tcp", None) is not None:
+            conn.handshake = d.tcp.completeness & 3      # tshark's tcp.completeness, as the plugin reads it
+        elif flags & SYN:
             conn.handshake |= 2 if flags & ACK else 1
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
         made = 0                         # layers this segment's one (Lua) dissector call made so far
