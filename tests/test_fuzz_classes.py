@@ -1,0 +1,157 @@
+"""The classes of difference a fuzz campaign (tools/fuzz.py) found between protodump and tshark 4.0 + plugin, each on
+a small capture made from a bundled one, compared against real tshark: game layers equal frame by frame, and the
+transport state the class is about (tcp.completeness, the spurious-retransmission tag).
+
+- a segment arriving after the peer acknowledged it: tshark's spurious retransmission, handed to nobody;
+- SYN and SYN-ACK swapped: tshark's conversation completeness, and so where a stream's first bytes count as
+  captured;
+- a damaged HTTP request line (no HTTP to tshark, so no WebSocket) and an Upgrade header tshark does not accept;
+- a permessage-deflate message that ends inside a deflate block (zlib decodes on with the next message);
+- a WebSocket frame declaring a length 2^31 or more ahead (tshark's serial arithmetic restarts framing);
+- an Iceball file of 0 bytes (zlib of nothing is valid: an empty file on both sides).
+"""
+from __future__ import annotations
+
+import sys
+import zlib
+
+import pytest
+
+from conftest import ROOT, TSHARK
+
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
+import fuzz  # noqa: E402
+import hostile_captures  # noqa: E402
+
+pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
+
+
+def made(name: str, frames) -> str:
+    path = fuzz.scratch_dir() / name
+    fuzz.write_frames(path, frames)
+    return str(path)
+
+
+def swapped(capture: str, i: int, j: int) -> list:
+    """The capture with frames i and j (1-based) exchanged, timestamps kept in place."""
+    frames = fuzz.read_frames(fuzz.CAPTURES / capture)
+    a, b = i - 1, j - 1
+    frames[a], frames[b] = (frames[a][0], frames[b][1]), (frames[b][0], frames[a][1])
+    return frames
+
+
+def with_payloads(capture: str, edits: dict) -> list:
+    """The capture with the TCP payloads of some frames (1-based) replaced; later sequence numbers follow."""
+    frames = fuzz.read_frames(fuzz.CAPTURES / capture)
+    for i, edit in sorted(edits.items()):
+        payload = edit(fuzz.payload_of(frames[i - 1][1]))
+        frame, delta = fuzz.with_payload(frames[i - 1][1], payload)
+        frames[i - 1] = (frames[i - 1][0], frame)
+        fuzz.shift_tcp(frames, i - 1, delta)
+    return frames
+
+
+def same_game_layers(path: str, names, protodump_run, tshark_run, *prefs) -> tuple[str, str]:
+    ours = protodump_run(*prefs, "-T", "json", "-r", path).stdout
+    theirs = tshark_run(*prefs, "-T", "json", "-r", path).stdout
+    mine, their = fuzz.game_layers(ours, names), fuzz.game_layers(theirs, names)
+    assert len(mine) == len(their)
+    assert [n + 1 for n in range(len(mine)) if mine[n] != their[n]] == []
+    return ours, theirs
+
+
+def fields(run, path: str, *names: str) -> list[str]:
+    args = [a for n in names for a in ("-e", n)]
+    return run("-r", path, "-T", "fields", *args).stdout.splitlines()
+
+
+# --- TCP ---------------------------------------------------------------------------------------------------------------
+
+def test_segment_already_acknowledged_is_a_spurious_retransmission(protodump_run, tshark_run):
+    """Iceball over TCP: the server's 3,601-byte segment after the client's ACK of it. tshark 4.0 tags it
+    "[TCP Spurious Retransmission]" (and flags it a retransmission too) and hands it to no dissector; protodump
+    took it as new stream data."""
+    path = made("class-spurious.pcap", swapped("iceball-tcp-session.pcap", 8, 9))
+    same_game_layers(path, ("iceball",), protodump_run, tshark_run)
+    want = fields(tshark_run, path, "tcp.analysis.flags", "tcp.analysis.spurious_retransmission",
+                  "tcp.analysis.retransmission", "_ws.col.Info")
+    assert fields(protodump_run, path, "tcp.analysis.flags", "tcp.analysis.spurious_retransmission",
+                  "tcp.analysis.retransmission", "_ws.col.Info") == want
+    assert "[TCP Spurious Retransmission] 20737" in want[8]
+
+
+def test_http_answer_after_its_ack_upgrades_nothing(protodump_run, tshark_run):
+    """Freeblox: the 101 answer arriving after the client acknowledged it is a spurious retransmission, so
+    tshark's HTTP never sees the upgrade and no WebSocket (nor Freeblox) follows."""
+    path = made("class-spurious-101.pcap", swapped("freeblox-session.pcap", 6, 7))
+    ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
+    assert '"freeblox"' not in ours
+
+
+@pytest.mark.parametrize("order", [(1, 2), (2, 3)])
+def test_handshake_out_of_order(order, protodump_run, tshark_run):
+    """SYN-ACK before SYN (or before the ACK): tshark counts no SYN after the first frame and nothing of the first
+    frame but a SYN; the plugin reads tcp.completeness to know whether a direction's start was captured."""
+    path = made(f"class-handshake-{order[0]}{order[1]}.pcap", swapped("rutentoy-messages.pcap", *order))
+    same_game_layers(path, ("rutentoy",), protodump_run, tshark_run)
+    assert fields(protodump_run, path, "tcp.completeness") == fields(tshark_run, path, "tcp.completeness")
+
+
+# --- the WebSocket handshake -------------------------------------------------------------------------------------------
+
+REQUEST, RESPONSE = 4, 6          # freeblox-session.pcap: the upgrade request and its 101 answer
+
+
+@pytest.mark.parametrize("frame,old,new,upgrades", [
+    (REQUEST, b"GET /play", b"GXT /play", False),               # no such method
+    (REQUEST, b"GET /play HTTP/1.1", b"get /play http/1.1", False),    # methods are case-sensitive
+    (REQUEST, b"HTTP/1.1\r\n", b"HTTP/2.0\r\n", False),          # tshark's HTTP heuristic wants HTTP/1.x
+    (REQUEST, b"HTTP/1.1\r\n", b"HTTP/1.1 \r\n", False),         # ... at the very end of the line
+    (REQUEST, b"GET /play", b"M-GET /play", True),              # RFC 2774's prefix
+    (REQUEST, b"Upgrade: websocket", b"X-Upgrade: websocket", True),   # the request's Upgrade is not needed
+    (RESPONSE, b"Upgrade: websocket", b"Upgrade: websocket ", False),  # the answer's value, compared as is
+    (RESPONSE, b"Upgrade: websocket", b"Upgrade : websocket", False),
+    (RESPONSE, b"Upgrade: websocket", b"upgrade:\tWebSocket", True),
+    (RESPONSE, b"HTTP/1.1 101 Switching Protocols", b"HTTP/1.1 101", True),
+])
+def test_upgrade_as_tshark_parses_it(frame, old, new, upgrades, protodump_run, tshark_run):
+    frames = with_payloads("freeblox-session.pcap", {frame: lambda p: p.replace(old, new, 1)})
+    path = made(f"class-upgrade-{frame}-{new[:12].hex()}.pcap", frames)
+    ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
+    assert ('"freeblox"' in ours) == upgrades
+
+
+# --- WebSocket frames and messages -------------------------------------------------------------------------------------
+
+def test_message_ending_inside_a_deflate_block(protodump_run, tshark_run):
+    """A compressed message cut 3 bytes short ends inside a deflate block: zlib (Python's and tshark's) returns
+    what it decoded and goes on with the next message's bytes as the same block, and so does the plugin now
+    (before, it closed the message with a marker block that inflated into extra bytes)."""
+    def cut(p: bytes) -> bytes:
+        assert p[0] == 0xC2 and p[1] == len(p) - 2 < 126          # one compressed server frame, short length
+        return bytes([0xC2, p[1] - 3]) + p[2:-3]
+    path = made("class-deflate-cut.pcap", with_payloads("freeblox-session.pcap", {11: cut}))
+    same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
+
+
+def test_frame_length_wrapping_sequence_space(protodump_run, tshark_run):
+    """A frame declaring 0xF0000000 bytes after a whole one: tshark's multi-segment PDU would end 2^31 or more
+    ahead, which serial arithmetic takes as behind, so the next segment starts a frame again; protodump used to
+    stop the direction."""
+    huge = b"\x82\x7f" + (0xF0000000).to_bytes(8, "big") + b"xyz"
+    path = made("class-ws-wrap.pcap", with_payloads("freeblox-session.pcap", {9: lambda p: p + huge}))
+    ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
+    assert ours.count('"freeblox"') > 20
+
+
+# --- inflate -------------------------------------------------------------------------------------------------------------
+
+def test_empty_iceball_file(protodump_run, tshark_run):
+    """zlib of nothing is a valid stream: both halves show a file of 0 bytes (the plugin said "does not
+    inflate": Wireshark's C inflate makes no empty buffer)."""
+    assert zlib.decompress(zlib.compress(b"")) == b""
+    path = str(hostile_captures.iceball_transfer("class-empty-file.pcap", content=b""))
+    same_game_layers(path, ("iceball",), protodump_run, tshark_run)
+    info = tshark_run("-r", path).stdout
+    assert "FILE_END big.lua (8 -> 0 bytes)" in info and "does not inflate" not in info
