@@ -5,6 +5,8 @@ transport state the class is about (tcp.completeness, the spurious-retransmissio
 - a segment arriving after the peer acknowledged it: tshark's spurious retransmission, handed to nobody;
 - SYN and SYN-ACK swapped: tshark's conversation completeness, and so where a stream's first bytes count as
   captured;
+- a duplicated segment whose copy differs: the first copy's bytes are reassembled (the later one is a
+  retransmission);
 - a damaged HTTP request line (no HTTP to tshark, so no WebSocket) and an Upgrade header tshark does not accept;
 - a permessage-deflate message that ends inside a deflate block (zlib decodes on with the next message);
 - a WebSocket frame declaring a length 2^31 or more ahead (tshark's serial arithmetic restarts framing);
@@ -96,6 +98,20 @@ def test_handshake_out_of_order(order, protodump_run, tshark_run):
     path = made(f"class-handshake-{order[0]}{order[1]}.pcap", swapped("rutentoy-messages.pcap", *order))
     same_game_layers(path, ("rutentoy",), protodump_run, tshark_run)
     assert fields(protodump_run, path, "tcp.completeness") == fields(tshark_run, path, "tcp.completeness")
+
+
+@pytest.mark.parametrize("first", ["original", "copy"])
+def test_duplicate_whose_copy_differs(first, protodump_run, tshark_run):
+    """A middle segment of Freeblox's 108 KB STREAM_ASSET (76 segments, tshark's own reassembly) sent twice, the
+    copies differing by one bit: the later one is a retransmission, so the first copy's bytes are reassembled,
+    by tshark and by protodump."""
+    frames = fuzz.read_frames(fuzz.CAPTURES / "freeblox-session.pcap")
+    ts, frame = frames[14]
+    payload = bytearray(fuzz.payload_of(frame))
+    payload[len(payload) // 2] ^= 0x10
+    copy = (ts, fuzz.with_payload(frame, bytes(payload))[0])
+    frames.insert(15 if first == "original" else 14, copy)
+    same_game_layers(made(f"class-duplicate-{first}.pcap", frames), ("freeblox",), protodump_run, tshark_run)
 
 
 # --- the WebSocket handshake -------------------------------------------------------------------------------------------
