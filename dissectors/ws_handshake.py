@@ -83,9 +83,30 @@ def head_length(data: bytes, pos: int) -> int:
     end = data.find(b"\r\n\r\n", pos, pos + HEAD_LIMIT)
     if end < 0:
         return 0 if len(data) - pos < HEAD_LIMIT else -1
+    cut = bad_header_end(data, pos, end + 4)
+    if cut is not None:
+        return cut - pos
     body = re.search(rb"(?im)^content-length:[ \t]*(\d{1,9})[ \t]*\r?$", data[pos:end + 2])
     size = int(body.group(1)) if body else 0
     return -1 if size > BODY_LIMIT else end + 4 - pos + size
+
+
+def bad_header_end(data: bytes, pos: int, end: int) -> int | None:
+    """Where tshark's HTTP ends a message whose head (data[pos:end]) has a line that is no header (no colon in
+    it): before that line; the bytes from it on are no longer the message's (after a 101 they are WebSocket
+    frames). A header name with characters no token may hold only gets an expert. None when every line is a
+    header."""
+    at = data.find(b"\n", pos, end) + 1
+    while 0 < at < end:
+        nl = data.find(b"\n", at, end)
+        nl = end - 1 if nl < 0 else nl
+        line = data[at:nl].rstrip(b"\r")
+        if not line:
+            return None
+        if b":" not in line:
+            return at
+        at = nl + 1
+    return None
 
 
 def extensions(value: str) -> dict | None:

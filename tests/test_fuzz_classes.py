@@ -7,7 +7,8 @@ transport state the class is about (tcp.completeness, the spurious-retransmissio
   captured;
 - a duplicated segment whose copy differs: the first copy's bytes are reassembled (the later one is a
   retransmission);
-- a damaged HTTP request line (no HTTP to tshark, so no WebSocket) and an Upgrade header tshark does not accept;
+- a damaged HTTP request line (no HTTP to tshark, so no WebSocket), an Upgrade header tshark does not accept, and
+  a head line without a colon (tshark's message ends before it: the rest is WebSocket);
 - a permessage-deflate message that ends inside a deflate block (zlib decodes on with the next message);
 - a WebSocket frame declaring a length 2^31 or more ahead (tshark's serial arithmetic restarts framing);
 - an Iceball file of 0 bytes (zlib of nothing is valid: an empty file on both sides).
@@ -130,6 +131,9 @@ REQUEST, RESPONSE = 4, 6          # freeblox-session.pcap: the upgrade request a
     (RESPONSE, b"Upgrade: websocket", b"Upgrade : websocket", False),
     (RESPONSE, b"Upgrade: websocket", b"upgrade:\tWebSocket", True),
     (RESPONSE, b"HTTP/1.1 101 Switching Protocols", b"HTTP/1.1 101", True),
+    (RESPONSE, b"Connection: Upgrade", b"Conn(ection: Upgrade", True),     # a bad name: only an expert
+    (RESPONSE, b"Server: Python", b"Server Python", True),   # no colon: the head ends before it (WebSocket after)
+    (REQUEST, b"Host:", b"Ho=st:", True),
 ])
 def test_upgrade_as_tshark_parses_it(frame, old, new, upgrades, protodump_run, tshark_run):
     frames = with_payloads("freeblox-session.pcap", {frame: lambda p: p.replace(old, new, 1)})
