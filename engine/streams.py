@@ -119,7 +119,9 @@ class Streams:
             conn.handshake |= 2 if flags & ACK else 1
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
         made = 0                         # layers this segment's one (Lua) dissector call made so far
-        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, _resent(d, spurious=True)):
+        t = getattr(d, "tcp", None)
+        fill = t is not None and "out_of_order" in t.flags and getattr(proto, "lua", True) is False
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, _resent(d, spurious=True), fill):
             if proto is not None:
                 if not state.started:
                     state.started = True
@@ -248,7 +250,7 @@ class Cutter:
         before that end in 32-bit serial arithmetic (LT_SEQ). An end 2^31 or more ahead counts as behind: the
         rest of this segment is left as TCP segment data and the next segment starts a new PDU, so here (the
         generated Lua frames by itself, and stops)."""
-        if getattr(self.proto, "lua", True) is not False or self.h.seg_offset is None:
+        if getattr(self.proto, "lua", True) is not False:
             return False
         ahead = (self.h.offset + pos + n - (self.h.offset + len(self.h.data))) % (1 << 32)
         return ahead == 0 or ahead >= 1 << 31

@@ -120,11 +120,13 @@ class TcpDirection:
         delta = (rel - self.nxt) % SEQ_MOD
         return self.nxt + (delta - SEQ_MOD if delta >= SEQ_MOD // 2 else delta)
 
-    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0, resent: bool = False
-                ) -> Iterator[Handover]:
+    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0, resent: bool = False,
+                fill: bool = False) -> Iterator[Handover]:
         """The handovers one segment makes, in order (a generator: the caller may call desegment() between
         them, which changes what follows). `resent`: TCP's analysis calls it a retransmission though it starts at
-        the next expected byte (a spurious one: the peer acknowledged it already): handed over neither."""
+        the next expected byte (a spurious one: the peer acknowledged it already): handed over neither. `fill`:
+        TCP's analysis calls this late segment out-of-order (not a retransmission), and tshark's own reassembly
+        (a C dissector's tcp_dissect_pdus) stores it in the pending PDU it falls in (measured on 4.0.17)."""
         if flags & SYN:
             self.base, self.nxt = (seq + 1) % SEQ_MOD, 0
         elif self.base is None:
@@ -140,6 +142,12 @@ class TcpDirection:
             return
         if resent or (not first and offset < self.nxt):  # retransmission / late: tshark hands nothing over
             self.nxt = end if first else max(self.nxt, end)
+            pend = self.pending
+            if fill and not resent and pend is not None and pend.end is not None and pend.start <= offset < pend.end:
+                whole = pend.add(offset, payload, frame)         # ... but an out-of-order one fills a hole
+                if whole is not None:
+                    self.pending = None
+                    yield pend.handover(whole)
             return
         lost = not first and offset > self.nxt
         if lost:

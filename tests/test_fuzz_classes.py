@@ -5,6 +5,7 @@ transport state the class is about (tcp.completeness, the spurious-retransmissio
 - a segment arriving after the peer acknowledged it: tshark's spurious retransmission, handed to nobody;
 - SYN and SYN-ACK swapped: tshark's conversation completeness, and so where a stream's first bytes count as
   captured;
+- an out-of-order segment filling a hole of a pending PDU of tshark's own reassembly (a retransmission does not);
 - a duplicated segment whose copy differs: the first copy's bytes are reassembled (the later one is a
   retransmission);
 - a damaged HTTP request line (no HTTP to tshark, so no WebSocket), an Upgrade header tshark does not accept, and
@@ -113,6 +114,20 @@ def test_duplicate_whose_copy_differs(first, protodump_run, tshark_run):
     copy = (ts, fuzz.with_payload(frame, bytes(payload))[0])
     frames.insert(15 if first == "original" else 14, copy)
     same_game_layers(made(f"class-duplicate-{first}.pcap", frames), ("freeblox",), protodump_run, tshark_run)
+
+
+@pytest.mark.parametrize("late", [0.0, 0.01])
+def test_late_segment_inside_a_pending_pdu(late, protodump_run, tshark_run):
+    """Two middle segments of Freeblox's 108 KB STREAM_ASSET exchanged (timestamps kept in place). The late one
+    is out-of-order (within 3 ms): tshark's own reassembly stores it in the pending PDU, which completes; delayed
+    by 10 ms it is a retransmission and the PDU is lost. protodump followed the second rule for both."""
+    frames = fuzz.read_frames(fuzz.CAPTURES / "freeblox-plain.pcap")
+    i = 71
+    frames[i], frames[i + 1] = (frames[i][0], frames[i + 1][1]), (frames[i + 1][0] + late, frames[i][1])
+    frames[i + 2:] = [(ts + late, f) for ts, f in frames[i + 2:]]
+    path = made(f"class-late-{late}.pcap", frames)
+    ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run, "-o", "freeblox.ws_port:8765")
+    assert ("108278" in ours) == (not late)
 
 
 # --- the WebSocket handshake -------------------------------------------------------------------------------------------
