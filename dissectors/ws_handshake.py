@@ -154,11 +154,12 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
     head_end = data.find(b"\r\n\r\n", pos, end)
     head_end = end if head_end < 0 else head_end + 2
     lines, at = [], pos
-    while at < head_end:
-        nl = data.find(b"\r\n", at, head_end)
-        nl = head_end - 2 if nl < 0 else nl
-        lines.append((at, data[at:nl + 2]))
-        at = nl + 2
+    while at < head_end:                  # lines end as tshark's tvb_find_line_end ends them: CRLF, LF or a lone CR
+        ends = [i for i in (data.find(b"\r", at, head_end), data.find(b"\n", at, head_end)) if i >= 0]
+        nl = min(ends) if ends else head_end
+        nl += 2 if data[nl:nl + 2] == b"\r\n" else 1
+        lines.append((at, data[at:min(nl, head_end)]))
+        at = nl
     if not lines:
         return "HTTP"
     first_at, first = lines[0]

@@ -157,6 +157,17 @@ def test_upgrade_as_tshark_parses_it(frame, old, new, upgrades, protodump_run, t
     assert ('"freeblox"' in ours) == upgrades
 
 
+def test_header_line_ended_by_a_lone_cr(protodump_run, tshark_run):
+    """freeblox-nocontext.pcap's 101 with the LF after `client_no_context_takeover` damaged: tshark ends a line at
+    a lone CR too, so the parameter still holds (no shared inflate context); protodump read one long line."""
+    def damage(p: bytes) -> bytes:
+        assert b"client_no_context_takeover\r\nServer" in p
+        return p.replace(b"client_no_context_takeover\r\nServer", b"client_no_context_takeover\r\x02Server", 1)
+    path = made("class-lone-cr.pcap", with_payloads("freeblox-nocontext.pcap", {RESPONSE: damage}))
+    ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
+    assert "shared context was lost" not in protodump_run("-V", "-r", path).stdout
+
+
 # --- WebSocket frames and messages -------------------------------------------------------------------------------------
 
 def test_message_ending_inside_a_deflate_block(protodump_run, tshark_run):
