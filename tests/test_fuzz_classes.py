@@ -163,9 +163,14 @@ def test_header_line_ended_by_a_lone_cr(protodump_run, tshark_run):
     def damage(p: bytes) -> bytes:
         assert b"client_no_context_takeover\r\nServer" in p
         return p.replace(b"client_no_context_takeover\r\nServer", b"client_no_context_takeover\r\x02Server", 1)
-    path = made("class-lone-cr.pcap", with_payloads("freeblox-nocontext.pcap", {RESPONSE: damage}))
+    def bad_block(p: bytes) -> bytes:                # a client message whose deflate data is an invalid block
+        assert p[0] == 0xC2 and p[1] & 0x80
+        return p[:6] + bytes([0x07 ^ p[2]]) + p[7:]
+    frames = with_payloads("freeblox-nocontext.pcap", {RESPONSE: damage, 12: bad_block})
+    path = made("class-lone-cr.pcap", frames)
     ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
-    assert "shared context was lost" not in protodump_run("-V", "-r", path).stdout
+    shown = protodump_run("-V", "-r", path).stdout
+    assert "invalid block type" in shown and "shared context was lost" not in shown
 
 
 # --- WebSocket frames and messages -------------------------------------------------------------------------------------
