@@ -121,7 +121,8 @@ class Streams:
         made = 0                         # layers this segment's one (Lua) dissector call made so far
         t = getattr(d, "tcp", None)
         fill = t is not None and "out_of_order" in t.flags and getattr(proto, "lua", True) is False
-        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, _resent(d, spurious=True), fill):
+        resent = _resent(d, retransmission=True)
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill):
             if proto is not None:
                 if not state.started:
                     state.started = True
@@ -169,12 +170,13 @@ class Streams:
                 Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
 
 
-def _resent(d, spurious: bool = False) -> bool:
-    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector (spurious: only a spurious
-    retransmission, the one kind the stream's offsets cannot tell)."""
+def _resent(d, retransmission: bool = False) -> bool:
+    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector (retransmission: only a
+    segment TCP's analysis calls a retransmission, spurious or not: the stream's offsets cannot tell all of them,
+    e.g. the data before a FIN that arrived first)."""
     t = getattr(d, "tcp", None)
-    if spurious:
-        return t is not None and "spurious_retransmission" in t.flags
+    if retransmission:
+        return t is not None and "retransmission" in t.flags
     return t is not None and ("out_of_order" in t.flags or "retransmission" in t.flags)
 
 

@@ -2,7 +2,8 @@
 a small capture made from a bundled one, compared against real tshark: game layers equal frame by frame, and the
 transport state the class is about (tcp.completeness, the spurious-retransmission tag).
 
-- a segment arriving after the peer acknowledged it: tshark's spurious retransmission, handed to nobody;
+- a segment arriving after the peer acknowledged it: tshark's spurious retransmission, handed to nobody; any
+  segment TCP's analysis calls a retransmission likewise (the data after a FIN that came first);
 - SYN and SYN-ACK swapped: tshark's conversation completeness, and so where a stream's first bytes count as
   captured;
 - an out-of-order segment filling a hole of a pending PDU of tshark's own reassembly (a retransmission does not);
@@ -91,6 +92,15 @@ def test_http_answer_after_its_ack_upgrades_nothing(protodump_run, tshark_run):
     path = made("class-spurious-101.pcap", swapped("freeblox-session.pcap", 6, 7))
     ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
     assert '"freeblox"' not in ours
+
+
+def test_data_after_its_fin(protodump_run, tshark_run):
+    """Iceball over TCP: the client's FIN before its last data segment. The data is then a retransmission to
+    tshark (below the FIN's next sequence number) and handed to no dissector, though it follows on in the byte
+    stream protodump had seen (a FIN carries no byte)."""
+    path = made("class-fin-first.pcap", swapped("iceball-tcp-spec.pcap", 9, 10))
+    same_game_layers(path, ("iceball",), protodump_run, tshark_run)
+    assert "[TCP Retransmission]" in fields(protodump_run, path, "_ws.col.Info")[9]
 
 
 @pytest.mark.parametrize("order", [(1, 2), (2, 3)])
