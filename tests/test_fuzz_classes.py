@@ -71,7 +71,7 @@ def fields(run, path: str, *names: str) -> list[str]:
     return run("-r", path, "-T", "fields", *args).stdout.splitlines()
 
 
-# --- TCP ---------------------------------------------------------------------------------------------------------------
+# --- TCP --------------------------------------------------------------------------------------------------------------
 
 def test_segment_already_acknowledged_is_a_spurious_retransmission(protodump_run, tshark_run):
     """Iceball over TCP: the server's 3,601-byte segment after the client's ACK of it. tshark 4.0 tags it
@@ -140,7 +140,7 @@ def test_late_segment_inside_a_pending_pdu(late, protodump_run, tshark_run):
     assert ("108278" in ours) == (not late)
 
 
-# --- the WebSocket handshake -------------------------------------------------------------------------------------------
+# --- the WebSocket handshake ------------------------------------------------------------------------------------------
 
 REQUEST, RESPONSE = 4, 6          # freeblox-session.pcap: the upgrade request and its 101 answer
 
@@ -183,7 +183,7 @@ def test_header_line_ended_by_a_lone_cr(protodump_run, tshark_run):
     assert "invalid block type" in shown and "shared context was lost" not in shown
 
 
-# --- WebSocket frames and messages -------------------------------------------------------------------------------------
+# --- WebSocket frames and messages ------------------------------------------------------------------------------------
 
 def test_message_ending_inside_a_deflate_block(protodump_run, tshark_run):
     """A compressed message cut 3 bytes short ends inside a deflate block: zlib (Python's and tshark's) returns
@@ -206,7 +206,7 @@ def test_frame_length_wrapping_sequence_space(protodump_run, tshark_run):
     assert ours.count('"freeblox"') > 20
 
 
-# --- inflate -------------------------------------------------------------------------------------------------------------
+# --- inflate ----------------------------------------------------------------------------------------------------------
 
 def test_empty_iceball_file(protodump_run, tshark_run):
     """zlib of nothing is a valid stream: both halves show a file of 0 bytes (the plugin said "does not
