@@ -91,21 +91,30 @@ def head_length(data: bytes, pos: int) -> int:
     return -1 if size > BODY_LIMIT else end + 4 - pos + size
 
 
+def line_ends(data: bytes, pos: int, end: int):
+    """(start, stop, next) of each line of data[pos:end], ended as tshark's tvb_find_line_end ends them: CRLF, LF or
+    a lone CR (stop: where the line's text ends, next: where the following line starts)."""
+    at = pos
+    while at < end:
+        ends = [i for i in (data.find(b"\r", at, end), data.find(b"\n", at, end)) if i >= 0]
+        stop = min(ends) if ends else end
+        nxt = min(end, stop + (2 if data[stop:stop + 2] == b"\r\n" else 1))
+        yield at, stop, nxt
+        at = nxt
+
+
 def bad_header_end(data: bytes, pos: int, end: int) -> int | None:
     """Where tshark's HTTP ends a message whose head (data[pos:end]) has a line that is no header (no colon in
     it): before that line; the bytes from it on are no longer the message's (after a 101 they are WebSocket
     frames). A header name with characters no token may hold only gets an expert. None when every line is a
     header."""
-    at = data.find(b"\n", pos, end) + 1
-    while 0 < at < end:
-        nl = data.find(b"\n", at, end)
-        nl = end - 1 if nl < 0 else nl
-        line = data[at:nl].rstrip(b"\r")
-        if not line:
+    for n, (at, stop, _) in enumerate(line_ends(data, pos, end)):
+        if n == 0:
+            continue
+        if at == stop:
             return None
-        if b":" not in line:
+        if b":" not in data[at:stop]:
             return at
-        at = nl + 1
     return None
 
 
@@ -153,13 +162,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
     data, pos, end, src = ctx.data, ctx.pos, ctx.end, ctx.source
     head_end = data.find(b"\r\n\r\n", pos, end)
     head_end = end if head_end < 0 else head_end + 2
-    lines, at = [], pos
-    while at < head_end:                  # lines end as tshark's tvb_find_line_end ends them: CRLF, LF or a lone CR
-        ends = [i for i in (data.find(b"\r", at, head_end), data.find(b"\n", at, head_end)) if i >= 0]
-        nl = min(ends) if ends else head_end
-        nl += 2 if data[nl:nl + 2] == b"\r\n" else 1
-        lines.append((at, data[at:min(nl, head_end)]))
-        at = nl
+    lines = [(at, data[at:nxt]) for at, _, nxt in line_ends(data, pos, head_end)]
     if not lines:
         return "HTTP"
     first_at, first = lines[0]
