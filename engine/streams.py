@@ -122,7 +122,8 @@ class Streams:
         t = getattr(d, "tcp", None)
         fill = t is not None and "out_of_order" in t.flags and getattr(proto, "lua", True) is False
         resent = _resent(d, retransmission=True)
-        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill):
+        gap = None if t is None else "lost_segment" in t.flags
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill, gap):
             if proto is not None:
                 if not state.started:
                     state.started = True

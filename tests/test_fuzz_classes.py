@@ -103,6 +103,16 @@ def test_data_after_its_fin(protodump_run, tshark_run):
     assert "[TCP Retransmission]" in fields(protodump_run, path, "_ws.col.Info")[9]
 
 
+def test_gap_seen_on_a_pure_ack_only(protodump_run, tshark_run):
+    """iceball-tcp-bad.pcap without the client's segment in frame 11: the client's next frame is a pure ACK, which
+    TCP flags "previous segment not captured"; the data segment after it follows on to TCP, so no stream layer
+    notes a gap there (the plugin never sees the ACK: its gap is TCP's flag on the data segment)."""
+    frames = fuzz.read_frames(fuzz.CAPTURES / "iceball-tcp-bad.pcap")
+    del frames[10]
+    path = made("class-gap-on-ack.pcap", frames)
+    same_game_layers(path, ("iceball",), protodump_run, tshark_run, "-o", "iceball.numbering:spec")
+
+
 @pytest.mark.parametrize("order", [(1, 2), (2, 3)])
 def test_handshake_out_of_order(order, protodump_run, tshark_run):
     """SYN-ACK before SYN (or before the ACK): tshark counts no SYN after the first frame and nothing of the first
