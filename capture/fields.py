@@ -331,6 +331,8 @@ TCP_EXPERTS = {
     "tcp.analysis.lost_segment": ("SEQUENCE", "WARN", "Previous segment(s) not captured (common at capture start)"),
     "tcp.analysis.out_of_order": ("SEQUENCE", "WARN", "This frame is a (suspected) out-of-order segment"),
     "tcp.analysis.retransmission": ("SEQUENCE", "NOTE", "This frame is a (suspected) retransmission"),
+    "tcp.analysis.spurious_retransmission": ("SEQUENCE", "NOTE",
+                                             "This frame is a (suspected) spurious retransmission"),
     "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
                                       "ACKed segment that wasn't captured (common at capture start)"),
     # malformed headers and options (tshark 4.0's messages; "{}": the message says which option and why)

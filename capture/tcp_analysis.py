@@ -49,7 +49,7 @@ class Flow:
 
 class Connection:
     __slots__ = ("stream", "flows", "completeness", "first_ns", "last_ns", "syn_ns", "irtt_ns", "fin_by",
-                 "server_port")
+                 "server_port", "seen")
 
     def __init__(self, stream: int, first_ns: int):
         self.stream = stream
@@ -60,6 +60,7 @@ class Connection:
         self.irtt_ns: int | None = None
         self.fin_by: tuple | None = None        # the endpoint that sent the first FIN
         self.server_port: int | None = None
+        self.seen = False                       # a frame of it was analysed already
 
 
 class TcpInfo:
@@ -166,11 +167,20 @@ class TcpTable:
 
     @staticmethod
     def _complete(conn: Connection, fl: int, seglen: int) -> None:
+        # measured on tshark 4.0 with every order of the handshake: a SYN counts only as the conversation's first
+        # frame, and the first frame counts for nothing else (a SYN-ACK before the SYN, an ACK or data starting
+        # the capture); later, a SYN-ACK, a pure ACK, data, FIN and RST count
+        first, conn.seen = not conn.seen, True
+        if first:
+            if fl & (SYN | ACK) == SYN:
+                conn.completeness |= C_SYN
+            return
         if fl & SYN:
-            conn.completeness |= C_SYNACK if fl & ACK else C_SYN
-        elif fl & ACK and not seglen:        # measured: a pure ACK, even without a handshake seen
+            if fl & ACK:
+                conn.completeness |= C_SYNACK
+        elif fl & ACK and not seglen:
             conn.completeness |= C_ACK
-        if seglen and conn.completeness & C_ACK:   # measured: data before any pure ACK sets nothing
+        if seglen:
             conn.completeness |= C_DATA
         if fl & FIN:
             conn.completeness |= C_FIN
@@ -187,7 +197,13 @@ class TcpTable:
             if ts - fwd.nextseq_ns < threshold and fwd.nextseq != nextseq:
                 info.flags.append("out_of_order")
             else:
+                if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+                    info.flags.append("spurious_retransmission")
                 info.flags.append("retransmission")
+        elif seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+            # data the peer has acknowledged already, though new to us (the segment came late): tshark 4.0 calls
+            # it a spurious retransmission (and a retransmission), and hands it to no subdissector
+            info.flags += ["spurious_retransmission", "retransmission"]
         if (rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked)):
             info.flags.append("ack_lost_segment")
             rev.maxseqtobeacked = rev.nextseq

@@ -44,7 +44,7 @@ def frame_length(data: bytes, pos: int) -> int:
     if size7 == 126:
         size = int.from_bytes(data[pos + 2:pos + 4], "big")
     elif size7 == 127:
-        size = int.from_bytes(data[pos + 2:pos + 10], "big")
+        size = int.from_bytes(data[pos + 2:pos + 10], "big") & 0xFFFFFFFF    # tshark keeps 32 bits of it
     else:
         size = size7
     return head + size
@@ -169,9 +169,12 @@ class WebSocket:
 
     @staticmethod
     def upgrade_match(payload: bytes) -> bool:
-        """The first payload of a connection is an HTTP request asking for a WebSocket upgrade."""
-        head = payload[:ws_handshake.HEAD_LIMIT].lower()
-        return payload.startswith(b"GET ") and b"\r\nupgrade:" in head and b"websocket" in head
+        """A payload tshark's HTTP takes as a request (its TCP heuristic, then the request line: a damaged one is
+        no HTTP, and then no WebSocket follows) that mentions WebSocket (tshark needs no Upgrade header in the
+        request, only in the 101 answer; protodump leaves other HTTP alone)."""
+        line = ws_handshake.first_line(payload[:ws_handshake.HEAD_LIMIT])
+        return (line is not None and ws_handshake.is_http_start(payload) and ws_handshake.is_request_line(line)
+                and b"websocket" in payload[:ws_handshake.HEAD_LIMIT].lower())
 
     # --- framing ----------------------------------------------------------------------------------------------
     def pdu_length(self, data: bytes, pos: int, conv: dict, direction: str, prefs: dict) -> int:

@@ -29,6 +29,47 @@ KNOWN_HEADERS = {
 }
 
 
+# tshark 4.0's HTTP request methods (packet-http.c is_http_request_or_reply): the token before the first space,
+# compared case-sensitively; an "M-" prefix (RFC 2774) is skipped.
+METHODS = frozenset(b"""GET PUT COPY HEAD LOCK MOVE POLL POST BCOPY BMOVE MKCOL TRACE PATCH LABEL MERGE DELETE SEARCH
+    UNLOCK REPORT UPDATE NOTIFY BDELETE CONNECT OPTIONS CHECKIN PROPFIND CHECKOUT CCM_POST SUBSCRIBE PROPPATCH
+    BPROPFIND BPROPPATCH UNCHECKOUT MKACTIVITY MKWORKSPACE RPC_CONNECT RPC_IN_DATA UNSUBSCRIBE RPC_OUT_DATA
+    VERSION-CONTROL BASELINE-CONTROL SSTP_DUPLEX_POST""".split())
+
+
+def first_line(data: bytes) -> bytes | None:
+    """The first line without its terminator (tvb_find_line_end: CR, LF or CRLF ends it), None when unended."""
+    ends = [i for i in (data.find(b"\r"), data.find(b"\n")) if i >= 0]
+    return data[:min(ends)] if ends else None
+
+
+def is_http_start(data: bytes) -> bool:
+    """tshark's HTTP heuristic over TCP (dissect_http_heur_tcp): a whole first line, not 8 bytes long, that ends
+    with "HTTP/1.?" or starts with "HTTP/1." (case-insensitive)."""
+    line = first_line(data)
+    if line is None or len(line) == 8:
+        return False
+    return (len(line) > 8 and line[-8:-1].lower() == b"http/1.") or data[:7].lower() == b"http/1."
+
+
+def is_request_line(line: bytes) -> bool:
+    """tshark's test that a first line is a request: a known method, then a space or the end of the line."""
+    if line.startswith(b"M-"):
+        line = line[2:]
+    return line.split(b" ", 1)[0] in METHODS
+
+
+def upgrades_to_websocket(line: bytes) -> bool:
+    """An "Upgrade" header line (without its line end) that makes tshark switch to WebSocket: the name exactly
+    (any case), the value after leading blanks a case-insensitive prefix of "WebSocket" (packet-http.c compares
+    g_ascii_strncasecmp(value, "WebSocket", value_len): trailing blanks spoil it, an empty value passes)."""
+    name, sep, value = line.partition(b":")
+    if not sep or name.lower() != b"upgrade":
+        return False
+    value = value.lstrip(b" \t").split(b"\0", 1)[0]
+    return b"websocket".startswith(value.lower())
+
+
 def accept_key(key: str) -> str:
     """The Sec-WebSocket-Accept a server must answer to `key`."""
     return base64.b64encode(hashlib.sha1(key.strip().encode() + WS_GUID).digest()).decode()
@@ -37,14 +78,44 @@ def accept_key(key: str) -> str:
 def head_length(data: bytes, pos: int) -> int:
     """pdu_length for an HTTP message: head to CRLFCRLF plus a Content-Length body; 0 need more; -1 not HTTP."""
     prefix = data[pos:pos + 16]
-    if not re.match(rb"HTTP/|[A-Z]+ ", prefix):
-        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z]*", prefix) else -1
+    if not re.match(rb"HTTP/|[A-Z_-]+ ", prefix):          # a method (M-GET, RPC_IN_DATA, ...) or a status line
+        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z_-]*", prefix) else -1
     end = data.find(b"\r\n\r\n", pos, pos + HEAD_LIMIT)
     if end < 0:
         return 0 if len(data) - pos < HEAD_LIMIT else -1
+    cut = bad_header_end(data, pos, end + 4)
+    if cut is not None:
+        return cut - pos
     body = re.search(rb"(?im)^content-length:[ \t]*(\d{1,9})[ \t]*\r?$", data[pos:end + 2])
     size = int(body.group(1)) if body else 0
     return -1 if size > BODY_LIMIT else end + 4 - pos + size
+
+
+def line_ends(data: bytes, pos: int, end: int):
+    """(start, stop, next) of each line of data[pos:end], ended as tshark's tvb_find_line_end ends them: CRLF, LF or
+    a lone CR (stop: where the line's text ends, next: where the following line starts)."""
+    at = pos
+    while at < end:
+        ends = [i for i in (data.find(b"\r", at, end), data.find(b"\n", at, end)) if i >= 0]
+        stop = min(ends) if ends else end
+        nxt = min(end, stop + (2 if data[stop:stop + 2] == b"\r\n" else 1))
+        yield at, stop, nxt
+        at = nxt
+
+
+def bad_header_end(data: bytes, pos: int, end: int) -> int | None:
+    """Where tshark's HTTP ends a message whose head (data[pos:end]) has a line that is no header (no colon in
+    it): before that line; the bytes from it on are no longer the message's (after a 101 they are WebSocket
+    frames). A header name with characters no token may hold only gets an expert. None when every line is a
+    header."""
+    for n, (at, stop, _) in enumerate(line_ends(data, pos, end)):
+        if n == 0:
+            continue
+        if at == stop:
+            return None
+        if b":" not in data[at:stop]:
+            return at
+    return None
 
 
 def extensions(value: str) -> dict | None:
@@ -91,12 +162,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
     data, pos, end, src = ctx.data, ctx.pos, ctx.end, ctx.source
     head_end = data.find(b"\r\n\r\n", pos, end)
     head_end = end if head_end < 0 else head_end + 2
-    lines, at = [], pos
-    while at < head_end:
-        nl = data.find(b"\r\n", at, head_end)
-        nl = head_end - 2 if nl < 0 else nl
-        lines.append((at, data[at:nl + 2]))
-        at = nl + 2
+    lines = [(at, data[at:nxt]) for at, _, nxt in line_ends(data, pos, head_end)]
     if not lines:
         return "HTTP"
     first_at, first = lines[0]
@@ -119,6 +185,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         top.add(Item(f["req_version"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
                      None, False, src))
     headers = {}
+    upgrade = any(upgrades_to_websocket(line.rstrip(b"\r\n")) for _, line in lines[1:])
     for at, line in lines[1:]:
         name, sep, value = line.decode("latin-1").rstrip("\r\n").partition(":")
         value = value.strip()
@@ -139,7 +206,7 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         ctx.tree.add(Item(f["body"], data[head_end + 2:end], head_end + 2, end - head_end - 2, None, False, src))
     if response:
         request_facts(ctx, f, conv, first_at)
-        handshake_response(ctx, f, conv, parts, headers)
+        handshake_response(ctx, f, conv, parts, headers, upgrade)
     else:
         uri = f"http://{headers.get('host', '')}{parts[1] if len(parts) == 3 else ''}"
         ctx.tree.add(Item(f["full_uri"], uri, first_at, 0, None, True, src))
@@ -179,9 +246,10 @@ def request_facts(ctx, f: dict, conv: dict, at: int) -> None:
     ctx.tree.add(Item(f["response_for"], conv["uri"], at, 0, None, True, src))
 
 
-def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict) -> None:
-    """A 101 answer to an upgrade request switches both directions to WebSocket frames."""
-    if len(parts) < 2 or parts[1] != "101" or "websocket" not in headers.get("upgrade", "").lower():
+def handshake_response(ctx, f: dict, conv: dict, parts: list[str], headers: dict, upgrade: bool) -> None:
+    """A 101 answer with tshark's "Upgrade: websocket" (upgrades_to_websocket) switches both directions to
+    WebSocket frames."""
+    if len(parts) < 2 or parts[1] != "101" or not upgrade:
         return
     conv["upgraded"] = True
     conv["deflate"] = extensions(headers.get("sec-websocket-extensions", ""))

@@ -113,11 +113,17 @@ class Streams:
         if state is None:
             state = conn.directions[sender] = Direction(TcpDirection(MAX_PDU))
         flags = d.flags or 0
-        if flags & SYN:
+        if getattr(d, "tcp", None) is not None:
+            conn.handshake = d.tcp.completeness & 3      # tshark's tcp.completeness, as the plugin reads it
+        elif flags & SYN:
             conn.handshake |= 2 if flags & ACK else 1
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
         made = 0                         # layers this segment's one (Lua) dissector call made so far
-        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags):
+        t = getattr(d, "tcp", None)
+        fill = t is not None and "out_of_order" in t.flags and getattr(proto, "lua", True) is False
+        resent = _resent(d, retransmission=True)
+        gap = None if t is None else "lost_segment" in t.flags
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill, gap):
             if proto is not None:
                 if not state.started:
                     state.started = True
@@ -165,9 +171,13 @@ class Streams:
                 Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
 
 
-def _resent(d) -> bool:
-    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector."""
+def _resent(d, retransmission: bool = False) -> bool:
+    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector (retransmission: only a
+    segment TCP's analysis calls a retransmission, spurious or not: the stream's offsets cannot tell all of them,
+    e.g. the data before a FIN that arrived first)."""
     t = getattr(d, "tcp", None)
+    if retransmission:
+        return t is not None and "retransmission" in t.flags
     return t is not None and ("out_of_order" in t.flags or "retransmission" in t.flags)
 
 
@@ -223,6 +233,8 @@ class Cutter:
             pos = found
         while pos < len(buf):
             n = self.length(pos)
+            if n > MAX_PDU and self.wraps(pos, n):
+                return
             if n < 0 or n > MAX_PDU or (n == 0 and len(buf) - pos > MAX_PDU):
                 state.stopped = True
                 why = f"a PDU of {n} bytes exceeds the limit of {MAX_PDU}" if n > 0 else "no PDU can start here"
@@ -234,6 +246,17 @@ class Cutter:
                 return
             self.pdu(pos, n)
             pos += n
+
+    def wraps(self, pos: int, n: int) -> bool:
+        """tshark's own dissectors (websocket) frame with tcp_dissect_pdus: a PDU of n bytes becomes a
+        multi-segment PDU ending at sequence number start + n, and a later segment joins it only when it starts
+        before that end in 32-bit serial arithmetic (LT_SEQ). An end 2^31 or more ahead counts as behind: the
+        rest of this segment is left as TCP segment data and the next segment starts a new PDU, so here (the
+        generated Lua frames by itself, and stops)."""
+        if getattr(self.proto, "lua", True) is not False:
+            return False
+        ahead = (self.h.offset + pos + n - (self.h.offset + len(self.h.data))) % (1 << 32)
+        return ahead == 0 or ahead >= 1 << 31
 
     def resync(self) -> int | None:
         """The first plausible PDU start in the handover (see the module docstring)."""

@@ -1279,10 +1279,18 @@ end
 -- and returns what it got from a stream with no final block or a bad Adler-32, which Python rejects. So a stream
 -- is first walked here in Lua (RFC 1950/1951: header, blocks, Huffman codes; symbols are decoded, bytes are only
 -- counted) and given up as soon as its output passes the limit or it breaks a rule zlib enforces; only then does
--- Wireshark's C inflate make the bytes, and the Adler-32 is checked. No bit operators (Lua 5.2 and 5.4).
+-- Wireshark's C inflate make the bytes, and the Adler-32 is checked. No bit operators (Lua 5.2 and 5.4): bits
+-- are taken from a number holding at most a few bytes, and Huffman codes of up to 9 bits are decoded by one
+-- table look-up (longer ones bit by bit, as puff.c does).
+--
+-- The same walk serves permessage-deflate (lua/rt_websocket.lua): raw deflate with a history, where running out
+-- of input mid-stream is no error (zlib's Z_SYNC_FLUSH inflate returns what it decoded so far) but a state the
+-- caller must resume from.
 do
   local byte, POW2 = string.byte, {}
   for i = 0, 31 do POW2[i] = 2 ^ i end
+  local FAST = 9                                             -- bits of the look-up tables
+  local FAST_SIZE = POW2[FAST]
 
   local LBASE = { 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
                   163, 195, 227, 258 }
@@ -1293,9 +1301,11 @@ do
   local ORDER = { 16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15 }
 
   local function fail(msg) error({ inflate = msg }, 0) end
+  local EOF = { eof = true }                                 -- input ran out (resumable walks only)
 
-  -- canonical Huffman code from lengths[0..n-1] (puff.c's count/symbol form); zlib's rules: no over-subscribed
-  -- code, no incomplete one except a single code of length 1 (lens/dists)
+  -- canonical Huffman code from lengths[0..n-1] (puff.c's count/symbol form, plus a table of the codes of up to
+  -- FAST bits indexed by their bits as they come off the stream); zlib's rules: no over-subscribed code, no
+  -- incomplete one except a single code of length 1 (lens/dists)
   local function build(lengths, n, kind)
     local count, offs, symbol = {}, {}, {}
     for len = 0, 15 do count[len] = 0 end
@@ -1316,7 +1326,23 @@ do
       local len = lengths[s] or 0
       if len ~= 0 then symbol[offs[len]] = s; offs[len] = offs[len] + 1 end
     end
-    return { count = count, symbol = symbol }
+    -- the fast table: code c of length len (sent first bit first) sits at its bit-reversed value, repeated
+    local fsym, flen, code, nextc = {}, {}, 0, {}
+    count[0] = 0
+    for len = 1, 15 do code = (code + count[len - 1]) * 2; nextc[len] = code end
+    for s = 0, n - 1 do
+      local len = lengths[s] or 0
+      if len ~= 0 then
+        local c = nextc[len]
+        nextc[len] = c + 1
+        if len <= FAST then
+          local r = 0
+          for _ = 1, len do local b = c % 2; r = r * 2 + b; c = (c - b) / 2 end
+          for k = r, FAST_SIZE - 1, POW2[len] do fsym[k], flen[k] = s, len end
+        end
+      end
+    end
+    return { count = count, symbol = symbol, fsym = fsym, flen = flen }
   end
 
   local FIXED_L, FIXED_D
@@ -1330,6 +1356,157 @@ do
     FIXED_L, FIXED_D = build(l, 288, "literal/length"), build(d, 32, "distance")
   end
 
+  -- Walk the deflate data of `s` from byte `at` (1-based); error({inflate = why}) on a rule broken or more than
+  -- `limit` bytes of output. `history`: bytes of output before this data a distance may reach (at most `wsize`).
+  -- Returns the output size, the position of the first byte after the stream (after its final block), "final";
+  -- with `resumable`, input running out is no error: then it returns the output so far, nil, "eof", and whether
+  -- the data ended cleanly between two blocks on a byte boundary (a new walk can start at the next byte).
+  local function deflate_walk(s, at, limit, history, wsize, resumable)
+    local n = #s
+    local pos, buf, nb, out = at, 0, 0, 0
+    local at_header = false
+    local function short()
+      if resumable then error(EOF, 0) end
+      fail("stream ends early")
+    end
+    local function fill(k)                                  -- at least k bits in buf, or short()
+      while nb < k do
+        if pos > n then short() end
+        buf = buf + byte(s, pos) * POW2[nb]; pos = pos + 1; nb = nb + 8
+      end
+    end
+    local function bits(k)
+      if nb < k then fill(k) end
+      local p = POW2[k]
+      local v = buf % p
+      buf, nb = (buf - v) / p, nb - k
+      return v
+    end
+    local function decode(h)
+      while nb < FAST and pos <= n do
+        buf = buf + byte(s, pos) * POW2[nb]; pos = pos + 1; nb = nb + 8
+      end
+      local k = buf % FAST_SIZE
+      local len = h.flen[k]
+      if len and len <= nb then
+        local p = POW2[len]
+        buf, nb = (buf - buf % p) / p, nb - len
+        return h.fsym[k]
+      end
+      local code, first, index = 0, 0, 0                    -- a longer code (or too few bits): puff.c's way
+      local count, symbol = h.count, h.symbol
+      for l = 1, 15 do
+        code = code + bits(1)
+        local c = count[l]
+        if code - c < first then return symbol[index + code - first] end
+        index = index + c
+        first = (first + c) * 2
+        code = code * 2
+      end
+      fail("invalid code")
+    end
+
+    local function blocks()
+      local final = 0
+      repeat
+        at_header = true
+        final = bits(1)
+        local btype = bits(2)
+        at_header = false
+        if btype == 0 then
+          local drop = nb % 8                               -- to a byte boundary; whole bytes read ahead go back
+          if drop > 0 then bits(drop) end
+          pos, buf, nb = pos - nb / 8, 0, 0
+          if pos + 3 > n then short() end
+          local a, b, c, d = byte(s, pos, pos + 3)
+          local len, nlen = a + b * 256, c + d * 256
+          if len + nlen ~= 65535 then fail("invalid stored block lengths") end
+          pos = pos + 4
+          if pos + len > n + 1 then
+            if resumable then out = out + (n + 1 - pos) end
+            short()
+          end
+          pos = pos + len
+          out = out + len
+          if out > limit then fail("over the limit") end
+        elseif btype == 3 then
+          fail("invalid block type")
+        else
+          local lit, dist = FIXED_L, FIXED_D
+          if btype == 2 then
+            local nlen, ndist, ncode = bits(5) + 257, bits(5) + 1, bits(4) + 4
+            if nlen > 286 or ndist > 30 then fail("too many length or distance symbols") end
+            local cl = {}
+            for i = 1, ncode do cl[ORDER[i]] = bits(3) end
+            local lencode = build(cl, 19, "code lengths")
+            local lengths, i = {}, 0
+            while i < nlen + ndist do
+              local sym = decode(lencode)
+              if sym < 16 then
+                lengths[i] = sym; i = i + 1
+              else
+                local value, rep = 0, 0
+                if sym == 16 then
+                  if i == 0 then fail("invalid bit length repeat") end
+                  value, rep = lengths[i - 1], 3 + bits(2)
+                elseif sym == 17 then rep = 3 + bits(3)
+                else rep = 11 + bits(7) end
+                if i + rep > nlen + ndist then fail("invalid bit length repeat") end
+                for _ = 1, rep do lengths[i] = value; i = i + 1 end
+              end
+            end
+            if (lengths[256] or 0) == 0 then fail("invalid code -- missing end-of-block") end
+            local ll, dl = {}, {}
+            for k = 0, nlen - 1 do ll[k] = lengths[k] end
+            for k = 0, ndist - 1 do dl[k] = lengths[nlen + k] end
+            lit, dist = build(ll, nlen, "literal/length"), build(dl, ndist, "distance")
+          end
+          local reach = history < wsize and history or wsize
+          local lflen, lfsym = lit.flen, lit.fsym
+          while true do
+            while nb < FAST and pos <= n do                   -- decode(lit)'s fast path, inlined
+              buf = buf + byte(s, pos) * POW2[nb]; pos = pos + 1; nb = nb + 8
+            end
+            local k = buf % FAST_SIZE
+            local sym, len = lfsym[k], lflen[k]
+            if len and len <= nb then
+              local p = POW2[len]
+              buf, nb = (buf - buf % p) / p, nb - len
+            else
+              sym = decode(lit)
+            end
+            if sym < 256 then
+              out = out + 1
+            elseif sym == 256 then
+              break
+            else
+              sym = sym - 257
+              if sym >= 29 then fail("invalid literal/length code") end
+              local len = LBASE[sym + 1]
+              local x = LEXTRA[sym + 1]
+              if x > 0 then len = len + bits(x) end
+              local d = decode(dist)
+              if d >= 30 then fail("invalid distance code") end
+              local back = DBASE[d + 1]
+              x = DEXTRA[d + 1]
+              if x > 0 then back = back + bits(x) end
+              if back > out + reach or back > wsize then fail("invalid distance too far back") end
+              out = out + len
+            end
+            if out > limit then fail("over the limit") end
+          end
+        end
+      until final == 1
+    end
+
+    local ok, err = pcall(blocks)
+    if not ok then
+      if err ~= EOF then error(err, 0) end
+      return out, nil, "eof", at_header and nb == 0 and pos > n
+    end
+    return out, pos - (nb - nb % 8) / 8, "final"
+  end
+
   -- Walk one zlib stream of `s`; error({inflate = why}) on a rule broken or more than `limit` bytes of output.
   -- Returns the output size and the position (1-based) of the Adler-32.
   local function walk(s, limit)
@@ -1341,104 +1518,7 @@ do
     local cinfo = (cmf - cmf % 16) / 16
     if cinfo > 7 then fail("invalid window size") end
     if flg % 64 >= 32 then fail("needs a preset dictionary") end
-    local window = POW2[cinfo + 8]
-    local pos, cur, nb, out = 3, 0, 0, 0
-
-    local function bit()
-      if nb == 0 then
-        if pos > n then fail("stream ends early") end
-        cur = byte(s, pos); pos = pos + 1; nb = 8
-      end
-      local b = cur % 2
-      cur = (cur - b) / 2
-      nb = nb - 1
-      return b
-    end
-    local function bits(count)
-      local v = 0
-      for i = 0, count - 1 do v = v + bit() * POW2[i] end
-      return v
-    end
-    local function decode(h)
-      local code, first, index = 0, 0, 0
-      local count, symbol = h.count, h.symbol
-      for len = 1, 15 do
-        code = code + bit()
-        local c = count[len]
-        if code - c < first then return symbol[index + code - first] end
-        index = index + c
-        first = (first + c) * 2
-        code = code * 2
-      end
-      fail("invalid code")
-    end
-
-    local final = 0
-    repeat
-      final = bit()
-      local btype = bits(2)
-      if btype == 0 then
-        cur, nb = 0, 0                                     -- to a byte boundary
-        if pos + 3 > n then fail("stream ends early") end
-        local a, b, c, d = byte(s, pos, pos + 3)
-        local len, nlen = a + b * 256, c + d * 256
-        if len + nlen ~= 65535 then fail("invalid stored block lengths") end
-        pos = pos + 4 + len
-        if pos > n + 1 then fail("stream ends early") end
-        out = out + len
-        if out > limit then fail("over the limit") end
-      elseif btype == 3 then
-        fail("invalid block type")
-      else
-        local lit, dist = FIXED_L, FIXED_D
-        if btype == 2 then
-          local nlen, ndist, ncode = bits(5) + 257, bits(5) + 1, bits(4) + 4
-          if nlen > 286 or ndist > 30 then fail("too many length or distance symbols") end
-          local cl = {}
-          for i = 1, ncode do cl[ORDER[i]] = bits(3) end
-          local lencode = build(cl, 19, "code lengths")
-          local lengths, i = {}, 0
-          while i < nlen + ndist do
-            local sym = decode(lencode)
-            if sym < 16 then
-              lengths[i] = sym; i = i + 1
-            else
-              local value, rep = 0, 0
-              if sym == 16 then
-                if i == 0 then fail("invalid bit length repeat") end
-                value, rep = lengths[i - 1], 3 + bits(2)
-              elseif sym == 17 then rep = 3 + bits(3)
-              else rep = 11 + bits(7) end
-              if i + rep > nlen + ndist then fail("invalid bit length repeat") end
-              for _ = 1, rep do lengths[i] = value; i = i + 1 end
-            end
-          end
-          if (lengths[256] or 0) == 0 then fail("invalid code -- missing end-of-block") end
-          local ll, dl = {}, {}
-          for k = 0, nlen - 1 do ll[k] = lengths[k] end
-          for k = 0, ndist - 1 do dl[k] = lengths[nlen + k] end
-          lit, dist = build(ll, nlen, "literal/length"), build(dl, ndist, "distance")
-        end
-        while true do
-          local sym = decode(lit)
-          if sym < 256 then
-            out = out + 1
-          elseif sym == 256 then
-            break
-          else
-            sym = sym - 257
-            if sym >= 29 then fail("invalid literal/length code") end
-            local len = LBASE[sym + 1] + bits(LEXTRA[sym + 1])
-            local d = decode(dist)
-            if d >= 30 then fail("invalid distance code") end
-            local back = DBASE[d + 1] + bits(DEXTRA[d + 1])
-            if back > out or back > window then fail("invalid distance too far back") end
-            out = out + len
-          end
-          if out > limit then fail("over the limit") end
-        end
-      end
-    until final == 1
+    local out, pos = deflate_walk(s, 3, limit, 0, POW2[cinfo + 8], false)
     if pos + 3 > n then fail("stream ends early (no Adler-32)") end
     return out, pos
   end
@@ -1457,22 +1537,27 @@ do
 
   -- A tvb of the inflated bytes of `s` (a Lua string), or nil and why: corrupt, incomplete, a bad Adler-32, or
   -- more than `limit` bytes (found out after at most `limit` bytes' worth of symbols, never by inflating more).
+  -- A valid stream of nothing is an empty tvb (as Python's zlib gives b"").
   function rt.inflate_strict(s, limit, name)
     local ok, size, at = pcall(walk, s, limit)
     if not ok then
       if type(size) == "table" then return nil, size.inflate end
       return nil, tostring(size)
     end
+    local a, b, c, d = byte(s, at, at + 3)
+    local check = ((a * 256 + b) * 256 + c) * 256 + d
+    if size == 0 then                 -- tvb:uncompress makes no empty tvb
+      if check ~= 1 then return nil, "incorrect data check" end
+      return ByteArray.new("", true):tvb(name), nil
+    end
     local stream = ByteArray.new(string.sub(s, 1, at + 3), true):tvb(name .. " (zlib)")
     local got, r = pcall(function() return stream:range(0):uncompress(name) end)
     if not got then got, r = pcall(function() return stream:range(0):uncompress_zlib(name) end) end
-    -- Wireshark makes no empty tvb: an empty file is left to the caller's "does not inflate", as before
-    if size == 0 or not got or r == nil or r:len() ~= size then return nil, "does not inflate" end
-    local a, b, c, d = byte(s, at, at + 3)
-    if adler32(r:raw()) ~= ((a * 256 + b) * 256 + c) * 256 + d then return nil, "incorrect data check" end
+    if not got or r == nil or r:len() ~= size then return nil, "does not inflate" end
+    if adler32(r:raw()) ~= check then return nil, "incorrect data check" end
     return r:tvb(), nil
   end
-  rt.inflate_walk, rt.adler32 = walk, adler32
+  rt.inflate_walk, rt.deflate_walk, rt.adler32 = walk, deflate_walk, adler32
 end
 -- JSON text as a subtree: the parser of engine/jsonscan.py byte for byte (0-based offsets), and JsonString's items.
 local JSON_DEPTH, JSON_VALUES = 32, 1000
@@ -3334,8 +3419,6 @@ local WS_FRAGMENT_LIMIT = LIMITS.WS_FRAGMENT_LIMIT   -- dissectors.websocket.FRA
 local WS_MAX_FRAME = LIMITS.MAX_PDU                  -- protodump stops a direction at a longer frame
 local WS_WINDOW = 32768             -- the deflate window: history a message may refer to
 local WS_RATIO = 1032               -- deflate's largest expansion
-local WS_MARK = "\165\90\195\60\165\90\195\60"
-local WS_MARK_BLOCK = "\0\8\0\247\255" .. WS_MARK
 
 local F_WS = nil
 local F_HTTP_REQ, F_HTTP_CODE, F_HTTP_EXT, F_TCP_STREAM
@@ -3407,45 +3490,61 @@ local function padding()
   return WS_PAD
 end
 
--- Inflate one message with direction state `z` ({ window = last output or "" }). Returns the output tvb, the
--- offset and the length of the message in it, or nil and the reason (protodump's wording).
+-- Inflate one message with direction state `z` ({ window = last output or "" }). Returns the output tvb (or ""
+-- for nothing), the offset and the length of the message in it, or nil and the reason (protodump's wording).
+-- The message is first walked (rt.deflate_walk: bounded, as strict as zlib), which also tells where the
+-- compressed stream stands after it: ended (a final block: the next message starts a new stream), between two
+-- blocks on a byte boundary (the usual sync flush: resumed from the window), or in the middle of a block (a
+-- damaged message: zlib's inflate, as Python's and tshark's, returns what it decoded and goes on with the next
+-- message's bytes; the plugin keeps this one's input and decodes it again in front of the next).
 function rt.ws_inflate(z, data, fresh)
   -- a failed inflate with context takeover leaves the shared context unknown: every later message fails too
   -- (zlib's BAD state; dissectors/websocket.py's Inflater.broken)
   if z.broken then return nil, "Decompression failed: the shared context was lost earlier" end
-  if fresh then z.window = "" end
-  local window = z.window
-  local pre, skip = stored(window), #window
-  local function fail(why) z.window = ""; return nil, why end
-  local function corrupt() z.broken = not fresh; return fail("Decompression failed") end
+  if fresh then z.window, z.carry, z.done = "", "", 0 end
+  local window, carry, done = z.window, z.carry or "", z.done or 0
+  local function restart() z.window, z.carry, z.done = "", "", 0 end
   local over = string.format("Decompressed message exceeds the limit of %d bytes", WS_MESSAGE_LIMIT)
-  if #data * WS_RATIO > WS_MESSAGE_LIMIT then    -- could be a bomb: grow a prefix within the limit
-    local pad = padding()
-    pre, skip = pad.text .. pre, pad.size + skip
-    local step = math.floor(WS_MESSAGE_LIMIT / WS_RATIO)
-    local k = step
-    while k < #data do
-      local r = uncompress(pre .. string.sub(data, 1, k))
-      if r == nil then return corrupt() end
-      local made = r:len() - skip
-      if made > WS_MESSAGE_LIMIT then return fail(over) end
-      k = k + math.max(step, math.floor((WS_MESSAGE_LIMIT - made) / WS_RATIO))
+  local input = carry .. data .. "\0\0\255\255"
+  local ok, total, _, ended, clean = pcall(rt.deflate_walk, input, 1, WS_MESSAGE_LIMIT + done, #window, WS_WINDOW,
+                                           true)
+  if not ok then
+    restart()
+    if type(total) == "table" and total.inflate == "over the limit" then return nil, over end
+    z.broken = not fresh
+    return nil, "Decompression failed"
+  end
+  local n, r, skip = total - done, "", 0
+  if total > 0 then
+    local pre = stored(window)
+    skip = #window
+    if #input * WS_RATIO > WS_MESSAGE_LIMIT then           -- may inflate far: big output steps for the C inflate
+      local pad = padding()
+      pre, skip = pad.text .. pre, pad.size + skip
+    end
+    r = uncompress(pre .. input)
+    if r == nil or r:len() ~= skip + total then            -- the walk and zlib disagree: never seen
+      restart()
+      z.broken = not fresh
+      return nil, "Decompression failed"
     end
   end
-  local r = uncompress(pre .. data .. "\0\0\255\255" .. WS_MARK_BLOCK)
-  if r == nil or r:len() < skip then return corrupt() end
-  local n, goes_on = r:len() - skip, false
-  if n >= #WS_MARK and r:raw(r:len() - #WS_MARK, #WS_MARK) == WS_MARK then n, goes_on = n - #WS_MARK, true end
-  if n > WS_MESSAGE_LIMIT then return fail(over) end
-  if goes_on then
-    local keep = math.min(WS_WINDOW, #window + n)
-    local from_out = math.min(keep, n)
-    z.window = string.sub(window, #window - (keep - from_out) + 1) ..
-               (from_out > 0 and r:raw(skip + n - from_out, from_out) or "")
+  if ended == "final" then
+    restart()                    -- a final block ended the stream: the next message starts a new one
+  elseif clean then
+    if total > 0 then
+      local keep = math.min(WS_WINDOW, #window + total)
+      local from_out = math.min(keep, total)
+      z.window = string.sub(window, #window - (keep - from_out) + 1) .. r:raw(skip + total - from_out, from_out)
+    end
+    z.carry, z.done = "", 0
+  elseif #input > WS_MESSAGE_LIMIT then
+    restart()
+    return nil, over
   else
-    z.window = ""                -- a final block ended the stream: the next message starts a new one
+    z.carry, z.done = input, total
   end
-  return r, skip, n
+  return r, skip + done, n
 end
 
 -- permessage-deflate parameters of a Sec-WebSocket-Extensions value (ws_handshake.extensions), or nil.

@@ -24,8 +24,6 @@ local WS_FRAGMENT_LIMIT = LIMITS.WS_FRAGMENT_LIMIT   -- dissectors.websocket.FRA
 local WS_MAX_FRAME = LIMITS.MAX_PDU                  -- protodump stops a direction at a longer frame
 local WS_WINDOW = 32768             -- the deflate window: history a message may refer to
 local WS_RATIO = 1032               -- deflate's largest expansion
-local WS_MARK = "\165\90\195\60\165\90\195\60"
-local WS_MARK_BLOCK = "\0\8\0\247\255" .. WS_MARK
 
 local F_WS = nil
 local F_HTTP_REQ, F_HTTP_CODE, F_HTTP_EXT, F_TCP_STREAM
@@ -97,45 +95,61 @@ local function padding()
   return WS_PAD
 end
 
--- Inflate one message with direction state `z` ({ window = last output or "" }). Returns the output tvb, the
--- offset and the length of the message in it, or nil and the reason (protodump's wording).
+-- Inflate one message with direction state `z` ({ window = last output or "" }). Returns the output tvb (or ""
+-- for nothing), the offset and the length of the message in it, or nil and the reason (protodump's wording).
+-- The message is first walked (rt.deflate_walk: bounded, as strict as zlib), which also tells where the
+-- compressed stream stands after it: ended (a final block: the next message starts a new stream), between two
+-- blocks on a byte boundary (the usual sync flush: resumed from the window), or in the middle of a block (a
+-- damaged message: zlib's inflate, as Python's and tshark's, returns what it decoded and goes on with the next
+-- message's bytes; the plugin keeps this one's input and decodes it again in front of the next).
 function rt.ws_inflate(z, data, fresh)
   -- a failed inflate with context takeover leaves the shared context unknown: every later message fails too
   -- (zlib's BAD state; dissectors/websocket.py's Inflater.broken)
   if z.broken then return nil, "Decompression failed: the shared context was lost earlier" end
-  if fresh then z.window = "" end
-  local window = z.window
-  local pre, skip = stored(window), #window
-  local function fail(why) z.window = ""; return nil, why end
-  local function corrupt() z.broken = not fresh; return fail("Decompression failed") end
+  if fresh then z.window, z.carry, z.done = "", "", 0 end
+  local window, carry, done = z.window, z.carry or "", z.done or 0
+  local function restart() z.window, z.carry, z.done = "", "", 0 end
   local over = string.format("Decompressed message exceeds the limit of %d bytes", WS_MESSAGE_LIMIT)
-  if #data * WS_RATIO > WS_MESSAGE_LIMIT then    -- could be a bomb: grow a prefix within the limit
-    local pad = padding()
-    pre, skip = pad.text .. pre, pad.size + skip
-    local step = math.floor(WS_MESSAGE_LIMIT / WS_RATIO)
-    local k = step
-    while k < #data do
-      local r = uncompress(pre .. string.sub(data, 1, k))
-      if r == nil then return corrupt() end
-      local made = r:len() - skip
-      if made > WS_MESSAGE_LIMIT then return fail(over) end
-      k = k + math.max(step, math.floor((WS_MESSAGE_LIMIT - made) / WS_RATIO))
+  local input = carry .. data .. "\0\0\255\255"
+  local ok, total, _, ended, clean = pcall(rt.deflate_walk, input, 1, WS_MESSAGE_LIMIT + done, #window, WS_WINDOW,
+                                           true)
+  if not ok then
+    restart()
+    if type(total) == "table" and total.inflate == "over the limit" then return nil, over end
+    z.broken = not fresh
+    return nil, "Decompression failed"
+  end
+  local n, r, skip = total - done, "", 0
+  if total > 0 then
+    local pre = stored(window)
+    skip = #window
+    if #input * WS_RATIO > WS_MESSAGE_LIMIT then           -- may inflate far: big output steps for the C inflate
+      local pad = padding()
+      pre, skip = pad.text .. pre, pad.size + skip
+    end
+    r = uncompress(pre .. input)
+    if r == nil or r:len() ~= skip + total then            -- the walk and zlib disagree: never seen
+      restart()
+      z.broken = not fresh
+      return nil, "Decompression failed"
     end
   end
-  local r = uncompress(pre .. data .. "\0\0\255\255" .. WS_MARK_BLOCK)
-  if r == nil or r:len() < skip then return corrupt() end
-  local n, goes_on = r:len() - skip, false
-  if n >= #WS_MARK and r:raw(r:len() - #WS_MARK, #WS_MARK) == WS_MARK then n, goes_on = n - #WS_MARK, true end
-  if n > WS_MESSAGE_LIMIT then return fail(over) end
-  if goes_on then
-    local keep = math.min(WS_WINDOW, #window + n)
-    local from_out = math.min(keep, n)
-    z.window = string.sub(window, #window - (keep - from_out) + 1) ..
-               (from_out > 0 and r:raw(skip + n - from_out, from_out) or "")
+  if ended == "final" then
+    restart()                    -- a final block ended the stream: the next message starts a new one
+  elseif clean then
+    if total > 0 then
+      local keep = math.min(WS_WINDOW, #window + total)
+      local from_out = math.min(keep, total)
+      z.window = string.sub(window, #window - (keep - from_out) + 1) .. r:raw(skip + total - from_out, from_out)
+    end
+    z.carry, z.done = "", 0
+  elseif #input > WS_MESSAGE_LIMIT then
+    restart()
+    return nil, over
   else
-    z.window = ""                -- a final block ended the stream: the next message starts a new one
+    z.carry, z.done = input, total
   end
-  return r, skip, n
+  return r, skip + done, n
 end
 
 -- permessage-deflate parameters of a Sec-WebSocket-Extensions value (ws_handshake.extensions), or nil.

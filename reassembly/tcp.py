@@ -120,9 +120,15 @@ class TcpDirection:
         delta = (rel - self.nxt) % SEQ_MOD
         return self.nxt + (delta - SEQ_MOD if delta >= SEQ_MOD // 2 else delta)
 
-    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0) -> Iterator[Handover]:
+    def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0, resent: bool = False,
+                fill: bool = False, gap: bool | None = None) -> Iterator[Handover]:
         """The handovers one segment makes, in order (a generator: the caller may call desegment() between
-        them, which changes what follows)."""
+        them, which changes what follows). `resent`: TCP's analysis calls it a retransmission though it starts at
+        the next expected byte (a spurious one: the peer acknowledged it already): handed over neither. `fill`:
+        TCP's analysis calls this late segment out-of-order (not a retransmission), and tshark's own reassembly
+        (a C dissector's tcp_dissect_pdus) stores it in the pending PDU it falls in (measured on 4.0.17). `gap`:
+        whether TCP's analysis flags this segment "previous segment not captured" (None: unknown); bytes skipped
+        by segments never handed over (a pure ACK ahead of the stream) are no gap without it, as in the plugin."""
         if flags & SYN:
             self.base, self.nxt = (seq + 1) % SEQ_MOD, 0
         elif self.base is None:
@@ -136,10 +142,16 @@ class TcpDirection:
             if first:
                 self.nxt = offset
             return
-        if not first and offset < self.nxt:  # retransmission / late out-of-order: tshark hands nothing over
-            self.nxt = max(self.nxt, end)
+        if resent or (not first and offset < self.nxt):  # retransmission / late: tshark hands nothing over
+            self.nxt = end if first else max(self.nxt, end)
+            pend = self.pending
+            if fill and not resent and pend is not None and pend.end is not None and pend.start <= offset < pend.end:
+                whole = pend.add(offset, payload, frame)         # ... but an out-of-order one fills a hole
+                if whole is not None:
+                    self.pending = None
+                    yield pend.handover(whole)
             return
-        lost = not first and offset > self.nxt
+        lost = not first and offset > self.nxt and gap is not False
         if lost:
             self.lost_bytes += offset - self.nxt
         self.nxt = end

@@ -96,7 +96,8 @@ def test_lua_inflate_walk_is_as_strict_as_python(tmp_path, lua):
     if shutil.which(lua) is None:
         pytest.skip(f"{lua} is not installed")
     limit = 1 << 20
-    cases = zlib_cases(240)
+    # zlib of nothing is a valid stream of 0 bytes (both halves show an empty file); cut short it is not
+    cases = zlib_cases(240) + [zlib.compress(b""), zlib.compress(b"", 9)[:-1]]
     (tmp_path / "cases.txt").write_text(json.dumps([c.hex() for c in cases]))
     script = tmp_path / "walk.lua"
     # the walk and the Adler-32 standalone; Wireshark's C inflate is played by Python's raw inflate here
@@ -126,7 +127,8 @@ end
         lines.append(f"{c.hex()} {raw.hex()}")
     (tmp_path / "walked.txt").write_text("\n".join(lines) + "\n")
     got = subprocess.run([lua, str(script)], capture_output=True, text=True, check=True).stdout.split()
-    want = [str(len(d)) if (d := _inflate(c, limit)) is not None and d else "bad" for c in cases]
+    want = [str(len(d)) if (d := _inflate(c, limit)) is not None else "bad" for c in cases]
+    assert want[-2:] == ["0", "bad"]
     assert got == want
     assert 40 < sum(v != "bad" for v in want) < 200          # both verdicts well represented
 
@@ -213,3 +215,51 @@ def test_trailing_stray_characters_as_wireshark_adds_them(tmp_path, protodump_ru
     theirs = tshark_run("-T", "json", "-r", str(path)).stdout
     assert theirs.count("_ws.string.trailing_stray_characters") == 1
     assert same_layers(protodump_run("-T", "json", "-r", str(path)).stdout, theirs, ("iceball",)) == []
+
+
+@pytest.mark.parametrize("lua", ["lua5.2", "lua5.4"])
+def test_lua_resumable_deflate_walk_agrees_with_zlib(tmp_path, lua):
+    """The walk permessage-deflate uses (lua/rt_websocket.lua): raw deflate + 00 00 ff ff, running out of input is
+    no error. Its output size equals what zlib's inflate (Python's, as tshark's) makes of the same bytes, and it
+    fails where zlib fails; a message cut inside a block is told from one ending on a block boundary."""
+    if shutil.which(lua) is None:
+        pytest.skip(f"{lua} is not installed")
+    rng = random.Random(7)
+    text = (ROOT / "README.md").read_bytes()
+    cases = []
+    for i in range(160):
+        content = text[rng.randrange(5000):][:rng.randrange(1, 3000)]
+        z = zlib.compressobj(rng.choice([0, 1, 6, 9]), zlib.DEFLATED, -15)
+        data = z.compress(content) + z.flush(zlib.Z_SYNC_FLUSH)[:-4]     # as permessage-deflate sends it
+        if i % 4 == 1:
+            data = data[:rng.randrange(len(data))]                        # cut anywhere
+        elif i % 4 == 2:
+            data = bytearray(data)
+            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+            data = bytes(data)
+        elif i % 4 == 3:
+            z = zlib.compressobj(6, zlib.DEFLATED, -15)
+            data = z.compress(content) + z.flush()                        # a final block, junk after it
+            data += bytes(rng.randrange(3))
+        cases.append(data + b"\x00\x00\xff\xff")
+    want = []
+    for c in cases:
+        try:
+            d = zlib.decompressobj(-15)
+            want.append(str(len(d.decompress(c))) + (" final" if d.eof else " eof"))
+        except zlib.error:
+            want.append("bad")
+    (tmp_path / "cases.txt").write_text("\n".join(c.hex() for c in cases) + "\n")
+    script = tmp_path / "walk.lua"
+    script.write_text(f"""
+rt = {{}}
+dofile({json.dumps(str(PLUGIN.parent / "rt_inflate.lua"))})
+for hex in io.lines({json.dumps(str(tmp_path / "cases.txt"))}) do
+  local s = hex:gsub("..", function(h) return string.char(tonumber(h, 16)) end)
+  local ok, out, _, ended = pcall(rt.deflate_walk, s, 1, 1048576, 0, 32768, true)
+  print(ok and string.format("%d %s", out, ended) or "bad")
+end
+""")
+    got = subprocess.run([lua, str(script)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert got == want
+    assert {w.split()[-1] for w in want} == {"bad", "eof", "final"}

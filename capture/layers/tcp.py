@@ -431,14 +431,17 @@ def tcp_segments_layer(pieces, whole: bytes) -> Layer:
 
 # analysis flag -> the tag tshark puts in front of the Info column (col_prepend_fence: also before a game's Info)
 ANALYSIS_TAGS = {"lost_segment": "[TCP Previous segment not captured] ", "out_of_order": "[TCP Out-Of-Order] ",
-                 "retransmission": "[TCP Retransmission] ", "ack_lost_segment": "[TCP ACKed unseen segment] "}
+                 "retransmission": "[TCP Retransmission] ", "ack_lost_segment": "[TCP ACKed unseen segment] ",
+                 "spurious_retransmission": "[TCP Spurious Retransmission] "}
 
 
 def info_prefix(d) -> str:
     t = getattr(d, "tcp", None)
     if t is None or not t.flags:
         return ""
-    return "".join(ANALYSIS_TAGS.get(kind, "") for kind in reversed(t.flags))
+    spurious = "spurious_retransmission" in t.flags      # tagged as spurious only, though flagged as both
+    return "".join(ANALYSIS_TAGS.get(kind, "") for kind in reversed(t.flags)
+                   if not (spurious and kind == "retransmission"))
 
 
 def _flag_names(fl: int) -> str:
