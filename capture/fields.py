@@ -31,6 +31,9 @@ frame_number = F("frame.number", "Frame Number", "uint32")
 frame_len = F("frame.len", "Frame Length", "uint32")
 frame_cap_len = F("frame.cap_len", "Capture Length", "uint32")
 frame_interface = F("frame.interface_id", "Interface id", "uint32")
+frame_section_number = F("frame.section_number", "Section number", "uint32")
+frame_interface_name = F("frame.interface_name", "Interface name", "string")
+frame_interface_description = F("frame.interface_description", "Interface description", "string")
 frame_protocols = F("frame.protocols", "Protocols in frame", "string")
 
 # Ethernet and 802.1Q

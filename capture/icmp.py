@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import struct
 
+from ..engine.tree import CHECKSUM, WARN, ExpertInfo
+
 ICMP_TYPES = {0: "Echo (ping) reply", 3: "Destination unreachable", 4: "Source quench (flow control)",
               5: "Redirect", 8: "Echo (ping) request", 9: "Router advertisement", 10: "Router solicitation",
               11: "Time-to-live exceeded", 12: "Parameter problem", 13: "Timestamp request", 14: "Timestamp reply",
@@ -36,12 +38,13 @@ ICMPV6_CODES = {1: {0: "no route to destination", 1: "Administratively prohibite
 class IcmpInfo:
     """One ICMP(v6) message: header values, the quoted datagram's place, the echo request it answers."""
 
-    __slots__ = ("v6", "type", "code", "checksum", "good", "ident", "seq", "ttl", "quoted", "quoted_udp",
+    __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
                  "request_in", "resptime_ns", "udp_stream", "data_at")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
         self.good = True
+        self.expected = checksum    # what the checksum should be (tshark's "incorrect, should be 0x....")
         self.ident = self.seq = self.ttl = None
         self.quoted = None          # (offset, length) of the quoted IPv4 header and what follows
         self.quoted_udp = None      # (offset, src, sport, dst, dport) of a quoted UDP header
@@ -76,8 +79,17 @@ def decode(d, data: bytes, off: int, end: int, v6: bool) -> None:
     d.payload_offset = off
     d.payload = data[off:end]
     d.spans.append((name, off, end - off))
-    if not v6:
-        info.good = _sum(data[off:end]) == 0xFFFF
+    if v6:          # over the pseudo-header: source, destination, upper-layer length, next header 58
+        ip = span[1] if span is not None else off
+        pseudo = data[ip + 8:ip + 40] + struct.pack("!IxxxB", end - off, 58)
+        total = _sum(pseudo + data[off:end])
+    else:
+        pseudo, total = b"", _sum(data[off:end])
+    if total != 0xFFFF:
+        info.good = False
+        info.expected = ~_sum(pseudo + data[off:off + 2] + data[off + 4:end]) & 0xFFFF
+        d.problems.append((name, ExpertInfo("icmpv6.checksum_bad.expert" if v6 else "icmp.checksum_bad", CHECKSUM,
+                                            WARN, f"Bad checksum [should be 0x{info.expected:04x}]")))
     if kind in ((0, 8) if not v6 else (128, 129)) and off + 8 <= end:
         info.ident, info.seq = struct.unpack_from("!HH", data, off + 4)
         info.ttl = ttl

@@ -27,7 +27,8 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
-                  "udp.length.bad": "udp.length"}
+                  "udp.length.bad": "udp.length", "icmp.checksum_bad": "icmp.checksum",
+                  "icmpv6.checksum_bad.expert": "icmpv6.checksum"}
 
 
 def build(d) -> list[Layer]:

@@ -48,7 +48,18 @@ def frame_layer(d) -> Layer:
     top = proto_item(f.frame, 0, fr.caplen, f"Frame {fr.number}: {fr.length} bytes on wire ({fr.length * 8} bits),"
                                             f" {fr.caplen} bytes captured ({fr.caplen * 8} bits)")
     add = top.add
-    if fr.interface:
+    iface = fr.iface
+    if iface is not None:       # pcapng: the section and the interface, named by its description when its IDB
+        name = iface.name if iface.name is not None else iface.description      # has no name, else "unknown"
+        name = "unknown" if name is None else name
+        top.label += f" on interface {name}, id {fr.interface}"
+        add(Item(f.frame_section_number, iface.section, label=f"Section number: {iface.section}"))
+        item = add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface} ({name})"))
+        item.add(Item(f.frame_interface_name, name, label=f"Interface name: {name}"))
+        if iface.description is not None:
+            item.add(Item(f.frame_interface_description, iface.description,
+                          label=f"Interface description: {iface.description}"))
+    elif fr.interface:
         add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface}"))
     encap = WTAP_ENCAP.get(fr.linktype)
     if encap is not None:

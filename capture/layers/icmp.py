@@ -33,7 +33,7 @@ def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     types, codes = (ICMPV6_TYPES, ICMPV6_CODES) if v6 else (ICMP_TYPES, ICMP_CODES)
     top.add(Item(fs["type"], info.type, off, 1, f"Type: {_named(types, info.type, v6)}"))
     top.add(Item(fs["code"], info.code, off + 1, 1, f"Code: {_named(codes.get(info.type, {}), info.code)}"))
-    verdict = "[correct]" if info.good else "[incorrect]"
+    verdict = "[correct]" if info.good else f"incorrect, should be 0x{info.expected:04x}"
     top.add(Item(fs["checksum"], info.checksum, off + 2, 2, f"Checksum: 0x{info.checksum:04x} {verdict}"))
     top.add(Item(fs["checksum_status"], 1 if info.good else 0, off + 2, 0,
                  f"[Checksum Status: {'Good' if info.good else 'Bad'}]", generated=True))

@@ -1,0 +1,86 @@
+"""The standard layers' remaining details against tshark 4.0 (standard_run), on small made captures: time stamp
+precision (nanosecond pcap, pcapng if_tsresol) and pcapng interfaces, ICMP quoting short or game datagrams,
+ICMPv6 checksums, IPv6 options running past their header."""
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+
+def _block(kind: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+
+def _option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+
+
+def pcapng(interfaces: list[dict], packets: list[tuple[int, int, bytes]]) -> bytes:
+    """A little-endian pcapng file: interfaces as {resol, name, description} (None: option left out), packets as
+    (interface, ticks, data)."""
+    out = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))
+    for i in interfaces:
+        opts = b""
+        if i.get("name") is not None:
+            opts += _option(2, i["name"].encode())
+        if i.get("description") is not None:
+            opts += _option(3, i["description"].encode())
+        if i.get("resol") is not None:
+            opts += _option(9, bytes([i["resol"]]))
+        out += _block(1, struct.pack("<HHI", 1, 0, 0) + (opts + _option(0, b"") if opts else b""))
+    for iface, ticks, data in packets:
+        out += _block(6, struct.pack("<IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(data), len(data)) + data)
+    return out
+
+
+def _units(resol: int | None) -> int:
+    if resol is None:
+        return 10 ** 6
+    return 1 << (resol & 0x7F) if resol & 0x80 else 10 ** resol
+
+
+@pytest.fixture(scope="module")
+def time_captures(tmp_path_factory) -> list[Path]:
+    from scapy.all import IP, UDP, Ether, wrpcap
+    from scapy.utils import EDecimal
+    tmp = tmp_path_factory.mktemp("prec")
+    pkt = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00") / IP(src="10.0.0.1", dst="10.0.0.2") / \
+        UDP(sport=1, dport=2) / b"x"
+    pkts = [pkt.copy() for _ in range(4)]
+    for i, p in enumerate(pkts):      # steps of 123 ns, then one going back in time
+        p.time = EDecimal("1700000000.123456789") + (i if i < 3 else -7) * EDecimal("0.000000123")
+    ns = tmp / "nano.pcap"
+    wrpcap(str(ns), pkts, nano=True)
+    # one interface per resolution: 10^0 .. 10^10, 2^10, 2^20, 2^30, 2^34, the default (no if_tsresol); named
+    # or not, with a description or not; each frame a fraction of a second apart (negative deltas included)
+    resols = [None, 0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 0x80 | 10, 0x80 | 20, 0x80 | 30, 0x80 | 34]
+    ifaces = [{"resol": r, "name": f"if{i}" if i % 3 else None, "description": "a port" if i % 2 else None}
+              for i, r in enumerate(resols)]
+    packets = [(i, 1_000_000_000 * _units(r) + _units(r) // 3 + i, bytes(pkt)) for i, r in enumerate(resols)]
+    ng = tmp / "resolutions.pcapng"
+    ng.write_bytes(pcapng(ifaces, packets))
+    return [ns, ng]
+
+
+@pytest.mark.parametrize("args", [(), ("-t", "ad"), ("-t", "d"), ("-t", "dd"), ("-t", "e"), ("-t", "udoy"),
+                                  ("-t", "r", "-V"), ("-T", "json"), ("-T", "fields", "-e", "_ws.col.Time",
+                                                                      "-e", "frame.time_delta", "-e", "frame.time"),
+                                  ("-T", "psml"), ("-Y", "frame.number > 2", "-t", "dd")])
+def test_time_precision_and_interfaces(time_captures, args, protodump_run, standard_run):
+    """The time column keeps the file's (pcapng: the interface's) precision, truncated as tshark does, a
+    negative time that truncates to zero unsigned; pcapng frames name their section and interface."""
+    for path in time_captures:
+        ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
+        text = theirs.stdout.replace("wireshark/4.0.17", "protodump/0.1.0") if "psml" in args else theirs.stdout
+        assert ours.stdout and ours.stdout == plugin_free(text), f"{path.name} {' '.join(args)}"
+
+
+def plugin_free(text: str) -> str:
+    """tshark + plugin output without the plugin's own `_ws.lua.fake` items (one per Lua dissector call)."""
+    text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", text)
+    return re.sub(r',\n *"_ws\.lua\.fake": ""(?=\n)', "", text)
+
