@@ -96,10 +96,11 @@ class Decoded:
             return info(self)
         if self.transport == "udp":
             bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
-            if bad is not None and " > " in bad:    # tshark: the claimed length, and the note in capitals
+            if bad is not None:             # tshark: the claimed length, and the note in capitals
                 ulen = struct.unpack_from("!H", self.frame.data, self.payload_offset - 4)[0]
                 claim = bad.split("value ", 1)[-1].upper()
-                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}] Len={ulen - 8}"
+                tail = f" Len={ulen - 8}" if " > " in bad else ""
+                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
             return f"{self.sport} → {self.dport} Len={len(self.payload)}"
         if self.transport == "sctp":
             from .sctp import info

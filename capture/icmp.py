@@ -101,7 +101,9 @@ def decode(d, data: bytes, off: int, end: int, v6: bool) -> None:
 
 
 def _quoted(d, info: IcmpInfo, data: bytes, q: int, end: int) -> None:
-    """The quoted IP header and, for UDP, its header: protocol names and places (the tree is built later)."""
+    """The quoted IP header and, for UDP, its header: protocol names and places (the tree is built later). tshark
+    hands whatever the message quotes to IP, even nothing; an IPv4 header shown as far as it goes; UDP once its
+    ports are there."""
     import socket
     if info.v6:
         if q + 40 > end or data[q] >> 4 != 6:
@@ -110,13 +112,23 @@ def _quoted(d, info: IcmpInfo, data: bytes, q: int, end: int) -> None:
         src, dst = socket.inet_ntop(socket.AF_INET6, data[q + 8:q + 24]), socket.inet_ntop(socket.AF_INET6,
                                                                                                data[q + 24:q + 40])
     else:
-        if q + 20 > end or data[q] >> 4 != 4:
+        if q < end and data[q] >> 4 != 4:
             return
-        hl, proto, version = (data[q] & 15) * 4, data[q + 9], "ip"
+        info.quoted = (q, end - q)
+        if q >= end:            # nothing quoted: the Unused field only
+            return
+        d.protocols.append("ip")
+        if q + 20 > end:
+            return
+        hl, proto, version = (data[q] & 15) * 4, data[q + 9], None
+        tlen = struct.unpack_from("!H", data, q + 2)[0]
+        if hl < 20 or q + hl > end or 0 < tlen < hl:
+            return
         src, dst = socket.inet_ntoa(data[q + 12:q + 16]), socket.inet_ntoa(data[q + 16:q + 20])
-    info.quoted = (q, end - q)
-    d.protocols.append(version)
-    if hl < 20 or proto != 17 or q + hl + 8 > end:
+    if version:
+        info.quoted = (q, end - q)
+        d.protocols.append(version)
+    if proto != 17 or q + hl + 4 > end:
         return
     d.protocols.append("udp")
     u = q + hl

@@ -74,6 +74,8 @@ def ipv4(d, data: bytes, off: int) -> None:
         d.spans.append(("ip", off, 20))
         d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
         return
+    if tlen == 0:                           # tshark: "TCP segmentation offload", the rest of the packet
+        tlen = max(d.frame.length, len(data)) - off
     if tlen < hl:
         d.spans.append(("ip", off, 20))
         d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")      # the Info says more (Decoded.plain_info)
@@ -186,9 +188,9 @@ def udp(d, data: bytes, off: int, end: int) -> None:
     if ulen > room:
         d.bad("udp", f"Bad length value {ulen} > IP payload length", "udp.length.bad")
         ulen = room
-    elif ulen < 8:
+    elif ulen < 8:                  # tshark stops at the length: no payload
         d.bad("udp", f"Bad length value {ulen} < 8", "udp.length.bad")
-        ulen = room
+        ulen = 8
     d.payload_offset = off + 8
     d.payload = data[off + 8:off + ulen]
 

@@ -84,3 +84,47 @@ def plugin_free(text: str) -> str:
     text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", text)
     return re.sub(r',\n *"_ws\.lua\.fake": ""(?=\n)', "", text)
 
+
+
+@pytest.fixture(scope="module")
+def header_captures(tmp_path_factory) -> list[Path]:
+    """ICMP errors quoting an IPv4 header cut anywhere (0 to 28 bytes: each field appears once it is whole), a
+    bogus quoted header or total length, a quoted zero length (TSO), a quoted UDP header cut short; ICMP and
+    ICMPv6 with good and bad checksums; UDP and IPv4 lengths tshark calls bogus."""
+    from scapy.all import ICMP, IP, UDP, Ether, ICMPv6EchoRequest, IPv6, Raw, wrpcap
+    tmp = tmp_path_factory.mktemp("headers")
+    e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
+    outer = e / IP(src="127.0.0.1", dst="127.0.0.1")
+    plain = bytes(IP(src="127.0.0.2", dst="127.0.0.3") / UDP(sport=40000, dport=40001) / b"abc")
+    icmp = [outer / ICMP(type=3, code=3) / plain[:n] for n in (0, 1, 2, 4, 7, 9, 10, 11, 12, 15, 16, 19, 20, 21, 23,
+                                                               24, 25, 26, 27, 28)]
+    icmp += [outer / ICMP(type=3, code=3) / (bytes([0x44]) + plain[1:]),          # header length 16
+             outer / ICMP(type=11, code=0) / (plain[:2] + b"\x00\x05" + plain[4:]),     # total length 5
+             outer / ICMP(type=3, code=3) / (plain[:2] + b"\x00\x00" + plain[4:]),      # total length 0
+             outer / ICMP(type=3, code=3) / plain,
+             e / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(type=8, id=0x1234, seq=1, chksum=0x1111) / b"abcdefgh",
+             e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi", cksum=0x1234),
+             e / IPv6(src="::1", dst="::2") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi3"),
+             e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi", cksum=0)]
+    e4 = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00", type=0x0800)
+    lengths = [e4 / Raw(bytes(IP(src="10.0.0.1", dst="10.0.0.2", **ip) / UDP(sport=5000, dport=5001, **udp) / b"short"))
+               for ip, udp in (({}, {"len": 100}), ({}, {"len": 5}), ({"len": 5}, {}), ({"len": 0}, {}),
+                               ({"ihl": 15}, {}))]
+    paths = []
+    for name, pkts in (("icmp-quotes", icmp), ("lengths", lengths)):
+        for i, p in enumerate(pkts):
+            p.time = 1700000000 + i
+        paths.append(tmp / f"{name}.pcap")
+        wrpcap(str(paths[-1]), pkts)
+    return paths
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "frame.protocols", "-e", "udp.stream", "-e", "ip.addr",
+                                   "-e", "udp.port", "-e", "_ws.expert", "-e", "icmpv6.checksum.status"),
+                                  ("-Y", "_ws.expert.severity == error || icmpv6.checksum.status == 0")])
+def test_icmp_quotes_checksums_and_lengths(header_captures, args, protodump_run, standard_run):
+    for path in header_captures:
+        ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
+        assert ours.returncode == 0 and "Traceback" not in ours.stderr
+        assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"

@@ -70,17 +70,25 @@ def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
 
 def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
     q, n = info.quoted
-    top.add((ipv6_layer if info.v6 else ip_layer)(d, data, q, n).item)
+    if n:
+        top.add(ipv6_layer(d, data, q, n).item if info.v6 else ip_layer(d, data, q, n, quoted=True).item)
     if info.quoted_udp is None:
         return []
     u = info.quoted_udp[0]
-    sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, u)
-    udp = top.add(proto_item(f.udp, u, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"))
+    sport, dport = struct.unpack_from("!HH", data, u)
+    udp = top.add(proto_item(f.udp, u, min(8, end - u), f"User Datagram Protocol, Src Port: {sport}, "
+                                                          f"Dst Port: {dport}"))
     udp.add(Item(f.udp_srcport, sport, u, 2, f"Source Port: {sport}"))
     udp.add(Item(f.udp_dstport, dport, u + 2, 2, f"Destination Port: {dport}"))
     udp.add(HiddenItem(f.udp_port, sport, u, 2))
     udp.add(HiddenItem(f.udp_port, dport, u + 2, 2))
+    if end < u + 6:             # tshark shows a cut quoted UDP header as far as it goes
+        return []
+    ulen = struct.unpack_from("!H", data, u + 4)[0]
     udp.add(Item(f.udp_length, ulen, u + 4, 2, f"Length: {ulen}"))
+    if end < u + 8:
+        return []
+    csum = struct.unpack_from("!H", data, u + 6)[0]
     udp.add(Item(f.udp_checksum, csum, u + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     udp.add(Item(f.udp_checksum_status, 2, u + 6, 0, "[Checksum Status: Unverified]", generated=True))
     if info.udp_stream is not None:
