@@ -23,7 +23,10 @@ PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.pas
 # problems whose Info column is not "[Malformed: ...]": the message itself, or the layer's own Info
 PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
                 "udp.length.bad"}
-COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME"}
+COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME", "ipv6.hopopts": "IPv6",
+                "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6"}
+# The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
+EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
 
 
 class Decoded:
@@ -83,7 +86,9 @@ class Decoded:
         """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
         if self.error:
             return f"[Malformed: {self.error}]"
-        for _, problem in self.problems:
+        for proto, problem in self.problems:
+            if problem.abbrev == "_ws.malformed.expert":
+                return EXCEPTION_INFO.get(proto, "") + "[Malformed Packet]"
             if problem.abbrev == "ip.bogus_header_length":
                 return problem.message
             if problem.abbrev == "ip.bogus_ip_length":
@@ -101,7 +106,8 @@ class Decoded:
                 claim = bad.split("value ", 1)[-1].upper()
                 tail = f" Len={ulen - 8}" if " > " in bad else ""
                 return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
-            return f"{self.sport} → {self.dport} Len={len(self.payload)}"
+            illegal = " [ILLEGAL CHECKSUM (0)]" if any(p.abbrev == "udp.checksum.zero" for _, p in self.problems) else ""
+            return f"{self.sport} → {self.dport} Len={len(self.payload)}{illegal}"
         if self.transport == "sctp":
             from .sctp import info
             return info(self)

@@ -156,6 +156,11 @@ ipv6_opt_length = F("ipv6.opt.length", "Length", "uint8")
 ipv6_opt_pad1 = F("ipv6.opt.pad1", "Pad1", "none")
 ipv6_opt_padn = F("ipv6.opt.padn", "PadN", "bytes")
 ipv6_opt_unknown = F("ipv6.opt.unknown", "Unknown Option Payload", "bytes")
+ipv6_opt_router_alert = F("ipv6.opt.router_alert", "Router Alert", "uint16",
+                          values={0: "MLD", 1: "RSVP", 2: "Active Networks"})
+ipv6_opt_experimental = F("ipv6.opt.experimental", "Experimental Option", "bytes")
+# tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"), keyed by the protocol
+ws_malformed = F("_ws.malformed", "Malformed Packet", "protocol")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
 # UDP
@@ -344,6 +349,8 @@ EXPERTS = {
     "ip.version.bad": "Bogus IP version", "ip.bogus_header_length": "Bogus IP header length",
     "ip.bogus_ip_length": "Bogus IP length", "ip.len.past_end": "IPv4 total length exceeds packet length",
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
-    "udp.length.bad": "Bad UDP length", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
+    "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
+    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

@@ -7,7 +7,8 @@ experts recorded by the decoder are hung on the layer where the decode stopped.
 """
 from __future__ import annotations
 
-from ...engine.tree import Layer
+from ...engine.tree import Item, Layer
+from .. import fields as f
 from ..sctp import sctp_layer
 from .data import data_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
@@ -25,10 +26,12 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
             "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer}
 
 
+MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "icmp.checksum_bad": "icmp.checksum",
-                  "icmpv6.checksum_bad.expert": "icmpv6.checksum"}
+                  "icmpv6.checksum_bad.expert": "icmpv6.checksum", "udp.checksum.zero": "udp.checksum"}
+EXPERT_FIRST = {"udp.checksum.zero"}
 
 
 def build(d) -> list[Layer]:
@@ -39,17 +42,24 @@ def build(d) -> list[Layer]:
         proto, off, length = span[0], span[1], span[2]
         if proto == "ipv6.ext":
             if "ipv6" in by_proto:
-                by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, span[3]))
+                by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, *span[3:]))
             continue
         made = BUILDERS[proto](d, data, off, length, *span[3:])
         layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
     for proto, info in d.problems:
+        if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
+            top = Item(f.ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
+            top.expert(info)
+            layers.append(Layer("_ws.malformed", top))
+            continue
         layer = by_proto.get(proto) or layers[-1]
         anchor = EXPERT_ANCHORS.get(info.abbrev)
         item = layer.item.find(anchor) if anchor else None      # tshark hangs some on the field they judge
         (item or layer.item).expert(info)
+        if item is not None and info.abbrev in EXPERT_FIRST:   # before the item's own children
+            item.children = [item.children[-1], *item.children[:-1]]
     if (d.fragment and d.network == "ipv6" or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole in getattr(d, "reassembled", None) or ():

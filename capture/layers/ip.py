@@ -163,8 +163,10 @@ def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
     return Layer("ipv6", top)
 
 
-def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
-    """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols)."""
+def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | None = None) -> Item:
+    """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols).
+    `declared`: the length its header claims, when that runs past the payload (the options are read up to the
+    payload's end; capture.network records the exception)."""
     field = f.ipv6_ext[kind]
     item = proto_item(field, off, length, field.name)
     if kind == 44:
@@ -182,29 +184,30 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
             item.add(Item(f.ipv6_fraghdr_ident, ident, off + 4, 4, f"Identification: 0x{ident:08x}"))
     elif len(data) >= off + 2:
         nxt_f, len_f, oct_f = f.ipv6_ext_fields[kind]
+        size = length if declared is None else declared
         item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
         item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
-        item.add(Item(oct_f, length, off + 1, 0, f"[Length: {length} bytes]", generated=True))
+        item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
         if kind in (0, 60):
-            _options(item, data, off + 2, min(off + length, len(data)))
+            _options(item, data, off + 2, off + size, off + length if declared is not None else len(data))
     return item
 
 
-IPV6_OPTIONS = {0: "Pad1", 1: "PadN"}
+IPV6_OPTIONS = {0: "Pad1", 1: "PadN", 5: "Router Alert",
+                **{k: f"Experimental (0x{k:02X})" for k in (0x1E, 0x3E, 0x5E, 0x7E, 0x9E, 0xBE, 0xDE, 0xFE)}}
 OPT_ACTIONS = ["Skip and continue", "Discard", "Discard and send ICMP Parameter Problem",
                "Discard and send ICMP if not multicast"]
 
 
-def _options(item: Item, data: bytes, p: int, end: int) -> None:
-    """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value.
-    A length running past the header ends the list."""
-    while p < end:
+def _options(item: Item, data: bytes, p: int, end: int, limit: int) -> None:
+    """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value. As
+    tshark 4.0, an option is read to its own end even past the header's; the list stops where the bytes do (the
+    decoder records that exception)."""
+    while p < end and p < limit:
         kind = data[p]
         name = IPV6_OPTIONS.get(kind, "Unknown IPv6 Option")
-        n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < end else 1
-        if p + n > end:
-            break
-        opt = item.add(Item(f.ipv6_opt, None, p, n, name))
+        n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < limit else 2
+        opt = item.add(Item(f.ipv6_opt, None, p, min(n, limit - p), name))
         t = opt.add(Item(f.ipv6_opt_type, kind, p, 1, f"Type: {name} (0x{kind:02x})"))
         if kind == 0:           # tshark: no type bits for Pad1, just its (empty) pad item
             opt.add(Item(f.ipv6_opt_pad1, None, p, 1, "Pad1"))
@@ -215,12 +218,19 @@ def _options(item: Item, data: bytes, p: int, end: int) -> None:
         t.add(Item(f.ipv6_opt_change, bool(kind & 0x20), p, 1,
                    f"{bits(kind, 0x20, 8)} = May Change: {'Yes' if kind & 0x20 else 'No'}"))
         t.add(Item(f.ipv6_opt_rest, kind & 0x1F, p, 1, f"{bits(kind, 0x1F, 8)} = Low-Order Bits: 0x{kind & 0x1F:02x}"))
-        if kind != 0:
-            opt.add(Item(f.ipv6_opt_length, n - 2, p + 1, 1, f"Length: {n - 2}"))
-            value = data[p + 2:p + n]
-            field = f.ipv6_opt_padn if kind == 1 else f.ipv6_opt_unknown
-            opt.add(Item(field, value, p + 2, n - 2, f"{'PadN' if kind == 1 else 'Unknown Option Payload'}: "
-                                                     f"{value.hex()}"))
+        if p + 1 >= limit:
+            return
+        opt.add(Item(f.ipv6_opt_length, n - 2, p + 1, 1, f"Length: {n - 2}"))
+        if p + n > limit:
+            return
+        value = data[p + 2:p + n]
+        if kind == 5 and n == 4:
+            (ra,) = struct.unpack("!H", value)
+            opt.add(Item(f.ipv6_opt_router_alert, ra, p + 2, 2, f"Router Alert: {named(f.ipv6_opt_router_alert.values, ra)}"))
+        else:
+            field, title = (f.ipv6_opt_padn, "PadN") if kind == 1 else (f.ipv6_opt_experimental, "Experimental Option") \
+                if kind in IPV6_OPTIONS else (f.ipv6_opt_unknown, "Unknown Option Payload")
+            opt.add(Item(field, value, p + 2, n - 2, f"{title}: {value.hex() or '<none>'}"))
         p += n
 
 

@@ -23,6 +23,9 @@ def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
     if csum:
         top.add(Item(f.udp_checksum, csum, off + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
         top.add(Item(f.udp_checksum_status, 2, off + 6, 0, "[Checksum Status: Unverified]", generated=True))
+    elif d.network == "ipv6":    # illegal over IPv6 (the expert, from the decode, goes first)
+        c = top.add(Item(f.udp_checksum, csum, off + 6, 2, "Checksum: 0x0000 [zero-value illegal]"))
+        c.children = [Item(f.udp_checksum_status, 4, off + 6, 0, "[Checksum Status: Illegal]", generated=True)]
     else:
         c = top.add(Item(f.udp_checksum, csum, off + 6, 2, "Checksum: 0x0000 [zero-value ignored]"))
         c.add(Item(f.udp_checksum_status, 3, off + 6, 0, "[Checksum Status: Not present]", generated=True))
