@@ -128,3 +128,36 @@ def test_icmp_quotes_checksums_and_lengths(header_captures, args, protodump_run,
         ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
         assert ours.returncode == 0 and "Traceback" not in ours.stderr
         assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"
+
+
+@pytest.fixture(scope="module")
+def v6_options_capture(tmp_path_factory) -> Path:
+    """Hop-by-hop and destination options running past their header (into the next one, or past the payload),
+    a header length past the payload, Router Alert, an experimental option, an empty PadN; zero UDP checksums
+    (illegal over IPv6)."""
+    from scapy.all import UDP, Ether, IPv6, IPv6ExtHdrHopByHop, Raw, RouterAlert, wrpcap
+    e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
+    udp = bytes(UDP(sport=40000, dport=40001, chksum=0) / b"abc")
+    pkts = [e / IPv6(src="::1", dst="::1", nh=kind) / Raw(bytes([17, 0]) + opts + udp)
+            for kind, opts in ((0, b"\x01\x08\x00\x00\x00\x00"), (0, b"\x05\x02\x00\x00\x01\x00"),
+                               (60, b"\x01\x05\x00\x00\x00\x00"), (0, b"\x1e\x09\x00\x00\x00\x00"),
+                               (0, b"\x00\x01\x10\x00\x00\x00"), (60, b"\x00\x01\x10\x00\x00\x00"))]
+    pkts += [e / IPv6(src="::1", dst="::1") / IPv6ExtHdrHopByHop(options=[RouterAlert()]) /
+             UDP(sport=40000, dport=40001) / b"abc",
+             e / IPv6(src="::1", dst="::1", nh=0) / Raw(bytes([17, 5]) + b"\x01\x02\x00\x00"),
+             e / IPv6(src="::1", dst="::1", nh=60) / Raw(bytes([17, 5]) + b"\x01\x02\x00\x00")]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("v6opts") / "v6-options.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-Y", "_ws.malformed || udp.checksum.status == 4", "-T", "fields",
+                                   "-e", "frame.number", "-e", "frame.protocols", "-e", "_ws.expert")])
+def test_ipv6_options_past_their_header(v6_options_capture, args, protodump_run, standard_run):
+    path = str(v6_options_capture)
+    ours, theirs = protodump_run(*args, path), standard_run(*args, "-r", path)
+    assert ours.returncode == 0 and "Traceback" not in ours.stderr
+    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
