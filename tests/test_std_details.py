@@ -161,3 +161,12 @@ def test_ipv6_options_past_their_header(v6_options_capture, args, protodump_run,
     ours, theirs = protodump_run(*args, path), standard_run(*args, "-r", path)
     assert ours.returncode == 0 and "Traceback" not in ours.stderr
     assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+
+
+@pytest.mark.parametrize("stats", [("conv,udp", "endpoints,udp"), ("endpoints,udp", "expert", "conv,udp")])
+def test_several_statistics_in_tsharks_order(stats, protodump_run, standard_run):
+    """tshark (4.0 and 4.4 alike) prints several -z statistics in the reverse of their command-line order."""
+    args = [a for s in stats for a in ("-z", s)]
+    name = "blank-bad.pcap"
+    ours, theirs = protodump_run("-q", *args, name), standard_run("-q", *args, "-r", name)
+    assert ours.stdout.count("=====") >= 2 * len(stats) and ours.stdout == theirs.stdout
