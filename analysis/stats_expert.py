@@ -34,6 +34,8 @@ def packet_experts(packet):
     else:
         for proto, info in d.problems:
             yield proto, info
+    if d.icmp is not None:          # tshark counts no expert of an ICMP error's quoted datagram
+        return
     for layer in packet.games:
         for item in layer.item.walk():
             if item.expert_info is not None:

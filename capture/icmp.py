@@ -39,7 +39,7 @@ class IcmpInfo:
     """One ICMP(v6) message: header values, the quoted datagram's place, the echo request it answers."""
 
     __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
-                 "request_in", "resptime_ns", "udp_stream", "data_at")
+                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
@@ -50,6 +50,7 @@ class IcmpInfo:
         self.quoted_udp = None      # (offset, src, sport, dst, dport) of a quoted UDP header
         self.request_in = self.resptime_ns = self.udp_stream = None
         self.data_at = None         # where the echo data / the quoted payload starts
+        self.handed = False         # the quoted payload went to a game dissector (engine.dispatch): no data layer
 
 
 def _sum(data: bytes) -> int:

@@ -133,6 +133,15 @@ class PlainPacket(Packet):
         return _plain_info(self.decoded)
 
 
+class _QuotedDatagram:
+    """The UDP datagram an ICMP error quotes, as Stack and udp_protocol read a decode."""
+
+    __slots__ = ("src", "sport", "dst", "dport", "payload")
+
+    def __init__(self, src, sport, dst, dport, payload):
+        self.src, self.sport, self.dst, self.dport, self.payload = src, sport, dst, dport, payload
+
+
 class Stack:
     """The game layers of one frame, built outwards: the first one chosen from the transport, each further one
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
@@ -325,6 +334,8 @@ class Dispatcher:
         """Dissect one frame's game layers (if any). Never raises for any packet content."""
         if self.standard_only:
             return PlainPacket(frame, d)
+        if d.icmp is not None and d.icmp.quoted_udp is not None and d.icmp.data_at is not None:
+            return self._quoted(frame, d)
         stack = Stack(self, frame, d)
         if d.transport not in ("udp", "tcp", "sctp"):
             return stack.packet()
@@ -357,6 +368,26 @@ class Dispatcher:
             lifetimes.end(stack.pair, now)
         return stack.packet()
 
+
+    def _quoted(self, frame, d) -> Packet:
+        """An ICMP error quoting a UDP datagram: tshark hands the quoted payload to that datagram's dissector, as
+        a layer after the ICMP one; the Info and Protocol columns stay ICMP's (capture.icmp)."""
+        info = d.icmp
+        u, src, sport, dst, dport = info.quoted_udp
+        quoted = _QuotedDatagram(src, sport, dst, dport, frame.data[info.data_at:d.payload_offset + len(d.payload)])
+        stack = Stack(self, frame, quoted)
+        proto = self.udp_protocol(stack, quoted)
+        if proto is None:
+            return Stack(self, frame, d).packet()
+        stack.dissect(proto, frame.data, info.data_at, info.data_at + len(quoted.payload))
+        info.handed = True                    # no data layer for the quoted payload
+        if d.protocols and d.protocols[-1] == "data":
+            d.protocols.pop()
+        for layer in stack.layers:
+            if layer.listed:
+                d.protocols.extend(getattr(self.protocols.get(layer.proto), "listed_after", ()))
+                d.protocols.append(layer.proto)
+        return Packet(frame, d, stack.layers, d.plain_info, d.protocol_column(), stack.sources)
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then

@@ -170,3 +170,43 @@ def test_several_statistics_in_tsharks_order(stats, protodump_run, standard_run)
     name = "blank-bad.pcap"
     ours, theirs = protodump_run("-q", *args, name), standard_run("-q", *args, "-r", name)
     assert ours.stdout.count("=====") >= 2 * len(stats) and ours.stdout == theirs.stdout
+
+
+@pytest.fixture(scope="module")
+def quoting_captures(tmp_path_factory) -> list[Path]:
+    """Game captures with ICMP port-unreachable errors (and an ICMPv6 one) inserted, each quoting a game datagram
+    sent two frames before: tshark hands the quoted payload to the game's dissector (its state goes on from
+    there), keeps ICMP's Info, and counts no expert of the quoted datagram."""
+    from conftest import CAPTURES_DIR
+    from scapy.all import ICMP, IP, UDP, Ether, ICMPv6DestUnreach, IPv6, Raw, rdpcap, wrpcap
+    tmp = tmp_path_factory.mktemp("quoting")
+    paths = []
+    for name in ("blank-server-session.pcap", "blank-bad.pcap", "enet-plain.pcap", "iceball-enet-session.pcap"):
+        pkts = list(rdpcap(str(CAPTURES_DIR / name)))[:30]
+        out = []
+        for i, p in enumerate(pkts):
+            out.append(p)
+            if i in (3, 7, 12, 20) and i + 1 < len(pkts):
+                q = pkts[i - 2]
+                e = Ether(src=q[Ether].dst, dst=q[Ether].src)
+                error = e / IP(src=q[IP].dst, dst=q[IP].src) / ICMP(type=3, code=3) / Raw(bytes(q[IP])[:548])
+                error.time = p.time + 0.0001
+                out.append(error)
+        v6 = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00") / IPv6(src="::1", dst="::1") / \
+            UDP(sport=40000, dport=pkts[0][UDP].dport) / Raw(bytes(pkts[0][UDP].payload))
+        error = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00") / IPv6(src="::1", dst="::1") / \
+            ICMPv6DestUnreach(code=4) / Raw(bytes(v6[IPv6]))
+        v6.time, error.time = out[-1].time + 1, out[-1].time + 1.001
+        out += [v6, error]
+        paths.append(tmp / f"quoted-{name}")
+        wrpcap(str(paths[-1]), out)
+    return paths
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-Y", "icmp && blank", "-T", "fields", "-e", "frame.number", "-e", "blank.seq")])
+def test_icmp_error_quoting_a_game_datagram(quoting_captures, args, protodump_run, standard_run):
+    for path in quoting_captures:
+        ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
+        assert ours.returncode == 0 and "Traceback" not in ours.stderr
+        assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"

@@ -97,5 +97,5 @@ def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
         payload = data[u + 8:end]
         udp.add(Item(f.udp_payload, payload, u + 8, len(payload),
                      f"UDP payload ({len(payload)} byte{'s' if len(payload) != 1 else ''})"))
-        return [data_layer(payload, u + 8)]
+        return [] if info.handed else [data_layer(payload, u + 8)]
     return []
