@@ -227,8 +227,12 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.times = clock.stamp(frame.ts_ns) if clock is not None else None
             if udp_table is not None:
                 udp_table.analyze(d)
+            if frame.comments:
+                _comment_problems(d)
             return d
     d = Decoded(frame)
+    if frame.comments:
+        _comment_problems(d)
     if clock is not None:
         d.clock = clock
         d.times = clock.stamp(frame.ts_ns)
@@ -246,6 +250,13 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     elif udp_table is not None and d.icmp is not None:
         udp_table.icmp(d)
     return d
+
+
+def _comment_problems(d: Decoded) -> None:
+    """pcapng packet comments: tshark's Comment experts, first in the frame (the pkt_comment layer)."""
+    from ..engine.tree import COMMENT, COMMENTS_GROUP
+    d.problems[:0] = [("frame", ExpertInfo("frame.comment.expert", COMMENTS_GROUP, COMMENT, c))
+                      for c in d.frame.comments]
 
 
 def _wscale(d: Decoded, data: bytes) -> int | None:

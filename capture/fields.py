@@ -34,6 +34,25 @@ frame_interface = F("frame.interface_id", "Interface id", "uint32")
 frame_section_number = F("frame.section_number", "Section number", "uint32")
 frame_interface_name = F("frame.interface_name", "Interface name", "string")
 frame_interface_description = F("frame.interface_description", "Interface description", "string")
+pkt_comment = F("pkt_comment", "Packet comments", "protocol")
+frame_comment = F("frame.comment", "Comment", "string")
+frame_packet_flags = F("frame.packet_flags", "Packet flags", "uint32", "HEX")
+# epb_flags bits: (field, mask, values or None for a number, True for Set/Not set)
+PACKET_FLAG_BITS = [
+    (F("frame.packet_flags_direction", "Direction", "uint32", "HEX", mask=0x3), 0x3,
+     {0: "Information not available", 1: "Inbound", 2: "Outbound"}),
+    (F("frame.packet_flags_reception_type", "Reception type", "uint32", mask=0x1C), 0x1C,
+     {0: "Not specified", 1: "Unicast", 2: "Multicast", 3: "Broadcast", 4: "Promiscuous"}),
+    (F("frame.packet_flags_fcs_length", "FCS length", "uint32", mask=0x1E0), 0x1E0, None),
+    (F("frame.packet_flags_reserved", "Reserved", "uint32", mask=0xFE00), 0xFE00, None),
+    *((F(f"frame.packet_flags_{a}", n, "bool", mask=m, bits=32), m, True) for a, n, m in (
+        ("crc_error", "CRC error", 0x01000000), ("packet_too_error", "Packet too long error", 0x02000000),
+        ("packet_too_short_error", "Packet too short error", 0x04000000),
+        ("wrong_inter_frame_gap_error", "Wrong interframe gap error", 0x08000000),
+        ("unaligned_frame_error", "Unaligned frame error", 0x10000000),
+        ("start_frame_delimiter_error", "Start frame delimiter error", 0x20000000),
+        ("preamble_error", "Preamble error", 0x40000000), ("symbol_error", "Symbol error", 0x80000000)))]
+frame_p2p_dir = F("frame.p2p_dir", "Point-to-Point Direction", "int8", values={0: "Sent", 1: "Received"})
 frame_protocols = F("frame.protocols", "Protocols in frame", "string")
 
 # Ethernet and 802.1Q
@@ -351,6 +370,6 @@ EXPERTS = {
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
     "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
-    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

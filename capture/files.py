@@ -30,6 +30,8 @@ class RawFrame:
     data: bytes
     prec: int = 6      # the time stamps' precision in decimal digits (0, 1, 2, 3, 6 or 9), as wiretap's tsprec
     iface: Interface | None = None   # pcapng: the interface's section, name and description; None for pcap
+    comments: tuple = ()             # pcapng: the packet's opt_comment strings
+    flags: int | None = None         # pcapng: epb_flags (direction, reception type, link-layer errors)
 
 
 @dataclass(slots=True, frozen=True)

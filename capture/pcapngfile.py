@@ -67,6 +67,22 @@ def _parse_idb(block: bytes, order: str, section: int) -> _Iface:
     return _Iface(idb.linktype, idb.snaplen, tsresol, tsoffset, Interface(section, name, description))
 
 
+def _epb_options(frame: RawFrame, body: bytes, p: int, end: int, order: str) -> None:
+    """An enhanced packet block's options: opt_comment (1) and epb_flags (2); a damaged list ends quietly."""
+    comments = []
+    while p + 4 <= end:
+        code, n = struct.unpack_from(order + "HH", body, p)
+        if code == 0 or p + 4 + n > end:
+            break
+        value = body[p + 4:p + 4 + n]
+        if code == 1:
+            comments.append(_text(value))
+        elif code == 2 and n == 4:
+            frame.flags = struct.unpack(order + "I", value)[0]
+        p += 4 + n + (-n % 4)
+    frame.comments = tuple(comments)
+
+
 def read(s, head: bytes):
     """Generator: yields None once the first section header is good, then RawFrames; raises CaptureError."""
     read = s.read
@@ -125,8 +141,12 @@ def read(s, head: bytes):
                 raise s.error(f"pcapng packet for undefined interface {iid}", offset)
             i = ifaces[iid]
             number += 1
-            yield RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
-                           i.linktype, base + iid, body[20:20 + caplen], i.prec, i.info)
+            frame = RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
+                             i.linktype, base + iid, body[20:20 + caplen], i.prec, i.info)
+            opts = 20 + caplen + (-caplen % 4)
+            if opts < len(body) - 4:
+                _epb_options(frame, body, opts, len(body) - 4, order)
+            yield frame
         elif btype == _SPB:
             # No timestamp and no captured length: the data is min(original length, snaplen, block room).
             if not ifaces:

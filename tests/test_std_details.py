@@ -210,3 +210,31 @@ def test_icmp_error_quoting_a_game_datagram(quoting_captures, args, protodump_ru
         ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
         assert ours.returncode == 0 and "Traceback" not in ours.stderr
         assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"
+
+
+@pytest.fixture(scope="module")
+def options_capture(tmp_path_factory) -> Path:
+    """pcapng packets with comments (one, two) and epb_flags (inbound, outbound with link-layer error bits)."""
+    from scapy.all import IP, UDP, Ether
+    pkt = bytes(Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00") / IP(src="10.0.0.1", dst="10.0.0.2") /
+                UDP(sport=1, dport=12354) / (b"\xaf\xb1\x1a\xfb" + bytes(20)))
+    out = _block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1) + _option(1, b"section") + _option(0, b""))
+    out += _block(1, struct.pack("<HHI", 1, 0, 0) + _option(2, b"eth0") + _option(0, b""))
+    for i, opts in enumerate([_option(1, b"hello comment"), _option(2, struct.pack("<I", 1)),
+                              _option(2, struct.pack("<I", 0x81000016)) + _option(1, b"one") + _option(1, b"two"),
+                              b""]):
+        ts = 1_700_000_000_000_000 + i * 100_000
+        out += _block(6, struct.pack("<IIIII", 0, ts >> 32, ts & 0xFFFFFFFF, len(pkt), len(pkt)) + pkt +
+                      b"\0" * (-len(pkt) % 4) + (opts + _option(0, b"") if opts else b""))
+    path = tmp_path_factory.mktemp("pcapng-options") / "options.pcapng"
+    path.write_bytes(out)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "frame.comment", "-e", "frame.p2p_dir", "-e",
+                                   "frame.packet_flags_direction", "-e", "frame.packet_flags_crc_error"),
+                                  ("-Y", 'frame.comment contains "one" || frame.p2p_dir == 1')])
+def test_pcapng_comments_and_flags(options_capture, args, protodump_run, standard_run):
+    ours, theirs = protodump_run(*args, str(options_capture)), standard_run(*args, "-r", str(options_capture))
+    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)

@@ -12,7 +12,7 @@ from .. import fields as f
 from ..sctp import sctp_layer
 from .data import data_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
-from .frame import frame_layer
+from .frame import comments_layer, frame_layer
 from .icmp import icmp_layer
 from .ip import ip_layer, ipv6_ext_item, ipv6_layer
 from .null import null_layer, raw_layer
@@ -37,6 +37,8 @@ EXPERT_FIRST = {"udp.checksum.zero"}
 def build(d) -> list[Layer]:
     data = d.frame.data
     layers = [frame_layer(d)]
+    if d.frame.comments:
+        layers.insert(0, comments_layer(d.frame.comments))
     by_proto: dict[str, Layer] = {}
     for span in d.spans:
         proto, off, length = span[0], span[1], span[2]
@@ -49,6 +51,8 @@ def build(d) -> list[Layer]:
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
     for proto, info in d.problems:
+        if info.abbrev == "frame.comment.expert":     # on the pkt_comment layer already
+            continue
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
             top = Item(f.ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
             top.expert(info)
