@@ -344,6 +344,8 @@ sctp_sack_a_rwnd = F("sctp.sack_a_rwnd", "Advertised receiver window credit (a_r
 sctp_sack_gap_blocks = F("sctp.sack_number_of_gap_blocks", "Number of gap acknowledgement blocks", "uint16")
 sctp_sack_dup_tsns = F("sctp.sack_number_of_duplicated_tsns", "Number of duplicated TSNs", "uint16")
 sctp_shutdown_complete_t_bit = F("sctp.shutdown_complete_t_bit", "T-Bit", "bool", mask=0x01, bits=8)
+sctp_abort_t_bit = F("sctp.abort_t_bit", "T-Bit", "bool", mask=0x01, bits=8)
+sctp_parameter_heartbeat_information = F("sctp.parameter_heartbeat_information", "Heartbeat information", "bytes")
 sctp_shutdown_cumulative_tsn_ack = F("sctp.shutdown_cumulative_tsn_ack", "Cumulative TSN Ack", "uint32")
 
 # TCP conversation experts (capture/layers.py): abbrev -> (group, severity, message); {} = the server port

@@ -238,3 +238,36 @@ def options_capture(tmp_path_factory) -> Path:
 def test_pcapng_comments_and_flags(options_capture, args, protodump_run, standard_run):
     ours, theirs = protodump_run(*args, str(options_capture)), standard_run(*args, "-r", str(options_capture))
     assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+
+
+@pytest.fixture(scope="module")
+def sctp_capture(tmp_path_factory) -> Path:
+    """An SCTP association on no game port: the handshake, DATA/SACK, HEARTBEAT and its ACK, SHUTDOWN, ABORT."""
+    from scapy.all import (IP, SCTP, Ether, SCTPChunkAbort, SCTPChunkCookieAck, SCTPChunkCookieEcho, SCTPChunkData,
+                           SCTPChunkHeartbeatAck, SCTPChunkHeartbeatReq, SCTPChunkInit, SCTPChunkInitAck,
+                           SCTPChunkParamHeartbeatInfo, SCTPChunkParamStateCookie, SCTPChunkSACK, SCTPChunkShutdown,
+                           SCTPChunkShutdownAck, SCTPChunkShutdownComplete, wrpcap)
+    e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
+    a = e / IP(src="10.0.0.1", dst="10.0.0.2") / SCTP(sport=5000, dport=6000, tag=0x5678)
+    b = e / IP(src="10.0.0.2", dst="10.0.0.1") / SCTP(sport=6000, dport=5000, tag=0x1234)
+    beat = [SCTPChunkParamHeartbeatInfo(data=b"12345678")]
+    pkts = [e / IP(src="10.0.0.1", dst="10.0.0.2") / SCTP(sport=5000, dport=6000, tag=0) /
+            SCTPChunkInit(init_tag=0x1234, a_rwnd=65536, n_out_streams=10, n_in_streams=10, init_tsn=100),
+            b / SCTPChunkInitAck(init_tag=0x5678, a_rwnd=65536, n_out_streams=10, n_in_streams=10, init_tsn=200,
+                                 params=[SCTPChunkParamStateCookie(cookie=b"abcd")]),
+            a / SCTPChunkCookieEcho(cookie=b"abcd"), b / SCTPChunkCookieAck(),
+            a / SCTPChunkData(tsn=100, stream_id=1, data=b"hello"), b / SCTPChunkSACK(cumul_tsn_ack=100, a_rwnd=65536),
+            a / SCTPChunkHeartbeatReq(params=beat), b / SCTPChunkHeartbeatAck(params=beat),
+            a / SCTPChunkShutdown(cumul_tsn_ack=200), b / SCTPChunkShutdownAck(), a / SCTPChunkShutdownComplete(),
+            a / SCTPChunkAbort()]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("sctp") / "sctp.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json")])
+def test_sctp_chunks(sctp_capture, args, protodump_run, standard_run):
+    ours, theirs = protodump_run(*args, str(sctp_capture)), standard_run(*args, "-r", str(sctp_capture))
+    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
