@@ -116,6 +116,9 @@ class Decoded:
             return info_column(self)
         if self.fragment and self.network == "ipv6":
             return self._v6_fragment_info()
+        if self.protocols and self.protocols[-1] == "arp":
+            from .layers.arp import info
+            return info(self.frame.data, next(sp[1] for sp in self.spans if sp[0] == "arp"))
         return ""
 
     def address_columns(self) -> tuple[str, str]:
@@ -134,6 +137,8 @@ class Decoded:
         if self.fragment and self.network == "ipv6":
             return "IPv6"
         name = self.protocols[-1] if self.protocols else "frame"
+        if name == "arp" and self.frame.data[20:22] in (b"\x00\x03", b"\x00\x04"):    # reverse ARP (Ethernet)
+            return "RARP"
         return COLUMN_NAMES.get(name, name.upper())
 
     def _v6_fragment_info(self) -> str:
@@ -201,7 +206,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         # It fills each slot once (no __init__ defaults first): this is most of a summary run's decode time.
         etype, vihl, tlen, frag, proto, src, dst, sport, dport, ulen = _EIU(data)
         if (etype == 0x0800 and vihl == 0x45 and proto == 17 and not frag & 0x3FFF
-                and 28 <= tlen and (tlen + 14 <= frame.length or tlen + 14 <= len(data))
+                and 28 <= tlen and tlen + 14 == len(data) <= frame.length     # no trailer: link.trailer
                 and 8 <= ulen <= tlen - 20):
             d = _new(Decoded)
             d.frame = frame

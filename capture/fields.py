@@ -64,6 +64,23 @@ eth_addr_resolved = F("eth.addr_resolved", "Address (resolved)", "string")
 eth_addr_oui = F("eth.addr.oui", "Address OUI", "uint32")
 eth_addr_oui_resolved = F("eth.addr.oui_resolved", "Address OUI (resolved)", "string")
 eth_lg = F("eth.lg", "LG bit", "bool", mask=0x020000, bits=24)
+arp = F("arp", "Address Resolution Protocol", "protocol")
+arp_hw_type = F("arp.hw.type", "Hardware type", "uint16")
+arp_proto_type = F("arp.proto.type", "Protocol type", "uint16", "HEX")
+arp_hw_size = F("arp.hw.size", "Hardware size", "uint8")
+arp_proto_size = F("arp.proto.size", "Protocol size", "uint8")
+arp_opcode = F("arp.opcode", "Opcode", "uint16")
+arp_isgratuitous = F("arp.isgratuitous", "Is gratuitous", "bool")
+arp_isprobe = F("arp.isprobe", "Is probe", "bool")
+arp_isannouncement = F("arp.isannouncement", "Is announcement", "bool")
+arp_src_hw_mac = F("arp.src.hw_mac", "Sender MAC address", "string")
+arp_src_proto_ipv4 = F("arp.src.proto_ipv4", "Sender IP address", "string")
+arp_dst_hw_mac = F("arp.dst.hw_mac", "Target MAC address", "string")
+arp_dst_proto_ipv4 = F("arp.dst.proto_ipv4", "Target IP address", "string")
+eth_padding = F("eth.padding", "Padding", "bytes")
+eth_trailer = F("eth.trailer", "Trailer", "bytes")
+eth_fcs = F("eth.fcs", "Frame check sequence", "uint32", "HEX")
+eth_fcs_status = F("eth.fcs.status", "FCS Status", "uint8")
 eth_ig = F("eth.ig", "IG bit", "bool", mask=0x010000, bits=24)
 # per address: (the address, resolved, OUI, OUI resolved, LG bit, IG bit)
 eth_dst_fields = (eth_dst, F("eth.dst_resolved", "Destination (resolved)", "string"),
@@ -372,6 +389,6 @@ EXPERTS = {
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
     "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
-    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero", "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

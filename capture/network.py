@@ -248,4 +248,11 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
     d.payload = data[off + hl:end]
 
 
-NET_DECODERS = {0x0800: ipv4, 0x86DD: ipv6}
+def arp(d, data: bytes, off: int) -> None:
+    """ARP: its name and place (capture/layers/arp.py shows it; Decoded.protocol_column says RARP)."""
+    d.protocols.append("arp")
+    n = 8 + 2 * (data[off + 4] + data[off + 5]) if len(data) >= off + 6 else 0
+    d.spans.append(("arp", off, min(n, len(data) - off)))
+
+
+NET_DECODERS = {0x0800: ipv4, 0x86DD: ipv6, 0x0806: arp}

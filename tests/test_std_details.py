@@ -271,3 +271,38 @@ def sctp_capture(tmp_path_factory) -> Path:
 def test_sctp_chunks(sctp_capture, args, protodump_run, standard_run):
     ours, theirs = protodump_run(*args, str(sctp_capture)), standard_run(*args, "-r", str(sctp_capture))
     assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+
+
+@pytest.fixture(scope="module")
+def lan_capture(tmp_path_factory) -> Path:
+    """What a real Ethernet adds: ARP (request, reply, gratuitous, probe, announcement, reverse) and frames with
+    bytes after the packet (zero padding to 60 bytes, an FCS, a trailer, non-zero padding)."""
+    from scapy.all import ARP, IP, UDP, Ether, IPv6, Padding, wrpcap
+    b = Ether(src="02:42:ac:11:00:02", dst="ff:ff:ff:ff:ff:ff")
+    u = Ether(src="02:42:ac:11:00:02", dst="02:42:ac:11:00:03")
+    ip = IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x"
+    pkts = [b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2"),
+            u / ARP(op=2, hwsrc="02:42:ac:11:00:03", psrc="10.0.0.2", hwdst="02:42:ac:11:00:02", pdst="10.0.0.1"),
+            b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.1"),
+            b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.1", hwdst="ff:ff:ff:ff:ff:ff"),
+            b / ARP(op=2, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.1", hwdst="ff:ff:ff:ff:ff:ff"),
+            b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="0.0.0.0", pdst="10.0.0.5"),
+            b / ARP(op=3, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2"),
+            b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2") / Padding(b"\0" * 18),
+            b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2") / Padding(b"\0" * 22),
+            b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2") / Padding(b"\x05" * 18),
+            u / ip / Padding(b"\0" * 17), u / ip / Padding(b"\0" * 21), u / ip / Padding(b"\x01" * 17),
+            u / ip / Padding(b"\0" * 10), u / IPv6(src="::1", dst="::2") / UDP(sport=1, dport=2) / b"x" / Padding(b"\0" * 4)]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("lan") / "lan.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-Y", "arp.isgratuitous || eth.padding || eth.trailer || eth.fcs", "-T", "fields",
+                                   "-e", "frame.number", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info")])
+def test_arp_and_ethernet_trailers(lan_capture, args, protodump_run, standard_run):
+    ours, theirs = protodump_run(*args, str(lan_capture)), standard_run(*args, "-r", str(lan_capture))
+    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)

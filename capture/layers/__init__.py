@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...engine.tree import Item, Layer
 from .. import fields as f
 from ..sctp import sctp_layer
+from .arp import arp_layer
 from .data import data_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
 from .frame import comments_layer, frame_layer
@@ -23,14 +24,15 @@ from .udp import udp_layer
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
             "sll2": sll2_layer, "null": null_layer,
             "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer,
-            "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer}
+            "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer, "arp": arp_layer}
 
 
 MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "icmp.checksum_bad": "icmp.checksum",
-                  "icmpv6.checksum_bad.expert": "icmpv6.checksum", "udp.checksum.zero": "udp.checksum"}
+                  "icmpv6.checksum_bad.expert": "icmpv6.checksum", "udp.checksum.zero": "udp.checksum",
+                  "eth.padding_bad": "eth.trailer"}
 EXPERT_FIRST = {"udp.checksum.zero"}
 
 
@@ -58,7 +60,7 @@ def build(d) -> list[Layer]:
             top.expert(info)
             layers.append(Layer("_ws.malformed", top))
             continue
-        layer = by_proto.get(proto) or layers[-1]
+        layer = by_proto.get("eth" if proto == "ethertype" else proto) or layers[-1]
         anchor = EXPERT_ANCHORS.get(info.abbrev)
         item = layer.item.find(anchor) if anchor else None      # tshark hangs some on the field they judge
         (item or layer.item).expert(info)
