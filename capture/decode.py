@@ -106,7 +106,8 @@ class Decoded:
                 claim = bad.split("value ", 1)[-1].upper()
                 tail = f" Len={ulen - 8}" if " > " in bad else ""
                 return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
-            illegal = " [ILLEGAL CHECKSUM (0)]" if any(p.abbrev == "udp.checksum.zero" for _, p in self.problems) else ""
+            zero = any(p.abbrev == "udp.checksum.zero" for _, p in self.problems)
+            illegal = " [ILLEGAL CHECKSUM (0)]" if zero else ""
             return f"{self.sport} → {self.dport} Len={len(self.payload)}{illegal}"
         if self.transport == "sctp":
             from .sctp import info

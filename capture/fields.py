@@ -389,6 +389,7 @@ EXPERTS = {
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
     "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
-    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero", "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
+    "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
 }

@@ -187,7 +187,8 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
         "Do report" if c.kind & 0x40 else "Do not report")))
     fl = item.add(Item(f.sctp_chunk_flags, c.flags, p + 1, 1, f"Chunk flags: 0x{c.flags:02x}"))
     if c.kind in (6, 14):
-        fl.add(Item(f.sctp_abort_t_bit if c.kind == 6 else f.sctp_shutdown_complete_t_bit, bool(c.flags & 1), p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = "
+        t_bit = f.sctp_abort_t_bit if c.kind == 6 else f.sctp_shutdown_complete_t_bit
+        fl.add(Item(t_bit, bool(c.flags & 1), p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = "
                     f"T-Bit: {'Tag reflected' if c.flags & 1 else 'Tag not reflected'}"))
     if c.kind == 3:
         fl.add(Item(f.sctp_sack_nounce_sum, c.flags & 1, p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = Nounce sum: "

@@ -32,7 +32,8 @@ STANDARD_PROTOCOLS = {"frame": ("Frame", "Frame"), "eth": ("Ethernet", "Ethernet
                       "sctp": ("Stream Control Transmission Protocol", "SCTP"),
                       "websocket": ("WebSocket", "WebSocket"), "_ws.expert": ("Expert Info", "Expert"),
                       "_ws.malformed": ("Malformed Packet", "Malformed packet"),
-                      "pkt_comment": ("Packet comments", "Pkt_Comment")}
+                      "pkt_comment": ("Packet comments", "Pkt_Comment"),
+                      "arp": ("Address Resolution Protocol", "ARP/RARP")}
 
 
 def protocol_names() -> list[tuple[str, str, str]]:

@@ -292,7 +292,8 @@ def lan_capture(tmp_path_factory) -> Path:
             b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2") / Padding(b"\0" * 22),
             b / ARP(op=1, hwsrc="02:42:ac:11:00:02", psrc="10.0.0.1", pdst="10.0.0.2") / Padding(b"\x05" * 18),
             u / ip / Padding(b"\0" * 17), u / ip / Padding(b"\0" * 21), u / ip / Padding(b"\x01" * 17),
-            u / ip / Padding(b"\0" * 10), u / IPv6(src="::1", dst="::2") / UDP(sport=1, dport=2) / b"x" / Padding(b"\0" * 4)]
+            u / ip / Padding(b"\0" * 10),
+            u / IPv6(src="::1", dst="::2") / UDP(sport=1, dport=2) / b"x" / Padding(b"\0" * 4)]
     for i, p in enumerate(pkts):
         p.time = 1700000000 + i
     path = tmp_path_factory.mktemp("lan") / "lan.pcap"

@@ -81,7 +81,8 @@ def frame_layer(d) -> Layer:
                 text = str(v)
             else:
                 text = f"{values.get(v, 'Unknown')} ({f'0x{v:x}' if mask == 3 else v})"
-            item.add(Item(field, bool(v) if values is True else v, label=f"{bits(flags, mask, 32)} = {field.name}: {text}"))
+            item.add(Item(field, bool(v) if values is True else v,
+                          label=f"{bits(flags, mask, 32)} = {field.name}: {text}"))
     elif fr.interface:
         add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface}"))
     encap = WTAP_ENCAP.get(fr.linktype)

@@ -226,10 +226,12 @@ def _options(item: Item, data: bytes, p: int, end: int, limit: int) -> None:
         value = data[p + 2:p + n]
         if kind == 5 and n == 4:
             (ra,) = struct.unpack("!H", value)
-            opt.add(Item(f.ipv6_opt_router_alert, ra, p + 2, 2, f"Router Alert: {named(f.ipv6_opt_router_alert.values, ra)}"))
+            opt.add(Item(f.ipv6_opt_router_alert, ra, p + 2, 2,
+                         f"Router Alert: {named(f.ipv6_opt_router_alert.values, ra)}"))
         else:
-            field, title = (f.ipv6_opt_padn, "PadN") if kind == 1 else (f.ipv6_opt_experimental, "Experimental Option") \
-                if kind in IPV6_OPTIONS else (f.ipv6_opt_unknown, "Unknown Option Payload")
+            field, title = (f.ipv6_opt_padn, "PadN") if kind == 1 else \
+                (f.ipv6_opt_experimental, "Experimental Option") if kind in IPV6_OPTIONS else \
+                (f.ipv6_opt_unknown, "Unknown Option Payload")
             opt.add(Item(field, value, p + 2, n - 2, f"{title}: {value.hex() or '<none>'}"))
         p += n
 
