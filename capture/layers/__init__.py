@@ -56,7 +56,7 @@ def build(d) -> list[Layer]:
         if info.abbrev == "frame.comment.expert":     # on the pkt_comment layer already
             continue
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
-            top = Item(f.ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
+            top = Item(f._ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
             top.expert(info)
             layers.append(Layer("_ws.malformed", top))
             continue
