@@ -195,7 +195,8 @@ ipv6_opt_unknown = F("ipv6.opt.unknown", "Unknown Option Payload", "bytes")
 ipv6_opt_router_alert = F("ipv6.opt.router_alert", "Router Alert", "uint16",
                           values={0: "MLD", 1: "RSVP", 2: "Active Networks"})
 ipv6_opt_experimental = F("ipv6.opt.experimental", "Experimental Option", "bytes")
-# (private: the output lists _ws.malformed already) tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"), keyed by the protocol
+# tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"); private: the outputs list
+# _ws.malformed already
 _ws_malformed = F("_ws.malformed", "Malformed Packet", "protocol")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
