@@ -286,6 +286,26 @@ icmp = F("icmp", "Internet Control Message Protocol", "protocol")
 icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
 icmp_unused = F("icmp.unused", "Unused", "bytes")
 icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
+icmpv6_ns_target = F("icmpv6.nd.ns.target_address", "Target Address", "string")
+icmpv6_na_target = F("icmpv6.nd.na.target_address", "Target Address", "string")
+icmpv6_na_flag = F("icmpv6.nd.na.flag", "Flags", "uint32", "HEX")
+ICMPV6_NA_FLAGS = [(F("icmpv6.nd.na.flag.r", "Router", "bool", mask=1 << 31, bits=32), 1 << 31, "Router"),
+                   (F("icmpv6.nd.na.flag.s", "Solicited", "bool", mask=1 << 30, bits=32), 1 << 30, "Solicited"),
+                   (F("icmpv6.nd.na.flag.o", "Override", "bool", mask=1 << 29, bits=32), 1 << 29, "Override"),
+                   (F("icmpv6.nd.na.flag.rsv", "Reserved", "uint32", mask=0x1FFFFFFF), 0x1FFFFFFF, "Reserved")]
+icmpv6_opt = F("icmpv6.opt", "ICMPv6 Option", "none")
+icmpv6_opt_type = F("icmpv6.opt.type", "Type", "uint8")
+icmpv6_opt_length = F("icmpv6.opt.length", "Length", "uint8")
+icmpv6_opt_linkaddr = F("icmpv6.opt.linkaddr", "Link-layer address", "string")
+icmpv6_opt_src_linkaddr = F("icmpv6.opt.src_linkaddr", "Source Link-layer address", "string")
+icmpv6_opt_target_linkaddr = F("icmpv6.opt.target_linkaddr", "Target Link-layer address", "string")
+icmpv6_mldr_nb_mcast_records = F("icmpv6.mldr.nb_mcast_records", "Number of Multicast Address Records", "uint16")
+icmpv6_mldr_mar = F("icmpv6.mldr.mar", "Multicast Address Record", "none")
+icmpv6_mldr_mar_record_type = F("icmpv6.mldr.mar.record_type", "Record Type", "uint8")
+icmpv6_mldr_mar_aux_data_len = F("icmpv6.mldr.mar.aux_data_len", "Aux Data Len", "uint8")
+icmpv6_mldr_mar_nb_sources = F("icmpv6.mldr.mar.nb_sources", "Number of Sources", "uint16")
+icmpv6_mldr_mar_multicast_address = F("icmpv6.mldr.mar.multicast_address", "Multicast Address", "string")
+icmpv6_mldr_mar_source_address = F("icmpv6.mldr.mar.source_address", "Source Address", "string")
 
 
 def _icmp_fields(p: str) -> dict:

@@ -29,7 +29,8 @@ ERRORS_V6 = {1, 2, 3, 4}
 ICMPV6_TYPES = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exceeded", 4: "Parameter Problem",
                 128: "Echo (ping) request", 129: "Echo (ping) reply", 133: "Router Solicitation",
                 134: "Router Advertisement", 135: "Neighbor Solicitation", 136: "Neighbor Advertisement",
-                137: "Redirect"}
+                137: "Redirect", 130: "Multicast Listener Query", 131: "Multicast Listener Report",
+                132: "Multicast Listener Done", 143: "Multicast Listener Report Message v2"}
 ICMPV6_CODES = {1: {0: "no route to destination", 1: "Administratively prohibited", 2: "beyond scope of source address",
                     3: "Address unreachable", 4: "Port unreachable"},
                 3: {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"}}
@@ -147,6 +148,10 @@ def info_column(d) -> str:
         if info.ident is not None:
             out = f"{text} id=0x{info.ident:04x}, seq={info.seq}, hop limit={info.ttl}"
             return out + (f" (request in {info.request_in})" if info.request_in is not None else "")
+        from .layers.ndp import info as ndp_info
+        nd = ndp_info(info.type, d.frame.data, d.payload_offset, d.payload_offset + len(d.payload))
+        if nd is not None:
+            return nd
         code = ICMPV6_CODES.get(info.type, {}).get(info.code)
         return f"{text} ({code})" if code else text
     text = ICMP_TYPES.get(info.type, "Unknown ICMP (obsolete or malformed?)")

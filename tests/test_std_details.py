@@ -275,9 +275,12 @@ def test_sctp_chunks(sctp_capture, args, protodump_run, standard_run):
 
 @pytest.fixture(scope="module")
 def lan_capture(tmp_path_factory) -> Path:
-    """What a real Ethernet adds: ARP (request, reply, gratuitous, probe, announcement, reverse) and frames with
-    bytes after the packet (zero padding to 60 bytes, an FCS, a trailer, non-zero padding)."""
-    from scapy.all import ARP, IP, UDP, Ether, IPv6, Padding, wrpcap
+    """What a real Ethernet adds: ARP (request, reply, gratuitous, probe, announcement, reverse), frames with
+    bytes after the packet (zero padding to 60 bytes, an FCS, a trailer, non-zero padding), IPv6 neighbour
+    discovery and an MLDv2 report (behind a hop-by-hop Router Alert)."""
+    from scapy.all import (ARP, IP, UDP, Ether, ICMPv6MLDMultAddrRec, ICMPv6MLReport2, ICMPv6ND_NA, ICMPv6ND_NS,
+                           ICMPv6ND_RS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr, IPv6, IPv6ExtHdrHopByHop, PadN,
+                           Padding, RouterAlert, wrpcap)
     b = Ether(src="02:42:ac:11:00:02", dst="ff:ff:ff:ff:ff:ff")
     u = Ether(src="02:42:ac:11:00:02", dst="02:42:ac:11:00:03")
     ip = IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x"
@@ -294,6 +297,16 @@ def lan_capture(tmp_path_factory) -> Path:
             u / ip / Padding(b"\0" * 17), u / ip / Padding(b"\0" * 21), u / ip / Padding(b"\x01" * 17),
             u / ip / Padding(b"\0" * 10),
             u / IPv6(src="::1", dst="::2") / UDP(sport=1, dport=2) / b"x" / Padding(b"\0" * 4)]
+    mac = "02:42:ac:11:00:02"
+    pkts += [Ether(src=mac, dst="33:33:ff:00:00:02") / IPv6(src="fe80::1", dst="ff02::1:ff00:2") /
+             ICMPv6ND_NS(tgt="fe80::2") / ICMPv6NDOptSrcLLAddr(lladdr=mac),
+             Ether(src="02:42:ac:11:00:03", dst=mac) / IPv6(src="fe80::2", dst="fe80::1") /
+             ICMPv6ND_NA(tgt="fe80::2", R=0, S=1, O=1) / ICMPv6NDOptDstLLAddr(lladdr="02:42:ac:11:00:03"),
+             Ether(src=mac, dst="33:33:00:00:00:16") / IPv6(src="::", dst="ff02::16", hlim=1) /
+             IPv6ExtHdrHopByHop(options=[RouterAlert(value=0), PadN(optdata=b"")]) /
+             ICMPv6MLReport2(records=[ICMPv6MLDMultAddrRec(rtype=4, dst="ff02::1:ff00:2")]),
+             Ether(src=mac, dst="33:33:00:00:00:02") / IPv6(src="fe80::1", dst="ff02::2", hlim=255) / ICMPv6ND_RS() /
+             ICMPv6NDOptSrcLLAddr(lladdr=mac)]
     for i, p in enumerate(pkts):
         p.time = 1700000000 + i
     path = tmp_path_factory.mktemp("lan") / "lan.pcap"

@@ -9,6 +9,7 @@ from ...engine.tree import HiddenItem, Item, Layer
 from .. import fields as f
 from ..icmp import ICMP_CODES, ICMP_TYPES, ICMPV6_CODES, ICMPV6_TYPES
 from .common import proto_item
+from . import ndp
 from .data import data_item, data_layer
 from .ip import ip_layer, ipv6_layer
 
@@ -38,7 +39,9 @@ def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     top.add(Item(fs["checksum_status"], 1 if info.good else 0, off + 2, 0,
                  f"[Checksum Status: {'Good' if info.good else 'Bad'}]", generated=True))
     layers = [Layer("icmpv6" if v6 else "icmp", top)]
-    if info.ident is not None:
+    if v6 and ndp.body(top, info.type, data, off, min(off + length, len(data))):
+        pass                    # neighbour discovery, MLDv2
+    elif info.ident is not None:
         _echo(top, info, fs, data, off, off + length)
     elif info.quoted is not None:
         spare = data[off + 4:off + 8]
