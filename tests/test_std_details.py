@@ -79,6 +79,22 @@ def test_time_precision_and_interfaces(time_captures, args, protodump_run, stand
         assert ours.stdout and ours.stdout == plugin_free(text), f"{path.name} {' '.join(args)}"
 
 
+def made(tmp_path_factory, folder: str, name: str, pkts) -> Path:
+    """A pcap of scapy packets one second apart, in a fresh folder."""
+    from scapy.all import wrpcap
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp(folder) / name
+    wrpcap(str(path), pkts)
+    return path
+
+
+def same_as_tshark(path: Path, args, protodump_run, standard_run) -> None:
+    ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
+    assert ours.returncode == 0 and "Traceback" not in ours.stderr
+    assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"
+
+
 def plugin_free(text: str) -> str:
     """tshark + plugin output without the plugin's own `_ws.lua.fake` items (one per Lua dissector call)."""
     text = re.sub(r'\n *"_ws\.lua\.fake": "",', "", text)
@@ -125,9 +141,7 @@ def header_captures(tmp_path_factory) -> list[Path]:
                                   ("-Y", "_ws.expert.severity == error || icmpv6.checksum.status == 0")])
 def test_icmp_quotes_checksums_and_lengths(header_captures, args, protodump_run, standard_run):
     for path in header_captures:
-        ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
-        assert ours.returncode == 0 and "Traceback" not in ours.stderr
-        assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"
+        same_as_tshark(path, args, protodump_run, standard_run)
 
 
 @pytest.fixture(scope="module")
@@ -146,21 +160,14 @@ def v6_options_capture(tmp_path_factory) -> Path:
              UDP(sport=40000, dport=40001) / b"abc",
              e / IPv6(src="::1", dst="::1", nh=0) / Raw(bytes([17, 5]) + b"\x01\x02\x00\x00"),
              e / IPv6(src="::1", dst="::1", nh=60) / Raw(bytes([17, 5]) + b"\x01\x02\x00\x00")]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("v6opts") / "v6-options.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return made(tmp_path_factory, "v6opts", "v6-options.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
                                   ("-Y", "_ws.malformed || udp.checksum.status == 4", "-T", "fields",
                                    "-e", "frame.number", "-e", "frame.protocols", "-e", "_ws.expert")])
 def test_ipv6_options_past_their_header(v6_options_capture, args, protodump_run, standard_run):
-    path = str(v6_options_capture)
-    ours, theirs = protodump_run(*args, path), standard_run(*args, "-r", path)
-    assert ours.returncode == 0 and "Traceback" not in ours.stderr
-    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+    same_as_tshark(v6_options_capture, args, protodump_run, standard_run)
 
 
 @pytest.mark.parametrize("stats", [("conv,udp", "endpoints,udp"), ("endpoints,udp", "expert", "conv,udp")])
@@ -207,9 +214,7 @@ def quoting_captures(tmp_path_factory) -> list[Path]:
                                   ("-Y", "icmp && blank", "-T", "fields", "-e", "frame.number", "-e", "blank.seq")])
 def test_icmp_error_quoting_a_game_datagram(quoting_captures, args, protodump_run, standard_run):
     for path in quoting_captures:
-        ours, theirs = protodump_run(*args, str(path)), standard_run(*args, "-r", str(path))
-        assert ours.returncode == 0 and "Traceback" not in ours.stderr
-        assert ours.stdout == plugin_free(theirs.stdout), f"{path.name} {' '.join(args)}"
+        same_as_tshark(path, args, protodump_run, standard_run)
 
 
 @pytest.fixture(scope="module")
@@ -236,8 +241,7 @@ def options_capture(tmp_path_factory) -> Path:
                                    "frame.packet_flags_direction", "-e", "frame.packet_flags_crc_error"),
                                   ("-Y", 'frame.comment contains "one" || frame.p2p_dir == 1')])
 def test_pcapng_comments_and_flags(options_capture, args, protodump_run, standard_run):
-    ours, theirs = protodump_run(*args, str(options_capture)), standard_run(*args, "-r", str(options_capture))
-    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+    same_as_tshark(options_capture, args, protodump_run, standard_run)
 
 
 @pytest.fixture(scope="module")
@@ -260,17 +264,12 @@ def sctp_capture(tmp_path_factory) -> Path:
             a / SCTPChunkHeartbeatReq(params=beat), b / SCTPChunkHeartbeatAck(params=beat),
             a / SCTPChunkShutdown(cumul_tsn_ack=200), b / SCTPChunkShutdownAck(), a / SCTPChunkShutdownComplete(),
             a / SCTPChunkAbort()]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("sctp") / "sctp.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return made(tmp_path_factory, "sctp", "sctp.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json")])
 def test_sctp_chunks(sctp_capture, args, protodump_run, standard_run):
-    ours, theirs = protodump_run(*args, str(sctp_capture)), standard_run(*args, "-r", str(sctp_capture))
-    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+    same_as_tshark(sctp_capture, args, protodump_run, standard_run)
 
 
 @pytest.fixture(scope="module")
@@ -307,16 +306,11 @@ def lan_capture(tmp_path_factory) -> Path:
              ICMPv6MLReport2(records=[ICMPv6MLDMultAddrRec(rtype=4, dst="ff02::1:ff00:2")]),
              Ether(src=mac, dst="33:33:00:00:00:02") / IPv6(src="fe80::1", dst="ff02::2", hlim=255) / ICMPv6ND_RS() /
              ICMPv6NDOptSrcLLAddr(lladdr=mac)]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("lan") / "lan.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return made(tmp_path_factory, "lan", "lan.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
                                   ("-Y", "arp.isgratuitous || eth.padding || eth.trailer || eth.fcs", "-T", "fields",
                                    "-e", "frame.number", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info")])
 def test_arp_and_ethernet_trailers(lan_capture, args, protodump_run, standard_run):
-    ours, theirs = protodump_run(*args, str(lan_capture)), standard_run(*args, "-r", str(lan_capture))
-    assert ours.stdout == plugin_free(theirs.stdout), " ".join(args)
+    same_as_tshark(lan_capture, args, protodump_run, standard_run)
