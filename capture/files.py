@@ -42,6 +42,7 @@ class Interface:
     section: int                     # 1-based section number
     name: str | None = None
     description: str | None = None
+    tsresol: int = 6                 # if_tsresol (a -w copy keeps it when it is a power of ten)
 
 
 def precision(units_per_second: int) -> int:

@@ -105,7 +105,7 @@ class LiveCapture:
         if not sys.platform.startswith("linux"):
             raise LiveError("live capture is only supported on Linux")
         self.interface = resolve(iface)
-        self._iface = Interface(1, self.interface)
+        self._iface = Interface(1, self.interface, None, 9)
         _check_privilege(self.interface)
         # scapy warns on stderr that it cannot map the link type to one of its layers (not loaded: unused here).
         logging.getLogger("scapy.runtime").setLevel(logging.ERROR)

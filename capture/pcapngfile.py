@@ -64,7 +64,7 @@ def _parse_idb(block: bytes, order: str, section: int) -> _Iface:
             name = _text(opt.data)
         elif opt.code == dng.PCAPNG_OPT_IF_DESCRIPTION and description is None:
             description = _text(opt.data)
-    return _Iface(idb.linktype, idb.snaplen, tsresol, tsoffset, Interface(section, name, description))
+    return _Iface(idb.linktype, idb.snaplen, tsresol, tsoffset, Interface(section, name, description, tsresol))
 
 
 def _epb_options(frame: RawFrame, body: bytes, p: int, end: int, order: str) -> None:
