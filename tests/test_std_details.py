@@ -314,3 +314,17 @@ def lan_capture(tmp_path_factory) -> Path:
                                    "-e", "frame.number", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info")])
 def test_arp_and_ethernet_trailers(lan_capture, args, protodump_run, standard_run):
     same_as_tshark(lan_capture, args, protodump_run, standard_run)
+
+
+
+def test_written_pcapng_keeps_precision_and_interfaces(time_captures, tmp_path, protodump_run, standard_run):
+    """-w pcapng keeps a nanosecond pcap's nanoseconds (and a microsecond capture's microseconds), as tshark -w:
+    the copy reads as the original (its time column, its frame times)."""
+    from scapy.all import rdpcap, wrpcap
+    micro = tmp_path / "micro.pcap"
+    wrpcap(str(micro), rdpcap(str(time_captures[0])))
+    for path in (time_captures[0], micro):
+        ours = tmp_path / f"copy-{path.stem}.pcapng"
+        assert protodump_run("-r", str(path), "-w", str(ours)).returncode == 0
+        for args in (("-t", "e"), ("-t", "dd"), ("-T", "fields", "-e", "frame.time_epoch")):
+            assert protodump_run(*args, str(ours)).stdout == standard_run(*args, "-r", str(path)).stdout
