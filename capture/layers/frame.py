@@ -69,6 +69,8 @@ def frame_layer(d) -> Layer:
         if iface.description is not None:
             item.add(Item(f.frame_interface_description, iface.description,
                           label=f"Interface description: {iface.description}"))
+    elif fr.interface:
+        add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface}"))
     flags = fr.flags
     if flags is not None:
         top.label += {1: " (inbound)", 2: " (outbound)"}.get(flags & 3, "")
@@ -83,8 +85,6 @@ def frame_layer(d) -> Layer:
                 text = f"{values.get(v, 'Unknown')} ({f'0x{v:x}' if mask == 3 else v})"
             item.add(Item(field, bool(v) if values is True else v,
                           label=f"{bits(flags, mask, 32)} = {field.name}: {text}"))
-    elif fr.interface:
-        add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface}"))
     encap = WTAP_ENCAP.get(fr.linktype)
     if encap is not None:
         add(Item(f.frame_encap, encap[0], label=f"Encapsulation type: {encap[1]} ({encap[0]})"))
