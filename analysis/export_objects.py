@@ -39,12 +39,13 @@ class GameObject:
     extra: dict = field(default_factory=dict)
 
 
-def _sources(packet, name: str) -> list[bytes]:
-    return [s.data for s in packet.sources if s.name == name]
+def _sources(packet, *names: str) -> list[bytes]:
+    return [s.data for s in packet.sources if s.name in names]
 
 
 def iceball_objects(packet, _memo):
-    compressed, inflated = iter(_sources(packet, "Reassembled file")), iter(_sources(packet, "Inflated file"))
+    compressed = iter(_sources(packet, "Reassembled file", "Inflated file (zlib)"))   # a file's zlib stream
+    inflated = iter(_sources(packet, "Inflated file"))
     for layer in packet.games:
         if layer.proto != "iceball":
             continue

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 
 class StatsError(ValueError):
-    """A bad -z argument (the CLI turns it into one clear line and exit code 2)."""
+    """A bad -z argument (the CLI turns it into one clear line, exit code 1); `unknown`: the argument, when it
+    names no statistic."""
+
+    def __init__(self, message: str, unknown: str | None = None):
+        super().__init__(message)
+        self.unknown = unknown
 
 
 class Tap:
@@ -31,6 +36,11 @@ class Tap:
         need no game dissection (engine.dispatch.Dispatcher.standard_only, as Wireshark with no tree)."""
         return False
 
+    def demand(self):
+        """The field abbrevs (and protocol names) the tap reads of each packet, or engine.demand.EVERYTHING when
+        it walks whole trees: the dispatcher decodes only those (engine.demand)."""
+        return frozenset() if self.standard_only() else None
+
     def result(self) -> dict:
         raise NotImplementedError
 
@@ -51,4 +61,4 @@ def make_tap(arg: str) -> Tap:
         if cls is not None:
             return cls(words[n:])
     known = ", ".join(sorted(TAPS))
-    raise StatsError(f"-z {arg}: unknown statistic (known: {known})")
+    raise StatsError(f"-z {arg}: unknown statistic (known: {known})", unknown=arg)

@@ -5,6 +5,7 @@ frame lengths on the wire. Rows come out busiest first, ties in first-seen order
 """
 from __future__ import annotations
 
+from ..engine.demand import of_filter
 from .stats_base import StatsError, Tap, register
 from .stats_phs import compile_optional
 
@@ -49,6 +50,9 @@ class _Table(Tap):
 
     def standard_only(self) -> bool:
         return self.match is None
+
+    def demand(self):
+        return of_filter(self.filter or None)
 
     def accept(self, packet):
         if self.first_ns is None:

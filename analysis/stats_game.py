@@ -48,6 +48,9 @@ class GameTap(Tap):
 class MessageTypes(GameTap):
     type_abbrevs: tuple = ()
 
+    def demand(self):
+        return frozenset(self.type_abbrevs)
+
     def count(self, counts, layers):
         for layer in layers:
             for n, key in enumerate(self.layer_types(layer)):

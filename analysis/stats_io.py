@@ -1,4 +1,5 @@
-"""-z io,stat,INTERVAL[,FILTER,...]: frames and bytes per time interval, one column per filter (none: all).
+"""-z io,stat,INTERVAL[,FILTER,...]: frames and bytes per time interval, one column per filter (none: all); a column
+may instead be a function of a field, FUNC(FIELD)[FILTER] with FUNC one of COUNT SUM MIN MAX AVG LOAD.
 
 The interval arithmetic is tshark's (ui/cli/tap-iostat.c): times in microseconds relative to the first
 frame; an interval of 0 or longer than the capture means one row for the whole capture; the duration is
@@ -7,6 +8,9 @@ magnitude for a whole-capture row), and the last row ends at that rounded durati
 """
 from __future__ import annotations
 
+import re
+
+from ..engine.demand import combine, of_fields, of_filter
 from .stats_base import StatsError, Tap, register
 from .stats_phs import compile_optional
 
@@ -42,13 +46,31 @@ class IoStat(Tap):
             raise StatsError(f"-z io,stat: missing interval (usage: -z {self.usage})")
         self.interval, self.prec = parse_interval(args[0])
         self.filters = args[1:] or [""]
-        self.matchers = [compile_optional(f) for f in self.filters]
+        self.functions = [function_column(f) for f in self.filters]    # None: a frames-and-bytes column
+        self.matchers = [compile_optional(f if fn is None else fn.filter)
+                         for f, fn in zip(self.filters, self.functions)]
         self.bins = [dict() for _ in self.filters]      # column -> {interval index: [frames, bytes]}
         self.first_ns = None
         self.last_us = 0
 
     def standard_only(self) -> bool:
-        return all(match is None for match in self.matchers)
+        return all(match is None for match in self.matchers) and all(fn is None for fn in self.functions)
+
+    def prime(self, filters) -> None:
+        """The display filters of the whole run (-Y, -R, every -z): tshark 4.0 fills a function's field only when
+        some filter names it (proto_get_finfo_ptr_array finds no item of a field nothing asked for), and counts
+        0 otherwise; protodump does the same so that its tables equal tshark's."""
+        words = set()
+        for text in filters:       # the filters only: a function's own field names no filter
+            words.update(re.findall(r"[A-Za-z_][\w.-]*", _FUNCTION_CALL.sub("", text or "")))
+        for fn in self.functions:
+            if fn is not None:
+                fn.primed = fn.field in words
+
+    def demand(self):
+        # the filters' fields, and each function's own field (SUM(udp.length) reads udp.length)
+        fields = of_fields([fn.field for fn in self.functions if fn is not None])
+        return combine([*(of_filter(f or None) for f in self.filters), fields])
 
     def add(self, packet):
         ts = packet.frame.ts_ns
@@ -56,7 +78,12 @@ class IoStat(Tap):
             self.first_ns = ts
         rel = (ts - self.first_ns + 500) // 1000
         self.last_us = max(self.last_us, rel)
-        for match, bins in zip(self.matchers, self.bins):
+        for match, bins, fn in zip(self.matchers, self.bins, self.functions):
+            if fn is not None:
+                if match is None or match(packet):
+                    idx = rel // self.interval if self.interval else 0
+                    fn.add(packet, idx, self.interval or 1)
+                continue
             if match is None or match(packet):
                 # a whole-capture table (interval 0) bins by row later: keep one bin per microsecond index 0
                 idx = rel // self.interval if self.interval else 0
@@ -77,22 +104,246 @@ class IoStat(Tap):
         rounded = duration + 5 * (dv // 10)          # tshark 4.0 rounds up by half a printed digit
         if whole:
             interval = rounded
-        rows = []
-        if interval:
-            n = rounded // interval + (1 if rounded % interval else 0)
-            for i in range(n):
-                start = i * interval
-                end = rounded if i == n - 1 else start + interval
-                cols = []
-                for bins in self.bins:
-                    if whole:
-                        f, b = (sum(v[k] for v in bins.values()) for k in (0, 1))
-                    elif i == n - 1:       # the last row also takes frames binned past the rounded end
-                        f, b = (sum(v[k] for j, v in bins.items() if j >= i) for k in (0, 1))
-                    else:
-                        f, b = bins.get(i, (0, 0))
-                    cols.append({"frames": f, "bytes": b})
-                rows.append({"start_us": start, "end_us": end, "last": i == n - 1, "columns": cols})
+        n = (rounded // interval + (1 if rounded % interval else 0)) if interval else 0
+        rows = IoRows(self.bins, n, interval, rounded, whole)
+        shown_end = rounded // dv * dv     # the last row's end as printed (the rounded duration, cut to the precision)
+        last_span = shown_end - (n - 1) * interval if n else 0
+        if last_span <= 0 or prec == 0:      # an integral interval: the last row runs to the real end
+            last_span = duration - (n - 1) * interval if n else 0
+        funcs = [None if fn is None else fn.table(interval, n, last_span) for fn in self.functions]
         return {"kind": self.kind, "duration_us": duration, "rounded_duration_us": rounded,
                 "interval_us": interval, "whole_capture": whole, "precision": prec,
-                "filters": self.filters, "rows": rows}
+                "filters": self.filters, "rows": rows, "functions": funcs}
+
+
+class IoRows:
+    """The rows of an io,stat table, made as they are read: a capture set spanning years at a 1 s interval has
+    millions of rows (tshark prints them all, mostly empty), so they are never all held at once. The bins are
+    sparse (interval index -> [frames, bytes]); `maxima(column)` gives the widest values for the column widths
+    from the bins alone."""
+
+    def __init__(self, bins, n: int, interval: int, rounded: int, whole: bool):
+        self.bins, self.n, self.interval, self.rounded, self.whole = bins, n, interval, rounded, whole
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _cell(self, bins, i: int) -> tuple[int, int]:
+        if self.whole:
+            return tuple(sum(v[k] for v in bins.values()) for k in (0, 1))
+        if i == self.n - 1:       # the last row also takes frames binned past the rounded end
+            return tuple(sum(v[k] for j, v in bins.items() if j >= i) for k in (0, 1))
+        return tuple(bins.get(i, (0, 0)))
+
+    def row(self, i: int) -> dict:
+        start = i * self.interval
+        end = self.rounded if i == self.n - 1 else start + self.interval
+        cols = [dict(zip(("frames", "bytes"), self._cell(bins, i))) for bins in self.bins]
+        return {"start_us": start, "end_us": end, "last": i == self.n - 1, "columns": cols}
+
+    def __iter__(self):
+        return (self.row(i) for i in range(self.n))
+
+    def maxima(self, column: int) -> tuple[int, int]:
+        """The largest frame and byte counts of a column's rows (empty rows count 0)."""
+        bins = self.bins[column]
+        if not self.n:
+            return 0, 0
+        cells = [self._cell(bins, i) for i in {min(i, self.n - 1) for i in bins} | {self.n - 1}]
+        return max(c[0] for c in cells), max(c[1] for c in cells)
+
+    def to_json(self) -> list:
+        return list(self)
+
+
+FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "LOAD")
+_FUNCTION_CALL = re.compile(r"(COUNT|SUM|MIN|MAX|AVG|LOAD)\([^)]*\)")
+_FUNCTION = re.compile(r"^\s*(COUNT|SUM|MIN|MAX|AVG|LOAD)\(\s*([^)\s]*)\s*\)(.*)$")
+# fields tshark types FT_RELATIVE_TIME (protodump keeps their "S.NNNNNNNNN" text)
+RELATIVE_TIME = frozenset(("frame.time_delta", "frame.time_delta_displayed", "frame.time_relative",
+                           "frame.offset_shift", "udp.time_relative", "udp.time_delta", "tcp.time_relative",
+                           "tcp.time_delta", "tcp.analysis.ack_rtt", "tcp.analysis.initial_rtt"))
+NS = 1_000_000_000
+
+
+def function_column(spec: str):
+    """FUNC(FIELD)[FILTER] -> an IoFunction; a plain filter -> None."""
+    m = _FUNCTION.match(spec)
+    if m is None:
+        return None
+    func, field, flt = m.groups()
+    if not field:
+        raise StatsError(f'-z io,stat: {func}() needs a field: "{spec}"')
+    return IoFunction(func, field, flt.strip())
+
+
+def _kind_of(field: str) -> str:
+    if field in RELATIVE_TIME:
+        return "time"
+    from .filter_fields import registry
+    spec = registry().get(field)
+    return "float" if spec is not None and spec.ftype in ("float", "double") else "int"
+
+
+def magnitude_of(value: int) -> int:
+    return magnitude(max(int(value), 0), 15)
+
+
+class IoFunction:
+    """One function column, as ui/cli/tap-iostat.c of tshark 4.0 computes it: per interval `frames` (frames the
+    column's filter passes), `num` (values, for AVG), `counter` (integers; relative times in ns, LOAD in µs) or
+    `fcounter` (floats); the widest value for the column width is tracked after every frame, as tshark does."""
+
+    def __init__(self, func: str, field: str, flt: str):
+        self.func, self.field, self.filter = func, field, flt
+        self.primed = False
+        self.cells: dict[int, list] = {}          # interval index -> [frames, num, counter, fcounter]
+        self.kind = _kind_of(field)              # "int", "float", "time": from the field's registration
+        self.max_val = 0
+        self.last = 0                            # the latest interval with a cell (LOAD spreads back from it)
+
+    def _values(self, packet):
+        if not self.primed:
+            return []
+        items = packet.index().get(self.field, ())
+        out = []
+        for item in items:
+            value = item.value
+            if self.kind == "time":
+                try:
+                    secs, _, frac = str(value).partition(".")
+                    sign = -1 if secs.startswith("-") else 1
+                    ns = int(secs) * NS + sign * int((frac + "000000000")[:9])
+                except ValueError:
+                    continue
+                out.append(ns)
+            elif isinstance(value, (bool, int, float)):
+                out.append(float(value) if self.kind == "float" else int(value))
+        return out
+
+    def cell(self, idx: int) -> list:
+        c = self.cells.get(idx)
+        if c is None:
+            c = self.cells[idx] = [0, 0, 0, 0.0]
+            self.last = max(self.last, idx)
+        return c
+
+    def add(self, packet, idx: int, interval_us: int) -> None:
+        if idx < self.last:          # tshark ignores frames in an interval before the latest one
+            return
+        c = self.cell(idx)
+        c[0] += 1
+        values = self._values(packet)
+        func, floats = self.func, self.kind == "float"
+        if func == "COUNT":
+            c[2] += len(values)
+        for i, v in enumerate(values):
+            if func == "SUM":
+                c[3 if floats else 2] += v
+            elif func == "MIN":
+                k = 3 if floats else 2
+                if (c[0] == 1 and i == 0) or v < c[k]:
+                    c[k] = v
+            elif func == "MAX":
+                k = 3 if floats else 2
+                if v > c[k]:
+                    c[k] = v
+            elif func == "AVG":
+                c[1] += 1
+                c[3 if floats else 2] += v
+            elif func == "LOAD" and self.kind == "time":
+                us = v // 1000
+                tival = us % interval_us
+                c[2] += tival
+                us -= tival
+                back = idx - 1
+                while us > 0:
+                    pit = self.cell(back if back >= 0 else self.last)
+                    if us < interval_us:
+                        pit[2] += us
+                        break
+                    pit[2] += interval_us
+                    us -= interval_us
+                    back -= 1
+        self._track(c)
+
+    def _track(self, c) -> None:
+        func, kind = self.func, self.kind
+        if func in ("COUNT", "LOAD"):
+            self.max_val = max(self.max_val, c[2])
+        elif func == "AVG":
+            if c[1]:
+                if kind == "float":
+                    self.max_val = max(self.max_val, int(c[3]) // c[1])
+                elif kind == "time":
+                    self.max_val = max(self.max_val, (c[2] // c[1] + 500_000_000) // NS)
+                else:
+                    self.max_val = max(self.max_val, c[2] // c[1])
+        elif kind == "float":
+            self.max_val = max(self.max_val, int(c[3] + 0.5))
+        else:
+            self.max_val = max(self.max_val, c[2])
+
+    def table(self, interval_us: int, n: int, last_span: int) -> dict:
+        """What the renderer needs: the column's width and a formatter of the value of row i."""
+        func, kind = self.func, self.kind or "int"
+        if func == "COUNT":
+            width = max(5, magnitude_of(self.max_val))
+        elif func == "LOAD" or kind == "time":
+            top = self.max_val
+            if func == "LOAD":
+                top = self.max_val // max(interval_us, 1)
+            elif func != "AVG":
+                top = (self.max_val + 500_000_000) // NS
+            width = magnitude_of(top) + 7
+        elif kind == "float":
+            width = magnitude_of(self.max_val) + 7
+        else:
+            width = max(len(func), magnitude_of(self.max_val))
+        return FunctionTable(func, width, lambda i, last=False: self.text(i, last, interval_us, last_span), n)
+
+    def text(self, i: int, last: bool, interval_us: int, last_span: int) -> str:
+        cells = self.cells
+        c = cells.get(i)
+        if last:                  # the last row takes the cells binned past the rounded end, as frames do
+            for j in [j for j in cells if j > i]:
+                extra = cells[j]
+                c = list(c or [0, 0, 0, 0.0])
+                c[0] += extra[0]
+                c[1] += extra[1]
+                c[2] += extra[2]
+                c[3] += extra[3]
+        frames, num, counter, fcounter = c or (0, 0, 0, 0.0)
+        func, kind = self.func, self.kind or "int"
+        if func == "COUNT":
+            return str(counter)
+        if func == "LOAD":        # the last row's load is over its own (shorter) span, as printed
+            iv = max(last_span if last else interval_us, 1)
+            return f"{counter // iv}.{(counter % iv) * 1_000_000 // iv:06d}"
+        if kind == "time":
+            if func == "AVG":     # the mean, rounded to the microsecond
+                us = (counter // num + 500) // 1000 if num else 0
+                return f"{us // 1_000_000}.{us % 1_000_000:06d}"
+            return f"{counter // NS}.{counter % NS // 1000:06d}"
+        if kind == "float":
+            value = fcounter / num if func == "AVG" and num else (0.0 if func == "AVG" else fcounter)
+            return f"{value:.6f}"
+        if func == "AVG":
+            return str(counter // num if num else 0)
+        return str(counter)
+
+
+class FunctionTable:
+    """A function column for the renderer: ["name"], ["width"], ["value"](row, last) -> its text; in JSON its
+    name and values."""
+
+    def __init__(self, name: str, width: int, value, rows: int):
+        self.fields = {"name": name, "width": width, "value": value}
+        self.rows = rows
+
+    def __getitem__(self, key):
+        return self.fields[key]
+
+    def to_json(self) -> dict:
+        value = self.fields["value"]
+        return {"name": self.fields["name"], "values": [value(i, i == self.rows - 1) for i in range(self.rows)]}

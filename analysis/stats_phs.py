@@ -8,6 +8,7 @@ when a PDU was reassembled from segments by tshark's TCP, and "data" for a UDP p
 """
 from __future__ import annotations
 
+from ..engine.demand import of_filter
 from .stats_base import Tap, register
 
 HIDDEN = {"frame", "ethertype"}
@@ -59,6 +60,10 @@ class ProtocolHierarchy(Tap):
         self.filter = ",".join(args)
         self.match = compile_optional(self.filter)
         self.root: dict = {}          # name -> [frames, bytes, children]; dicts keep first-seen order
+
+    def demand(self):
+        names = of_filter(self.filter or None)      # the layers' presence, and what _continues reads
+        return None if names is None else names | {"websocket.opcode", "websocket.payload_length"}
 
     def add(self, packet):
         if self.match is not None and not self.match(packet):

@@ -30,8 +30,9 @@ def packets(path, settings: Settings | None = None, dispatcher: Dispatcher | Non
 
 
 def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = None,
-                        dispatcher: Dispatcher | None = None) -> Iterator[Packet]:
-    """Dissect RawFrames from any source (a file, a live capture: capture/live.py), in order."""
+                        dispatcher: Dispatcher | None = None, tables: tuple | None = None) -> Iterator[Packet]:
+    """Dissect RawFrames from any source (a file, a live capture: capture/live.py), in order. `tables`: the
+    per-capture (tcp, sctp, clock, udp) state to use (-j workers: api/jobs.py planned_tables), else new ones."""
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
     # Packet trees and conversation state hold no reference cycles (tests/test_bounded.py checks it: a cycle would
     # keep each packet alive until the next collection), but the shared-subtree memos keep many objects alive,
@@ -40,7 +41,10 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
     clock = FrameClock()             # per-capture frame times (first, previous, previous displayed)
     udp_table = UdpTable()           # per-capture UDP stream indexes
-    dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
+    if tables is not None:
+        tcp_table, tsn_table, clock, udp_table = tables
+    if tables is None:               # (-j workers' tables start a connection where the planning pass says)
+        dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -2,10 +2,10 @@
 
 A shard is a file of a set, or several files that share a conversation, or (one file split N ways) the frames of
 some of its conversations: everything protodump keeps state for lives in a conversation (addresses and ports), so
-each conversation is decoded whole by one worker. What is numbered across conversations in frame order
-(`tcp.stream`) counts per shard. The client plans the shards (`plan`): for a merged set it reads the
-frame headers once, in set order, so each shard knows the set-wide number of every one of its frames and the
-set's first timestamp; a worker (`run_shard`, here, in a process pool, or on a Dask worker) then decodes its file
+each conversation is decoded whole by one worker. The client plans the shards (`plan`): it reads the frame
+headers once, in set order, so each shard knows the set-wide number of every one of its frames, the set's first
+timestamp, and what one process numbers across conversations in frame order (`tcp.stream`, `udp.stream`:
+`StreamNumbers`); a worker (`run_shard`, here, in a process pool, or on a Dask worker) then decodes its file
 as if it were reading the whole set: frame numbers, relative times and -c are the set's.
 
 What comes back is small: the -T fields lines with their frame numbers (merged back in frame order), data frame
@@ -14,7 +14,8 @@ take the extremes, and every table that tshark prints in first-seen order is ord
 number at which each key first appeared, recorded in the worker by `FirstSeen` dicts. Nested orders inside one
 conversation (message types of equal counts) follow shard order, exact whenever a conversation is in one file.
 
-Plain Python, no Dask: the same shards serve `--dask` (api/dask.py) and can serve a process pool (-j).
+Plain Python, no Dask: the same shards serve `--dask` (api/dask.py) and -j (api/jobs.py, which streams any output
+form back instead of fields lines).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
 from .capture.sets import CaptureSet, expand
+from .capture.tcp_analysis import ACK, C_FIN, C_RST, FIN, RST, SYN
 
 
 @dataclass
@@ -57,6 +59,8 @@ class Shard:
     numbers: list | None = None
     first_ns: int | None = None             # the set's first timestamp (relative times), None: the file's own
     picks: list | None = None               # per file: the 0-based indexes of the frames to decode (None: all)
+    streams: list | None = None             # per file: each pick's tcp.stream / udp.stream (StreamNumbers)
+    conversations: int = 0                  # how many (split_file)
 
     def __str__(self) -> str:
         return f"shard {self.index} ({', '.join(self.paths)})"
@@ -75,7 +79,10 @@ class ShardResult:
 def conversation(frame):
     """What ties frames together (transport and both ends, in either direction), or None (no ports: no state)."""
     from .capture.decode import decode
-    d = decode(frame)
+    return _conversation(decode(frame))
+
+
+def _conversation(d):
     if d.sport is None:
         return None
     a, b = (d.src, d.sport), (d.dst, d.dport)
@@ -83,19 +90,21 @@ def conversation(frame):
 
 
 def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None,
-         split: int = 1) -> list[Shard]:
+         split: int = 1, prefs: dict | None = None) -> list[Shard]:
     """The shards of a capture or a capture set; unreadable files are named through on_error and left out.
 
     Files whose frames share a conversation (the same addresses and ports) go into one shard, so every
     conversation is decoded whole, in set order, by one worker. One file is one shard, or with split=N up to N
-    shards of whole conversations (`split_file`)."""
+    shards of whole conversations (`split_file`). Every frame is given its tcp.stream / udp.stream as one
+    process numbers them (`StreamNumbers`; `prefs`: the run's -o, for the conversation lifetimes)."""
+    from .capture.decode import decode
     files = expand([paths] if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__") else paths)
+    streams = StreamNumbers(_lifetimes(prefs))
     if len(files) == 1:
-        if split > 1:
-            return split_file(files[0], split, on_error)
-        return [Shard(0, [os.path.abspath(files[0])])]
+        return split_file(files[0], max(1, split), on_error, streams=streams)
     capture_set = CaptureSet(files, concatenate=concatenate, on_error=on_error)
     numbers = [array("q") for _ in files]
+    stream_numbers = [array("q") for _ in files]
     group = list(range(len(files)))            # union-find over files
     owner: dict = {}                           # conversation -> a file that has it
     first_ns = None
@@ -111,7 +120,9 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
         if first_ns is None:
             first_ns = frame.ts_ns
         numbers[index].append(n)
-        key = conversation(frame)
+        d = decode(frame)
+        stream_numbers[index].append(streams.of(d))
+        key = _conversation(d)
         if key is None:
             continue
         other = owner.setdefault(key, index)
@@ -121,47 +132,157 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
     for i in range(len(files)):
         if capture_set.counts[i]:
             shards.setdefault(root(i), []).append(i)
-    return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns)
+    return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns,
+                  streams=[stream_numbers[i] for i in members])
             for k, members in enumerate(shards.values())]
 
 
-def split_file(path, parts: int, on_error=None) -> list[Shard]:
+def _lifetimes(prefs: dict | None):
+    """The conversation lifetimes a run with these -o preferences keeps (engine/lifetime.py)."""
+    from .dissectors import PROTOCOLS
+    from .engine.dispatch import Dispatcher, Settings
+    return Dispatcher(PROTOCOLS, Settings(dict(prefs or {}), {})).lifetimes
+
+
+def split_file(path, parts: int, on_error=None, count: int | None = None, streams=None) -> list[Shard]:
     """One file as up to `parts` shards of whole conversations, balanced by frames (largest conversation first
     to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
-    planned and the cut is named through on_error."""
+    planned and the cut is named through on_error ("... after N packets", as the read command says it).
+    count: only the first `count` frames (-c). streams: a `StreamNumbers`, to give each pick its stream number."""
+    from .capture.decode import decode
     conv_of = array("q")                # per frame: its conversation's id, -1 for none
+    numbers = array("q")                # per frame: its tcp.stream / udp.stream (numbered)
     ids: dict = {}
     sizes: list[int] = []
     first_ns = None
+    numbered = streams is not None
     capture = open_capture(path)
     try:
         for frame in capture:
             if first_ns is None:
                 first_ns = frame.ts_ns
-            key = conversation(frame)
+            d = decode(frame)
+            key = _conversation(d)
             cid = -1 if key is None else ids.setdefault(key, len(ids))
             if cid == len(sizes):
                 sizes.append(0)
             if cid >= 0:
                 sizes[cid] += 1
             conv_of.append(cid)
+            if streams is not None:
+                numbers.append(streams.of(d))
+            if count is not None and len(conv_of) >= count:
+                break
     except CaptureError as exc:
         if on_error is not None:
             on_error(str(path), f"{exc} after {len(conv_of)} packets")
     finally:
         capture.close()
     loads = [0] * max(1, min(parts, len(sizes)))
+    convs = [0] * len(loads)
     target = {}
     for cid in sorted(range(len(sizes)), key=lambda c: -sizes[c]):
         k = loads.index(min(loads))
         target[cid] = k
         loads[k] += sizes[cid]
+        convs[k] += 1
     picks = [array("q") for _ in loads]
     for i, cid in enumerate(conv_of):
         picks[target.get(cid, 0)].append(i)
     full = os.path.abspath(path)
-    return [Shard(k, [full], [array("q", (i + 1 for i in p))], first_ns, [p])
+    return [Shard(k, [full], [array("q", (i + 1 for i in p))], first_ns, [p],
+                  [array("q", (numbers[i] for i in p))] if numbered else None, convs[k])
             for k, p in enumerate(picks) if p]
+
+
+BACKWARDS_NS = 1_000_000_000       # frames earlier than a frame before them by more than this: see StreamNumbers
+
+
+class StreamNumbers:
+    """tcp.stream and udp.stream of every frame as one process numbers them, from the headers alone: the planning
+    pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned* tables take
+    these numbers). The same tables count (capture/tcp_analysis.py, capture/conversations.py: first seen, a SYN
+    after FIN/RST, the tables' bounds), and the same conversation lifetimes (engine/lifetime.py) free a TCP
+    connection a few seconds after FIN both ways or RST (api/session.py's ended hook), as one process does.
+    `lifetimes`: the run's engine.lifetime.Lifetimes settings (None: no game dissection, nothing is freed)."""
+
+    def __init__(self, lifetimes=None):
+        from .capture.conversations import UdpTable
+        from .capture.tcp_analysis import TcpTable
+        from .engine.lifetime import Lifetimes
+        from .engine.streams import CONNECTION_LIMIT
+        from .session import _forget_tcp
+        self.tcp, self.udp = TcpTable(), UdpTable()
+        self.lifetimes = None if lifetimes is None else Lifetimes(lifetimes.timeout, lifetimes.cap,
+                                                                  lifetimes.linger)
+        self.fins: dict = {}            # pair -> {sender: FIN seen} (engine.streams' connections, as freed)
+        self.pairs: dict = {}           # (src, sport, dst, dport) -> (pair, sender) as engine.dispatch.Stack
+        self.last_ns = None
+        self.forget_tcp, self.connection_limit = _forget_tcp, CONNECTION_LIMIT
+        # why the workers' own conversation lifetimes would free state elsewhere than one process does (None: they
+        # agree): time that runs back (one process's ended conversations then wait behind later ones), or more
+        # live conversations than the cap (one process frees the oldest of all, a worker only of its own)
+        self.unsplittable: str | None = None
+
+    def of(self, d) -> int:
+        """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
+        transport, number = d.transport, -1
+        if transport == "tcp":
+            if d.window is not None and d.payload_offset:
+                fl = d.flags
+                conn = self.tcp._connection(frozenset(((d.src, d.sport), (d.dst, d.dport))), d.frame.ts_ns,
+                                            fl & (SYN | ACK) == SYN)
+                conn.completeness |= (C_FIN if fl & FIN else 0) | (C_RST if fl & RST else 0)
+                number = conn.stream
+        elif transport == "udp":
+            number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
+        elif transport != "sctp" and d.icmp is not None and d.icmp.quoted_udp is not None:
+            _, src, sport, dst, dport = d.icmp.quoted_udp
+            number = self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]
+        if self.lifetimes is not None and transport in ("udp", "tcp", "sctp"):
+            self._live(d)
+        return number
+
+    def _live(self, d) -> None:
+        """engine.dispatch.Dispatcher.dissect's part in this: what it frees before the frame, and whether the
+        frame ends its TCP connection (engine.streams: RST, or FIN with FIN seen both ways)."""
+        lifetimes, fins = self.lifetimes, self.fins
+        ns = d.frame.ts_ns
+        if self.last_ns is None or ns > self.last_ns:
+            self.last_ns = ns
+        elif ns < self.last_ns - BACKWARDS_NS:
+            self.unsplittable = f"time runs back at frame {d.frame.number}"
+        live, ending = lifetimes.live, lifetimes.ending
+        if len(live) + len(ending) >= lifetimes.cap:
+            self.unsplittable = f"more than {lifetimes.cap} live conversations"
+        now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        if ((ending and next(iter(ending.values())) < now - lifetimes.linger)
+                or (live and next(iter(live.values())) < now - lifetimes.timeout)):
+            for gone in lifetimes.expired(now):
+                fins.pop(gone, None)
+                if lifetimes.ended_last:
+                    self.forget_tcp(self.tcp, gone)
+        ends = (d.src, d.sport, d.dst, d.dport)
+        known = self.pairs.get(ends)
+        if known is None:
+            a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
+            known = self.pairs[ends] = ((a, b) if a < b else (b, a), a)
+        pair, a = known
+        lifetimes.touch(pair, now)
+        if d.transport != "tcp" or d.seq is None:
+            return
+        seen = fins.get(pair)
+        if seen is None:
+            if len(fins) >= self.connection_limit:
+                del fins[next(iter(fins))]
+            seen = fins[pair] = {}
+        fl = d.flags or 0
+        if fl & FIN:
+            seen[a] = True
+        elif a not in seen:
+            seen[a] = False
+        if fl & RST or (fl & FIN and len(seen) == 2 and all(seen.values())):
+            lifetimes.end(pair, now)
 
 
 # --- first-seen order ---------------------------------------------------------------------------------------------
@@ -245,13 +366,25 @@ def _file_frames(path, numbers, picks, count, result: ShardResult):
         capture.close()
 
 
-def _frames(shard: Shard, job: Job, result: ShardResult):
-    """The shard's frames in set order, with their set-wide numbers."""
+def _frames(shard: Shard, job: Job, result: ShardResult, tables=None):
+    """The shard's frames in set order, with their set-wide numbers (and their stream numbers announced to the
+    planned `tables`, api/jobs.py)."""
     if shard.numbers is None:
         return _file_frames(shard.paths[0], None, None, job.count, result)
     picks = shard.picks or [None] * len(shard.paths)
     files = [_file_frames(p, n, k, job.count, result) for p, n, k in zip(shard.paths, shard.numbers, picks)]
-    return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
+    if tables is None:
+        return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
+    numbered = [zip(f, s) for f, s in zip(files, shard.streams)]
+    pairs = numbered[0] if len(numbered) == 1 else heapq.merge(*numbered, key=lambda pair: pair[0].number)
+    return _announced(pairs, tables)
+
+
+def _announced(pairs, tables):
+    tcp, _, _, udp = tables
+    for frame, stream in pairs:
+        tcp.number = udp.number = stream
+        yield frame
 
 
 def run_shard(shard: Shard, job: Job) -> ShardResult:
@@ -275,7 +408,13 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
     if job.rows is not None:
         from .frames import row_maker
         rower = row_maker(job.rows, job.per_pdu)
-    for packet in packets_from_frames(_frames(shard, job, result), dispatcher=dispatcher):
+    tables = None
+    if shard.streams is not None:          # tcp.stream / udp.stream as one process numbers them
+        from .capture.clock import FrameClock
+        from .capture.sctp import TsnTable
+        from .jobs import PlannedTcpTable, PlannedUdpTable
+        tables = (PlannedTcpTable(), TsnTable(), FrameClock(), PlannedUdpTable())
+    for packet in packets_from_frames(_frames(shard, job, result, tables), dispatcher=dispatcher, tables=tables):
         result.frames += 1
         _FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):

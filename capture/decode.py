@@ -18,10 +18,10 @@ from .network import v4_cached, v4_text
 
 
 # problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
-PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                      "ip.version.bad", "ipv6.version.bad"}
 # problems whose Info column is not "[Malformed: ...]": the message itself, or the layer's own Info
-PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.hdr_len.bad",
+PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                 "udp.length.bad"}
 COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME", "ipv6.hopopts": "IPv6",
                 "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6"}
@@ -184,6 +184,13 @@ class Decoded:
             self._layers = build(self)
         return self._layers
 
+    def layers_for(self, roots) -> list[Layer]:
+        """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached."""
+        if self._layers is not None:
+            return self._layers
+        from .layers import build
+        return build(self, roots)
+
     def __repr__(self) -> str:
         return (f"Decoded(#{self.frame.number} {self.src}:{self.sport} -> {self.dst}:{self.dport}"
                 f" {self.transport} payload={len(self.payload)}@{self.payload_offset}"
@@ -249,6 +256,9 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     fn(d, data)
     if tcp_table is not None and d.transport == "tcp" and d.window is not None and d.payload_offset:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
+    elif (tcp_table is not None and d.transport == "tcp" and d.problems
+          and d.problems[-1][1].abbrev == "tcp.bogus_header_length"):
+        tcp_table.header_only(d)         # tshark still finds the conversation
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":
@@ -267,18 +277,9 @@ def _comment_problems(d: Decoded) -> None:
 
 def _wscale(d: Decoded, data: bytes) -> int | None:
     """The window scale option's shift count of a SYN segment (None: no such option)."""
+    from .layers.tcp import option_spans
     span = next(s for s in reversed(d.spans) if s[0] == "tcp")
-    p, end = span[1] + 20, span[1] + span[2]
-    while p < end:
-        kind = data[p]
-        if kind == 0:
-            return None
-        if kind == 1:
-            p += 1
-            continue
-        if p + 1 >= end or data[p + 1] < 2:
-            return None
-        if kind == 3 and data[p + 1] == 3 and p + 2 < end:
+    for p, kind, n in option_spans(data, span[1] + 20, span[1] + span[2]):
+        if kind == 3 and n == 3:
             return min(data[p + 2], 14)
-        p += data[p + 1]
     return None

@@ -274,6 +274,7 @@ TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.opti
                8: ("tcp.options.timestamp", "Timestamps")}
 tcp_option = {kind: F(abbrev, name, "bytes") for kind, (abbrev, name) in TCP_OPTIONS.items()}
 tcp_option_unknown = F("tcp.options.unknown", "Unknown", "bytes")
+tcp_option_unknown_payload = F("tcp.options.unknown.payload", "Payload", "bytes")
 # a PDU reassembled from several segments (tshark's top-level "tcp.segments" tree in the completing frame)
 tcp_segments = F("tcp.segments", "Reassembled TCP Segments", "none")
 tcp_segment = F("tcp.segment", "TCP Segment", "uint32")
@@ -399,6 +400,14 @@ TCP_EXPERTS = {
     "tcp.analysis.retransmission": ("SEQUENCE", "NOTE", "This frame is a (suspected) retransmission"),
     "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
                                       "ACKed segment that wasn't captured (common at capture start)"),
+    # malformed headers and options (tshark 4.0's messages; "{}": the message says which option and why)
+    "tcp.bogus_header_length": ("PROTOCOL", "ERROR", "Bogus TCP header length ({}, must be at least 20)"),
+    "tcp.option.len.invalid": ("SEQUENCE", "NOTE", "{}"),
+    "tcp.options.mss.absent": ("PROTOCOL", "NOTE", "The SYN packet does not contain a MSS option"),
+    "tcp.options.mss.present": ("PROTOCOL", "WARN", "The non-SYN packet does contain a MSS option"),
+    "tcp.nop": ("PROTOCOL", "WARN", "4 NOP in a row - a router may have removed some options"),
+    "tcp.non_zero_bytes_after_eol": ("PROTOCOL", "ERROR", "Non-zero header padding"),
+    "tcp.options.wscale.shift.invalid": ("PROTOCOL", "WARN", "Window scale shift exceeds 14"),
 }
 
 # Experts: the MALFORMED ones Decoded.bad() uses (abbrev -> description), for registration by outputs.
@@ -411,6 +420,7 @@ EXPERTS = {
     "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
     "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
-    "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address", "tcp.hdr_len.bad": "Bogus TCP header length",
+    "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
+    "tcp.bogus_header_length": "Bogus TCP header length", "tcp.option.len.invalid": "Invalid length for option",
 }

@@ -236,8 +236,8 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
     d.window = win
     hl = (offflags >> 12) << 2
     if hl < 20:
-        d.spans.append(("tcp", off, 20))
-        d.bad("tcp", f"Bogus TCP header length ({hl}, must be at least 20)", "tcp.hdr_len.bad")
+        d.spans.append(("tcp", off, 20, end - off))     # the segment's length: tshark's [TCP Segment Len] counts from it
+        d.bad("tcp", f"Bogus TCP header length ({hl}, must be at least 20)", "tcp.bogus_header_length")
         return
     if off + hl > end or len(data) < off + hl:
         d.spans.append(("tcp", off, max(20, min(end, len(data)) - off)))

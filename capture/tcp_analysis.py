@@ -106,8 +106,13 @@ class TcpTable:
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq, ack = d.flags, d.seq, d.ack
         conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
-        fwd = conn.flows.setdefault(me, Flow())
-        rev = conn.flows.setdefault(peer, Flow())
+        flows = conn.flows
+        fwd = flows.get(me)
+        if fwd is None:
+            fwd = flows[me] = Flow()
+        rev = flows.get(peer)
+        if rev is None:
+            rev = flows[peer] = Flow()
         info = TcpInfo()
         info.stream = conn.stream
         info.completeness = conn.completeness
@@ -140,6 +145,23 @@ class TcpTable:
                 conn.fin_by = me
             info.fin_role = "active" if conn.fin_by == me else "passive"
         self._complete(conn, fl, seglen)
+        d.tcp = info
+
+    def header_only(self, d) -> None:
+        """A segment whose header tshark gives up on (a bogus data offset): it still finds or opens the connection
+        (stream index, completeness, times) and shows the sequence number relative to it; nothing else changes."""
+        ts = d.frame.ts_ns
+        me, peer = (d.src, d.sport), (d.dst, d.dport)
+        fl, seq = d.flags, d.seq
+        conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
+        fwd = conn.flows.get(me)
+        info = TcpInfo()
+        info.stream, info.completeness = conn.stream, conn.completeness
+        info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
+        conn.last_ns = ts
+        base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
+        info.seq = (seq - base) & M32
+        info.ack, info.window = d.ack, d.window      # the Info column's (tshark reads no further)
         d.tcp = info
 
     @staticmethod
@@ -183,8 +205,9 @@ class TcpTable:
                 conn.irtt_ns = ts - conn.syn_ns
         info.irtt_ns = conn.irtt_ns
         if seglen and fwd.segments and fwd.valid_bif:
-            first = min((s[0] - fwd.base) & M32 for s in fwd.segments)
-            last = max((s[1] - fwd.base) & M32 for s in fwd.segments)
+            base = fwd.base
+            first = min([(s[0] - base) & M32 for s in fwd.segments])
+            last = max([(s[1] - base) & M32 for s in fwd.segments])
             if 0 < last - first < 2_000_000_000:
                 info.bif = last - first
             push = bool(fl & PSH)

@@ -34,7 +34,9 @@ _STYLE = {"OK": "green", "UPDATED": "yellow", "CREATED": "yellow", "CHANGED": "r
               "note/warn/error = any at or above that severity; none = never.")
 @click.option("--golden", "golden_dir", type=click.Path(file_okay=False),
               help="Golden directory (default: golden/ beside each capture).")
-def check(paths, update, fail_on, golden_dir):
+@click.option("-j", "--jobs", type=click.IntRange(min=1), metavar="N",
+              help="Captures checked at once, each by a process of its own (default: one per core).")
+def check(paths, update, fail_on, golden_dir, jobs=None):
     """Compare the decode of every capture with its golden outputs.
 
     PATHS are capture files (pcap, pcapng, gzip) or directories of them. The goldens of CAPTURE are
@@ -61,15 +63,7 @@ def check(paths, update, fail_on, golden_dir):
         raise click.UsageError(f"no capture files (*.pcap, *.pcapng, *.gz) in {', '.join(paths)}")
     code = EXIT_OK
     counts: dict[str, int] = {}
-    for capture in captures:
-        gdir = Path(golden_dir) if golden_dir else capture.parent / "golden"
-        if update:
-            gdir.mkdir(parents=True, exist_ok=True)
-
-        def wrap(stream, capture=capture):
-            return _tracked(stream, capture)
-
-        result = check_capture(capture, gdir, FORMS, update=update, wrap=wrap)
+    for result in _results(captures, golden_dir, update, jobs):
         counts[result.status] = counts.get(result.status, 0) + 1
         failed = report(result, fail_on)
         if result.status == "ERROR":
@@ -79,6 +73,43 @@ def check(paths, update, fail_on, golden_dir):
     summary = ", ".join(f"{n} {status.lower()}" for status, n in counts.items())
     click.echo(f"{len(captures)} captures: {summary}")
     sys.exit(code)
+
+
+def _results(captures, golden_dir, update: bool, jobs: int | None):
+    """Each capture's CaptureResult, in order; several captures at once in forked processes (-j), reported in
+    the same order as one process reports them."""
+    def one(capture, bar=True):
+        gdir = Path(golden_dir) if golden_dir else capture.parent / "golden"
+        if update:
+            gdir.mkdir(parents=True, exist_ok=True)
+        return check_capture(capture, gdir, FORMS, update=update,
+                             wrap=(lambda stream: _tracked(stream, capture)) if bar else None)
+    from ..jobs import default_jobs
+    jobs = min(jobs or default_jobs(), len(captures))
+    if jobs <= 1:
+        yield from map(one, captures)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    global _ONE
+    _ONE = one                                  # inherited by the forked workers
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = [pool.submit(_check_one, capture) for capture in captures]
+        for capture, future in zip(captures, futures):
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                click.echo(f"protodump: check -j: a worker died while checking {capture} (or a capture after it)",
+                           err=True)
+                sys.exit(EXIT_UNREADABLE)
+
+
+_ONE = None
+
+
+def _check_one(capture):
+    return _ONE(capture, bar=False)
 
 
 def _tracked(stream, capture):

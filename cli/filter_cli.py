@@ -15,7 +15,7 @@ def compile_or_exit(text: str | None) -> DisplayFilter | None:
     try:
         return compile_filter(text)
     except FilterError as exc:
-        click.echo(f"protodump: -Y: {exc.message}", err=True)
+        click.echo(f"protodump: {exc.message}", err=True)     # tshark names no option
         caret = exc.caret(text)
         if caret:
             click.echo(caret, err=True)

@@ -8,6 +8,7 @@ import click
 
 from .. import __version__
 from . import completion
+from . import errors
 from .check_cmd import check
 from .lua_cmd import lua
 from .fields_cmd import fields
@@ -32,6 +33,26 @@ class DefaultGroup(click.Group):
         if any(item.value in self.commands for item in items) and incomplete:
             return items                  # "ch" -> check; files when no sub-command starts so
         return items + completion.capture_file_first(list(self.commands), incomplete)
+
+    def main(self, *args, **kwargs):
+        """Usage errors in tshark's words and exit code (cli/errors.py), not click's."""
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.UsageError as exc:
+            args = kwargs.get("args")
+            first = (args if args is not None else sys.argv[1:])[:1]
+            if first and first[0] in self.commands and first[0] != "read":   # protodump's own sub-commands
+                exc.show()
+                sys.exit(exc.exit_code)
+            errors.usage_error(exc, lambda: read.get_help(click.Context(read, info_name="protodump read")))
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx):
         try:

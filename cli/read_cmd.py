@@ -8,23 +8,29 @@ import click
 from ..capture import manuf
 from ..capture.files import CaptureError, open_capture
 from ..dissectors import PROTOCOLS
+from ..engine import demand
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
 from ..output.json_out import JsonWriter
 from ..output import fields_out
 from ..output import ek, json_forms
 from ..output.psml import PsmlWriter
+from ..output.pdml import PdmlWriter
 from .. import __version__
+from . import errors
 
-OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "psml", "fields"]     # -T pdml: not yet
+OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
+_T_CHECK, _T_COMPLETE = errors.choice(OUTPUT_FORMATS, lambda v: errors.output_format(v, OUTPUT_FORMATS))
+_TIME_CHECK, _TIME_COMPLETE = errors.choice(text.TIME_FORMATS, errors.time_format)
 CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
 from . import completion
 from . import export_opts
 from . import filter_cli
+from . import jobs_opts
 from . import sets_opts
 from . import two_pass_opts
-from ..analysis import stats
+from ..analysis import stats, stats_base
 from ..output import stats_out
 from ..output.progress import track
 
@@ -41,8 +47,11 @@ def parse_decode_as(values) -> dict:
                 raise ValueError
             table[(name.strip(), int(key, 0))] = proto.strip()
         except ValueError:
-            raise click.BadParameter(f"{value!r}: expected TABLE==VALUE,PROTOCOL (udp.port==PORT,PROTOCOL)",
-                                     param_hint="-d") from None
+            selector = value.partition("==")[2].partition(",")[0]
+            if "==" in value and "," in value and "." in value.partition("==")[0]:
+                errors.fail(f'Invalid selector number "{selector}"')
+            errors.fail(f'Parameter "{value}" doesn\'t follow the template '
+                        '"<layer_type>==<selector>,<decode_as_protocol>"')
     return table
 
 
@@ -52,7 +61,7 @@ def parse_prefs(values) -> dict:
     for value in values:
         name, sep, setting = value.partition(":")
         if not sep:
-            raise click.BadParameter(f"{value!r}: expected NAME:VALUE", param_hint="-o")
+            errors.fail(f'Invalid -o flag "{value}"')
         prefs[name] = setting
     return prefs
 
@@ -63,19 +72,21 @@ def parse_prefs(values) -> dict:
               help="Capture file to read (pcap, pcapng, gzip); - is the standard input (a pipe is fine).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
-@click.option("-c", "count", type=click.IntRange(min=1), help="Stop after this many packets.")
+@click.option("-c", "count", callback=errors.packet_count, help="Stop after this many packets.")
 @click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
-@click.option("-T", "output_format", type=click.Choice(OUTPUT_FORMATS), default="text",
-              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, psml, fields.")
+@click.option("-T", "output_format", default="text", callback=_T_CHECK, shell_complete=_T_COMPLETE,
+              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
 @click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
-              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}.')
+              '(space separated, e.g. -j "ip udp blank"); the others are {"filtered": ...}. A number: processes '
+              '(--jobs).')
 @click.option("-J", "json_filter_all", metavar="PROTOCOLS", shell_complete=completion.protocols, help="As -j, with every field under them.")
 @click.option("-E", "fields_opts", multiple=True, metavar="OPTION=VALUE",
               help="With -T fields: header=y|n, separator=/t|/s|C, quote=d|s|n, occurrence=f|l|a, aggregator=,|/s|C.")
-@click.option("-t", "time_format", type=click.Choice(text.TIME_FORMATS), default="r", show_default=True,
+@click.option("-t", "time_format", default="r", show_default=True, callback=_TIME_CHECK,
+              shell_complete=_TIME_COMPLETE,
               help="Time column: r relative to the first frame, d/dd delta to the previous captured/displayed "
                    "frame, e epoch, a/ad/adoy local time (with date, day of year), u/ud/udoy the same in UTC.")
 @click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
@@ -106,6 +117,7 @@ def parse_prefs(values) -> dict:
 @capture_opts.capture_options          # -i -f -a -w -P -D (live capture and writing pcapng)
 @export_opts.export_options            # --export-objects PROTO,DIR
 @sets_opts.set_options                 # several files, --concatenate, --dask, --parquet
+@jobs_opts.jobs_option                 # --jobs N (-j N: a number)
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
          read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None,
@@ -124,6 +136,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
       protodump -i lo -c 100 -w session.pcapng            # capture to a file (add -P to print too)
     """
     path = sets_opts.input_path(read_file, file)      # one path, or a CaptureSet for several files / directories
+    json_filter = jobs_opts.take_count(json_filter)   # -j N: processes (api/jobs.py), not protocols
     source = capture_opts.current()
     source.check(path)
     if not path and source.interface is None:
@@ -131,20 +144,29 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     quiet = quiet or source.quiet
     manuf.set_resolution(not no_resolve)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    for tap in taps:
+        if hasattr(tap, "prime"):    # io,stat functions: the fields some filter of the run names
+            tap.prime([display_filter, read_filter, *zstats])
     exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     if read_filter is not None and not two_pass:
         fail("-R without -2 is deprecated. For single-pass filtering use -Y.", 1)
     shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
     keeps = filter_cli.compile_or_exit(read_filter)       # -2 -R
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
-    try:
-        dispatcher = Dispatcher(PROTOCOLS, settings)
-    except DispatchError as exc:
-        raise click.UsageError(str(exc)) from None
+    dispatcher = None
+    while dispatcher is None:
+        try:
+            dispatcher = Dispatcher(PROTOCOLS, settings)
+        except DispatchError as exc:
+            if exc.preference is not None and exc.preference in settings.prefs and "is not one of" in str(exc):
+                del settings.prefs[exc.preference]    # tshark ignores a bad Lua enum value silently
+                continue
+            bad_setting(exc, prefs)
     dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
-                         json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format)
+                         json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format,
+                         capture_file=path if isinstance(path, str) else None)
     if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
         return
     first_ns = None
@@ -152,10 +174,21 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     # (--export-objects reads the game layers): no game dissection
     dispatcher.standard_only = bool(quiet and shows is None and exporter is None
                                     and all(tap.standard_only() for tap in taps))
+    dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
     n = 0
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):
         capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
+    # --- -j N: the conversations decoded by N processes, merged back in frame order (api/jobs.py) ---
+    if jobs_opts.divert(path, capture_path, source=source, two_pass=two_pass, exporter=exporter,
+                        line_buffered=line_buffered, display_filter=display_filter, zstats=zstats,
+                        make_writer=lambda o: make_writer(
+                            o, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
+                            json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format),
+                        dispatcher=dispatcher, shows=shows, quiet=quiet, count=count, taps=taps,
+                        stats_format=stats_format):
+        return
+    # --- end of -j N ---
     try:
         # a progress bar (stderr, terminals only, after a moment) when the packets are not what is printed
         slow = source.interface is None and (quiet or taps or source.write_path is not None)
@@ -195,8 +228,32 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     sets_opts.finish(path)              # a set with an unreadable file: exit 2
 
 
+def run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e):
+    """What this run reads of the game layers (engine.demand): the taps', the filter's and -e's fields when the
+    packets printed are none or -T fields; None (every tree in full) when anything reads whole trees."""
+    if exporter is not None or two_pass:
+        return demand.EVERYTHING
+    printed = demand.EVERYTHING if not quiet and output_format != "fields" else \
+        demand.of_fields(fields_e) if not quiet else frozenset()
+    names = demand.combine([printed, demand.of_filter(display_filter), *(tap.demand() for tap in taps)])
+    if names is demand.EVERYTHING:
+        return None
+    return demand.Demand(names | {part for name in names for part in fields_out.ALIASES.get(name, ())})
+
+
+def bad_setting(exc, prefs) -> None:
+    """A bad -o or -d: tshark's line, exit 1."""
+    bad = exc.preference
+    if bad is not None:     # tshark: an unknown name and a bad value are both "unknown preference"
+        errors.fail(f'-o flag "{next(p for p in prefs if p.partition(":")[0] == bad)}" specifies unknown '
+                    "preference")
+    if exc.protocol is not None:
+        errors.fail(f'Unknown protocol -- "{exc.protocol}"')
+    errors.fail(str(exc))
+
+
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
-                json_filter_all, time_format="r"):
+                json_filter_all, time_format="r", capture_file=None):
     """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
     if json_filter and json_filter_all:
         fail("-j and -J cannot be used together", 1)
@@ -214,6 +271,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
             fail(str(exc), 1)
     if output_format == "psml":
         return PsmlWriter(out, creator=CREATOR)
+    if output_format == "pdml":
+        return PdmlWriter(out, creator=CREATOR, capture_file=capture_file)
     if output_format == "ek":
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
         return ek.EkWriter(out, flt, fields=fields_e or None, values_of=fields_out.field_values, hexdump=hexdump)
@@ -268,8 +327,11 @@ def check_resolve_flags(value):
 
 
 def stats_taps(args) -> list:
-    """The -z taps; a bad argument is one line and exit code 2."""
+    """The -z taps; an unknown statistic is tshark's list of them, a bad argument one line (exit code 1)."""
     try:
         return stats.make_taps(args)
     except stats.StatsError as exc:
-        raise click.UsageError(str(exc)) from None
+        unknown = exc.unknown
+        if unknown is not None:
+            errors.statistic(unknown, stats_base.TAPS)
+        errors.fail(str(exc))

@@ -112,7 +112,8 @@ def divert(path) -> bool:
     errors = []
 
     def shards(split=1):
-        return plan(paths, concatenate, on_error=lambda f, m: (errors.append(f), _report(f, m)), split=split)
+        return plan(paths, concatenate, on_error=lambda f, m: (errors.append(f), _report(f, m)), split=split,
+                    prefs=job.prefs)
     results = _run(shards, job, address)
     for r in results:
         if r.error:

@@ -3,8 +3,10 @@
 Read this beside the spec: one line per spec line. Wire facts from NOTES.md: all little-endian, the 3 bytes after
 the type are padding (never required to be zero), most packets are zero-padded to their maximum length.
 """
+from ..engine.blocks_voxels import BlockMap
 from ..engine.blocks import AckHistory, Chunk, PackN, QuatSmallest3, Summary, Vec3, Vec3B, Vec3F, Vec3I, Vec3N, Vec3U
-from ..engine.fields import F32LE, I32LE, U8, U16LE, U32LE, Array, CString, Flag, Flags, Packet, Padding, Struct, Switch
+from ..engine.fields import (F32LE, I32LE, U8, U16LE, U32LE, Array, CString, Flag, Flags, Packet, Padding, Struct,
+                             Switch, WhenPref)
 from ..engine.protocol import Protocol
 
 TAG = 0xFB1AB1AF
@@ -45,11 +47,14 @@ UPDATE_STATE = Struct(
 )
 
 # A chunk unpacks to 16x16x16 blocks of 4 bytes (type u16, face, turn), then 4096 light bytes, then 4 bytes:
-# 20,484 bytes (NOTES.md). Summarised, not listed: 8,192 items per chunk would drown the tree.
+# 20,484 bytes (NOTES.md). Summarised; every block by position (a row item per (z, y), index x + 16 (y + 16 z): the
+# order of Rutentoy's, NOTES.md; blank's spec gives none) only with -o blank.block_map:TRUE (a session has hundreds).
 CHUNK_CONTENT = Struct(
     "content", None,
     Summary("blocks", "Blocks", count=4096, stride=4, width=2, stats=("nonzero", "distinct")),
     Summary("light", "Light", count=4096, stride=1, width=1, stats=("nonzero", "max")),
+    WhenPref("block_map", "Show every block of a chunk by position (x, y, z)",
+             BlockMap("blocks", "Blocks", side=16, layout="u16", back=5 * 4096)),
 )
 
 ACTIONS = (Flag("primary", "Primary", 0x01), Flag("secondary", "Secondary", 0x02),

@@ -20,7 +20,8 @@ from ..engine.blocks_rutentoy import (
     Turn16,
     View,
 )
-from ..engine.fields import I32LE, U8, U16LE, U32LE, Bytes, Flag, Flags, Packet, Struct, Switch
+from ..engine.blocks_voxels import BlockMap
+from ..engine.fields import I32LE, U8, U16LE, U32LE, Bytes, Flag, Flags, Packet, Struct, Switch, WhenPref
 from ..engine.stream_protocol import StreamProtocol
 
 PORT = 29778
@@ -176,6 +177,10 @@ MESSAGE = Packet("message", "Message",
 WORLD_CHUNK = Packet("world_chunk", "World Chunk",
                      chunk_coords("coords", "Chunk coordinates"),
                      SplitIdGrid("blocks", "Blocks", count=512, names=BLOCKS),
+                     # every block by position, i = x + 8 (y + 8 z) (NOTES.md): a row item per (z, y), on by default
+                     WhenPref("block_map", "Show every block of a world chunk by position (x, y, z)",
+                              BlockMap("blocks", "Blocks", side=8, layout="split", back=1024, hex_ids=True),
+                              default=True),
                      info="({chunk_x}, {chunk_y}, {chunk_z})")
 SET_BLOCK = Packet("set_block", "Set Block",
                    chunk_coords("coords", "Chunk coordinates"),

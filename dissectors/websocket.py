@@ -19,7 +19,7 @@ import zlib
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
 from ..engine.tree import bit_picture, Item
-from ..reassembly.budget import STATE
+from ..reassembly.budget import INFLATE_COST, STATE
 from . import ws_handshake
 
 OPCODES = {0: "Continuation", 1: "Text", 2: "Binary", 8: "Connection Close", 9: "Ping", 10: "Pong"}
@@ -82,7 +82,7 @@ class Inflater:
     """permessage-deflate for one direction: one raw-DEFLATE context kept across messages (context takeover),
     or a fresh one per message (`fresh`). Output bounded by MESSAGE_LIMIT."""
 
-    COST = 48 << 10       # an inflate window and its state (measured): charged to engine.lifetime's state budget
+    COST = INFLATE_COST   # charged to engine.lifetime's state budget (the plugin's rt.state_charge too)
 
     def __init__(self, fresh: bool):
         self.fresh = fresh
@@ -212,11 +212,22 @@ class WebSocket:
         info = f"WebSocket {OPCODES.get(opcode, 'Unknown Opcode')}{' [FIN]' if fin else '[FRAGMENT] '}" \
                f"{' [MASKED]' if masked else ' '}"
         if opcode >= 8:
+            if opcode == 8:
+                self.closing(ctx)
             if raw:
                 self.control(ctx, pl, opcode, payload, at, src if not key else None)
             return info
         self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, key is None, info)
         return info
+
+    @staticmethod
+    def closing(ctx) -> None:
+        """A Close frame: once both sides have sent one (RFC 6455's closing handshake) the conversation is over
+        and its state is freed shortly after (engine.lifetime; the plugin's twin is in rt.ws_messages)."""
+        sides = ctx.conv.setdefault("closed", set())
+        sides.add(ctx.direction)
+        if len(sides) == 2:
+            ctx.end_conversation()
 
     @staticmethod
     def pdu_size(ctx) -> None:

@@ -128,11 +128,13 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
             ctx.tree.add(Item(f[known[0]], value, at, len(line), f"{known[1]}: {value}\\r\\n", False, src))
             # tshark adds the whole line too, hidden
             field = f["response_line"] if response else f["request_line"]
-            ctx.tree.add(HiddenItem(field, line.decode("latin-1"), at, len(line), None, False, src))
+            whole = line.decode("latin-1")
+            ctx.tree.add(HiddenItem(field, whole, at, len(line), whole.rstrip("\r\n") + "\\r\\n", False, src))
         elif line != b"\r\n":
             field = f["response_line"] if response else f["request_line"]
             ctx.tree.add(Item(field, line.decode("latin-1"), at, len(line), None, False, src))
-    ctx.tree.add(TextItem(None, None, head_end - 2, 2, "\\r\\n", False, src))
+    blank_at = head_end if data[head_end:head_end + 2] == b"\r\n" else head_end - 2    # the empty line
+    ctx.tree.add(TextItem(None, None, blank_at, 2, "\\r\\n", False, src))
     if head_end + 2 < end:
         ctx.tree.add(Item(f["body"], data[head_end + 2:end], head_end + 2, end - head_end - 2, None, False, src))
     if response:

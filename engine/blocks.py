@@ -11,23 +11,19 @@ from ..reassembly.offsets import OffsetReassembly, OutOfRange, TooLarge
 from .context import Ctx, Truncated, bounded_put
 from .fields import F32LE, I8, I32LE, Field, Struct
 from .strings import g6
-from .tree import DataSource, Item, bit_picture
+from .tree import DataSource, Item, SubtreeMemo, bit_picture
 
 # --- frozen subtrees -------------------------------------------------------------------------------------------
 
-MEMO_LIMIT = 1024
+MEMO_BYTES = 4 << 20       # bytes of shared subtrees one block keeps (engine.tree.SubtreeMemo)
 
 
-def frozen(memo: dict, key, build, *args) -> tuple:
+def frozen(memo: SubtreeMemo, ctx: Ctx, key, build, *args) -> tuple:
     """The children a block makes for `key`, built once and shared between packets as a frozen tuple (see
     engine.tree.Item): many values repeat across a session (an idle entity's velocity, the acks of one direction),
-    and outputs memoise the text of a frozen subtree too. Bounded: the memo is cleared when full."""
-    kids = memo.get(key)
-    if kids is None:
-        if len(memo) >= MEMO_LIMIT:
-            memo.clear()
-        kids = memo[key] = tuple(build(*args))
-    return kids
+    and outputs memoise the text of a frozen subtree too. Bounded in bytes; none when the run reads nothing in
+    it (ctx.demand)."""
+    return memo.get_for(ctx.demand, key, build, *args)
 
 
 # --- packed floats -------------------------------------------------------------------------------------------------
@@ -99,7 +95,7 @@ class Vec3(Field):
         bound.abbrev = f"{prefix}.{self.name}"
         bound.info = b.field(bound.abbrev, self.label, "none")
         bound.info.labeler = bound.vector_label
-        bound.memo = {}
+        bound.memo = SubtreeMemo(MEMO_BYTES)
         bound.elements = [e.bind(b, bound.abbrev) for e in self.elements]
         if self.absolute:
             absolute = f"{prefix}.{self.absolute}"
@@ -110,7 +106,7 @@ class Vec3(Field):
 
     def take(self, ctx, parent, offset, raw):
         item = parent.add(Item(self.info, None, offset, self.size))
-        item.children = frozen(self.memo, (raw, offset), self.element_items, raw, offset)
+        item.children = frozen(self.memo, ctx, (raw, offset), self.element_items, raw, offset)
         ctx.scopes[-1][self.name] = raw
         if self.absolute:
             self.add_absolute(ctx, parent, offset, raw)
@@ -133,7 +129,7 @@ class Vec3(Field):
         # int32 fields: a sum past 2^31 wraps, as Wireshark stores a Lua number in an FT_INT32
         total = tuple((a + b + 0x80000000) % 0x100000000 - 0x80000000 for a, b in zip(base, raw))
         node = parent.add(Item(self.abs_info, None, offset, self.size, None, True))
-        node.children = frozen(self.memo, ("abs", total, offset), self.absolute_items, total, offset)
+        node.children = frozen(self.memo, ctx, ("abs", total, offset), self.absolute_items, total, offset)
 
     def absolute_items(self, total, offset):
         return [Item(info, v, offset, self.size, None, True) for info, v in zip(self.abs_infos, total)]
@@ -191,7 +187,7 @@ class QuatSmallest3(Field):
     AXES = ("x", "y", "z", "w")
 
     def register(self, b):
-        self.memo = {}
+        self.memo = SubtreeMemo(MEMO_BYTES)
         self.info = b.field(self.abbrev, self.label, "uint64", base="HEX")
         self.info.labeler = self.quat_label
         self.largest_info = b.field(self.abbrev + ".largest", "Largest component", "uint8",
@@ -209,7 +205,7 @@ class QuatSmallest3(Field):
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
         item = parent.add(Item(self.info, raw, offset, 8))
-        item.children = frozen(self.memo, (raw, offset), self.component_items, raw, offset)
+        item.children = frozen(self.memo, ctx, (raw, offset), self.component_items, raw, offset)
 
     def component_items(self, raw, offset):
         largest, q = self.unpack(raw)
@@ -242,7 +238,7 @@ class AckHistory(Field):
         self.lines = [[bit_picture(v << i, 1 << i, bits) for v in (0, 1)] for i in range(bits)]
 
     def register(self, b):
-        self.cache = {}
+        self.cache = SubtreeMemo(MEMO_BYTES)
         self.info = b.field(self.abbrev, self.label, "uint32", base="HEX")
         self.bit_info = b.field(self.abbrev + ".received", "Received", "uint8")
         self.acked_info = b.field(f"{b.proto}.acked", "Acknowledged sequence number", "uint16")
@@ -253,7 +249,7 @@ class AckHistory(Field):
         item = parent.add(Item(self.info, raw, offset, 4))
         # The subtree depends on (bitmap, ack, offset) only, and a direction repeats the same ack for many
         # packets: keep it as a frozen (tuple) subtree shared between packets; outputs may memoise its text.
-        item.children = frozen(self.cache, (raw, ack, offset), self.lines_for, raw, ack, offset)
+        item.children = frozen(self.cache, ctx, (raw, ack, offset), self.lines_for, raw, ack, offset)
 
     def lines_for(self, raw, ack, offset):
         acked = []
@@ -328,6 +324,8 @@ class Chunk(Field):
     buffer, inflated when `compressed_flag` is set, and its `content` decoded from that buffer.
     State lives per conversation; the first copy of a byte wins (as Wireshark's reassembly does)."""
 
+    keeps_state = True
+
     def __init__(self, name, label, *, begin, key, at, length, total, compressed_flag, content=None):
         super().__init__(name, label)
         self.begin, self.key, self.at, self.length, self.total = begin, key, at, length, total
@@ -379,8 +377,9 @@ class Chunk(Field):
                 ctx.expert(item, "reassembly", str(exc))
                 return
         message = transfer[1]
-        if message.done:
-            item.add(Item(self.r_in, message.done, item.offset, 0, None, True))
+        if message.done:      # the Lua adds it with no byte range: at the start of the layer's tvb
+            at, src = ctx.unranged(item)
+            item.add(Item(self.r_in, message.done, at, 0, None, True, src))
             return
         try:
             whole = message.add(at, piece, ctx.frame)
@@ -391,24 +390,25 @@ class Chunk(Field):
             self.show(ctx, item, whole, message.frames(), begin)
 
     def show(self, ctx, item, buf, frames, begin):
-        node = item.add(Item(self.r_info, None, item.offset, 0, "Reassembled chunk", True))
+        at, src = ctx.unranged(item)    # items the Lua adds with no byte range: at the layer tvb's start
+        node = item.add(Item(self.r_info, None, at, 0, "Reassembled chunk", True, src))
         for frame in frames:
-            node.add(Item(self.r_frame, frame, item.offset, 0, None, True))
-        node.add(Item(self.r_size, len(buf), item.offset, 0, None, True))
+            node.add(Item(self.r_frame, frame, at, 0, None, True, src))
+        node.add(Item(self.r_size, len(buf), at, 0, None, True, src))
         ctx.sources.append(DataSource("Reassembled chunk", buf))
         field, mask = self.compressed_flag
         data = buf
         if begin.get(field, 0) & mask:
-            data = _inflate(buf, INFLATE_LIMIT)
+            data = _inflate(buf, INFLATE_LIMIT, ctx, "Inflated chunk")
             if data is None:
                 ctx.expert(node, "malformed", "Chunk data does not inflate (zlib)")
                 return
             ctx.sources.append(DataSource("Inflated chunk", data))
-            node.add(Item(self.r_inflated, len(data), item.offset, 0, None, True))
+            node.add(Item(self.r_inflated, len(data), at, 0, None, True, src))
         ctx.notes.append(f"[chunk {len(buf)} bytes reassembled]")
         if self.content is not None:
             sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-            sub.source = len(ctx.sources) - 1
+            sub.source, sub.prefs = len(ctx.sources) - 1, ctx.prefs
             try:
                 self.content.decode(sub, node)
             except Truncated:       # reported by ctx.need; the rest of the packet stands
@@ -420,8 +420,10 @@ class Chunk(Field):
             yield from self.content.infos()
 
 
-def _inflate(data: bytes, limit: int) -> bytes | None:
-    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large."""
+def _inflate(data: bytes, limit: int, ctx: Ctx | None = None, name: str = "") -> bytes | None:
+    """zlib-inflate at most `limit` bytes; None when the stream is corrupt, incomplete or too large. With `ctx`,
+    an inflated stream's own bytes become the data source "NAME (zlib)" first, as the plugin's rt.inflate_strict
+    makes a tvb of the stream before uncompressing it (tshark -x shows it)."""
     z = zlib.decompressobj()
     try:
         out = z.decompress(data, limit + 1)
@@ -429,6 +431,8 @@ def _inflate(data: bytes, limit: int) -> bytes | None:
         return None
     if len(out) > limit or not z.eof:
         return None
+    if ctx is not None:
+        ctx.new_source(f"{name} (zlib)", data[:len(data) - len(z.unused_data)])
     return out
 
 

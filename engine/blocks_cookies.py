@@ -102,6 +102,8 @@ class TextReassembly(Field):
     `command_channel`, the text command parsed by `commands`. At most `limit` bytes and `pending` messages per
     direction are kept: a message that never ends is dropped with an expert item."""
 
+    keeps_state = True
+
     def __init__(self, name, label, *, size, key, final, channel, command_channel, commands, limit=16384,
                  pending=64):
         super().__init__(name, label)
@@ -148,11 +150,17 @@ class TextReassembly(Field):
             self.show(ctx, item, b"".join(state["parts"]), state)
 
     def show(self, ctx, item, text: bytes, state) -> None:
-        node = item.add(Item(self.r_info, None, item.offset, 0, "Reassembled message", True, ctx.source))
+        at, at_src = ctx.unranged(item)          # the Lua adds these with no byte range
+        node = item.add(Item(self.r_info, None, at, 0, "Reassembled message", True, at_src))
         for frame in state["frames"]:
-            node.add(Item(self.r_frame, frame, item.offset, 0, None, True, ctx.source))
-        node.add(Item(self.r_count, len(state["parts"]), item.offset, 0, None, True, ctx.source))
-        node.add(Item(self.r_length, len(text), item.offset, 0, None, True, ctx.source))
+            node.add(Item(self.r_frame, frame, at, 0, None, True, at_src))
+        node.add(Item(self.r_count, len(state["parts"]), at, 0, None, True, at_src))
+        node.add(Item(self.r_length, len(text), at, 0, None, True, at_src))
+        if not text:              # Wireshark makes no empty tvb: the plugin adds the empty text with no range
+            node.add(Item(self.text_info, "", at, 0, None, False, at_src))
+            ctx.scopes[-1]["text"] = ""
+            ctx.notes.append('""')
+            return
         src = len(ctx.sources)
         ctx.sources.append(DataSource("Reassembled message", text))
         shown = until_nul(text)
@@ -274,6 +282,8 @@ class ImageReassembly(Field):
     announced earlier on the connection by `digest_from` (command, arg) from the same side. `clears`: conv
     flag ended (for this side) by the last chunk."""
 
+    keeps_state = True
+
     def __init__(self, name, label, *, size, key, length, max_side, digest_from, clears, pending=16):
         super().__init__(name, label)
         self.size, self.key, self.length, self.max_side = size, key, length, max_side
@@ -323,10 +333,11 @@ class ImageReassembly(Field):
 
     def show(self, ctx, item, data, frames, role):
         r = self.r
-        node = item.add(Item(r["r"], None, item.offset, 0, "Reassembled image", True, ctx.source))
+        at, at_src = ctx.unranged(item)          # the Lua adds these with no byte range
+        node = item.add(Item(r["r"], None, at, 0, "Reassembled image", True, at_src))
         for frame in frames:
-            node.add(Item(r["frame"], frame, item.offset, 0, None, True, ctx.source))
-        node.add(Item(r["length"], len(data), item.offset, 0, None, True, ctx.source))
+            node.add(Item(r["frame"], frame, at, 0, None, True, at_src))
+        node.add(Item(r["length"], len(data), at, 0, None, True, at_src))
         src = len(ctx.sources)
         ctx.sources.append(DataSource("Reassembled image", data))
         ctx.notes.append(f"[image {len(data)} bytes]")

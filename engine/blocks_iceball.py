@@ -340,6 +340,8 @@ class Transfer(Field):
     inflated file, `kind_mask` selects the kind from the request's flags) and "abort" (`who` aborted).
     Adds no wire bytes of its own: it is placed after the fields it reads."""
 
+    keeps_state = True
+
     def __init__(self, name, label, step: str, *, names: dict | None = None, inside: dict | None = None,
                  kinds: dict[int, str] | None = None, kind_mask: int = 0xF, who: str = ""):
         super().__init__(name, label)
@@ -443,9 +445,11 @@ class Transfer(Field):
         node.add(Item(self.f_blocks, current["blocks"], ctx.pos, 0, None, True))
         node.add(Item(self.f_first, frames[0], ctx.pos, 0, None, True))
         node.add(Item(self.f_last, frames[-1], ctx.pos, 0, None, True))
-        ctx.new_source("Reassembled file", whole)
-        data = inflate(whole, INFLATED_LIMIT)
+        # the plugin's buffer is the zlib stream ("Inflated file (zlib)"); one that does not inflate is kept as
+        # "Reassembled file" (protodump's own: --export-objects saves it)
+        data = inflate(whole, INFLATED_LIMIT, ctx, "Inflated file")
         if data is None:
+            ctx.new_source("Reassembled file", whole)
             ctx.expert(node, "malformed", "File does not inflate (zlib)")
             ctx.scopes[0]["file"] = f"{current['name']} (does not inflate)"
             return
@@ -485,7 +489,7 @@ class Transfer(Field):
         if struct_ is None:
             return
         sub = Ctx(data, 0, len(data), node, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-        sub.source = source
+        sub.source, sub.prefs = source, ctx.prefs
         try:
             struct_.decode(sub, node)
         except Truncated:       # reported by ctx.need; the file stays shown
@@ -579,6 +583,7 @@ class ChannelProtocol:
 
     sequence = None              # what the generic parts of the plugin generator ask of every protocol
     revision_pref = None
+    own_state_only = True        # its transfer state feeds only its own items (engine.demand)
 
     def __init__(self, name, description, *, messages: dict, ports: dict, variant_pref: tuple,
                  stream_start: tuple[int, int] | None = None):
@@ -597,6 +602,7 @@ class ChannelProtocol:
         self.trailing_info = b.field(f"{name}.trailing", "Bytes after the packet", "bytes")
         self.data_info = b.field(f"{name}.data", "Undecoded data", "bytes")     # what a stream cannot frame
         self.fields = b.fields
+        self.table_prefs = b.prefs           # the preferences the tables declare (fields.WhenPref)
         self.stream_dispatch = self.messages[None].fields[0]
         self.type_field = self.stream_dispatch.name          # what `-z <proto>,types` counts
         self.type_fields = tuple(dict.fromkeys(             # the type codes a message starts with, per channel
@@ -606,7 +612,7 @@ class ChannelProtocol:
 
     def preferences(self) -> dict[str, tuple[str, str, list[str]]]:
         pname, desc, default, choices = self.variant_pref
-        return {pname: (desc, default, list(choices))}
+        return {pname: (desc, default, list(choices)), **self.table_prefs}
 
     def variant(self, prefs: dict) -> str:
         pname, _, default, _ = self.variant_pref
@@ -730,7 +736,8 @@ class ChannelProtocol:
         """Decode one message on its own (fresh conversation), as if it came on `channel`: values and tree."""
         tree = Item(self.info, self.description, 0, len(payload), self.description)
         ctx = Ctx(payload, 0, len(payload), tree, self, {}, "a>b", 1, [])
-        self.dissect(ctx, prefs or {}, channel)
+        ctx.prefs = prefs or {}
+        self.dissect(ctx, ctx.prefs, channel)
         return ctx.scopes[0], tree
 
     def encode(self, values: dict, channel=None) -> bytes:

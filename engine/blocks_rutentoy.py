@@ -291,8 +291,6 @@ class Select(Field):
 # --- voxel chunk summary -------------------------------------------------------------------------------------------
 
 
-_ROWS: dict = {}            # SplitIdGrid.block_map: frozen rows by (fields, source, place, bytes), oldest evicted
-ROW_MEMO = 8192
 _UPPER_NIBBLE = bytes(b >> 4 for b in range(256))       # bytes.translate tables
 _LOWER_NIBBLE = bytes(b & 0x0F for b in range(256))
 
@@ -325,10 +323,6 @@ class SplitIdGrid(Field):
             "lit": b.field(f"{p}.lit", "Lit blocks", "uint32"),
             "max_light": b.field(f"{p}.max_light", "Maximum light", "uint8"),
             "unknown": b.field(f"{p}.unknown", "Blocks with unknown IDs", "uint32"),
-            "map": b.field(f"{p}.map", "Block map", "none"),
-            "row": b.field(f"{p}.map.row", "Row", "none"),
-            "at": b.field(f"{p}.map.block", "Block", "uint16", base="HEX", values=self.names),
-            "light": b.field(f"{p}.map.light", "Light", "uint8"),
         }
         bound.info = bound.f["summary"]
         return bound
@@ -358,38 +352,7 @@ class SplitIdGrid(Field):
             ctx.expert(it, "unexpected", f"{unknown} blocks have IDs the spec does not list")
         node.label = (f"{self.label}: {non_air} non-air, {len(counts)} distinct, "
                       f"{n - lights.count(0)} lit")
-        if n == self.SIDE ** 3:
-            self.block_map(parent, pos, high, low, src)
         ctx.pos += self.size
-
-    SIDE = 8
-
-    def block_map(self, parent, pos, high, low, src) -> None:
-        """Every block by position (i = x + 8 (y + 8 z), NOTES.md): its ID and light, a row of x per (z, y); a
-        subtree of its own (collapsed in the GUI until opened). A row's items are frozen and shared by every row
-        with the same bytes at the same place (air, stone: most rows repeat), so most chunks cost a few lookups."""
-        f, side, n = self.f, self.SIDE, self.count
-        top = parent.add(Item(f["map"], None, pos, n, f"{self.label} by position (x, y, z)", False, src))
-        for z in range(side):
-            for y in range(side):
-                at = side * (y + side * z)
-                key = (id(f), src, pos, z, y, high[at:at + side], low[at:at + side])
-                row = _ROWS.get(key)
-                if row is None:
-                    row = Item(f["row"], None, pos + at, side, f"z={z}, y={y}", False, src)
-                    kids = []
-                    for x in range(side):
-                        i = at + x
-                        bid, light = high[i] << 4 | low[i] >> 4, low[i] & 0x0F
-                        it = Item(f["at"], bid, pos + i, 1, f"x={x}: {self.names.get(bid, 'Unknown')} "
-                                                             f"(0x{bid:03x}), light {light}", False, src)
-                        it.children = (Item(f["light"], light, pos + n + i, 1, None, False, src),)
-                        kids.append(it)
-                    row.children = tuple(kids)
-                    if len(_ROWS) >= ROW_MEMO:
-                        del _ROWS[next(iter(_ROWS))]
-                    _ROWS[key] = row
-                top.add(row)
 
     def encode(self, values, out):
         ids, lights = values.get(self.name, [0] * self.count), values.get("lights", [0] * self.count)

@@ -293,6 +293,8 @@ class Sender(Field):
     packet of the conversation that only one side sends; later packets sent the wrong way get a warning.
     Shows the sender as a generated `<proto>.sender`."""
 
+    keeps_state = True
+
     size = 0
 
     def __init__(self, side: str):
@@ -328,6 +330,8 @@ class Remember(Field):
     """Zero-width: remember scope[`value`] under scope[`key`] in the conversation's table `table` (names by UUID,
     from PLAYER_JOIN and PLAYER_LIST), for `Recall` in later packets. Bounded."""
 
+    keeps_state = True
+
     size = 0
 
     def __init__(self, table: str, key: str, value: str):
@@ -355,6 +359,8 @@ class Remember(Field):
 class Recall(Field):
     """Zero-width: the value remembered for scope[`key`] in table `table`, as a generated string item when known.
     scope[`name`] = that value, or the key itself when unknown (for the Info column)."""
+
+    keeps_state = True
 
     size = 0
 

@@ -12,6 +12,9 @@ def bounded_put(table: dict, key, value, limit: int) -> None:
     table[key] = value
 
 
+NO_PREFS: dict = {}     # never written: a Ctx made outside a dispatcher decodes with every default
+
+
 class Truncated(Exception):
     """Raised inside a table decode when a field runs past the end of its data: the packet decode stops there."""
 
@@ -24,7 +27,7 @@ class Ctx:
     """
 
     __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
-                 "source", "notes", "stack", "meta", "time")
+                 "source", "notes", "stack", "meta", "time", "demand", "prefs")
 
     def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
                  frame: int = 0, sources: list[DataSource] | None = None):
@@ -43,11 +46,23 @@ class Ctx:
         self.stack = None              # the frame's layer stack (engine.dispatch.Stack): handoff() goes through it
         self.meta: dict = {}           # facts a lower layer passes up with a handoff (ENet's channel, ...)
         self.time: float | None = None # the frame's capture time, as wslua's pinfo.abs_ts (secs + nsecs / 1e9)
+        self.demand = None             # the abbrevs a run reads of this protocol (engine.demand); None: all
+        self.prefs: dict = NO_PREFS    # -o values ("blank.block_map" -> "TRUE"): fields a preference guards read it
 
     def new_source(self, name: str, data: bytes) -> int:
         """Add a data source (a decompressed or reassembled buffer) to the packet; its index for Item.source."""
         self.sources.append(DataSource(name, data))
         return len(self.sources) - 1
+
+    def unranged(self, item: Item) -> tuple[int, int]:
+        """(offset, source) where wslua puts an item added with no byte range (TreeItem:add(field, value)): offset
+        0 of the tvb the dissector was called with, the layer's start (what -T pdml and jsonraw show)."""
+        stack = self.stack
+        d = stack.d if stack is not None else None
+        if d is not None and d.transport == "tcp" and getattr(self.proto, "name", "") in ("rutentoy", "iceball"):
+            return d.payload_offset, 0       # TCP: the plugin is called once on the segment's payload
+        top = self.tree
+        return (top.offset, top.source) if top is not None else (item.offset, item.source)
 
     def handoff(self, table: str, keys, start: int, end: int, data: bytes | None = None, source: int | None = None,
                 meta: dict | None = None) -> str | None:

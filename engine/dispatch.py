@@ -5,13 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .context import Ctx
+from .fields import BOOL_CHOICES
 from .lifetime import PREFERENCES as ENGINE_PREFERENCES, Lifetimes
 from .protocol import Protocol
 from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
 
 
 class DispatchError(ValueError):
-    """A bad -d / -o argument (the CLI turns it into one clear line)."""
+    """A bad -d / -o argument (the CLI turns it into one clear line): `preference` names the -o preference at
+    fault, `protocol` the -d protocol."""
+
+    def __init__(self, message: str, preference: str | None = None, protocol: str | None = None):
+        super().__init__(message)
+        self.preference, self.protocol = preference, protocol
 
 
 @dataclass
@@ -35,16 +41,30 @@ def _with_top_items(games: list[Layer]) -> list[Layer]:
     return out
 
 
+def _index_all(index: dict, layer: Layer) -> None:
+    """Every item of a layer under its field's abbrev, expert items under theirs and tshark's pseudo-fields."""
+    for item in layer.item.walk():
+        f = item.field
+        if f is not None and item is not layer.item:
+            index.setdefault(f.abbrev, []).append(item)
+        elif item.expert_info is not None:
+            index.setdefault("_ws.expert", []).append(item)
+            index.setdefault(item.expert_info.abbrev, []).append(item)
+            if item.expert_info.group == MALFORMED:    # tshark's "_ws.malformed" item beside it
+                index.setdefault("_ws.malformed", []).append(item)
+
+
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
 
-    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index")
+    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand")
 
-    def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources):
+    def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources, demand=None):
         self.frame, self.decoded, self.games = frame, decoded, games
         self._info, self.protocol, self.sources = info, protocol, sources
         self._index = None
+        self.demand = demand          # engine.demand.Demand: index() holds only the layers it reads
 
     @property
     def game(self) -> Layer | None:
@@ -82,20 +102,24 @@ class Packet:
 
     def index(self) -> dict[str, list]:
         """Every item of every layer by field abbrev, in tree order; protocols (layer names) map to their top
-        item. What display filters, -T fields and the Python API (`packet["blank.seq"]`) read."""
+        item. What display filters, -T fields and the Python API (`packet["blank.seq"]`) read. With a demand
+        (engine.demand), only the asked fields, from the layers they belong to."""
         if self._index is None:
             index: dict[str, list] = {}
-            for layer in self.layers():
-                index.setdefault(layer.proto, []).append(layer.item)
-                for item in layer.item.walk():
-                    f = item.field
-                    if f is not None and item is not layer.item:
-                        index.setdefault(f.abbrev, []).append(item)
-                    elif item.expert_info is not None:
-                        index.setdefault("_ws.expert", []).append(item)
-                        index.setdefault(item.expert_info.abbrev, []).append(item)
-                        if item.expert_info.group == MALFORMED:    # tshark's "_ws.malformed" item beside it
-                            index.setdefault("_ws.malformed", []).append(item)
+            demand = self.demand
+            if demand is None:
+                for layer in self.layers():
+                    index.setdefault(layer.proto, []).append(layer.item)
+                    _index_all(index, layer)
+            else:
+                names = demand.names
+                for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
+                    index.setdefault(layer.proto, []).append(layer.item)
+                    if layer.proto.split(".")[0] in demand.roots:     # else only its presence is read
+                        for item in layer.item.walk():
+                            f = item.field
+                            if f is not None and f.abbrev in names and item is not layer.item:
+                                index.setdefault(f.abbrev, []).append(item)
             self._index = index
         return self._index
 
@@ -121,7 +145,7 @@ class PlainPacket(Packet):
 
     def __init__(self, frame, decoded):
         self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
-        self._info = None
+        self._info, self.demand = None, None
 
     @property
     def protocol(self) -> str:
@@ -180,13 +204,19 @@ class Stack:
         tree = Item(proto.info, proto.description, start, end - start, proto.description, False, source)
         layer = Layer(proto.name, tree)
         self.layers.append(layer)
+        demand = self.dispatcher.demand
+        asked = None if demand is None else demand.of(proto.name)
+        if asked is not None and not asked and getattr(proto, "own_state_only", False):
+            self.infos.append((proto.name, ""))     # nothing reads this layer but its presence (engine.demand)
+            return layer
         ctx = Ctx(data, start, end, tree, proto, self.conversation(proto) if conv is None else conv,
                   direction or self.direction, self.frame.number, self.sources)
-        ctx.source, ctx.stack = source, self
+        ctx.source, ctx.stack, ctx.prefs = source, self, self.dispatcher.settings.prefs
         ns = self.frame.ts_ns
         ctx.time = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
         if meta:
             ctx.meta = meta
+        ctx.demand = asked
         slot = len(self.infos)               # infos in layer order: the layers this one hands up come after it
         self.infos.append((proto.name, ""))
         self.depth += 1
@@ -218,7 +248,7 @@ class Stack:
             d.protocols.extend(self.called)
             if not self.called:
                 d.no_dissector()             # tshark's data layer for a payload nobody took
-            return Packet(self.frame, d, [], d.plain_info, protocol, [])
+            return Packet(self.frame, d, [], d.plain_info, protocol, [], self.dispatcher.demand)
         protos = self.dispatcher.protocols
         for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"
             if layer.listed:
@@ -230,11 +260,12 @@ class Stack:
         # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
         # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
-        prefix = d.info_prefix()              # the standard layers' tags before any Info (TCP analysis)
+        demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
+        prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)
-        return Packet(self.frame, d, self.layers, info, column, self.sources)
+        return Packet(self.frame, d, self.layers, info, column, self.sources, demand)
 
 
 class Dispatcher:
@@ -270,22 +301,27 @@ class Dispatcher:
         # Nothing reads the game layers (statistics of addresses and lengths only): frames get their standard
         # layers and no game dissection at all (the caller decides: cli/read_cmd.py, analysis.stats.run)
         self.standard_only = False
+        # What the run reads of the game layers (engine.demand.Demand); None: every tree is built in full
+        self.demand = None
         self.check_settings()
 
     def check_settings(self) -> None:
         for (table, key), name in self.settings.decode_as.items():
             if name not in self.protocols:
-                raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})")
+                raise DispatchError(f"decode-as: unknown protocol {name!r} (known: {', '.join(self.protocols)})",
+                                    protocol=name)
         for key, value in self.settings.prefs.items():
             proto, _, pref = key.partition(".")
             if proto == "protodump" and pref in ENGINE_PREFERENCES:
                 continue
             p = self.protocols.get(proto)
             if p is None or pref not in p.preferences():
-                raise DispatchError(f"unknown preference {key!r}")
+                raise DispatchError(f"unknown preference {key!r}", preference=key)
             choices = p.preferences()[pref][2]
+            if choices == BOOL_CHOICES and value.upper() in BOOL_CHOICES:      # TRUE/FALSE in any case, as tshark
+                continue
             if choices and value not in choices:
-                raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}")
+                raise DispatchError(f"preference {key}: {value!r} is not one of {', '.join(choices)}", preference=key)
 
     def _number_pref(self, name: str, kind):
         """An engine preference (-o protodump.<name>:<value>, engine.lifetime.PREFERENCES)."""

@@ -36,6 +36,8 @@ class Binder:
         # (id(struct), abbrev) -> (struct, bound): a struct used by many packets (Iceball's 128 message codes under
         # several framings) is bound once; binding is deterministic and a bound table is never changed afterwards.
         self.structs: dict[tuple[int, str], tuple[Field, Field]] = {}
+        # preferences the table declares (WhenPref): name -> (description, default, choices), in table order
+        self.prefs: dict[str, tuple[str, str, list[str]]] = {}
 
     def bound_struct(self, struct: Field, own: str, make) -> Field:
         key = (id(struct), own)
@@ -57,6 +59,8 @@ class Field:
     """Base of every table word. `codes` is set on fixed-size fields that can join a precompiled run."""
 
     codes: tuple[str, ...] | None = None   # struct codes, without byte order
+    keeps_state = False                    # its decode keeps conversation state later packets read (a block
+                                           # that reassembles or remembers): see stateful()
     endian = ""                            # "<", ">" or "" (byte order does not matter: bytes, u8)
     size: int | None = None                # fixed wire size, or None when variable
 
@@ -102,9 +106,30 @@ class Field:
     def size_rule(self) -> tuple[int, int, int]:
         return (self.size, self.size, 0)
 
+    def stateful(self) -> bool:
+        """Whether decoding this field, or a field in it, keeps state that later packets read: a run that reads
+        none of its items may skip it only when not (engine.demand)."""
+        known = self.__dict__.get("_stateful")
+        if known is None:
+            known = self.keeps_state or any(_stateful(v) for k, v in self.__dict__.items() if k != "_stateful")
+            self.__dict__["_stateful"] = known
+        return known
+
     def infos(self):
         if self.info is not None:
             yield self.info
+
+
+def _stateful(value) -> bool:
+    if isinstance(value, Field):
+        return value.stateful()
+    if isinstance(value, (list, tuple)):
+        return any(_stateful(v) for v in value)
+    if isinstance(value, dict):
+        return any(_stateful(v) for v in value.values())
+    if isinstance(value, Run):
+        return any(f.stateful() for f in value.fields)
+    return False
 
 
 # --- integers and floats ---------------------------------------------------------------------------------------
@@ -147,7 +172,7 @@ class Number(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
-        item = parent.add(Item(self.info, raw, offset, self.width))
+        item = parent.add(Item(self.info, raw, offset, self.width, None, False, ctx.source))
         if self.expect is not None and raw != self.expect:
             ctx.expert(item, "unexpected", f"{self.label} should be 0x{self.expect:x}, not 0x{raw:x}")
         elif self.check_range is not None and not self.check_range[0] <= raw <= self.check_range[1]:
@@ -211,7 +236,7 @@ class Flags(Field):
         self.number.take(ctx, parent, offset, raw)
         item = parent.children[-1]
         for flag in self.flags:
-            item.add(Item(flag.info, bool(raw & flag.mask), offset, self.size))
+            item.add(Item(flag.info, bool(raw & flag.mask), offset, self.size, None, False, ctx.source))
 
     def encode(self, values, out):
         self.number.encode(values, out)
@@ -235,7 +260,7 @@ class Padding(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
-        parent.add(Item(self.info, raw, offset, self.size))
+        parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
 
     def default(self):
         return bytes(self.size)
@@ -267,7 +292,7 @@ class CString(Field):
         used = area if self.fixed_area is not None or nul < 0 else nul - start + 1
         value = wire_string(raw)
         ctx.scopes[-1][self.name] = value
-        parent.add(Item(self.info, value, start, used))
+        parent.add(Item(self.info, value, start, used, None, False, ctx.source))
         ctx.pos = start + used
 
     def encode(self, values, out):
@@ -300,7 +325,7 @@ class Bytes(Field):
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
-        parent.add(Item(self.info, raw, offset, self.size))
+        parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
 
     def decode(self, ctx, parent):
         if self.size is not None:
@@ -407,7 +432,7 @@ class Struct(Field):
             for step in self.steps:
                 step.decode(ctx, parent)
             return
-        item = parent.add(Item(self.info, None, ctx.pos, 0, self.label))
+        item = parent.add(Item(self.info, None, ctx.pos, 0, self.label, False, ctx.source))
         scope: dict = {}
         ctx.scopes[-1][self.name] = scope
         ctx.scopes.append(scope)
@@ -486,7 +511,7 @@ class Array(Field):
 
     def decode(self, ctx, parent):
         count = ctx.lookup(self.count)
-        item = parent.add(Item(self.info, None, ctx.pos, 0, f"{self.label} ({count})"))
+        item = parent.add(Item(self.info, None, ctx.pos, 0, f"{self.label} ({count})", False, ctx.source))
         elements: list = []
         ctx.scopes[-1][self.name] = elements
         if not 0 <= count <= self.max_count:
@@ -545,6 +570,57 @@ class Switch(Field):
             yield from packet.infos()
 
 
+# --- preferences ---------------------------------------------------------------------------------------------------
+
+BOOL_CHOICES = ["TRUE", "FALSE", "true", "false"]     # as tshark reads a boolean preference
+
+
+def pref_on(prefs: dict, key: str, default: bool) -> bool:
+    """A boolean preference's value (-o KEY:TRUE|FALSE, case-insensitive as tshark)."""
+    value = prefs.get(key)
+    return default if value is None else value.upper() == "TRUE"
+
+
+class WhenPref(Field):
+    """Fields shown only when a boolean preference of the protocol is on (`-o <proto>.<pref>:TRUE`): detail that
+    costs too much output to show by default (a chunk's every block). The table declares the preference: the
+    protocol lists it (preferences(), -G defaultprefs), the plugin registers it as Pref.bool and tests it where
+    the fields are. The fields take no wire bytes (views of bytes read before), so the decode after them is the
+    same either way."""
+
+    def __init__(self, pref: str, description: str, *fields: Field, default: bool = False):
+        super().__init__(pref, None)
+        self.pref, self.description, self.default = pref, description, default
+        self.fields = list(fields)
+        if any(f.size_rule() != (0, 0, 0) for f in self.fields):
+            raise ValueError(f"WhenPref({pref!r}): its fields must take no wire bytes")
+        self.size, self.key = 0, ""
+
+    def bind(self, b, prefix):
+        declared = (self.description, "TRUE" if self.default else "FALSE", BOOL_CHOICES)
+        if b.prefs.setdefault(self.pref, declared) != declared:
+            raise ValueError(f"{b.proto}.{self.pref} declared twice with different descriptions or defaults")
+        bound = copy.copy(self)
+        bound.key = bound.abbrev = f"{b.proto}.{self.pref}"     # the abbrev keys its Lua (one guard per pref)
+        bound.fields = [f.bind(b, prefix) for f in self.fields]
+        return bound
+
+    def decode(self, ctx, parent):
+        if pref_on(ctx.prefs, self.key, self.default):
+            for f in self.fields:
+                f.decode(ctx, parent)
+
+    def encode(self, values, out):
+        pass
+
+    def size_rule(self):
+        return (0, 0, 0)
+
+    def infos(self):
+        for f in self.fields:
+            yield from f.infos()
+
+
 # --- helpers -------------------------------------------------------------------------------------------------------
 
 def combine(rules) -> tuple[int, int, int]:
@@ -596,4 +672,4 @@ def template_parts(template: str) -> list[tuple[bool, str]]:
 
 __all__ = ["Binder", "Field", "Number", "Flag", "Flags", "Padding", "CString", "Bytes", "Struct", "Packet",
            "Array", "Switch", "U8", "I8", "U16LE", "U16BE", "I16LE", "I16BE", "U32LE", "U32BE", "I32LE", "I32BE",
-           "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "combine", "accepts", "format_template", "template_parts"]
+           "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "WhenPref", "pref_on", "combine", "accepts", "format_template", "template_parts"]

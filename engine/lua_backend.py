@@ -82,6 +82,7 @@ class Generator:
         self.pending: list[tuple[str, object]] = []
         self.value_tables: dict[tuple, str] = {}
         self.counter = 0
+        self.proto_var = ""                      # the Lua Proto of the protocol being emitted (its prefs)
 
     def tmp(self, stem: str) -> str:
         self.counter += 1
@@ -149,7 +150,7 @@ class Generator:
     def emit_protocol(self, p: Protocol, w: Writer) -> None:
         self.w = w
         self.seq_field = f"{p.name}.{p.sequence[0]}" if p.sequence else None
-        var = f"P_{p.name}"
+        var = self.proto_var = f"P_{p.name}"
         w(f"-- ===== {p.name}: {p.description} =====")
         w(f"local {var} = Proto({lua_str(p.name)}, {lua_str(p.description)})")
         w("local S = {}")
@@ -175,6 +176,8 @@ class Generator:
             enum = ", ".join(f"{{ {i + 1}, {lua_str(r)}, {i} }}" for i, r in enumerate(revisions))
             w(f"{var}.prefs.{pname} = Pref.enum({lua_str(desc)}, {revisions.index(default)}, "
               f"{lua_str(desc)}, {{ {enum} }}, false)")
+        for pname, (desc, default, _) in getattr(p, "table_prefs", {}).items():     # fields.WhenPref
+            w(f"{var}.prefs.{pname} = Pref.bool({lua_str(desc)}, {default.lower()}, {lua_str(desc)})")
         if hasattr(p, "emit_lua"):          # a protocol kind that frames its own dissector (ENet, streams, ...)
             p.emit_lua(self, var)
             return
@@ -260,6 +263,11 @@ class Generator:
             self.emit_Number(f.number, shown, raw, item_var="it")
             for flag in f.flags:
                 self.w(f"it:{self.add(f.number)}(F[{lua_str(flag.info.abbrev)}], r)")
+
+    def emit_WhenPref(self, f, shown, raw):
+        with self.w.block(f"if {self.proto_var}.prefs.{f.pref} then"):
+            for g in f.fields:
+                self.emit(g)
 
     def emit_Padding(self, f, shown, raw):
         self.fixed_bytes(f)
@@ -589,6 +597,7 @@ class Generator:
                 w("rt.ws_info(pinfo, info)" if getattr(p, "heuristic_list", None) == "ws" else "pinfo.cols.info:set(info)")
             with w.block("else"):
                 w("rt.expert(c, T, \"malformed\", \"Dissector error: \" .. tostring(info))")
+            w(f"rt.conversation_note({lua_str(p.name)}, pinfo, T, E)")
             w("return tvb:len()")
         w(f"function {var}.dissector(tvb, pinfo, tree) return dissect_{p.name}(tvb, pinfo, tree) end")
         self.register_tables(p, var)
@@ -617,7 +626,10 @@ def runtime_pieces() -> list[str]:
 def lua_limits(protocols) -> dict[str, int]:
     """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
     from . import blocks_iceball, lifetime, sniff, streams
-    limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),"CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
+    from ..reassembly.budget import INFLATE_COST, STATE_BUDGET
+    limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),
+              "CONV_MAX": lifetime.MAX_LIVE, "FORGOTTEN_LIMIT": lifetime.FORGOTTEN_LIMIT,
+              "STATE_BUDGET": STATE_BUDGET, "INFLATE_COST": INFLATE_COST, "CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
               "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
               "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
               **blocks_iceball.LIMITS}

@@ -37,6 +37,10 @@ def classify_sequence_note(message: str) -> tuple[str, int] | None:
 
 
 class Protocol:
+    # Its dissection keeps state that only its own items read (no hand-off, no framing state): with nothing
+    # asking for its fields, the dispatcher shows the layer without dissecting it (engine.demand)
+    own_state_only = True
+
     def __init__(self, name, description, *, header: Struct, body: dict[str, Switch], revision_pref=None,
                  udp_ports=(), ports=None, heuristic=None, sequence=None, info="seq={seq} ack={ack}"):
         self.name, self.description = name, description
@@ -59,6 +63,9 @@ class Protocol:
         self.trailing_info = b.field(f"{name}.trailing_padding", "Trailing padding", "bytes")
         self.data_info = b.field(f"{name}.data", "Undecoded data", "bytes")
         self.fields: dict[str, FieldInfo] = b.fields
+        # what a run asking only for these reads of a datagram: its header (engine.demand)
+        self.header_abbrevs = frozenset([*(i.abbrev for i in self.header.infos()), self.revision_info.abbrev])
+        self.table_prefs = b.prefs           # the preferences the tables declare (fields.WhenPref)
         self.type_field = next(iter(body.values())).on
         # Which revisions a (type, payload length) fits: the size rules come from the tables themselves.
         self.rules = {rev: {code: p.size_rule() for code, p in sw.cases.items()} for rev, sw in self.body.items()}
@@ -69,7 +76,7 @@ class Protocol:
         if self.revision_pref:
             pname, desc, default = self.revision_pref
             prefs[pname] = (desc, default, ["auto", *self.revisions])
-        return prefs
+        return {**prefs, **self.table_prefs}
 
     def heuristic_match(self, payload: bytes) -> bool:
         if not self.heuristic or len(payload) < self.header.size if self.header.size else False:
@@ -107,7 +114,8 @@ class Protocol:
         """Decode one datagram on its own (fresh conversation): its values and its tree. For tests and scripts."""
         tree = Item(self.info, self.description, 0, len(payload), self.description)
         ctx = Ctx(payload, 0, len(payload), tree, self, {}, "a>b", 1, [])
-        self.dissect(ctx, prefs or {})
+        ctx.prefs = prefs or {}
+        self.dissect(ctx, ctx.prefs)
         return ctx.scopes[0], tree
 
     # --- decode ---------------------------------------------------------------------------------------------------
@@ -137,6 +145,8 @@ class Protocol:
         revision = self.pick_revision(ctx.conv, code, ctx.end - ctx.pos, pref)
         if len(self.revisions) > 1:
             tree.add(Item(self.revision_info, revision, ctx.pos, 0, f"Revision: {revision}", True))
+        if ctx.demand is not None and ctx.demand <= self.header_abbrevs and self.own_state_only:
+            return ""            # nothing reads the body, and its state feeds only the body's own items
         packet = self.body[revision].cases.get(code)
         if packet is None:
             ctx.expert(tree, "undecoded", f"Unknown packet type {code}")

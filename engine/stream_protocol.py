@@ -27,6 +27,7 @@ class StreamProtocol(Protocol):
     """bodies: numbering -> role -> Switch on the header's type field. alternates: (numbering, role, code) ->
     (flag, role whose case is used while conv flag `flag:<role>` is set). sent_by: packet name -> the only role
     that sends it (the other role gets an expert warning)."""
+    own_state_only = False       # its messages set state its framing reads (numbering, flags): always dissected
 
     def __init__(self, name, description, *, header: Struct, bodies: dict[str, dict[str, Switch]],
                  numbering_pref: tuple[str, str], ports: dict[str, tuple[int, ...]], alternates=None,
@@ -49,7 +50,7 @@ class StreamProtocol(Protocol):
     # --- registration -----------------------------------------------------------------------------------------
     def preferences(self):
         pname, desc = self.numbering_pref
-        return {pname: (desc, "auto", ["auto", *self.numberings])}
+        return {pname: (desc, "auto", ["auto", *self.numberings]), **self.table_prefs}
 
     def heuristic_match(self, payload: bytes) -> bool:
         return False
@@ -172,6 +173,8 @@ class StreamProtocol(Protocol):
         if sender is not None and sender != role:
             way = "client to server" if sender == "c2s" else "server to client"
             ctx.expert(tree, "unexpected", f"{packet.label} is sent {way} only")
+        if ctx.demand is not None and ctx.demand <= self.header_abbrevs and not packet.stateful():
+            return ""            # nothing reads the body, and it keeps no state (engine.demand)
         try:
             packet.decode(ctx, tree)
             if ctx.pos < ctx.end:

@@ -120,9 +120,16 @@ class Item:
         return self.add(node)
 
     def walk(self):
-        yield self
-        for child in self.children or ():
-            yield from child.walk()
+        """This item and every item under it, in tree order (pre-order). A loop, not nested generators: trees
+        are deep enough that one generator per level made this a statistic's main cost."""
+        todo = [self]
+        pop, push = todo.pop, todo.extend
+        while todo:
+            node = pop()
+            yield node
+            kids = node.children
+            if kids:
+                push(kids[::-1])
 
     def find(self, abbrev: str) -> Item | None:
         for node in self.walk():
@@ -142,6 +149,73 @@ class HiddenItem(Item):
     """A hidden item (Wireshark's PROTO_ITEM_SET_HIDDEN): in JSON and -T fields, never in -V."""
 
     __slots__ = ()
+
+
+class SubtreeMemo:
+    """Frozen subtrees (tuples of Items, or any value holding them) built once per key and shared between
+    packets, bounded in bytes: when the next one would pass `limit` bytes, the memo starts over. Each entry
+    also knows the field abbrevs in it, so a run that reads none of them (engine.demand) can leave it out."""
+
+    __slots__ = ("table", "nbytes", "limit")
+
+    def __init__(self, limit: int):
+        self.table: dict = {}
+        self.nbytes = 0
+        self.limit = limit
+
+    def get(self, key, build, *args):
+        hit = self.table.get(key)
+        if hit is None:
+            hit = self.add(key, build(*args))
+        return hit[0]
+
+    def get_for(self, demand, key, build, *args):
+        """As get, or () when `demand` (a set of abbrevs, None: everything) asks for nothing in the subtree."""
+        hit = self.table.get(key)
+        if hit is None:
+            hit = self.add(key, build(*args))
+        return hit[0] if demand is None or not demand.isdisjoint(hit[1]) else ()
+
+    def add(self, key, value) -> tuple:
+        if not isinstance(value, tuple):
+            value = tuple(value)
+        size, names = _footprint(value)
+        if self.nbytes + size > self.limit:
+            self.table.clear()
+            self.nbytes = 0
+        self.nbytes += size
+        hit = self.table[key] = (value, frozenset(names))
+        return hit
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def clear(self) -> None:
+        self.table.clear()
+        self.nbytes = 0
+
+
+def _footprint(value) -> tuple[int, set]:
+    """Bytes a memo entry keeps alive (its items, their labels and values, the tuples; not the shared FieldInfos)
+    and the field abbrevs in it."""
+    from sys import getsizeof
+    size, names, todo = 0, set(), [value]
+    while todo:
+        obj = todo.pop()
+        size += getsizeof(obj)
+        if isinstance(obj, Item):
+            if obj.field is not None:
+                names.add(obj.field.abbrev)
+            for part in (obj.label, obj.value):
+                if part is not None and not isinstance(part, (bool, int)):
+                    size += getsizeof(part)
+            if obj.children:
+                todo.append(obj.children)
+        elif isinstance(obj, (tuple, list)):
+            todo.extend(obj)
+        elif isinstance(obj, str) or obj is None:
+            pass
+    return size, names
 
 
 @dataclass(eq=False)

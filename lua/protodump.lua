@@ -3,7 +3,7 @@
 -- change the tables and regenerate. Runs on Wireshark 4.0 (Lua 5.2) and later (Lua 5.4).
 -- protodump version: 0.1.0
 pcall(set_plugin_info, { version = "0.1.0", description = "protodump: blank, enet, iceball, freeblox, rutentoy", repository = "protodump lua generate" })
-local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, INFLATED_LIMIT = 16777216, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
+local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_MAX = 10000, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, FORGOTTEN_LIMIT = 65536, INFLATED_LIMIT = 16777216, INFLATE_COST = 49152, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, STATE_BUDGET = 33554432, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
 local rt = (function()
 -- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
 -- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
@@ -351,10 +351,57 @@ end
 
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
 -- Its lifetime is engine/lifetime.py's: all state of a pair of endpoints is dropped at the pair's next packet once
--- it ended (rt.end_conversation: ENet DISCONNECT) more than CONV_LINGER seconds of capture time ago, or has been
--- idle for CONV_TIMEOUT (protodump's defaults; its cap on live conversations and its state budget are not kept
--- here). Only the first pass decides: re-dissection replays what the first pass recorded.
+-- it ended (rt.end_conversation: ENet DISCONNECT, WebSocket Close both ways) more than CONV_LINGER seconds of
+-- capture time ago, or has been idle for CONV_TIMEOUT. Beyond CONV_MAX live pairs, or beyond STATE_BUDGET bytes of
+-- heavy state (rt.state_charge: inflate windows), the oldest is dropped (ended ones first, then the least recently
+-- seen) and its next packet gets the note Python gives (rt.conversation_note). Only the first pass decides:
+-- re-dissection replays what the first pass recorded.
 local conversations, endpoints = {}, {}
+local live = { n = 0 }              -- pair records in two lists, oldest first: ended ones, then the others
+local lists = { ended = {}, live = {} }
+local forgotten, forgotten_ring, forgotten_at = {}, {}, 0   -- pair -> why it was dropped (bounded ring)
+local frame_notes = {}              -- frame number -> { proto, note }: shown on that frame's first game layer
+local state_used = 0                -- bytes charged by rt.state_charge for live pairs
+local function unlink(seen)
+  local l = lists[seen.list]
+  if seen.prev then seen.prev.next = seen.next else l.head = seen.next end
+  if seen.next then seen.next.prev = seen.prev else l.tail = seen.prev end
+  seen.prev, seen.next = nil, nil
+end
+local function append(seen, name)
+  local l = lists[name]
+  seen.list, seen.prev, seen.next = name, l.tail, nil
+  if l.tail then l.tail.next = seen else l.head = seen end
+  l.tail = seen
+end
+local function drop(pair, seen, why)
+  for key in pairs(seen.keys) do conversations[key] = nil end
+  for _, free in ipairs(seen.frees) do pcall(free) end
+  state_used = math.max(0, state_used - seen.charged)
+  unlink(seen)
+  endpoints[pair] = nil
+  live.n = live.n - 1
+  if why then
+    forgotten_at = forgotten_at % LIMITS.FORGOTTEN_LIMIT + 1
+    local old = forgotten_ring[forgotten_at]
+    if old then forgotten[old] = nil end
+    forgotten_ring[forgotten_at], forgotten[pair] = pair, why
+  end
+end
+local function over_cap()
+  while live.n > 0 do
+    local why
+    if live.n > LIMITS.CONV_MAX then
+      why = string.format("more than %d live conversations: protodump.max_conversations", LIMITS.CONV_MAX)
+    elseif state_used > LIMITS.STATE_BUDGET then
+      why = string.format("conversation state over %d bytes: protodump.state_budget", LIMITS.STATE_BUDGET)
+    else
+      return
+    end
+    local oldest = lists.ended.head or lists.live.head
+    drop(oldest.pair, oldest, "Conversation state was dropped (" .. why .. "): its analysis starts again here")
+  end
+end
 local function pair_of(pinfo)
   local a = tostring(pinfo.src) .. ":" .. string.format("%d", pinfo.src_port)
   local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
@@ -367,11 +414,23 @@ function rt.conversation(proto, pinfo)
     local now = pinfo.abs_ts
     if seen and ((seen.ended and seen.ended < now - LIMITS.CONV_LINGER)
                  or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)) then
-      for key in pairs(seen.keys) do conversations[key] = nil end
+      drop(pair, seen, nil)
       seen = nil
     end
-    if not seen then seen = { keys = {}, last = now }; endpoints[pair] = seen end
-    if not seen.ended then seen.last = now end
+    if not seen then
+      seen = { keys = {}, last = now, pair = pair, frees = {}, charged = 0 }
+      endpoints[pair] = seen
+      append(seen, "live")
+      live.n = live.n + 1
+      if forgotten[pair] then
+        frame_notes[pinfo.number] = { proto, forgotten[pair] }
+        forgotten[pair] = nil
+      end
+      over_cap()
+    elseif not seen.ended then
+      seen.last = now
+      unlink(seen); append(seen, "live")
+    end
   end
   local key = proto .. "|" .. pair
   local conv = conversations[key]
@@ -383,9 +442,30 @@ function rt.conversation(proto, pinfo)
 end
 function rt.end_conversation(pinfo)
   local seen = endpoints[pair_of(pinfo)]
-  if seen and not seen.ended and not pinfo.visited then seen.ended = pinfo.abs_ts end
+  if seen and not seen.ended and not pinfo.visited then
+    seen.ended = pinfo.abs_ts
+    unlink(seen); append(seen, "ended")
+  end
 end
-function rt.reset() conversations = {}; endpoints = {} end
+-- Heavy state held for this frame's pair (an inflate window): `free` is called when the pair is dropped.
+function rt.state_charge(pinfo, bytes, free)
+  if pinfo.visited then return end
+  local seen = endpoints[pair_of(pinfo)]
+  if not seen then rt.conversation("websocket", pinfo); seen = endpoints[pair_of(pinfo)] end
+  seen.charged = seen.charged + bytes
+  state_used = state_used + bytes
+  seen.frees[#seen.frees + 1] = free
+  over_cap()
+end
+-- The note for a conversation dropped by the cap, on the first layer of its next packet (engine.dispatch).
+function rt.conversation_note(proto, pinfo, item, E)
+  local note = frame_notes[pinfo.number]
+  if note and note[1] == proto and E and E.sequence then item:add_proto_expert_info(E.sequence, note[2]) end
+end
+function rt.reset()
+  conversations, endpoints, forgotten, forgotten_ring, frame_notes = {}, {}, {}, {}, {}
+  lists.ended, lists.live, live.n, state_used, forgotten_at = {}, {}, 0, 0, 0
+end
 
 -- Every value of a field extractor in this frame so far ({} when none, or no tree on this pass).
 function rt.field_values(f)
@@ -878,6 +958,7 @@ do
     elseif not c.handed then
       pinfo.cols.info:set(info)
     end
+    rt.conversation_note("enet", pinfo, T, D.E)
     return tvb:len()
   end
 end
@@ -2233,25 +2314,6 @@ function rt.split_id_grid(c, T, count, max_listed, label, names, f)
     it:set_generated()
     rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
   end
-  if count == 512 then      -- every block by position, i = x + 8 (y + 8 z) (engine/blocks_rutentoy.py block_map)
-    local top = T:add(f.map, c.tvb(c.pos, count))
-    top:set_text(label .. " by position (x, y, z)")
-    for z = 0, 7 do
-      for y = 0, 7 do
-        local at = 8 * (y + 8 * z)
-        local row = top:add(f.row, c.tvb(c.pos + at, 8))
-        row:set_text(string.format("z=%d, y=%d", z, y))
-        for x = 0, 7 do
-          local i = at + x
-          local m = string.byte(raw, count + i + 1)
-          local id, l = string.byte(raw, i + 1) * 16 + floor(m / 16), m % 16
-          local it = row:add(f.at, c.tvb(c.pos + i, 1), id)
-          it:set_text(string.format("x=%d: %s (0x%03x), light %d", x, names[id] or "Unknown", id, l))
-          it:add(f.light, c.tvb(c.pos + count + i, 1), l)
-        end
-      end
-    end
-  end
   c.pos = c.pos + 2 * count
 end
 -- What a buffer holds, from its first bytes (engine/sniff.py): image formats with their dimensions, glTF.
@@ -2632,6 +2694,7 @@ local function stream_show(spec, e, t, pinfo, tree, conv, st)
     info = string.format("[Undecoded: %d bytes]", t:len())
   end
   if e.note and T and spec.opts.E then T:add_proto_expert_info(spec.opts.E["sequence"], e.note) end
+  if T and #info_parts == 0 then rt.conversation_note(spec.name, pinfo, T, spec.opts.E) end   -- first layer
   pinfo.cols.protocol:set(spec.name)       -- only frames with a layer of ours (Python: Packet.protocol)
   if info ~= nil then
     info_parts[#info_parts + 1] = tostring(info)
@@ -3201,6 +3264,50 @@ function rt.recall(c, T, f, name, tname, key)
   if known ~= nil then T:add(f, c.tvb(c.pos, 0), known):set_generated() end
   if known ~= nil then c.sc[#c.sc][name] = known else c.sc[#c.sc][name] = k end
 end
+-- Voxel chunks browsable by position (engine/blocks_voxels.py, the same text byte for byte): a slice per z, in it a
+-- row per y listing the run of x, "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
+-- Layouts: "split" (Rutentoy: ID = data[i] << 4 | data[n + i] >> 4, light = data[n + i] & 15) and "u16" (blank:
+-- ID = u16le at 4 i, light = data[4 n + i]).
+
+local VOXEL_LAYOUTS = { split = { 1, 1 }, u16 = { 4, 4 } } -- bytes per block in the ID array, light array at n *
+
+function rt.block_map(c, T, pos, side, layout, label, hex_ids, f)
+  if pos < 0 then return end
+  local n = side * side * side
+  local l = VOXEL_LAYOUTS[layout]
+  local stride, lights = l[1], l[2] * n
+  local raw = c.tvb:raw(pos, lights + n)
+  local byte, fmt, floor = string.byte, string.format, math.floor
+  local idf = hex_ids and "%03x" or "%d"
+  local top = T:add(f.map, c.tvb(pos, n * stride))
+  top:set_text(label)
+  local plane = side * side
+  for z = 0, side - 1 do
+    local at = plane * z
+    local slice = top:add(f.z, c.tvb(pos + stride * at, stride * plane), z)
+    local filled, lighted = 0, 0
+    for y = 0, side - 1 do
+      local k = at + side * y
+      local ids, lit = {}, {}
+      for x = 0, side - 1 do
+        local i = k + x
+        local b, m = byte(raw, stride * i + 1), byte(raw, lights + i + 1)
+        local id, light
+        if layout == "split" then
+          id, light = b * 16 + floor(m / 16), m % 16
+        else
+          id, light = b + byte(raw, stride * i + 2) * 256, m
+        end
+        ids[x + 1], lit[x + 1] = fmt(idf, id), fmt("%d", light)
+        if id ~= 0 then filled = filled + 1 end
+        if light ~= 0 then lighted = lighted + 1 end
+      end
+      local text = fmt("y=%d: blocks %s, light %s", y, table.concat(ids, " "), table.concat(lit, " "))
+      slice:add(f.row, c.tvb(pos + stride * k, stride * side), text):set_text(text)
+    end
+    slice:set_text(fmt("z=%d: %d non-zero, %d lit", z, filled, lighted))
+  end
+end
 -- WebSocket messages assembled by the plugin itself (the twin of dissectors/websocket.py's messages, for the
 -- protocols that ride on WebSocket). Wireshark's own websocket dissector still frames the stream and shows its
 -- layer, but what it hands up differs by version: 4.0 does not reassemble fragmented messages (a message whose
@@ -3388,7 +3495,7 @@ end
 
 -- One data frame into its direction's message (websocket.py data_frame/message); a complete message is added
 -- to `out`.
-local function ws_data_frame(conn, dir, f, out)
+local function ws_data_frame(conn, dir, f, out, pinfo)
   local d = conn.dirs[dir]
   if not d then d = { z = { window = "" } }; conn.dirs[dir] = d end
   local payload = f.key and rt.ws_unmask(f.payload, f.key) or f.payload
@@ -3412,6 +3519,10 @@ local function ws_data_frame(conn, dir, f, out)
   local plain = not f.key
   if m.compressed and conn.deflate and not ws_keep_compressed then
     local side = dir == conn.client and "client" or "server"
+    if not d.charged then         -- an inflate window: counted in the state budget (Python's Inflater.COST)
+      d.charged = true
+      rt.state_charge(pinfo, LIMITS.INFLATE_COST, function() d.z = { window = "" } end)
+    end
     local r, at, n = rt.ws_inflate(d.z, data, conn.deflate[side .. "_no_context_takeover"] ~= nil)
     if r == nil then out[#out + 1] = { err = at }; return end
     if n == 0 then return end
@@ -3444,6 +3555,8 @@ function rt.ws_messages(pinfo, final)
     if #all(F_HTTP_REQ) > 0 then
       conn = { client = dir, dirs = {} }        -- an upgrade request starts the connection afresh
       ws_conns[key] = conn
+      -- freed with its conversation (rt.conversation's lifetime, cap and budget)
+      rt.state_charge(pinfo, 0, function() if ws_conns[key] == conn then ws_conns[key] = nil end end)
     end
     if conn then
       for _, fi in ipairs(all(F_HTTP_CODE)) do
@@ -3463,7 +3576,13 @@ function rt.ws_messages(pinfo, final)
     local d = rec.conn.dirs[rec.dir]
     if not d then d = { z = { window = "" } }; rec.conn.dirs[rec.dir] = d end
     if ok and f and f.whole > WS_MAX_FRAME then d.stopped = true end
-    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs) end
+    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs, pinfo) end
+    if ok and f and f.opcode == 8 then     -- both sides sent Close: the conversation ends (dissectors/websocket.py)
+      d.closed = true
+      local n = 0
+      for _, side in pairs(rec.conn.dirs) do if side.closed then n = n + 1 end end
+      if n == 2 then rt.end_conversation(pinfo) end
+    end
   end
   rec.seen = math.max(rec.seen, #frames)
   if final then rec.done, rec.conn = true, nil end
@@ -3713,6 +3832,9 @@ F["blank.chunk.blocks.distinct"] = ProtoField.uint32("blank.chunk.blocks.distinc
 F["blank.chunk.light"] = ProtoField.none("blank.chunk.light", "Light")
 F["blank.chunk.light.nonzero"] = ProtoField.uint32("blank.chunk.light.nonzero", "Non-zero", base.DEC, nil)
 F["blank.chunk.light.max"] = ProtoField.uint32("blank.chunk.light.max", "Maximum", base.DEC, nil)
+F["blank.chunk.blocks.map"] = ProtoField.none("blank.chunk.blocks.map", "Block map")
+F["blank.chunk.blocks.map.z"] = ProtoField.uint8("blank.chunk.blocks.map.z", "Slice z", base.DEC, nil)
+F["blank.chunk.blocks.map.row"] = ProtoField.string("blank.chunk.blocks.map.row", "Row of x (block IDs, lights)")
 F["blank.block_update.coords"] = ProtoField.none("blank.block_update.coords", "Chunk coordinates")
 F["blank.block_update.coords.x"] = ProtoField.int32("blank.block_update.coords.x", "x", base.DEC, nil)
 F["blank.block_update.coords.y"] = ProtoField.int32("blank.block_update.coords.y", "y", base.DEC, nil)
@@ -3765,6 +3887,7 @@ local EL = {}
 for _, e in pairs(E) do EL[#EL + 1] = e end
 P_blank.experts = EL
 P_blank.prefs.revision = Pref.enum("Protocol revision", 0, "Protocol revision", { { 1, "auto", 0 }, { 2, "current", 1 }, { 3, "2015", 2 } }, false)
+P_blank.prefs.block_map = Pref.bool("Show every block of a chunk by position (x, y, z)", false, "Show every block of a chunk by position (x, y, z)")
 S.blank_0 = function(c, T)
   do
     rt.need(c, 4, "Protocol tag", T)
@@ -4922,6 +5045,9 @@ S.blank_chunk_21 = function(c, T)
     it:set_text("Light: " .. table.concat(parts, ", "))
     c.pos = c.pos + 4096
   end
+  if P_blank.prefs.block_map then
+    rt.block_map(c, T, c.pos - 20480, 16, "u16", "Blocks by position (x, y, z): a slice per z, a row per y, x = 0..15", false, { map = F["blank.chunk.blocks.map"], z = F["blank.chunk.blocks.map.z"], row = F["blank.chunk.blocks.map.row"] })
+  end
 end
 S.blank_block_el_22 = function(c, T)
   do
@@ -5521,6 +5647,7 @@ local function dissect_blank(tvb, pinfo, tree)
   else
     rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
   end
+  rt.conversation_note("blank", pinfo, T, E)
   return tvb:len()
 end
 function P_blank.dissector(tvb, pinfo, tree) return dissect_blank(tvb, pinfo, tree) end
@@ -9637,6 +9764,7 @@ local function dissect_freeblox(tvb, pinfo, tree)
   else
     rt.expert(c, T, "malformed", "Dissector error: " .. tostring(info))
   end
+  rt.conversation_note("freeblox", pinfo, T, E)
   return tvb:len()
 end
 function P_freeblox.dissector(tvb, pinfo, tree) return dissect_freeblox(tvb, pinfo, tree) end
@@ -9757,9 +9885,8 @@ F["rutentoy.world_chunk.blocks.lit"] = ProtoField.uint32("rutentoy.world_chunk.b
 F["rutentoy.world_chunk.blocks.max_light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.max_light", "Maximum light", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.unknown"] = ProtoField.uint32("rutentoy.world_chunk.blocks.unknown", "Blocks with unknown IDs", base.DEC, nil)
 F["rutentoy.world_chunk.blocks.map"] = ProtoField.none("rutentoy.world_chunk.blocks.map", "Block map")
-F["rutentoy.world_chunk.blocks.map.row"] = ProtoField.none("rutentoy.world_chunk.blocks.map.row", "Row")
-F["rutentoy.world_chunk.blocks.map.block"] = ProtoField.uint16("rutentoy.world_chunk.blocks.map.block", "Block", base.HEX, VT26)
-F["rutentoy.world_chunk.blocks.map.light"] = ProtoField.uint8("rutentoy.world_chunk.blocks.map.light", "Light", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.map.z"] = ProtoField.uint8("rutentoy.world_chunk.blocks.map.z", "Slice z", base.DEC, nil)
+F["rutentoy.world_chunk.blocks.map.row"] = ProtoField.string("rutentoy.world_chunk.blocks.map.row", "Row of x (block IDs, lights)")
 F["rutentoy.set_block.coords"] = ProtoField.uint64("rutentoy.set_block.coords", "Chunk coordinates", base.HEX, nil)
 F["rutentoy.set_block.chunk_x"] = ProtoField.int32("rutentoy.set_block.chunk_x", "Chunk X", base.DEC, nil)
 F["rutentoy.set_block.chunk_y"] = ProtoField.int32("rutentoy.set_block.chunk_y", "Chunk Y", base.DEC, nil)
@@ -9886,6 +10013,7 @@ E["trailing"] = ProtoExpert.new("rutentoy.trailing", "Trailing", expert.group.PR
 local EL = {}
 for _, e in pairs(E) do EL[#EL + 1] = e end
 P_rutentoy.experts = EL
+P_rutentoy.prefs.block_map = Pref.bool("Show every block of a world chunk by position (x, y, z)", true, "Show every block of a world chunk by position (x, y, z)")
 P_rutentoy.prefs.numbering = Pref.enum("Opcode numbering (heading or struct defaults)", 0, "Opcode numbering (heading or struct defaults)", { { 1, "auto", 0 }, { 2, "heading", 1 }, { 3, "struct", 2 } }, false)
 S.rutentoy_144 = function(c, T)
   do
@@ -10208,7 +10336,10 @@ S.rutentoy_world_chunk_154 = function(c, T)
     local k = it:add(F["rutentoy.world_chunk.chunk_z"], r, v)
     c.pos = c.pos + 8
   end
-  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"], map = F["rutentoy.world_chunk.blocks.map"], row = F["rutentoy.world_chunk.blocks.map.row"], at = F["rutentoy.world_chunk.blocks.map.block"], light = F["rutentoy.world_chunk.blocks.map.light"] })
+  rt.split_id_grid(c, T, 512, 64, "Blocks", VT26, { high = F["rutentoy.world_chunk.blocks.high"], low = F["rutentoy.world_chunk.blocks.low"], summary = F["rutentoy.world_chunk.blocks"], non_air = F["rutentoy.world_chunk.blocks.non_air"], distinct = F["rutentoy.world_chunk.blocks.distinct"], block = F["rutentoy.world_chunk.blocks.block"], count = F["rutentoy.world_chunk.blocks.block.count"], lit = F["rutentoy.world_chunk.blocks.lit"], max_light = F["rutentoy.world_chunk.blocks.max_light"], unknown = F["rutentoy.world_chunk.blocks.unknown"] })
+  if P_rutentoy.prefs.block_map then
+    rt.block_map(c, T, c.pos - 1024, 8, "split", "Blocks by position (x, y, z): a slice per z, a row per y, x = 0..7", true, { map = F["rutentoy.world_chunk.blocks.map"], z = F["rutentoy.world_chunk.blocks.map.z"], row = F["rutentoy.world_chunk.blocks.map.row"] })
+  end
 end
 S.rutentoy_set_block_155 = function(c, T)
   do

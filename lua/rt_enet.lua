@@ -483,6 +483,7 @@ do
     elseif not c.handed then
       pinfo.cols.info:set(info)
     end
+    rt.conversation_note("enet", pinfo, T, D.E)
     return tvb:len()
   end
 end

@@ -438,24 +438,5 @@ function rt.split_id_grid(c, T, count, max_listed, label, names, f)
     it:set_generated()
     rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
   end
-  if count == 512 then      -- every block by position, i = x + 8 (y + 8 z) (engine/blocks_rutentoy.py block_map)
-    local top = T:add(f.map, c.tvb(c.pos, count))
-    top:set_text(label .. " by position (x, y, z)")
-    for z = 0, 7 do
-      for y = 0, 7 do
-        local at = 8 * (y + 8 * z)
-        local row = top:add(f.row, c.tvb(c.pos + at, 8))
-        row:set_text(string.format("z=%d, y=%d", z, y))
-        for x = 0, 7 do
-          local i = at + x
-          local m = string.byte(raw, count + i + 1)
-          local id, l = string.byte(raw, i + 1) * 16 + floor(m / 16), m % 16
-          local it = row:add(f.at, c.tvb(c.pos + i, 1), id)
-          it:set_text(string.format("x=%d: %s (0x%03x), light %d", x, names[id] or "Unknown", id, l))
-          it:add(f.light, c.tvb(c.pos + count + i, 1), l)
-        end
-      end
-    end
-  end
   c.pos = c.pos + 2 * count
 end

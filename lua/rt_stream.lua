@@ -109,6 +109,7 @@ local function stream_show(spec, e, t, pinfo, tree, conv, st)
     info = string.format("[Undecoded: %d bytes]", t:len())
   end
   if e.note and T and spec.opts.E then T:add_proto_expert_info(spec.opts.E["sequence"], e.note) end
+  if T and #info_parts == 0 then rt.conversation_note(spec.name, pinfo, T, spec.opts.E) end   -- first layer
   pinfo.cols.protocol:set(spec.name)       -- only frames with a layer of ours (Python: Packet.protocol)
   if info ~= nil then
     info_parts[#info_parts + 1] = tostring(info)

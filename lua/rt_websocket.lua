@@ -185,7 +185,7 @@ end
 
 -- One data frame into its direction's message (websocket.py data_frame/message); a complete message is added
 -- to `out`.
-local function ws_data_frame(conn, dir, f, out)
+local function ws_data_frame(conn, dir, f, out, pinfo)
   local d = conn.dirs[dir]
   if not d then d = { z = { window = "" } }; conn.dirs[dir] = d end
   local payload = f.key and rt.ws_unmask(f.payload, f.key) or f.payload
@@ -209,6 +209,10 @@ local function ws_data_frame(conn, dir, f, out)
   local plain = not f.key
   if m.compressed and conn.deflate and not ws_keep_compressed then
     local side = dir == conn.client and "client" or "server"
+    if not d.charged then         -- an inflate window: counted in the state budget (Python's Inflater.COST)
+      d.charged = true
+      rt.state_charge(pinfo, LIMITS.INFLATE_COST, function() d.z = { window = "" } end)
+    end
     local r, at, n = rt.ws_inflate(d.z, data, conn.deflate[side .. "_no_context_takeover"] ~= nil)
     if r == nil then out[#out + 1] = { err = at }; return end
     if n == 0 then return end
@@ -241,6 +245,8 @@ function rt.ws_messages(pinfo, final)
     if #all(F_HTTP_REQ) > 0 then
       conn = { client = dir, dirs = {} }        -- an upgrade request starts the connection afresh
       ws_conns[key] = conn
+      -- freed with its conversation (rt.conversation's lifetime, cap and budget)
+      rt.state_charge(pinfo, 0, function() if ws_conns[key] == conn then ws_conns[key] = nil end end)
     end
     if conn then
       for _, fi in ipairs(all(F_HTTP_CODE)) do
@@ -260,7 +266,13 @@ function rt.ws_messages(pinfo, final)
     local d = rec.conn.dirs[rec.dir]
     if not d then d = { z = { window = "" } }; rec.conn.dirs[rec.dir] = d end
     if ok and f and f.whole > WS_MAX_FRAME then d.stopped = true end
-    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs) end
+    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs, pinfo) end
+    if ok and f and f.opcode == 8 then     -- both sides sent Close: the conversation ends (dissectors/websocket.py)
+      d.closed = true
+      local n = 0
+      for _, side in pairs(rec.conn.dirs) do if side.closed then n = n + 1 end end
+      if n == 2 then rt.end_conversation(pinfo) end
+    end
   end
   rec.seen = math.max(rec.seen, #frames)
   if final then rec.done, rec.conn = true, nil end

@@ -344,10 +344,57 @@ end
 
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
 -- Its lifetime is engine/lifetime.py's: all state of a pair of endpoints is dropped at the pair's next packet once
--- it ended (rt.end_conversation: ENet DISCONNECT) more than CONV_LINGER seconds of capture time ago, or has been
--- idle for CONV_TIMEOUT (protodump's defaults; its cap on live conversations and its state budget are not kept
--- here). Only the first pass decides: re-dissection replays what the first pass recorded.
+-- it ended (rt.end_conversation: ENet DISCONNECT, WebSocket Close both ways) more than CONV_LINGER seconds of
+-- capture time ago, or has been idle for CONV_TIMEOUT. Beyond CONV_MAX live pairs, or beyond STATE_BUDGET bytes of
+-- heavy state (rt.state_charge: inflate windows), the oldest is dropped (ended ones first, then the least recently
+-- seen) and its next packet gets the note Python gives (rt.conversation_note). Only the first pass decides:
+-- re-dissection replays what the first pass recorded.
 local conversations, endpoints = {}, {}
+local live = { n = 0 }              -- pair records in two lists, oldest first: ended ones, then the others
+local lists = { ended = {}, live = {} }
+local forgotten, forgotten_ring, forgotten_at = {}, {}, 0   -- pair -> why it was dropped (bounded ring)
+local frame_notes = {}              -- frame number -> { proto, note }: shown on that frame's first game layer
+local state_used = 0                -- bytes charged by rt.state_charge for live pairs
+local function unlink(seen)
+  local l = lists[seen.list]
+  if seen.prev then seen.prev.next = seen.next else l.head = seen.next end
+  if seen.next then seen.next.prev = seen.prev else l.tail = seen.prev end
+  seen.prev, seen.next = nil, nil
+end
+local function append(seen, name)
+  local l = lists[name]
+  seen.list, seen.prev, seen.next = name, l.tail, nil
+  if l.tail then l.tail.next = seen else l.head = seen end
+  l.tail = seen
+end
+local function drop(pair, seen, why)
+  for key in pairs(seen.keys) do conversations[key] = nil end
+  for _, free in ipairs(seen.frees) do pcall(free) end
+  state_used = math.max(0, state_used - seen.charged)
+  unlink(seen)
+  endpoints[pair] = nil
+  live.n = live.n - 1
+  if why then
+    forgotten_at = forgotten_at % LIMITS.FORGOTTEN_LIMIT + 1
+    local old = forgotten_ring[forgotten_at]
+    if old then forgotten[old] = nil end
+    forgotten_ring[forgotten_at], forgotten[pair] = pair, why
+  end
+end
+local function over_cap()
+  while live.n > 0 do
+    local why
+    if live.n > LIMITS.CONV_MAX then
+      why = string.format("more than %d live conversations: protodump.max_conversations", LIMITS.CONV_MAX)
+    elseif state_used > LIMITS.STATE_BUDGET then
+      why = string.format("conversation state over %d bytes: protodump.state_budget", LIMITS.STATE_BUDGET)
+    else
+      return
+    end
+    local oldest = lists.ended.head or lists.live.head
+    drop(oldest.pair, oldest, "Conversation state was dropped (" .. why .. "): its analysis starts again here")
+  end
+end
 local function pair_of(pinfo)
   local a = tostring(pinfo.src) .. ":" .. string.format("%d", pinfo.src_port)
   local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
@@ -360,11 +407,23 @@ function rt.conversation(proto, pinfo)
     local now = pinfo.abs_ts
     if seen and ((seen.ended and seen.ended < now - LIMITS.CONV_LINGER)
                  or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)) then
-      for key in pairs(seen.keys) do conversations[key] = nil end
+      drop(pair, seen, nil)
       seen = nil
     end
-    if not seen then seen = { keys = {}, last = now }; endpoints[pair] = seen end
-    if not seen.ended then seen.last = now end
+    if not seen then
+      seen = { keys = {}, last = now, pair = pair, frees = {}, charged = 0 }
+      endpoints[pair] = seen
+      append(seen, "live")
+      live.n = live.n + 1
+      if forgotten[pair] then
+        frame_notes[pinfo.number] = { proto, forgotten[pair] }
+        forgotten[pair] = nil
+      end
+      over_cap()
+    elseif not seen.ended then
+      seen.last = now
+      unlink(seen); append(seen, "live")
+    end
   end
   local key = proto .. "|" .. pair
   local conv = conversations[key]
@@ -376,9 +435,30 @@ function rt.conversation(proto, pinfo)
 end
 function rt.end_conversation(pinfo)
   local seen = endpoints[pair_of(pinfo)]
-  if seen and not seen.ended and not pinfo.visited then seen.ended = pinfo.abs_ts end
+  if seen and not seen.ended and not pinfo.visited then
+    seen.ended = pinfo.abs_ts
+    unlink(seen); append(seen, "ended")
+  end
 end
-function rt.reset() conversations = {}; endpoints = {} end
+-- Heavy state held for this frame's pair (an inflate window): `free` is called when the pair is dropped.
+function rt.state_charge(pinfo, bytes, free)
+  if pinfo.visited then return end
+  local seen = endpoints[pair_of(pinfo)]
+  if not seen then rt.conversation("websocket", pinfo); seen = endpoints[pair_of(pinfo)] end
+  seen.charged = seen.charged + bytes
+  state_used = state_used + bytes
+  seen.frees[#seen.frees + 1] = free
+  over_cap()
+end
+-- The note for a conversation dropped by the cap, on the first layer of its next packet (engine.dispatch).
+function rt.conversation_note(proto, pinfo, item, E)
+  local note = frame_notes[pinfo.number]
+  if note and note[1] == proto and E and E.sequence then item:add_proto_expert_info(E.sequence, note[2]) end
+end
+function rt.reset()
+  conversations, endpoints, forgotten, forgotten_ring, frame_notes = {}, {}, {}, {}, {}
+  lists.ended, lists.live, live.n, state_used, forgotten_at = {}, {}, 0, 0, 0
+end
 
 -- Every value of a field extractor in this frame so far ({} when none, or no tree on this pass).
 function rt.field_values(f)

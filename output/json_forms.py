@@ -44,12 +44,25 @@ def item_length(item) -> int:
     return len(item.value) if isinstance(item.value, (bytes, bytearray)) else 0
 
 
+# Fields Wireshark 4.0 registers with no bitmask (it draws their bit picture itself): their _raw and PDML value
+# are the bytes, as for any unmasked field
+PICTURE_ONLY_MASK = frozenset(("ip.version", "ip.hdr_len", "tcp.hdr_len"))
+
+
+def masked(item) -> bool:
+    """Whether tshark prints the item's value ("%X") where it would print its bytes (a field with a bitmask)."""
+    f = item.field
+    return f is not None and bool(f.mask) and isinstance(item.value, (int, bool)) \
+        and f.abbrev not in PICTURE_ONLY_MASK
+
+
 def raw_hex(item, packet, source: int = 0) -> str:
     """The hex of the item's bytes in its data source (an item with source 0 is in its parent's, `source`)."""
     f = item.field
-    if f is not None and f.mask and isinstance(item.value, (int, bool)):
-        value = int(item.value)         # a boolean's is 0 or 1
-        return "%X" % (value & 0xFFFFFFFFFFFFFFFF)
+    if masked(item):
+        if f.ftype == "bool":          # a boolean's value is 0 or 1, whatever the bit
+            return "1" if tv._bool(f, item.value) else "0"
+        return "%X" % (int(item.value) & 0xFFFFFFFFFFFFFFFF)
     sources = packet.sources if packet.sources else ()
     index = item.source or source
     data = sources[index].data if index < len(sources) else packet.frame.data

@@ -3,9 +3,11 @@ tree built by the generated Lua plugin (the rules are in output/tshark_values.py
 from __future__ import annotations
 
 import time
+from functools import lru_cache
 
 from . import tshark_values as tv
 from .frozen import FrozenText
+from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import TextItem
 
 
@@ -39,13 +41,21 @@ def _format_of(f):
         elif t == "bytes":
             conv = lambda v: v.hex(":")                # noqa: E731
         elif t == "string":
-            conv = lambda v, f=f: tv.json_escape(tv.json_value(f, v))   # noqa: E731
+            conv = _string
         else:
             conv = lambda v, f=f: tv.json_value(f, v)   # noqa: E731
         valued = None if t in ("none", "protocol") else t
         # key, value formatter, children key, value type (None: none/protocol), line prefix per depth
         fmt = f.json_format = ('"' + f.abbrev + '": ', conv, '"' + f.abbrev + '_tree": ', valued, {})
     return fmt
+
+
+_ESCAPES = tv.JSON_ESCAPES
+
+
+def _string(v: str, esc=tv.JSON_ESCAPES) -> str:
+    """A string field's JSON text (tv.json_value + tv.json_escape in one step): cut at a NUL, escaped."""
+    return (v if "\0" not in v else v[:v.index("\0")]).translate(esc)
 
 
 def object_text(item, depth: int) -> str:
@@ -67,6 +77,16 @@ def _object(kids, depth: int, out: list) -> None:
 def _fresh(kids, depth: int, out: list) -> None:
     out.append("{")
     first = len(out)
+    _members(kids, depth, out)
+    if len(out) == first:
+        out[-1] = "{}"
+        return
+    out[first] = out[first][1:]       # the first member follows "{" directly: no comma
+    out.append("\n" + _INDENT[depth] + "}")
+
+
+def _members(kids, depth: int, out: list) -> None:
+    """Append the members of an object at `depth` (its items), each starting with ",\n"."""
     ind = _INDENT[depth + 1]
     add = out.append
     for child in kids:
@@ -96,15 +116,82 @@ def _fresh(kids, depth: int, out: list) -> None:
         line = lines.get(depth)
         if line is None:
             line = lines[depth] = ",\n" + ind + key + '"'
-        add(line + conv(child.value) + '"')
+        value = child.value
+        if conv is _string and "\0" not in value:    # inline: the common case of the common string conversion
+            add(line + value.translate(_ESCAPES) + '"')
+        else:
+            add(line + conv(value) + '"')
         if child.children:
             add(",\n" + ind + tree_key)
             _object(child.children, depth + 1, out)
-    if len(out) == first:
-        out[-1] = "{}"
-        return
-    out[first] = out[first][1:]       # the first member follows "{" directly: no comma
-    add("\n" + _INDENT[depth] + "}")
+
+
+# -- templates (engine.template): compiled once per depth into one %-format text ---------------------------------
+
+def _template_object(layer, depth: int, out: list) -> None:
+    """Append a SlotLayer's children as an object at `depth`: its compiled text filled with the frame's values."""
+    tpl, vals = layer.template, layer.vals
+    compiled = tpl.compiled.get(("json", depth))
+    if compiled is None:
+        members: list[str] = []
+        derived: list = []
+        _compile_members(tpl.nodes, depth, members, derived)
+        text = "".join(members)
+        text, values = positional("{" + text[1:] + "\n" + _INDENT[depth] + "}" if text else "{}")
+        compiled = tpl.compiled[("json", depth)] = (text, values, tuple(derived))
+    text, values, derived = compiled
+    for dkey, key, conv in derived:
+        vals[dkey] = conv(vals[key])
+    out.append(text % values(vals))
+
+
+def _compile_members(nodes, depth: int, out: list, derived: list) -> None:
+    ind = _INDENT[depth + 1]
+    for n in nodes:
+        if n.__class__ is not Slot:   # a static item: its text, as any item's
+            part: list[str] = []
+            _members((n,), depth, part)
+            out.append("".join(part).replace("%", "%%"))
+            continue
+        f = n.field
+        if f is None:                 # a text item: keyed by its (fixed) label
+            key = tv.json_escape(n.label) if n.cls is TextItem else tv.LUA_TEXT_KEY
+            out.append((",\n" + ind + '"' + key + '": ').replace("%", "%%"))
+            _compile_object(n.kids, depth + 1, out, derived)
+            continue
+        key, conv, tree_key, ftype, _ = f.json_format or _format_of(f)
+        if ftype is None:
+            if n.kids:
+                out.append(",\n" + ind + key)
+                _compile_object(n.kids, depth + 1, out, derived)
+            else:
+                out.append(",\n" + ind + key + '"' + ("" if f.ftype == "none" else tv.json_escape(n.label or f.name)
+                                                      .replace("%", "%%")) + '"')
+            continue
+        out.append(",\n" + ind + key + '"' + _placeholder(n.value, conv, derived) + '"')
+        if n.kids:
+            out.append(",\n" + ind + tree_key)
+            _compile_object(n.kids, depth + 1, out, derived)
+
+
+def _compile_object(nodes, depth: int, out: list, derived: list) -> None:
+    members: list[str] = []
+    _compile_members(nodes, depth, members, derived)
+    text = "".join(members)
+    out.append("{" + text[1:] + "\n" + _INDENT[depth] + "}" if text else "{}")
+
+
+def _placeholder(key: str, conv, derived: list) -> str:
+    """The %-format of a value: a plain conversion (str of an int, a "0x%04x" pattern) formats in place; any
+    other is computed per frame into a derived key."""
+    if conv is str:
+        return "%(" + key + ")d"
+    pattern = getattr(conv, "__self__", None)
+    if pattern.__class__ is str and pattern.count("%") == 1:     # a str.__mod__: "0x%04x"
+        return pattern.replace("%", "%(" + key + ")")
+    dkey = f"{key}__{len(derived)}"
+    derived.append((dkey, key, conv))
+    return "%(" + dkey + ")s"
 
 
 _FROZEN = FrozenText(_fresh)
@@ -114,8 +201,11 @@ def layer_text(packet) -> str:
     out: list[str] = []
     ind = _INDENT[tv.LAYER_DEPTH]
     for layer in packet.layers():
-        top = layer.item
         out.append(",\n" + ind + '"' + layer.proto + '": ' if out else ind + '"' + layer.proto + '": ')
+        if layer.__class__ is SlotLayer and layer.materialized is None:
+            _template_object(layer, tv.LAYER_DEPTH, out)
+            continue
+        top = layer.item
         if top.children:
             _object(top.children, tv.LAYER_DEPTH, out)
         elif top.field is not None and top.field.ftype not in ("none", "protocol"):
@@ -126,8 +216,12 @@ def layer_text(packet) -> str:
 
 
 def packet_text(packet) -> str:
-    date = time.strftime("%Y-%m-%d", time.gmtime(packet.frame.ts_ns // 1_000_000_000))
-    return tv.packet_head(date) + layer_text(packet) + tv.PACKET_TAIL
+    return _head(packet.frame.ts_ns // 86_400_000_000_000) + layer_text(packet) + tv.PACKET_TAIL
+
+
+@lru_cache(maxsize=64)            # frames come in time order: one day's head serves them all
+def _head(day: int) -> str:
+    return tv.packet_head(time.strftime("%Y-%m-%d", time.gmtime(day * 86_400)))
 
 
 class JsonWriter:

@@ -7,11 +7,12 @@ _XML = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", ord('"'): "&quot;
 
 
 def xml_escape(text: str) -> str:
-    """print_escaped_xml: the five entities; a non-printable ASCII byte as \\x<hex>; other UTF-8 kept."""
+    """print_escaped_xml: the five entities; tab, newline and carriage return kept; another non-printable ASCII
+    byte as \\x<hex>; other UTF-8 kept."""
     out = text.translate(_XML)
     if out.isprintable() and out.isascii():
         return out
-    return "".join(c if c.isprintable() or ord(c) > 0x7F else "\\x%x" % ord(c) for c in out)
+    return "".join(c if c.isprintable() or ord(c) > 0x7F or c in "\t\n\r" else "\\x%x" % ord(c) for c in out)
 
 
 class PsmlWriter:

@@ -79,7 +79,8 @@ def _center(label: str, width: int) -> str:
     return " " * left + label + " " * right + "|"
 
 
-def text_io_stat(r) -> list[str]:
+def text_io_stat(r):
+    """The io,stat table's lines, yielded (its rows may be millions: never all in memory)."""
     prec, rounded = r["precision"], r["rounded_duration_us"]
     dv = 10 ** (6 - prec)
     dur_mag = len(str(rounded // 1_000_000))
@@ -87,12 +88,16 @@ def text_io_stat(r) -> list[str]:
     def t(us):      # an interval bound, at the table's precision
         return f"{us // 1_000_000:{dur_mag}d}" + (f".{us % 1_000_000 // dv:0{prec}d}" if prec else "")
     invl_col_w = max((2 * dur_mag + 8) if prec == 0 else (2 * dur_mag + 2 * prec + 10), 12)
-    widths = []
+    widths = []       # (frames, bytes) widths of a frames-and-bytes column, (None, width) of a function column
+    funcs = r.get("functions") or [None] * len(r["filters"])
     for j in range(len(r["filters"])):
-        fr = max(6, max((len(str(row["columns"][j]["frames"])) for row in r["rows"]), default=1))
-        val = max(5, max((len(str(row["columns"][j]["bytes"])) for row in r["rows"]), default=1))
+        if funcs[j] is not None:
+            widths.append((None, funcs[j]["width"]))
+            continue
+        most_frames, most_bytes = _io_maxima(r["rows"], j)
+        fr, val = max(6, len(str(most_frames))), max(5, len(str(most_bytes)))
         widths.append((fr, val))
-    tabrow_w = invl_col_w + sum(fr + val + 6 for fr, val in widths)
+    tabrow_w = invl_col_w + sum(val + 3 if fr is None else fr + val + 6 for fr, val in widths)
     invl_mag = len(str(r["interval_us"] // 1_000_000))
     if r["whole_capture"]:
         borderlen = 30 + dur_mag + (prec + 1 if prec else 0)
@@ -111,30 +116,42 @@ def text_io_stat(r) -> list[str]:
     interval = t(rounded) if r["whole_capture"] else (
         f"{iv // 1_000_000}" + (f".{iv % 1_000_000 // dv:0{prec}d}" if prec else ""))
     dur = r["duration_us"]
-    duration = t(rounded).strip() if prec else f"{dur // 1_000_000}.{dur % 1_000_000:06d}"
+    # tshark 4.0 prints an integral interval's duration with "%u.%6u": the microseconds space-padded
+    duration = t(rounded).strip() if prec else f"{dur // 1_000_000}.{dur % 1_000_000:6d}"
     lines = ["", "=" * borderlen, boxed("| IO Statistics"), boxed("|"), boxed(f"| Duration: {duration} secs"),
              boxed(f"| Interval: {interval.strip()} secs"), boxed("|")]
     for j, f in enumerate(r["filters"]):
         lines.append(boxed(("| Col" if j == 0 else "|    ") + f"{j + 1:2d}: " + (f or "Frames and bytes")))
     lines.append("|" + "-" * (borderlen - 2) + "|")
     filler = " " * (borderlen - tabrow_w - 1) + "|" if tabrow_w < borderlen else ""
-    head = "|" + " " * (invl_col_w - 2) + "|" + "".join(f"{j + 1:<2}" + " " * (fr + val + 3) + "|"
-                                                          for j, (fr, val) in enumerate(widths))
+    head = "|" + " " * (invl_col_w - 2) + "|" + "".join(
+        (f"{j + 1:<{val + 2}}" if fr is None else f"{j + 1:<2}" + " " * (fr + val + 3)) + "|"
+        for j, (fr, val) in enumerate(widths))
     lines.append(head + filler)
-    lines.append(f"{'| Interval':<{invl_col_w - 1}}|" + "".join(_center("Frames", fr) + _center("Bytes", val)
-                                                              for fr, val in widths) + filler)
+    lines.append(f"{'| Interval':<{invl_col_w - 1}}|" + "".join(
+        _center(funcs[j]["name"], val) if fr is None else _center("Frames", fr) + _center("Bytes", val)
+        for j, (fr, val) in enumerate(widths)) + filler)
     lines.append("|-" + "-" * (tabrow_w - 3) + "|" + filler)
-    for row in r["rows"]:
+    yield from lines
+    for i, row in enumerate(r["rows"]):       # made one at a time (analysis/stats_io.IoRows)
         if prec == 0 and row["last"]:
             cell = f"| {' ' if dur_mag == 1 else ''}{t(row['start_us'])} <> {'Dur':<{max(dur_mag + 1, 3)}}|"
         elif prec == 0 and dur_mag == 1:
             cell = f"|  {t(row['start_us'])} <> {t(row['end_us'])}  |"
         else:
             cell = f"| {t(row['start_us'])} <> {t(row['end_us'])} |"
-        cols = "".join(f" {c['frames']:{fr}d} | {c['bytes']:{val}d} |" for c, (fr, val) in zip(row["columns"], widths))
-        lines.append(cell + cols + (f"{'|':>{borderlen - tabrow_w}}" if tabrow_w < borderlen else ""))
-    lines.append("=" * borderlen)
-    return lines
+        cols = "".join(f" {funcs[j]['value'](i, row['last']):>{val}} |" if fr is None else
+                       f" {c['frames']:{fr}d} | {c['bytes']:{val}d} |"
+                       for j, (c, (fr, val)) in enumerate(zip(row["columns"], widths)))
+        yield cell + cols + (f"{'|':>{borderlen - tabrow_w}}" if tabrow_w < borderlen else "")
+    yield "=" * borderlen
+
+
+def _io_maxima(rows, column: int) -> tuple[int, int]:
+    if hasattr(rows, "maxima"):
+        return rows.maxima(column)
+    return (max((row["columns"][column]["frames"] for row in rows), default=0),
+            max((row["columns"][column]["bytes"] for row in rows), default=0))
 
 
 def text_game_types(r) -> list[str]:
@@ -336,6 +353,8 @@ def render_text(result: dict) -> str:
 # -- JSON ---------------------------------------------------------------------------------------------
 
 def _jsonable(o):
+    if hasattr(o, "to_json"):          # io,stat rows, made on demand
+        return o.to_json()
     if isinstance(o, (bytes, bytearray)):
         return o.hex()
     if isinstance(o, Item):            # a followed message's tree: its -V lines
@@ -415,7 +434,8 @@ def write(results: list[dict], out, fmt: str = "text") -> None:
         if table is not None and fits(console, table):
             console.print(table)
         else:
-            out.write(render_text(result))
+            for line in TEXT[result.get("layout", result["kind"])](result):     # streamed, not joined
+                out.write(line + "\n")
 
 
 def fits(console, table) -> bool:

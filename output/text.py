@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
 from .frozen import FrozenText
@@ -131,7 +132,10 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
             add(f"{pad}[{item.label}]\n{inner}[{info.message}]\n{inner}[Severity level: "
                 f"{SEVERITY_NAMES[info.severity]}]\n{inner}[Group: {GROUP_NAMES[info.group]}]\n")
             continue
-        add(pad + item_label(item) + "\n")
+        text = item.label
+        if text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
+            text = item_label(item)      # made from the field, bracketed, or cut: else the label is the line
+        add(pad + text + "\n")
         if item.children:
             _detail(item.children, depth + 1, out)
 
@@ -143,11 +147,43 @@ def detail_text(packet, only: set[str] | None = None) -> str:
     """A packet's -V tree as plain text (what layer_lines gives, joined)."""
     out: list[str] = []
     for layer in packet.layers():
+        if layer.__class__ is SlotLayer and layer.materialized is None:
+            out.append(layer.label + "\n")
+            if only is None or layer.proto in only:
+                _template_detail(layer, out)
+            continue
         top = layer.item
         out.append(_layer_head(top, layer.proto) + "\n")
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
     return "".join(out)
+
+
+def _template_detail(layer, out: list) -> None:
+    """A SlotLayer's lines (engine.template): its template's -V text, compiled once, filled with the values."""
+    tpl = layer.template
+    compiled = tpl.compiled.get("detail")
+    if compiled is None:
+        lines: list[str] = []
+        _compile_detail(tpl.nodes, 1, lines)
+        compiled = tpl.compiled["detail"] = positional("".join(lines))
+    text, values = compiled
+    out.append(text % values(layer.vals))
+
+
+def _compile_detail(nodes, depth: int, out: list) -> None:
+    pad = _pad(depth)
+    for n in nodes:
+        if n.__class__ is not Slot:          # a static item: its lines, as any item's
+            part: list[str] = []
+            _detail_fresh((n,), depth, part)
+            out.append("".join(part).replace("%", "%%"))
+            continue
+        if n.cls is HiddenItem:
+            continue
+        label = n.label
+        out.append(pad + ("[" + label + "]" if n.generated and not label.startswith("[") else label) + "\n")
+        _compile_detail(n.kids, depth + 1, out)
 
 
 def _layer_head(top: Item, proto: str) -> str:
@@ -182,10 +218,12 @@ def hex_columns(chunk: bytes) -> tuple[str, str]:
 
 
 def hexdump(data: bytes) -> list[str]:
+    """-x: tshark 4.0's packet bytes (print.c/hex_dump_buffer): sixteen bytes single-spaced, then the ASCII."""
     lines = []
     for off in range(0, len(data), 16):
-        hexes, text = hex_columns(data[off:off + 16])
-        lines.append(f"{off:04x}  {hexes:<49}  {text}")
+        chunk = data[off:off + 16]
+        text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+        lines.append(f"{off:04x}  {chunk.hex(' '):<47}   {text}")
     return lines
 
 
@@ -195,11 +233,9 @@ def hex_lines(packet) -> list[str]:
     if len(sources) <= 1:
         return hexdump(packet.frame.data)
     out = []
-    for i, source in enumerate(sources):
+    for source in sources:       # one after the other, no blank line between them (tshark 4.0)
         out.append(f"{source.name} ({len(source.data)} bytes):")
         out.extend(hexdump(source.data))
-        if i < len(sources) - 1:
-            out.append("")
     return out
 
 
@@ -219,9 +255,10 @@ class TextWriter:
     def write(self, packet) -> None:
         out = self.out
         if not self.detail:
-            out.write(summary_line(packet, self.time_format) + "\n")
-            if self.hexdump:
+            if self.hexdump:      # tshark 4.0: -x without -V prints the bytes only, no summary line
                 out.write("\n".join(hex_lines(packet)) + "\n\n")
+                return
+            out.write(summary_line(packet, self.time_format) + "\n")
             return
         if self.console is None:
             out.write(detail_text(packet, self.only))

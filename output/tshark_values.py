@@ -23,6 +23,7 @@ from ..engine.tree import bit_picture, GROUP_NAMES, INTEGER_TYPES, MALFORMED, SE
 # hex); DEL, '/', non-ASCII and even invalid UTF-8 bytes are written raw.
 _JSON_ESC = {c: "\\u%04x" % c for c in range(0x20)}
 _JSON_ESC.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"})
+JSON_ESCAPES = _JSON_ESC
 
 
 def json_escape(s: str) -> str:

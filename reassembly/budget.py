@@ -48,4 +48,6 @@ PENDING = Budget()             # one per process: a process decodes one capture 
 # Long-lived conversation state that is not pending reassembly but weighs (an inflate window: ~40 KB a
 # direction): charged by its owner, given back when freed; beyond the limit engine.lifetime frees the oldest
 # idle conversations (preference protodump.state_budget).
-STATE = Budget(32 << 20)
+STATE_BUDGET = 32 << 20
+INFLATE_COST = 48 << 10        # an inflate window and its state (measured): what one costs the state budget
+STATE = Budget(STATE_BUDGET)

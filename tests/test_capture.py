@@ -436,7 +436,7 @@ def test_malformed_headers(frames):
     raw = bytes(12) + b"\x08\x00" + TCP_IP
     bad_off = raw[:46] + bytes([0x30 | (raw[46] & 15)]) + raw[47:]
     d = decode(_frame(bad_off))
-    assert d.transport == "tcp" and d.payload == b"" and "tcp.hdr_len.bad" in _malformed(d, "tcp")[0]
+    assert d.transport == "tcp" and d.payload == b"" and "tcp.bogus_header_length" in _malformed(d, "tcp")[0]
 
 
 def test_unknown_link_type(frames):

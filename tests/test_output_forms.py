@@ -1,12 +1,8 @@
 """-T psml|ek|jsonraw, -T json with -j/-J/-x, -T json|ek -e: against tshark with the generated plugin on the
 bundled captures. PSML and `-e` outputs are compared whole; the tree forms layer by layer for the game layers (the
-standard layers' fields are another issue's).
-
-Known gaps, so not compared (both come from the engine, not from these writers):
-- `_raw` of items inside a reassembled or inflated buffer (Iceball file contents): the table decoder does not record
-  the item's data source, so the hex is read from the frame;
-- `-T jsonraw` positions of zero-length generated items (reassembly summaries): the Lua places some at the layer's
-  start, the Python blocks at the field's offset (`-T json -x` leaves zero-length items out, so it agrees)."""
+standard layers' fields are another issue's). `-T jsonraw` and `-T json -x` now include the items inside
+reassembled and inflated buffers (each item records its data source) and the zero-length reassembly summaries
+(placed where wslua places an item added with no byte range: the layer's start)."""
 from __future__ import annotations
 
 import json
@@ -20,8 +16,6 @@ GAMES = ("blank", "enet", "iceball", "rutentoy", "freeblox")
 CREATOR = ('creator="wireshark/', 'creator="protodump/')
 SMALL = [v for v in VARIANTS if not v[0].startswith(("iceball-enet-session", "freeblox-session", "freeblox-burst"))]
 NOT_ICEBALL = [v for v in SMALL if not v[0].startswith("iceball") or "spec" in v[0]]
-NO_REASSEMBLY = [v for v in SMALL if v[0].startswith(("blank-2015", "blank-sequence", "blank-port", "enet", "freeblox",
-                                                      "iceball-tcp-spec", "websocket"))]
 FEW = [v for v in SMALL if v[0] in ("blank-bad.pcap", "enet-bad.pcap", "iceball-tcp-all.pcap", "rutentoy-bad.pcap",
                                     "rutentoy-sctp.pcap", "freeblox-plain.pcap")]
 
@@ -85,13 +79,13 @@ def test_json_protocol_filters(protodump_run, standard_run, variant, args):
                 assert get(a, key) == get(b, key) == [("filtered", key)]
 
 
-@pytest.mark.parametrize("variant", NOT_ICEBALL, ids=variant_id)
+@pytest.mark.parametrize("variant", SMALL, ids=variant_id)
 def test_json_x_raw_arrays(protodump_run, standard_run, variant):
     ours, theirs = both(protodump_run, standard_run, variant, "-T", "json", "-x")
     compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
 
 
-@pytest.mark.parametrize("variant", NO_REASSEMBLY, ids=variant_id)
+@pytest.mark.parametrize("variant", SMALL, ids=variant_id)
 def test_jsonraw(protodump_run, standard_run, variant):
     ours, theirs = both(protodump_run, standard_run, variant, "-T", "jsonraw")
     compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))

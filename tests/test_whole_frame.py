@@ -115,7 +115,8 @@ def test_standard_fields_filter(expr, name, protodump_run, standard_run):
 def _made_captures(tmp: Path) -> list[Path]:
     """Small captures of the standard layers the bundled ones lack: ICMP/ICMPv6 (echo, errors quoting a UDP
     datagram, one cut short), Linux cooked v1/v2, BSD loopback, IPv6 extension headers and a fragment, and
-    Ethernet addresses tshark names (broadcast, multicast ranges, a vendor, a /36 block, a group source)."""
+    Ethernet addresses tshark names (broadcast, multicast ranges, a vendor, a /36 block, a group source), and TCP
+    headers tshark flags (bad data offset and option lengths)."""
     from scapy.all import (CookedLinux, CookedLinuxV2, Dot1AD, Dot1Q, Ether, ICMP, ICMPv6DestUnreach, ICMPv6EchoReply,
                            ICMPv6EchoRequest, IP, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment, IPv6ExtHdrHopByHop,
                            Loopback, Raw, UDP, wrpcap)
@@ -150,6 +151,8 @@ def _made_captures(tmp: Path) -> list[Path]:
                  for s, d in (("00:1d:7e:d9:94:c0", "ff:ff:ff:ff:ff:ff"), ("02:42:ac:11:00:02", "01:00:5e:00:00:01"),
                               ("01:00:5e:00:00:01", "33:33:00:00:00:01"), ("00:1b:c5:00:00:12", "01:80:c2:00:00:00"))],
     }
+    sets["tcpopts"] = [Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00", type=0x0800) / Raw(f)
+                       for f in _bad_tcp_options()]
     paths = []
     for name, pkts in sets.items():
         for i, p in enumerate(pkts):
@@ -158,6 +161,33 @@ def _made_captures(tmp: Path) -> list[Path]:
         wrpcap(str(path), pkts)
         paths.append(path)
     return paths
+
+
+def _bad_tcp_options() -> list[bytes]:
+    """SYN segments (one connection each) whose header tshark 4.0 flags: a bogus data offset; option lengths
+    missing, too short, past the options or not the option's own; 4 NOPs in a row; non-zero padding after an
+    End of Option List; a window scale shift over 14; no MSS option; an unknown option."""
+    from scapy.all import IP, TCP
+
+    def syn(port, options):
+        return bytes(IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=5000, dport=port, flags="S", options=options))
+
+    mss_nops = [("MSS", 1460), ("NOP", None), ("NOP", None)]
+    return [
+        syn(5001, mss_nops)[:32] + bytes([0x30]) + syn(5001, mss_nops)[33:],         # data offset 3 words
+        syn(5003, mss_nops)[:41] + bytes([9]) + syn(5003, mss_nops)[42:],            # MSS length past the options
+        syn(5004, mss_nops)[:41] + bytes([0]) + syn(5004, mss_nops)[42:],            # length 0
+        syn(5005, mss_nops)[:41] + bytes([3]) + syn(5005, mss_nops)[42:],            # MSS length 3, then a stray byte
+        syn(5006, [(3, b"\x07\x00"), ("NOP", None), ("NOP", None), ("NOP", None)]),   # window scale length 4
+        syn(5007, [(8, bytes(6)), ("NOP", None), ("NOP", None)]),                     # timestamps length 8
+        syn(5008, [(4, b"\x00"), ("NOP", None)]),                                     # SACK permitted length 3
+        syn(5010, [("NOP", None), (1, b""), (2, b"")]),                               # MSS length 2
+        syn(5011, [("EOL", None), ("NOP", None), ("NOP", None), ("NOP", None)]),      # non-zero padding
+        syn(5013, [("NOP", None)] * 3)[:-1] + bytes([99]),                            # no length byte
+        syn(5014, [("WScale", 15), ("NOP", None)]),                                   # shift 15
+        syn(5015, [("NOP", None)] * 4 + [("MSS", 1460)]),                             # 4 NOPs
+        syn(5016, [(99, b"\x01\x02"), ("MSS", 1460)]),                                # an unknown option
+    ]
 
 
 @pytest.fixture(scope="module")

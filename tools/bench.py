@@ -8,6 +8,7 @@
     python tools/bench.py --file captures/iceball-enet-session.pcap --repeat 20   # any capture, replayed K times
     python tools/bench.py --big 200000 -n 1    # memory and time of every mode on a many-conversation replay
     python tools/bench.py --big 200000 --kind enet-fragments --only summary,json    # ... on hostile input
+    python tools/bench.py --jobs 20000         # -j 1 against -j 2, every mode, many conversations and one
 
 --big N: a capture of N frames made by tools/replay.py (every protocol family, at least 1,000 conversations
 each, on fresh addresses; or a hostile --kind) is run in every output mode (summary, -V, -T json, -T fields,
@@ -311,16 +312,22 @@ PAIRS = {   # name: (protodump args, tshark args)
 }
 
 
-def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int]:
-    times, rc = [], 0
+def time_cmd(argv: list[str], runs: int) -> tuple[float, list[float], int, float]:
+    """(best wall time, every wall time, exit code, best CPU time (user + system, from wait4)). On a loaded machine
+    the CPU time is the steadier figure: other jobs stretch the wall clock, much less a process's own work."""
+    times, cpus, rc = [], [], 0
     for _ in range(runs):
         t0 = time.perf_counter()
-        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         times.append(time.perf_counter() - t0)
-        rc = rc or p.returncode
-        if p.returncode:
-            sys.stderr.write(f"  ! {' '.join(argv)} exited {p.returncode}: {p.stderr.decode(errors='replace')[-400:]}\n")
-    return min(times), times, rc
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        rc = rc or proc.returncode
+        if proc.returncode:
+            sys.stderr.write(f"  ! {' '.join(argv)} exited {proc.returncode}: {err.decode(errors='replace')[-400:]}\n")
+    return min(times), times, rc, min(cpus)
 
 
 # --- big captures: every mode, max RSS --------------------------------------------------------------------------
@@ -390,6 +397,81 @@ def big(args) -> int:
     return 0
 
 
+# --- -j: one process against two -------------------------------------------------------------------------------
+
+JOBS_MODES = {   # name: protodump arguments
+    "summary": [],
+    "verbose": ["-V"],
+    "json": ["-T", "json"],
+    "ek": ["-T", "ek"],
+    "psml": ["-T", "psml"],
+    "fields": ["-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream", "-e", "blank.seq"],
+    "hex": ["-x"],
+    "filter": ["-Y", "tcp.len > 0 || blank.type == 3 || enet", "-V"],
+    "stats": ["-q", "-z", "conv,tcp", "-z", "conv,udp", "-z", "io,phs", "-z", "expert", "-z", "io,stat,1"],
+    "write": ["-Y", "tcp || enet", "-w", "/tmp/bench/jobs-written.pcapng"],
+}
+
+
+def jobs(args) -> int:
+    """-j 1 against -j 2 in every mode (best of -n runs, output to /dev/null): on a replay of many conversations
+    (tools/replay.py mix, N frames) and on one conversation (the real blank session replayed to N datagrams: -j 2
+    must see there is nothing to share out and not fork)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import replay
+    many = Path(f"/tmp/bench/jobs-mix-{args.jobs}.pcap")
+    if not many.exists():
+        replay.write(many, "mix", args.jobs, conversations=max(10, args.jobs // 400), live=20)
+    one = Path(f"/tmp/bench/jobs-blank-{args.jobs}.pcap")
+    ensure_capture(one, args.jobs, False, "real")
+    pd = protodump_cmd()
+    only = args.only.split(",") if args.only != ",".join(PAIRS) else list(JOBS_MODES)
+    rows = []
+    for label, path in (("many conversations", many), ("one conversation", one)):
+        n, size, _ = capture_stats(path)
+        print(f"{label}: {path} ({n:,} frames, {size / 1e6:.1f} MB)")
+        for name in only:
+            times, cpus = {}, {}
+            for j in (1, 2):
+                argv = [*pd, "-j", str(j), *JOBS_MODES[name], str(path)]
+                best = min((_timed_jobs(argv) for _ in range(args.runs)), key=lambda r: r[0])
+                times[j], cpus[j] = best
+            idle = cpus[2][1] or cpus[2][0]
+            print(f"  {name:<8} -j 1 {times[1]:6.2f} s   -j 2 {times[2]:6.2f} s   {times[1] / times[2]:.2f}x   "
+                  f"cpu -j 1 {cpus[1][0]:.2f} s, -j 2 {cpus[2][0]:.2f} s; two idle cores: about {idle:.2f} s, "
+                  f"{cpus[1][0] / idle:.2f}x", flush=True)
+            rows.append((label, name, times[1], times[2], cpus[1][0], cpus[2][0], idle))
+    print("\n| capture | mode | -j 1 wall | -j 2 wall | cpu -j 1 | cpu -j 2 | -j 2 on two idle cores | speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, name, t1, t2, c1, c2, idle in rows:
+        print(f"| {label} | {name} | {t1:.2f} s | {t2:.2f} s | {c1:.2f} s | {c2:.2f} s | {idle:.2f} s | "
+              f"**{c1 / idle:.2f}x** |")
+    return 0
+
+
+def _timed_jobs(argv: list[str]) -> tuple[float, tuple[float, float | None]]:
+    """(wall, (cpu of the whole run, the run's critical path in cpu seconds or None)) of one protodump run.
+
+    The critical path is what two idle cores would take: the parent's work before the workers start, then the
+    slower worker, or half of all the work if that is more (PROTODUMP_JOBS_VERBOSE prints the figures). On a
+    shared machine the kernel's autogroup scheduling gives one session's processes one share of the CPU however
+    many there are, so the wall time of -j 2 there says little; the CPU accounting does not depend on it."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+                            env={**os.environ, "PROTODUMP_JOBS_VERBOSE": "1"})
+    err = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    cpu = usage.ru_utime + usage.ru_stime
+    path = None
+    for line in err.splitlines():
+        if line.startswith("protodump: -j cpu:"):
+            nums = [float(x) for x in line.replace(",", " ").split() if x.replace(".", "").isdigit()]
+            before, parent, workers = nums[0], nums[1], nums[2:]
+            path = max(before + max(workers), (parent + sum(workers)) / 2)
+    return wall, (cpu, path)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", choices=("real", "synthetic"), default="real",
@@ -407,7 +489,11 @@ def main(argv=None) -> int:
                     "max RSS")
     ap.add_argument("--kind", default="mix", help="with --big: mix, unfinished, enet-fragments, opened-once")
     ap.add_argument("--skip", default="", help="with --big: tools not to run (tshark+lua, tshark)")
+    ap.add_argument("--jobs", type=int, metavar="N", help="-j 1 against -j 2 in every mode, on N frames of many "
+                    "conversations and N of one conversation (--only: a subset of the modes)")
     args = ap.parse_args(argv)
+    if args.jobs:
+        return jobs(args)
     if args.big:
         if args.only == ",".join(PAIRS):
             args.only = ",".join(BIG_MODES)
@@ -429,16 +515,17 @@ def main(argv=None) -> int:
     print(f"{tshark_ver}; python {sys.version.split()[0]}; best of {args.runs}\n")
 
     pd, ts = protodump_cmd(), [args.tshark, "-X", f"lua_script:{args.lua}"]
-    rows = []
+    rows, cpu_rows = [], []
     for name in args.only.split(","):
         p_args, t_args = PAIRS[name]
         p_argv, t_argv = [*pd, *p_args, str(args.capture)], [*ts, "-r", str(args.capture), *t_args]
         print(f"[{name}] protodump ...", end="", flush=True)
-        p_best, p_all, p_rc = time_cmd(p_argv, args.runs)
+        p_best, p_all, p_rc, p_cpu = time_cmd(p_argv, args.runs)
         print(f" {p_best:.2f}s; tshark ...", end="", flush=True)
-        t_best, t_all, t_rc = time_cmd(t_argv, args.runs)
+        t_best, t_all, t_rc, t_cpu = time_cmd(t_argv, args.runs)
         print(f" {t_best:.2f}s", flush=True)
         rows.append((name, p_best, t_best, p_rc or t_rc, p_all, t_all))
+        cpu_rows.append((name, p_cpu, t_cpu))
 
     print()
     head = f"{'mode':<9} {'protodump s':>12} {'tshark+lua s':>13} {'tshark/pd':>10} {'pd pkt/s':>10} " \
@@ -456,6 +543,8 @@ def main(argv=None) -> int:
               + ("  (a command failed)" if rc else ""))
     print("\nall runs (s): " + "; ".join(f"{name}: pd {' '.join(f'{x:.2f}' for x in pa)} / tshark "
                                           f"{' '.join(f'{x:.2f}' for x in ta)}" for name, _p, _t, _rc, pa, ta in rows))
+    print(f"CPU time, best run (user + system; load average {os.getloadavg()[0]:.1f}): " +
+          "; ".join(f"{name}: pd {p:.2f} s / tshark {t:.2f} s = {t / p:.2f}x" for name, p, t in cpu_rows))
     return 1 if failed else 0
 
 

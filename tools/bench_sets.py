@@ -111,9 +111,9 @@ def main(argv=None) -> int:
         print("| job | one process | --dask local (start-up included) | --dask to running workers |")
         print("|---|---|---|---|")
         for name, job in JOBS.items():
-            one, _, _ = time_cmd([*cmd, *job, *parts], args.runs)
-            local, _, _ = time_cmd([*cmd, "--dask", "local", *job, *parts], args.runs)
-            remote, _, _ = time_cmd([*cmd, "--dask", address, *job, *parts], args.runs)
+            one, _, _, _ = time_cmd([*cmd, *job, *parts], args.runs)
+            local, _, _, _ = time_cmd([*cmd, "--dask", "local", *job, *parts], args.runs)
+            remote, _, _, _ = time_cmd([*cmd, "--dask", address, *job, *parts], args.runs)
             print(f"| {name} | {one:.2f} s | {local:.2f} s ({one / local:.2f}x) | {remote:.2f} s "
                   f"({one / remote:.2f}x) |")
     finally:

@@ -30,20 +30,28 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
-                  "udp.length.bad": "udp.length", "icmp.checksum_bad": "icmp.checksum",
-                  "icmpv6.checksum_bad.expert": "icmpv6.checksum", "udp.checksum.zero": "udp.checksum",
-                  "eth.padding_bad": "eth.trailer"}
+                  "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
+                  "icmp.checksum_bad": "icmp.checksum", "icmpv6.checksum_bad.expert": "icmpv6.checksum",
+                  "udp.checksum.zero": "udp.checksum", "eth.padding_bad": "eth.trailer"}
 EXPERT_FIRST = {"udp.checksum.zero"}
 
 
-def build(d) -> list[Layer]:
+# layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
+OWN_NAMES_ONLY = {"frame", "eth", "sll", "sll2", "ip", "ipv6", "udp", "tcp"}
+
+
+def build(d, roots=None) -> list[Layer]:
+    """roots: the protocol names some field a run reads starts with (engine.demand; None: all): a layer of
+    OWN_NAMES_ONLY outside them is not built, and expert infos are not hung (nothing reading them asked)."""
     data = d.frame.data
-    layers = [frame_layer(d)]
-    if d.frame.comments:
+    layers = [frame_layer(d)] if roots is None or "frame" in roots else []
+    if d.frame.comments and (roots is None or "frame" in roots or "pkt_comment" in roots):
         layers.insert(0, comments_layer(d.frame.comments))
     by_proto: dict[str, Layer] = {}
     for span in d.spans:
         proto, off, length = span[0], span[1], span[2]
+        if roots is not None and proto.split(".")[0] not in roots and proto in OWN_NAMES_ONLY | {"ipv6.ext"}:
+            continue
         if proto == "ipv6.ext":
             if "ipv6" in by_proto:
                 by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, *span[3:]))
@@ -52,7 +60,7 @@ def build(d) -> list[Layer]:
         layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
-    for proto, info in d.problems:
+    for proto, info in () if roots is not None else d.problems:
         if info.abbrev == "frame.comment.expert":     # on the pkt_comment layer already
             continue
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level

@@ -1,7 +1,7 @@
 """Helpers every standard layer builder shares: label pieces, the frozen-subtree cache."""
 from __future__ import annotations
 
-from ...engine.tree import Item, bit_picture
+from ...engine.tree import Item, SubtreeMemo, bit_picture
 
 bits = bit_picture   # (value, mask, width)
 
@@ -34,16 +34,10 @@ def ns_text(ns: int) -> str:
 
 
 # Every frame of a conversation repeats the same few headers: their subtrees are built once and shared, frozen
-# (tuple children), so outputs can memoise their text too (engine.tree.Item). Bounded: cleared when full.
-FROZEN: dict = {}
+# (tuple children), so outputs can memoise their text too (engine.tree.Item). Bounded in bytes.
+FROZEN = SubtreeMemo(4 << 20)
 
 
 def frozen(key, build):
-    kids = FROZEN.get(key)
-    if kids is None:
-        if len(FROZEN) >= 1024:
-            FROZEN.clear()
-        built = build()
-        kids = FROZEN[key] = built if isinstance(built, tuple) else tuple(built)
-    return kids
+    return FROZEN.get(key, build)
 

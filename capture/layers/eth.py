@@ -23,6 +23,13 @@ SRC_NOT_GROUP = ExpertInfo("eth.src_not_group", PROTOCOL, WARN,
                            "Source MAC must not be a group address: IEEE 802.3-2002, Section 3.2.3(b)")
 
 
+def oui_label(field, raw: bytes, long: str | None) -> str:
+    """A hidden OUI item's label (-T pdml shows it): BASE_OUI's "xx:xx:xx (vendor)", cut as Wireshark 4.0's
+    32-byte value buffer cuts it."""
+    value = raw[:3].hex(":")
+    return f"{field.name}: " + (f"{value} ({long})"[:31] if long is not None else value)
+
+
 def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
     """An address and its tree as tshark 4.0's proto_tree_add_mac48_detail: the field, its hidden resolved
     name and OUI, the same again as eth.addr (visible), then the LG and IG bits (with hidden eth.lg/eth.ig)."""
@@ -39,19 +46,19 @@ def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
         if addr is not None:
             item.add(Item(addr, text, off, 6, f"Address: {shown}"))
         item.add(HiddenItem(res, resolved, off, 6, generated=True))
-        item.add(HiddenItem(o, oui, off, 3, generated=True))
+        item.add(HiddenItem(o, oui, off, 3, oui_label(o, raw, long), generated=True))
         if long is not None:
-            item.add(HiddenItem(o_res, long, off, 3, generated=True))
+            item.add(HiddenItem(o_res, long, off, 6, generated=True))
     top3 = oui
     lg_text = bits(top3, 0x020000, 24) + " = LG bit: " + (
         "Locally administered address (this is NOT the factory default)" if top3 & 0x020000
         else "Globally unique address (factory default)")
     item.add(Item(lg, bool(top3 & 0x020000), off, 3, lg_text))
-    item.add(HiddenItem(f.eth_lg, bool(top3 & 0x020000), off, 3))
+    item.add(HiddenItem(f.eth_lg, bool(top3 & 0x020000), off, 3, lg_text))
     ig_text = bits(top3, 0x010000, 24) + " = IG bit: " + (
         "Group address (multicast/broadcast)" if top3 & 0x010000 else "Individual address (unicast)")
     item.add(Item(ig, bool(top3 & 0x010000), off, 3, ig_text))
-    item.add(HiddenItem(f.eth_ig, bool(top3 & 0x010000), off, 3))
+    item.add(HiddenItem(f.eth_ig, bool(top3 & 0x010000), off, 3, ig_text))
     return item
 
 

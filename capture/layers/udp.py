@@ -49,7 +49,8 @@ def _ports(sport: int, dport: int, off: int) -> list:
 def _stream(top: Item, conv: tuple, off: int, payload: bool) -> None:
     """udp.stream, and (when there is a payload to hand on, as tshark 4.0) the conversation's timestamps."""
     stream, rel, delta = conv
-    top.add(Item(f.udp_stream, stream, off, 0, f"[Stream index: {stream}]", generated=True))
+    # added at the payload's offset (udp.c: offset 8 of its tvb), the timestamps at the header's
+    top.add(Item(f.udp_stream, stream, off + 8, 0, f"[Stream index: {stream}]", generated=True))
     if payload:
         ts = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
         rel, delta = ns_text(rel), ns_text(delta)

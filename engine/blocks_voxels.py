@@ -1,0 +1,132 @@
+"""Voxel chunks browsable by position: every block's ID and light by x, y, z, in a "Blocks by position" subtree
+(collapsed in the GUI until opened): one slice per z, in it one row per y listing the run of x, block IDs then
+lights (`y=7: blocks 1 1 0 ..., light 15 15 0 ...`). One item per row, not two per block: a 16³ chunk is 273
+items, not 8,449, so -V and -T json stay readable and a whole session's map costs what its summaries do.
+Index i = x + side (y + side z) (NOTES.md). Lua twin: lua/rt_voxels.lua (rt.block_map), the same text byte for byte.
+
+Used by Rutentoy's 8³ world chunk (split ID nibbles after engine/blocks_rutentoy.py SplitIdGrid) and blank's 16³
+chunk (u16 types, a light byte array), each behind its protocol's `block_map` preference (fields.WhenPref)."""
+from __future__ import annotations
+
+import copy
+import struct
+
+from .fields import Field
+from .tree import Item, SubtreeMemo
+
+# Frozen slices by (fields, source, place, bytes): air and stone repeat across a session's chunks. Bounded in
+# bytes (a slice of random content holds about 7.5 KiB, measured with tracemalloc: some 500 slices).
+SLICE_MEMO_BYTES = 4 << 20
+_SLICES = SubtreeMemo(SLICE_MEMO_BYTES)
+
+# How IDs and lights are stored (the same names in lua/rt_voxels.lua):
+#   "split": ID = data[i] << 4 | data[n + i] >> 4, light = data[n + i] & 15 (Rutentoy: high bytes, then meta)
+#   "u16":   ID = u16le at 4 i (type, face, turn), light = data[4 n + i] (blank)
+LAYOUTS = {"split": (1, 1), "u16": (4, 4)}     # bytes per block in the ID array, light array at n * this
+
+
+def map_fields(b, p: str) -> dict:
+    """The fields of the map under `p` (registered in this order: map, slice, row)."""
+    return {
+        "map": b.field(f"{p}.map", "Block map", "none"),
+        "z": b.field(f"{p}.map.z", "Slice z", "uint8"),
+        "row": b.field(f"{p}.map.row", "Row of x (block IDs, lights)", "string"),
+    }
+
+
+def map_label(label: str, side: int) -> str:
+    return f"{label} by position (x, y, z): a slice per z, a row per y, x = 0..{side - 1}"
+
+
+def row_text(y: int, ids, lights, hex_ids: bool) -> str:
+    """One row: `y=Y: blocks ID ID ..., light L L ...` (IDs as 3 hex digits where the spec names them in hex)."""
+    shown = " ".join(f"{i:03x}" for i in ids) if hex_ids else " ".join(map(str, ids))
+    return f"y={y}: blocks {shown}, light {' '.join(map(str, lights))}"
+
+
+def row_values(layout: str, ids: bytes, lit: bytes, side: int) -> tuple[list[int], list[int]]:
+    """The IDs and lights of one row from its ID bytes and its light (or meta) bytes."""
+    if layout == "split":
+        return [h << 4 | m >> 4 for h, m in zip(ids, lit)], [m & 0x0F for m in lit]
+    return list(struct.unpack("<" + "H2x" * side, ids)), list(lit)
+
+
+def block_map(f: dict, parent: Item, data, pos: int, side: int, layout: str, label: str, hex_ids: bool,
+              src: int) -> None:
+    """Every block of the side³ chunk at `pos` of `data` by position. A slice's items are frozen and shared by
+    every slice with the same bytes at the same place, so a session's repeated slices cost a lookup each."""
+    n = side ** 3
+    stride, light_at = LAYOUTS[layout]
+    lights = pos + light_at * n
+    top = parent.add(Item(f["map"], None, pos, n * stride, map_label(label, side), False, src))
+    plane = side * side
+    for z in range(side):
+        at = plane * z
+        ids = bytes(data[pos + stride * at:pos + stride * (at + plane)])
+        lit = bytes(data[lights + at:lights + at + plane])
+        key = (id(f), src, pos, z, ids, lit, hex_ids)
+        top.add(_SLICES.get(key, _slice, f, layout, side, z, ids, lit, hex_ids, pos, stride, at, src)[0])
+
+
+def _slice(f, layout, side, z, ids, lit, hex_ids, pos, stride, at, src) -> tuple:
+    """One z slice of a block map: its item and a row item per y (a one-item tuple, as SubtreeMemo keeps)."""
+    plane = side * side
+    rows, filled, lighted = [], 0, 0
+    for y in range(side):
+        k = side * y
+        row_ids, row_lights = row_values(layout, ids[stride * k:stride * (k + side)], lit[k:k + side], side)
+        filled += side - row_ids.count(0)
+        lighted += side - row_lights.count(0)
+        text = row_text(y, row_ids, row_lights, hex_ids)
+        rows.append(Item(f["row"], text, pos + stride * (at + k), stride * side, text, False, src))
+    # what the slice holds, seen before opening it: where the ground and the lights are
+    piece = Item(f["z"], z, pos + stride * at, stride * plane, f"z={z}: {filled} non-zero, {lighted} lit",
+                 False, src)
+    piece.children = tuple(rows)
+    return (piece,)
+
+
+class BlockMap(Field):
+    """The map of the side³ chunk that ends `back` bytes before the current position (after its IDs and lights
+    were read and summarised): no bytes of its own. `hex_ids`: IDs in hex (the spec names them so)."""
+
+    size = 0
+
+    def __init__(self, name, label, *, side, layout, back, hex_ids=False):
+        super().__init__(name, label)
+        if layout not in LAYOUTS or not 0 < side <= 256 or back < (LAYOUTS[layout][1] + 1) * side ** 3:
+            raise ValueError(f"BlockMap {name}: layout {layout!r}, side {side}, back {back}")
+        self.side, self.layout, self.back, self.hex_ids = side, layout, back, hex_ids
+        self.codes = None
+
+    def bind(self, b, prefix):
+        bound = copy.copy(self)
+        bound.abbrev = f"{prefix}.{self.name}"
+        bound.f = map_fields(b, bound.abbrev)
+        bound.info = bound.f["map"]
+        return bound
+
+    def decode(self, ctx, parent):
+        if ctx.pos < self.back:      # never after the fields that read the chunk; the Lua checks the same
+            return
+        block_map(self.f, parent, ctx.data, ctx.pos - self.back, self.side, self.layout, self.label,
+                  self.hex_ids, ctx.source)
+
+    def encode(self, values, out):
+        pass
+
+    def size_rule(self):
+        return (0, 0, 0)
+
+    def infos(self):
+        yield from self.f.values()
+
+    def emit_lua(self, gen, shown, raw):
+        """rt.block_map (lua/rt_voxels.lua) on the chunk `back` bytes before the Lua position."""
+        from .lua_backend import lua_str     # imported late: the backend imports the field modules
+        fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
+        gen.w(f"rt.block_map(c, T, c.pos - {self.back}, {self.side}, {lua_str(self.layout)}, "
+              f"{lua_str(map_label(self.label, self.side))}, {'true' if self.hex_ids else 'false'}, {{ {fs} }})")
+
+
+__all__ = ["BlockMap", "block_map", "row_text", "row_values"]

@@ -1,0 +1,224 @@
+"""`-T pdml`: whole packets as tshark 4.0's PDML (epan/print.c, write_pdml_proto_tree and
+proto_tree_write_node_pdml), from the same tree and value formatters as the other output forms.
+
+The rules, from print.c:
+- a `geninfo` protocol first (number, lengths, capture time), then every item of the tree in order;
+- a protocol item is `<proto name showname size pos>`; any other item `<field name showname [hide] size pos show
+  [value [unmaskedvalue]]>`; a text item `<field name="" show=LABEL size pos [value]>`; an item on the top level that
+  is not a protocol is wrapped in `<proto name="fake-field-wrapper">` (the Lua `_ws.lua.fake` item that Wireshark
+  adds at the start of each Lua dissector call, and once more for the plugin's postdissector at the end of every
+  frame);
+- `showname` is the item's -V label without the brackets of a generated item; `show` the value as Wireshark's
+  display filters write it; `value` the hex of the item's bytes in its own data source (the frame, or a reassembled
+  or inflated buffer), only when it has bytes; a masked integer's `value` is "%X" of its value and `unmaskedvalue`
+  the hex of the bytes;
+- `pos` is the offset in the item's data source, except that an item whose offset is before its parent's shows
+  the parent's offset plus its own (print.c does that sum; zero-length items at offset 0 under a layer therefore
+  print the layer's offset).
+"""
+from __future__ import annotations
+
+import time
+
+from ..dissectors import PROTOCOLS
+from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem
+from . import json_out
+from . import tshark_values as tv
+from .json_forms import item_length, masked, raw_hex
+from .psml import xml_escape
+from .text import LABEL_LENGTH, fit_label
+
+TCP_CALLED = frozenset(("rutentoy", "iceball"))     # the plugin protocols TCP hands its segments to
+LUA_PROTOCOLS = frozenset(p.name for p in PROTOCOLS if getattr(p, "lua", True))
+_INDENT = ["  " * d for d in range(128)]
+
+
+def _ind(level: int) -> str:
+    return _INDENT[level] if level < 128 else "  " * level
+
+
+def showname(item) -> str:
+    """The item's label as Wireshark's fi->rep holds it: the -V label, without a generated item's brackets."""
+    text, f = item.label, item.field
+    if text is None:
+        if f is None:
+            return ""
+        text = f.labeler(item) if f.labeler else tv.label(f, item.value)
+    elif item.generated and text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if f is not None and len(text) >= LABEL_LENGTH // 4:
+        text = fit_label(text, f.name)
+    return text
+
+
+def show_value(f, value) -> str:
+    """fvalue_to_string_repr(FTREPR_DISPLAY): the JSON value string, unescaped."""
+    if f.ftype == "string":
+        return tv.json_value(f, value)
+    return (f.json_format or json_out._format_of(f))[1](value)
+
+
+class _Writer:
+    def __init__(self, packet):
+        self.packet = packet
+        self.out: list[str] = []
+
+    def pos(self, item, parent_pos: int | None) -> int:
+        if parent_pos is not None and item.offset < parent_pos:
+            return parent_pos + item.offset
+        return item.offset
+
+    def hex_of(self, item, source: int) -> str:
+        sources = self.packet.sources or ()
+        index = item.source or source
+        data = sources[index].data if index < len(sources) else self.packet.frame.data
+        length = item_length(item)
+        if item.offset + length > len(data):
+            return "field length invalid!"
+        return data[item.offset:item.offset + length].hex()
+
+    def node(self, item, level: int, parent_pos: int | None, source: int) -> None:
+        add = self.out.append
+        f = item.field
+        info = item.expert_info
+        if info is not None:
+            self.expert(item, level, parent_pos)
+            return
+        top_field = level == 0 and (f is None or f.ftype != "protocol")
+        if top_field:
+            add(_ind(1) + '<proto name="fake-field-wrapper">\n')
+            level += 1
+        pos = self.pos(item, parent_pos)
+        length = item_length(item)
+        ind = _ind(level + 1)
+        kids = item.children
+        src = item.source or source
+        if f is None:
+            parts = [ind, '<field name="" show="', xml_escape(showname(item)), '" size="', str(length),
+                     '" pos="', str(pos)]
+            if length > 0:
+                parts += ['" value="', self.hex_of(item, source)]
+        else:
+            proto = f.ftype == "protocol"
+            parts = [ind, "<proto" if proto else "<field", ' name="', xml_escape(f.abbrev), '" showname="',
+                     xml_escape(showname(item))]
+            if item.__class__ is HiddenItem:
+                parts.append('" hide="yes')
+            parts += ['" size="', str(length), '" pos="', str(pos)]
+            if f.ftype == "none":
+                parts.append('" show="" value="')
+            elif not proto:
+                parts += ['" show="', xml_escape(show_value(f, item.value))]
+                if length > 0:
+                    if masked(item):
+                        parts += ['" value="', raw_hex(item, self.packet, source), '" unmaskedvalue="',
+                                  self.hex_of(item, source)]
+                    else:
+                        parts += ['" value="', self.hex_of(item, source)]
+        parts.append('">\n' if kids else '"/>\n')
+        add("".join(parts))
+        if kids:
+            for child in kids:
+                self.node(child, level + 1, item.offset, src)
+            add(ind + ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
+        if top_field:
+            add(_ind(level) + "</proto>\n")
+
+    def expert(self, item, level: int, parent_pos: int | None) -> None:
+        """An expert item: `_ws.expert` with the expert's own field, message (hidden), severity and group; a
+        malformed one is followed by the hidden `_ws.malformed` protocol item."""
+        info = item.expert_info
+        add = self.out.append
+        ind, inner = _ind(level + 1), _ind(level + 2)
+        pos = parent_pos or 0        # wslua and expert.c add it at offset 0 with no tvb: the parent's start
+        add(f'{ind}<field name="_ws.expert" showname="{xml_escape(item.label)}" size="0" pos="{pos}">\n')
+        msg = xml_escape(info.message)
+        add(f'{inner}<field name="{xml_escape(info.abbrev)}" showname="{msg}" size="0" pos="0" show="" value=""/>\n')
+        add(f'{inner}<field name="_ws.expert.message" showname="Message: {msg}" hide="yes" size="0" pos="0" '
+            f'show="{msg}"/>\n')
+        add(f'{inner}<field name="_ws.expert.severity" showname="Severity level: {SEVERITY_NAMES[info.severity]}" '
+            f'size="0" pos="0" show="{info.severity}"/>\n')
+        add(f'{inner}<field name="_ws.expert.group" showname="Group: {GROUP_NAMES[info.group]}" size="0" pos="0" '
+            f'show="{info.group}"/>\n')
+        add(ind + "</field>\n")
+        if info.group == MALFORMED:
+            add(f'{ind}<proto name="_ws.malformed" showname="Malformed Packet" hide="yes" size="0" pos="{pos}"/>\n')
+
+    def fake(self, pos: int) -> None:
+        self.out.append(f'  <proto name="fake-field-wrapper">\n    <field name="_ws.lua.fake" showname="Wireshark '
+                        f'Lua fake item" hide="yes" size="0" pos="{pos}" show="" value=""/>\n  </proto>\n')
+
+    def geninfo(self) -> None:
+        frame = self.packet.frame
+        size = len(frame.data)
+        ts = frame.ts_ns
+        shown = _frame_time(self.packet)
+        self.out.append(
+            f'  <proto name="geninfo" pos="0" showname="General information" size="{size}">\n'
+            f'    <field name="num" pos="0" show="{frame.number}" showname="Number" value="{frame.number:x}" '
+            f'size="{size}"/>\n'
+            f'    <field name="len" pos="0" show="{frame.length}" showname="Frame Length" value="{frame.length:x}" '
+            f'size="{size}"/>\n'
+            f'    <field name="caplen" pos="0" show="{size}" showname="Captured Length" value="{size:x}" '
+            f'size="{size}"/>\n'
+            f'    <field name="timestamp" pos="0" show="{xml_escape(shown)}" showname="Captured Time" '
+            f'value="{ts // 1_000_000_000}.{ts % 1_000_000_000:09d}" size="{size}"/>\n'
+            "  </proto>\n")
+
+
+def _frame_time(packet) -> str:
+    for layer in packet.decoded.layers():
+        if layer.proto == "frame":
+            found = layer.item.find("frame.time")
+            if found is not None:
+                return show_value(found.field, found.value)
+    ts = packet.frame.ts_ns
+    return time.strftime("%b %d, %Y %H:%M:%S", time.gmtime(ts // 1_000_000_000)) + f".{ts % 1_000_000_000:09d} UTC"
+
+
+def packet_text(packet) -> str:
+    w = _Writer(packet)
+    w.out.append("<packet>\n")
+    w.geninfo()
+    # a Lua dissector call: the first layer of each call to a plugin protocol (not the C dissectors it emulates)
+    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
+    for layer in packet.layers():
+        top = layer.item
+        if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
+            # buffer was called on the segment's payload (the plugin reassembles inside the call)
+            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
+                and layer.proto in TCP_CALLED     # not freeblox: websocket calls it on a buffer of its own
+            w.fake(packet.decoded.payload_offset if over_tcp else top.offset)
+        w.node(top, 0, None, top.source)
+    w.fake(0)
+    w.out.append("</packet>\n\n\n")     # print.c's "</packet>\n\n", then tshark's own "\n"
+    return "".join(w.out)
+
+
+class PdmlWriter:
+    """The PDML document: preamble (on the first packet, or at the end when there is none), packets, end."""
+
+    def __init__(self, out, creator: str, capture_file: str | None):
+        self.out, self.creator, self.capture_file = out, creator, capture_file
+        self.started = False
+        self.first_ns: int | None = None
+
+    def _start(self) -> None:
+        self.started = True
+        stamp = time.asctime(time.localtime())
+        self.out.write('<?xml version="1.0" encoding="utf-8"?>\n'
+                       '<?xml-stylesheet type="text/xsl" href="pdml2html.xsl"?>\n'
+                       "<!-- You can find pdml2html.xsl in /usr/share/wireshark or at "
+                       "https://gitlab.com/wireshark/wireshark/-/raw/master/pdml2html.xsl. -->\n"
+                       f'<pdml version="0" creator="{self.creator}" time="{stamp}" capture_file="'
+                       f'{xml_escape(self.capture_file or "")}">\n')
+
+    def write(self, packet) -> None:
+        if not self.started:
+            self._start()
+        self.out.write(packet_text(packet))
+
+    def close(self) -> None:
+        if not self.started:
+            self._start()
+        self.out.write("</pdml>\n")

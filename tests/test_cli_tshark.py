@@ -1,0 +1,98 @@
+"""tshark's command line where protodump had its own: `-z io,stat` with functions (COUNT SUM MIN MAX AVG LOAD) and
+bad command lines (one line, tshark's exit code), against tshark 4.0 + the generated plugin on bundled captures."""
+from __future__ import annotations
+
+import pytest
+
+FUNCS = "SUM(tcp.len)tcp,AVG(frame.time_delta),COUNT(tcp.len)tcp,MIN(tcp.len),MAX(frame.time_delta)," \
+        "LOAD(frame.time_delta),AVG(tcp.len),MIN(frame.time_relative),SUM(frame.time_delta),MAX(tcp.window_size)"
+NAMES = "frame.time_delta || tcp.len || frame.time_relative || tcp.window_size"
+
+
+@pytest.mark.parametrize("name", ["iceball-tcp-session.pcap", "blank-server-session.pcap", "enet-plain.pcap"])
+@pytest.mark.parametrize("interval", ["1", "0.5", "3", "0.2"])
+def test_io_stat_functions_are_tsharks(protodump_run, standard_run, name, interval):
+    """With every field named by -Y (tshark 4.0 fills a function's field only then) and interval rows, LOAD
+    spread over earlier rows, time, integer and running-average widths."""
+    args = ("-q", "-Y", NAMES, "-z", f"io,stat,{interval},{FUNCS}", "-r", name)
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+
+
+@pytest.mark.parametrize("name", ["iceball-tcp-session.pcap", "blank-sequence.pcap"])
+def test_io_stat_functions_of_fields_no_filter_names(protodump_run, standard_run, name):
+    """No filter names the fields: tshark 4.0 counts nothing (all zero), and so does protodump; a column filter
+    naming the field is enough (udp.length, blank.seq through the plugin)."""
+    for z in ("io,stat,1,SUM(udp.length)udp,AVG(frame.time_delta),COUNT(blank.seq)blank,LOAD(frame.time_delta)",
+              "io,stat,0.01,SUM(udp.length)udp.length,COUNT(blank.seq)blank.seq,MAX(blank.seq)blank"):
+        ours, theirs = protodump_run("-q", "-z", z, "-r", name), standard_run("-q", "-z", z, "-r", name)
+        assert ours.returncode == 0, ours.stderr
+        assert ours.stdout == theirs.stdout
+
+
+def test_io_stat_over_years_streams_rows(protodump_run):
+    """Two captures three years apart at 1 s: tshark prints every (empty) row; protodump makes them one at a time
+    (analysis/stats_io.IoRows), so the table's size is the output's, never the memory's. Checked on the row
+    maker: len() and widths come from the sparse bins."""
+    from protodump.analysis.stats_io import IoStat
+
+    class Frame:
+        def __init__(self, ts_ns, length):
+            self.ts_ns, self.length = ts_ns, length
+
+    class Packet:
+        def __init__(self, ts_ns, length):
+            self.frame = Frame(ts_ns, length)
+
+    tap = IoStat(["1"])
+    year = 365 * 24 * 3600 * 10 ** 9
+    for ts, n in ((0, 60), (10 ** 9 // 2, 70), (3 * year, 80)):
+        tap.add(Packet(ts, n))
+    rows = tap.result()["rows"]
+    assert len(rows) == 3 * 365 * 24 * 3600 + 1
+    assert rows.maxima(0) == (2, 130)
+    first = next(iter(rows))
+    assert first["columns"][0] == {"frames": 2, "bytes": 130}
+
+
+def _first(text: str) -> str:
+    return text.splitlines()[0] if text else ""
+
+
+BAD = [("--bogus",), ("-c",), ("-c", "abc"), ("-c", "0"), ("-c", "-1"), ("-o", "bogus:1"),
+       ("-o", "blank.revision:1999"), ("-o", "bogus"), ("-d", "udp.port==x,blank"), ("-d", "bogus"),
+       ("-d", "udp.port==1,bogus"), ("-T", "bogus"), ("-t", "x"), ("-z", "bogus"), ("-Y", "blank.seq ==")]
+
+
+@pytest.mark.parametrize("args", BAD, ids=" ".join)
+def test_bad_command_line_is_tsharks(protodump_run, standard_run, args):
+    """The first line (tshark's words after "protodump:" for "tshark:") and the exit code; what follows is
+    tshark's (the usage, the list of formats) for protodump's own options."""
+    # -c takes its argument last on the line so that "-c" alone misses it, as on tshark's
+    ours = protodump_run("-r", "blank-bad.pcap", *args)
+    theirs = standard_run("-r", "blank-bad.pcap", *args)
+    assert ours.returncode == theirs.returncode, (ours.stderr, theirs.stderr)
+    if not theirs.stderr.replace("Running as user", "").strip():     # a bad Lua enum value: silently ignored
+        assert ours.stderr == "" and ours.stdout == theirs.stdout
+        return
+    mine = _first(ours.stderr)
+    assert mine.startswith("protodump: ") and "Traceback" not in ours.stderr
+    their = [line for line in theirs.stderr.splitlines() if not line.startswith("Running as user")]
+    assert mine[len("protodump: "):] == their[0][len("tshark: "):]
+    if args[0] in ("-T", "-t"):        # the list: protodump's formats, each as tshark words it
+        listed = ours.stderr.splitlines()[1:]
+        assert listed and all(line in their for line in listed)
+    if args[0] in ("--bogus", "-c") and len(args) == 1:
+        assert ours.stderr.splitlines()[1] == "" and "Usage: protodump" in ours.stderr
+
+
+def test_io_stat_functions_in_json(protodump_run):
+    """--format json: each function column's name and its values as the table prints them."""
+    import json
+    run = protodump_run("-q", "--format", "json", "-Y", "frame.time_delta", "-z",
+                        "io,stat,0.01,AVG(frame.time_delta),COUNT(blank.seq)blank", "blank-sequence.pcap")
+    assert run.returncode == 0, run.stderr
+    (table,) = json.loads(run.stdout)["statistics"]
+    assert table["functions"] == [{"name": "AVG", "values": ["0.000977", "0.001081", "0.001079"]},
+                                  {"name": "COUNT", "values": ["0", "0", "0"]}]

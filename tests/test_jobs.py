@@ -1,0 +1,222 @@
+"""-j N: a capture decoded by several processes prints exactly what one process prints (api/jobs.py).
+
+Real processes throughout: the CLI run as a subprocess, its workers forked, one of them killed with SIGKILL.
+Two captures: the bundled captures merged in time order into one file (every protocol, 37 conversations, TCP
+ports reused after FIN both ways, SCTP, bad packets), and a replay of many interleaved conversations
+(tools/replay.py).
+PROTODUMP_JOBS_VERBOSE makes the run say how it was shared out, so each test knows it ran on several processes."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES_DIR, PROTODUMP
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import replay  # noqa: E402
+
+ENV = {**os.environ, "PROTODUMP_JOBS_VERBOSE": "1"}
+
+
+def run(*args, jobs=2, stdin=None) -> subprocess.CompletedProcess:
+    return subprocess.run([*PROTODUMP, "--jobs", str(jobs), *map(str, args)], capture_output=True, timeout=300,
+                          env=ENV, stdin=stdin)
+
+
+def same(*args, split=True):
+    """-j 2 and -j 1: the same bytes on stdout and stderr, the same exit code; -j 2 ran on two processes."""
+    one, two = run(*args, jobs=1), run(*args, jobs=2)
+    said = two.stderr.decode()
+    assert split is None or ("shard 1:" in said) == split, said
+    lines = [line for line in said.splitlines(keepends=True)
+             if not line.startswith(("protodump: -j 2:", "protodump: -j cpu:"))]
+    assert two.stdout == one.stdout
+    assert "".join(lines) == one.stderr.decode()
+    assert two.returncode == one.returncode
+    return one
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory) -> Path:
+    """The bundled captures but the two long sessions (replayed in `many`), merged in time order as one pcapng."""
+    path = tmp_path_factory.mktemp("jobs") / "all.pcapng"
+    files = sorted(str(p) for p in CAPTURES_DIR.glob("*.pcap") if "-session" not in p.name or "tcp" in p.name)
+    subprocess.run([*PROTODUMP, "-w", str(path), *files], check=True, timeout=120)
+    return path
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory) -> Path:
+    """Interleaved conversations of every family (tools/replay.py)."""
+    path = tmp_path_factory.mktemp("jobs") / "many.pcap"
+    replay.write(path, "mix", 1500, conversations=12, live=6)
+    return path
+
+
+MODES = [(), ("-V",), ("-x",), ("-T", "json"), ("-T", "ek"), ("-T", "psml"), ("-T", "jsonraw"),
+         ("-T", "json", "-x", "-j", "ip tcp udp blank"), ("-O", "tcp,enet"),
+         ("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream", "-e",
+          "frame.time_delta_displayed", "-e", "frame.time_delta", "-e", "_ws.col.Time", "-E", "header=y")]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: " ".join(m) or "summary")
+def test_every_mode_is_byte_identical_on_the_bundled_captures(bundled, mode):
+    out = same(*mode, bundled)
+    assert len(out.stdout) > 10_000
+
+
+def test_minus_j_with_a_number_is_the_process_count(bundled):
+    """tshark's -j takes protocols; a number is a process count (-T json -j "ip udp" still filters)."""
+    one = subprocess.run([*PROTODUMP, "-j", "1", "-T", "json", bundled], capture_output=True, timeout=300)
+    two = subprocess.run([*PROTODUMP, "-j", "2", "-T", "json", bundled], capture_output=True, timeout=300, env=ENV)
+    assert "shard 1:" in two.stderr.decode() and two.stdout == one.stdout
+
+
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-T", "json"), ("-T", "ek"), ("-T", "psml")],
+                         ids=lambda m: " ".join(m) or "summary")
+def test_every_mode_is_byte_identical_on_many_conversations(many, mode):
+    same(*mode, many)
+
+
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-T", "json"), ("-t", "dd"), ("-T", "ek"),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "frame.time_delta_displayed")],
+                         ids=lambda m: " ".join(m) or "summary")
+def test_a_display_filter_keeps_the_displayed_frames_chain(bundled, mode):
+    """frame.time_delta_displayed / -t dd run across shards: the previous displayed frame may be another's."""
+    out = same("-Y", "tcp.len > 0 || blank.type == 3 || enet", *mode, bundled)
+    assert out.stdout
+
+
+def test_stream_numbers_agree(bundled):
+    """tcp.stream and udp.stream are numbered in frame order over every conversation; the bundled set reuses
+    TCP ports after FIN both ways, so a connection is freed and numbered again as in one process."""
+    out = same("-T", "fields", "-e", "tcp.stream", "-e", "udp.stream", bundled).stdout.decode()
+    tcp = {int(line.split("\t")[0]) for line in out.splitlines() if line.split("\t")[0]}
+    udp = {int(line.split("\t")[1]) for line in out.splitlines() if line.split("\t")[1]}
+    assert tcp == set(range(len(tcp))) and len(tcp) > 10
+    assert udp == set(range(len(udp))) and len(udp) > 5
+
+
+def test_count_stops_at_the_same_frame(many):
+    for n in (1, 37, 700):
+        out = same("-c", n, "-T", "fields", "-e", "frame.number", many, split=None if n < 100 else True)
+        assert out.stdout.decode().split() == [str(i) for i in range(1, n + 1)]
+    same("-c", 400, "-Y", "tcp", "-V", many)
+
+
+@pytest.mark.parametrize("stats", [("conv,tcp", "conv,udp", "endpoints,ip", "io,phs", "expert"),
+                                   ("blank,types", "enet,peers", "iceball,files", "rutentoy,objects",
+                                    "freeblox,assets", "players")])
+def test_statistics_are_merged(bundled, stats):
+    same("-q", *[a for s in stats for a in ("-z", s)], bundled)
+
+
+def test_io_stat_is_merged(many):
+    """(On the replay: the bundled captures span months, too many intervals for io,stat.)"""
+    same("-z", "io,stat,0.5", "-z", "io,stat,1,tcp,udp", "-z", "conv,tcp", "-T", "fields", "-e", "frame.number",
+         many)
+
+
+def test_write_gives_the_same_file(bundled, tmp_path):
+    for jobs in (1, 2):
+        done = run("-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng", bundled, jobs=jobs)
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out1.pcapng").read_bytes() == (tmp_path / "out2.pcapng").read_bytes()
+    assert (tmp_path / "out1.pcapng").stat().st_size > 100_000
+
+
+def test_a_cut_file_prints_what_was_read_then_the_offset(many, tmp_path):
+    cut = tmp_path / "cut.pcap"
+    data = many.read_bytes()
+    cut.write_bytes(data[:len(data) * 2 // 3])
+    out = same("-T", "json", cut)
+    assert out.returncode == 1 and b"offset" in out.stderr
+    same("-q", "-z", "conv,udp", cut)
+
+
+def test_time_that_runs_back_is_read_by_one_process(tmp_path):
+    """Files one after another whose clocks differ: one process frees an ended conversation only once the
+    conversations ended before it (in frame order) are due, which a worker cannot know: one process reads it."""
+    path = tmp_path / "cat.pcapng"
+    files = [CAPTURES_DIR / f for f in ("freeblox-session.pcap", "rutentoy-sctp.pcap", "iceball-tcp-all.pcap",
+                                        "freeblox-plain.pcap")]
+    subprocess.run([*PROTODUMP, "--concatenate", "-w", str(path), *map(str, files)], check=True, timeout=120)
+    out = run("-V", path)
+    assert "one process (time runs back at frame" in out.stderr.decode()
+    assert out.stdout == run("-V", path, jobs=1).stdout
+
+
+def test_one_conversation_is_not_forked():
+    """Nothing to share out: one process, no planning beyond the pass that found it."""
+    out = run(CAPTURES_DIR / "blank-server-session.pcap")
+    assert "one process" in out.stderr.decode()
+    assert out.stdout == run(CAPTURES_DIR / "blank-server-session.pcap", jobs=1).stdout
+
+
+@pytest.mark.parametrize("args", [("-2",), ("-z", "follow,tcp,ascii,0"), ("-l",)])
+def test_modes_that_cannot_be_split_run_in_one_process(bundled, args):
+    out = run(*args, bundled)
+    assert out.returncode == 0 and "-j 2" not in out.stderr.decode()
+    assert out.stdout == run(*args, bundled, jobs=1).stdout
+
+
+def test_standard_input_runs_in_one_process(bundled):
+    with open(bundled, "rb") as f:
+        out = run("-r", "-", stdin=f)
+    assert out.returncode == 0 and "-j 2" not in out.stderr.decode() and out.stdout.count(b"\n") > 1000
+
+
+def test_a_killed_worker_fails_the_run_naming_its_shard(tmp_path):
+    path = tmp_path / "big.pcap"
+    replay.write(path, "mix", 6000, conversations=20, live=10)
+    proc = subprocess.Popen([*PROTODUMP, "-j", "2", "-V", str(path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=ENV)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 60
+    kids = []
+    while time.monotonic() < deadline and len(kids) < 2:
+        kids = children.read_text().split() if children.exists() else []
+        time.sleep(0.02)
+    assert len(kids) == 2, "the run did not start two workers"
+    os.kill(int(kids[1]), signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    err = err.decode()
+    assert proc.returncode == 2
+    assert "shard 1" in err and "killed by signal 9" in err and "incomplete" in err, err
+
+
+def test_shards_for_dask_number_streams_as_one_process(bundled):
+    """--dask and the data frames run the same shards (api/shards.py run_shard): tcp.stream and udp.stream come
+    from the planning pass there too, no longer counted per shard."""
+    from protodump.shards import Job, merge_lines, plan, run_local
+    fields = ("frame.number", "tcp.stream", "udp.stream")
+    shards = plan([str(bundled)], split=3)
+    assert len(shards) == 3
+    lines = merge_lines(run_local(shards, Job(fields=fields)))
+    want = run("-T", "fields", *[a for f in fields for a in ("-e", f)], bundled, jobs=1).stdout.decode()
+    assert "".join(line + "\n" for line in lines) == want
+
+
+def test_check_runs_captures_at_once_and_reports_in_order(tmp_path):
+    """`protodump check -j 2`: each capture checked in a process of its own, the report as one process's; a
+    changed golden is found either way."""
+    names = ["blank-bad.pcap", "enet-rangecoder.pcap", "freeblox-fragments.pcap", "rutentoy-sctp.pcap",
+             "iceball-tcp-bad.pcap", "websocket-bad.pcap"]
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    for name in names:
+        for suffix in (".txt", ".json"):
+            (golden / f"{name}{suffix}").write_bytes((CAPTURES_DIR / "golden" / f"{name}{suffix}").read_bytes())
+    text = golden / "enet-rangecoder.pcap.txt"
+    text.write_text(text.read_text().replace("Frame 3:", "Frame three:", 1))
+    files = [str(CAPTURES_DIR / n) for n in names]
+    one, two = (subprocess.run([*PROTODUMP, "check", "-j", str(j), "--golden", str(golden), *files],
+                               capture_output=True, timeout=300) for j in (1, 2))
+    assert two.stdout == one.stdout and two.returncode == one.returncode == 1
+    assert b"CHANGED  " in one.stdout and one.stdout.count(b"\nOK ") + one.stdout.startswith(b"OK ") == 5

@@ -1,0 +1,105 @@
+"""Conversation lifetimes in both halves: a WebSocket closing handshake ends the conversation (Python and the
+plugin), and the plugin caps live conversations as Python does (oldest dropped, the same note on its next
+packet), with the cap taken from the plugin's LIMITS table (generated from engine/lifetime.py)."""
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from protodump.engine import lifetime
+from protodump.engine.lua_backend import lua_limits
+from protodump.dissectors import PROTOCOLS
+from protodump.reassembly.budget import INFLATE_COST, STATE_BUDGET
+
+from test_bounded import _decode, _write
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+
+def test_a_websocket_close_from_both_sides_ends_the_conversation():
+    """freeblox-session.pcap: Close from the client (frame 123), from the server (124), then FIN both ways."""
+    ended_at = []
+
+    def watch(d, packet):
+        if d.lifetimes.ending and not ended_at:
+            ended_at.append(packet.number)
+
+    _decode(ROOT / "captures" / "freeblox-session.pcap", watch=watch)
+    assert ended_at == [124]
+
+
+def test_one_close_does_not_end_it():
+    ended = []
+    frames = [f for f in _frames("freeblox-session.pcap") if f[2] != 124][:123]
+    path = _write(Path(ROOT / "tests" / "tmp" / "one-close.pcap"), [(ts, buf) for ts, buf, _ in frames])
+    _decode(path, watch=lambda d, p: ended.append(bool(d.lifetimes.ending)))
+    assert not any(ended)
+
+
+def test_the_plugin_limits_come_from_python():
+    limits = lua_limits(PROTOCOLS)
+    assert limits["CONV_MAX"] == lifetime.MAX_LIVE and limits["FORGOTTEN_LIMIT"] == lifetime.FORGOTTEN_LIMIT
+    assert limits["STATE_BUDGET"] == STATE_BUDGET and limits["INFLATE_COST"] == INFLATE_COST
+    runtime = (ROOT / "lua" / "runtime.lua").read_text()
+    assert "LIMITS.CONV_MAX" in runtime and "LIMITS.STATE_BUDGET" in runtime
+
+
+@pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])     # Lua 5.2 (4.0) and 5.4 (4.4)
+def test_the_plugin_caps_live_conversations_as_python_does(request, wireshark):
+    """The flood of test_bounded's cap test with a cap of 50, in both halves: the same frame gets the same note."""
+    tshark = request.getfixturevalue(wireshark)
+    from replay import _template, conversation_frames
+    session, _ = _template("blank-server-session.pcap")
+    t0 = 1_700_000_000.0
+    flood = [(ts, buf) for ts, buf in conversation_frames("opened-once", 300, 300, 1, ["blank"], start=t0 + 1)]
+    frames = [(t0 + ts / 100, buf) for ts, buf in session[:10]] + flood + \
+             [(flood[-1][0] + 0.001 * i, buf) for i, (_, buf) in enumerate(session[10:20], 1)]
+    tmp = ROOT / "tests" / "tmp"
+    tmp.mkdir(exist_ok=True)
+    path = _write(tmp / "lua-flood.pcap", frames)
+    plugin = (ROOT / "lua" / "protodump.lua").read_text()
+    capped, n = re.subn(r"\bCONV_MAX = \d+", "CONV_MAX = 50", plugin)
+    assert n == 1
+    (tmp / "capped.lua").write_text(capped)
+    out = tshark.run(["-X", f"lua_script:{tmp / 'capped.lua'}", "-r", str(path), "-T", "fields",
+                      "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300).stdout
+    out = out.decode() if isinstance(out, bytes) else out
+    theirs = {line.split("\t")[0]: line.split("\t", 1)[1] for line in out.splitlines()
+              if "Conversation state was dropped" in line}
+    notes = {}
+
+    def watch(d, packet):
+        for item in packet.index().get("blank.sequence", ()):
+            if "Conversation state was dropped" in item.expert_info.message:
+                notes[str(packet.number)] = item.expert_info.message
+
+    _decode(path, {"protodump.max_conversations": "50"}, watch)
+    assert list(notes) == ["311"]
+    assert list(theirs) == ["311"] and notes["311"] in theirs["311"]
+
+
+def _frames(name):
+    import dpkt
+    with open(ROOT / "captures" / name, "rb") as f:
+        return [(ts, buf, i) for i, (ts, buf) in enumerate(dpkt.pcap.Reader(f), 1)]
+
+
+@pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])
+def test_the_plugin_state_budget_drops_conversations_without_error(request, wireshark):
+    """A state budget smaller than one inflate window: the compressed WebSocket connection is dropped at its
+    first inflated message (its windows and assembly freed), noted on its next packet, and the plugin goes on."""
+    tshark = request.getfixturevalue(wireshark)
+    tmp = ROOT / "tests" / "tmp"
+    tmp.mkdir(exist_ok=True)
+    plugin = (ROOT / "lua" / "protodump.lua").read_text()
+    tight, n = re.subn(r"\bSTATE_BUDGET = \d+", "STATE_BUDGET = 1000", plugin)
+    assert n == 1
+    (tmp / "tight.lua").write_text(tight)
+    run = tshark.run(["-X", f"lua_script:{tmp / 'tight.lua'}", "-r", str(ROOT / "captures" / "freeblox-session.pcap"),
+                      "-T", "fields", "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300)
+    out = run.stdout.decode() if isinstance(run.stdout, bytes) else run.stdout
+    err = run.stderr.decode() if isinstance(run.stderr, bytes) else run.stderr
+    assert "Lua" not in err and "rror" not in out.replace("Error/", "")
+    assert "conversation state over 1000 bytes: protodump.state_budget" in out
