@@ -26,6 +26,8 @@ class Settings:
     decode_as: dict[tuple[str, int], str] = field(default_factory=dict)   # ("udp.port", 23456) -> "blank"
 
 
+# a layer whose fields are named under another protocol (the pkt_comment layer holds frame.comment)
+FIELD_ROOTS = {"pkt_comment": "frame"}
 MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heuristics must end)
 
 
@@ -115,7 +117,8 @@ class Packet:
                 names = demand.names
                 for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
                     index.setdefault(layer.proto, []).append(layer.item)
-                    if layer.proto.split(".")[0] in demand.roots:     # else only its presence is read
+                    root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
+                    if root in demand.roots:     # else only its presence is read
                         for item in layer.item.walk():
                             f = item.field
                             if f is not None and f.abbrev in names and item is not layer.item:
@@ -161,6 +164,7 @@ class _QuotedDatagram:
     """The UDP datagram an ICMP error quotes, as Stack and udp_protocol read a decode."""
 
     __slots__ = ("src", "sport", "dst", "dport", "payload")
+    transport = "udp"
 
     def __init__(self, src, sport, dst, dport, payload):
         self.src, self.sport, self.dst, self.dport, self.payload = src, sport, dst, dport, payload
