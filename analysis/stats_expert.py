@@ -15,7 +15,9 @@ SECTIONS = ((ERROR, "Errors"), (WARN, "Warns"), (NOTE, "Notes"), (CHAT, "Chats")
 # The Protocol column is the protocol's short name: a Lua plugin's is its name upper-cased ("BLANK")
 SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": "Ethernet", "frame": "Frame",
                "sll": "SLL", "vlan": "VLAN", "sctp": "SCTP", "http": "HTTP", "websocket": "WebSocket",
-               "icmp": "ICMP", "icmpv6": "ICMPv6", "tcp.segments": "TCP"}
+               "icmp": "ICMP", "icmpv6": "ICMPv6", "tcp.segments": "TCP", "ipv6.hopopts": "IPv6 Hop-by-Hop",
+               "ipv6.dstopts": "IPv6 Destination", "_ws.malformed": "Malformed", "ethertype": "Ethertype",
+               "arp": "ARP"}
 
 
 def short_name(proto: str) -> str:
@@ -33,6 +35,8 @@ def packet_experts(packet):
     else:
         for proto, info in d.problems:
             yield proto, info
+    if d.icmp is not None:          # tshark counts no expert of an ICMP error's quoted datagram
+        return
     for layer in packet.games:
         for item in layer.item.walk():
             if item.expert_info is not None:

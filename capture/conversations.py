@@ -28,8 +28,8 @@ class UdpTable:
         """An ICMP message: the UDP stream of the datagram it quotes (tshark counts it as that conversation's);
         an echo reply's request frame and response time."""
         info, ts = d.icmp, d.frame.ts_ns
-        if info.quoted_udp is not None:
-            _, src, sport, dst, dport = info.quoted_udp
+        if info.quoted_udp is not None and info.quoted_udp[0] + 8 <= d.payload_offset + len(d.payload):
+            _, src, sport, dst, dport = info.quoted_udp       # (tshark: only a whole quoted UDP header)
             info.udp_stream = self._conv((src, sport), (dst, dport), ts)[0]
         if info.ident is None:
             return

@@ -23,7 +23,10 @@ PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.pas
 # problems whose Info column is not "[Malformed: ...]": the message itself, or the layer's own Info
 PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                 "udp.length.bad"}
-COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME"}
+COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME", "ipv6.hopopts": "IPv6",
+                "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6"}
+# The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
+EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
 
 
 class Decoded:
@@ -83,7 +86,9 @@ class Decoded:
         """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
         if self.error:
             return f"[Malformed: {self.error}]"
-        for _, problem in self.problems:
+        for proto, problem in self.problems:
+            if problem.abbrev == "_ws.malformed.expert":
+                return EXCEPTION_INFO.get(proto, "") + "[Malformed Packet]"
             if problem.abbrev == "ip.bogus_header_length":
                 return problem.message
             if problem.abbrev == "ip.bogus_ip_length":
@@ -96,11 +101,14 @@ class Decoded:
             return info(self)
         if self.transport == "udp":
             bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
-            if bad is not None and " > " in bad:    # tshark: the claimed length, and the note in capitals
+            if bad is not None:             # tshark: the claimed length, and the note in capitals
                 ulen = struct.unpack_from("!H", self.frame.data, self.payload_offset - 4)[0]
                 claim = bad.split("value ", 1)[-1].upper()
-                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}] Len={ulen - 8}"
-            return f"{self.sport} → {self.dport} Len={len(self.payload)}"
+                tail = f" Len={ulen - 8}" if " > " in bad else ""
+                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
+            zero = any(p.abbrev == "udp.checksum.zero" for _, p in self.problems)
+            illegal = " [ILLEGAL CHECKSUM (0)]" if zero else ""
+            return f"{self.sport} → {self.dport} Len={len(self.payload)}{illegal}"
         if self.transport == "sctp":
             from .sctp import info
             return info(self)
@@ -109,6 +117,9 @@ class Decoded:
             return info_column(self)
         if self.fragment and self.network == "ipv6":
             return self._v6_fragment_info()
+        if self.protocols and self.protocols[-1] == "arp":
+            from .layers.arp import info
+            return info(self.frame.data, next(sp[1] for sp in self.spans if sp[0] == "arp"))
         return ""
 
     def address_columns(self) -> tuple[str, str]:
@@ -127,6 +138,8 @@ class Decoded:
         if self.fragment and self.network == "ipv6":
             return "IPv6"
         name = self.protocols[-1] if self.protocols else "frame"
+        if name == "arp" and self.frame.data[20:22] in (b"\x00\x03", b"\x00\x04"):    # reverse ARP (Ethernet)
+            return "RARP"
         return COLUMN_NAMES.get(name, name.upper())
 
     def _v6_fragment_info(self) -> str:
@@ -201,7 +214,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         # It fills each slot once (no __init__ defaults first): this is most of a summary run's decode time.
         etype, vihl, tlen, frag, proto, src, dst, sport, dport, ulen = _EIU(data)
         if (etype == 0x0800 and vihl == 0x45 and proto == 17 and not frag & 0x3FFF
-                and 28 <= tlen and (tlen + 14 <= frame.length or tlen + 14 <= len(data))
+                and 28 <= tlen and tlen + 14 == len(data) <= frame.length     # no trailer: link.trailer
                 and 8 <= ulen <= tlen - 20):
             d = _new(Decoded)
             d.frame = frame
@@ -227,8 +240,12 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.times = clock.stamp(frame.ts_ns) if clock is not None else None
             if udp_table is not None:
                 udp_table.analyze(d)
+            if frame.comments:
+                _comment_problems(d)
             return d
     d = Decoded(frame)
+    if frame.comments:
+        _comment_problems(d)
     if clock is not None:
         d.clock = clock
         d.times = clock.stamp(frame.ts_ns)
@@ -249,6 +266,13 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     elif udp_table is not None and d.icmp is not None:
         udp_table.icmp(d)
     return d
+
+
+def _comment_problems(d: Decoded) -> None:
+    """pcapng packet comments: tshark's Comment experts, first in the frame (the pkt_comment layer)."""
+    from ..engine.tree import COMMENT, COMMENTS_GROUP
+    d.problems[:0] = [("frame", ExpertInfo("frame.comment.expert", COMMENTS_GROUP, COMMENT, c))
+                      for c in d.frame.comments]
 
 
 def _wscale(d: Decoded, data: bytes) -> int | None:

@@ -31,6 +31,28 @@ frame_number = F("frame.number", "Frame Number", "uint32")
 frame_len = F("frame.len", "Frame Length", "uint32")
 frame_cap_len = F("frame.cap_len", "Capture Length", "uint32")
 frame_interface = F("frame.interface_id", "Interface id", "uint32")
+frame_section_number = F("frame.section_number", "Section number", "uint32")
+frame_interface_name = F("frame.interface_name", "Interface name", "string")
+frame_interface_description = F("frame.interface_description", "Interface description", "string")
+pkt_comment = F("pkt_comment", "Packet comments", "protocol")
+frame_comment = F("frame.comment", "Comment", "string")
+frame_packet_flags = F("frame.packet_flags", "Packet flags", "uint32", "HEX")
+# epb_flags bits: (field, mask, values or None for a number, True for Set/Not set)
+PACKET_FLAG_BITS = [
+    (F("frame.packet_flags_direction", "Direction", "uint32", "HEX", mask=0x3), 0x3,
+     {0: "Information not available", 1: "Inbound", 2: "Outbound"}),
+    (F("frame.packet_flags_reception_type", "Reception type", "uint32", mask=0x1C), 0x1C,
+     {0: "Not specified", 1: "Unicast", 2: "Multicast", 3: "Broadcast", 4: "Promiscuous"}),
+    (F("frame.packet_flags_fcs_length", "FCS length", "uint32", mask=0x1E0), 0x1E0, None),
+    (F("frame.packet_flags_reserved", "Reserved", "uint32", mask=0xFE00), 0xFE00, None),
+    *((F(f"frame.packet_flags_{a}", n, "bool", mask=m, bits=32), m, True) for a, n, m in (
+        ("crc_error", "CRC error", 0x01000000), ("packet_too_error", "Packet too long error", 0x02000000),
+        ("packet_too_short_error", "Packet too short error", 0x04000000),
+        ("wrong_inter_frame_gap_error", "Wrong interframe gap error", 0x08000000),
+        ("unaligned_frame_error", "Unaligned frame error", 0x10000000),
+        ("start_frame_delimiter_error", "Start frame delimiter error", 0x20000000),
+        ("preamble_error", "Preamble error", 0x40000000), ("symbol_error", "Symbol error", 0x80000000)))]
+frame_p2p_dir = F("frame.p2p_dir", "Point-to-Point Direction", "int8", values={0: "Sent", 1: "Received"})
 frame_protocols = F("frame.protocols", "Protocols in frame", "string")
 
 # Ethernet and 802.1Q
@@ -42,6 +64,23 @@ eth_addr_resolved = F("eth.addr_resolved", "Address (resolved)", "string")
 eth_addr_oui = F("eth.addr.oui", "Address OUI", "uint32")
 eth_addr_oui_resolved = F("eth.addr.oui_resolved", "Address OUI (resolved)", "string")
 eth_lg = F("eth.lg", "LG bit", "bool", mask=0x020000, bits=24)
+arp = F("arp", "Address Resolution Protocol", "protocol")
+arp_hw_type = F("arp.hw.type", "Hardware type", "uint16")
+arp_proto_type = F("arp.proto.type", "Protocol type", "uint16", "HEX")
+arp_hw_size = F("arp.hw.size", "Hardware size", "uint8")
+arp_proto_size = F("arp.proto.size", "Protocol size", "uint8")
+arp_opcode = F("arp.opcode", "Opcode", "uint16")
+arp_isgratuitous = F("arp.isgratuitous", "Is gratuitous", "bool")
+arp_isprobe = F("arp.isprobe", "Is probe", "bool")
+arp_isannouncement = F("arp.isannouncement", "Is announcement", "bool")
+arp_src_hw_mac = F("arp.src.hw_mac", "Sender MAC address", "string")
+arp_src_proto_ipv4 = F("arp.src.proto_ipv4", "Sender IP address", "string")
+arp_dst_hw_mac = F("arp.dst.hw_mac", "Target MAC address", "string")
+arp_dst_proto_ipv4 = F("arp.dst.proto_ipv4", "Target IP address", "string")
+eth_padding = F("eth.padding", "Padding", "bytes")
+eth_trailer = F("eth.trailer", "Trailer", "bytes")
+eth_fcs = F("eth.fcs", "Frame check sequence", "uint32", "HEX")
+eth_fcs_status = F("eth.fcs.status", "FCS Status", "uint8")
 eth_ig = F("eth.ig", "IG bit", "bool", mask=0x010000, bits=24)
 # per address: (the address, resolved, OUI, OUI resolved, LG bit, IG bit)
 eth_dst_fields = (eth_dst, F("eth.dst_resolved", "Destination (resolved)", "string"),
@@ -153,6 +192,12 @@ ipv6_opt_length = F("ipv6.opt.length", "Length", "uint8")
 ipv6_opt_pad1 = F("ipv6.opt.pad1", "Pad1", "none")
 ipv6_opt_padn = F("ipv6.opt.padn", "PadN", "bytes")
 ipv6_opt_unknown = F("ipv6.opt.unknown", "Unknown Option Payload", "bytes")
+ipv6_opt_router_alert = F("ipv6.opt.router_alert", "Router Alert", "uint16",
+                          values={0: "MLD", 1: "RSVP", 2: "Active Networks"})
+ipv6_opt_experimental = F("ipv6.opt.experimental", "Experimental Option", "bytes")
+# tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"); private: the outputs list
+# _ws.malformed already
+_ws_malformed = F("_ws.malformed", "Malformed Packet", "protocol")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
 # UDP
@@ -242,6 +287,26 @@ icmp = F("icmp", "Internet Control Message Protocol", "protocol")
 icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
 icmp_unused = F("icmp.unused", "Unused", "bytes")
 icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
+icmpv6_ns_target = F("icmpv6.nd.ns.target_address", "Target Address", "string")
+icmpv6_na_target = F("icmpv6.nd.na.target_address", "Target Address", "string")
+icmpv6_na_flag = F("icmpv6.nd.na.flag", "Flags", "uint32", "HEX")
+ICMPV6_NA_FLAGS = [(F("icmpv6.nd.na.flag.r", "Router", "bool", mask=1 << 31, bits=32), 1 << 31, "Router"),
+                   (F("icmpv6.nd.na.flag.s", "Solicited", "bool", mask=1 << 30, bits=32), 1 << 30, "Solicited"),
+                   (F("icmpv6.nd.na.flag.o", "Override", "bool", mask=1 << 29, bits=32), 1 << 29, "Override"),
+                   (F("icmpv6.nd.na.flag.rsv", "Reserved", "uint32", mask=0x1FFFFFFF), 0x1FFFFFFF, "Reserved")]
+icmpv6_opt = F("icmpv6.opt", "ICMPv6 Option", "none")
+icmpv6_opt_type = F("icmpv6.opt.type", "Type", "uint8")
+icmpv6_opt_length = F("icmpv6.opt.length", "Length", "uint8")
+icmpv6_opt_linkaddr = F("icmpv6.opt.linkaddr", "Link-layer address", "string")
+icmpv6_opt_src_linkaddr = F("icmpv6.opt.src_linkaddr", "Source Link-layer address", "string")
+icmpv6_opt_target_linkaddr = F("icmpv6.opt.target_linkaddr", "Target Link-layer address", "string")
+icmpv6_mldr_nb_mcast_records = F("icmpv6.mldr.nb_mcast_records", "Number of Multicast Address Records", "uint16")
+icmpv6_mldr_mar = F("icmpv6.mldr.mar", "Multicast Address Record", "none")
+icmpv6_mldr_mar_record_type = F("icmpv6.mldr.mar.record_type", "Record Type", "uint8")
+icmpv6_mldr_mar_aux_data_len = F("icmpv6.mldr.mar.aux_data_len", "Aux Data Len", "uint8")
+icmpv6_mldr_mar_nb_sources = F("icmpv6.mldr.mar.nb_sources", "Number of Sources", "uint16")
+icmpv6_mldr_mar_multicast_address = F("icmpv6.mldr.mar.multicast_address", "Multicast Address", "string")
+icmpv6_mldr_mar_source_address = F("icmpv6.mldr.mar.source_address", "Source Address", "string")
 
 
 def _icmp_fields(p: str) -> dict:
@@ -318,6 +383,8 @@ sctp_sack_a_rwnd = F("sctp.sack_a_rwnd", "Advertised receiver window credit (a_r
 sctp_sack_gap_blocks = F("sctp.sack_number_of_gap_blocks", "Number of gap acknowledgement blocks", "uint16")
 sctp_sack_dup_tsns = F("sctp.sack_number_of_duplicated_tsns", "Number of duplicated TSNs", "uint16")
 sctp_shutdown_complete_t_bit = F("sctp.shutdown_complete_t_bit", "T-Bit", "bool", mask=0x01, bits=8)
+sctp_abort_t_bit = F("sctp.abort_t_bit", "T-Bit", "bool", mask=0x01, bits=8)
+sctp_parameter_heartbeat_information = F("sctp.parameter_heartbeat_information", "Heartbeat information", "bytes")
 sctp_shutdown_cumulative_tsn_ack = F("sctp.shutdown_cumulative_tsn_ack", "Cumulative TSN Ack", "uint32")
 
 # TCP conversation experts (capture/layers.py): abbrev -> (group, severity, message); {} = the server port
@@ -352,7 +419,10 @@ EXPERTS = {
     "ip.version.bad": "Bogus IP version", "ip.bogus_header_length": "Bogus IP header length",
     "ip.bogus_ip_length": "Bogus IP length", "ip.len.past_end": "IPv4 total length exceeds packet length",
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
-    "udp.length.bad": "Bad UDP length", "eth.src_not_group": "Source MAC must not be a group address",
+    "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
+    "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
+    "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
+    "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
     "tcp.bogus_header_length": "Bogus TCP header length", "tcp.option.len.invalid": "Invalid length for option",
 }

@@ -28,6 +28,30 @@ class RawFrame:
     linktype: int      # LINKTYPE_* of the frame's interface
     interface: int     # interface index (0 for pcap; the IDB index for pcapng)
     data: bytes
+    prec: int = 6      # the time stamps' precision in decimal digits (0, 1, 2, 3, 6 or 9), as wiretap's tsprec
+    iface: Interface | None = None   # pcapng: the interface's section, name and description; None for pcap
+    comments: tuple = ()             # pcapng: the packet's opt_comment strings
+    flags: int | None = None         # pcapng: epb_flags (direction, reception type, link-layer errors)
+
+
+@dataclass(slots=True, frozen=True)
+class Interface:
+    """What a pcapng file says about the interface a frame came in on (tshark's frame.section_number,
+    frame.interface_name, frame.interface_description)."""
+
+    section: int                     # 1-based section number
+    name: str | None = None
+    description: str | None = None
+    tsresol: int = 6                 # if_tsresol (a -w copy keeps it when it is a power of ten)
+
+
+def precision(units_per_second: int) -> int:
+    """Wireshark 4.0's time stamp precision (digits) for a resolution of `units_per_second` (pcapng if_tsresol):
+    nanoseconds from 10^9 up, microseconds from 10^6, milliseconds from 10^3, then 2, 1, 0 digits."""
+    for limit, digits in ((1_000_000_000, 9), (1_000_000, 6), (1000, 3), (100, 2), (10, 1)):
+        if units_per_second >= limit:
+            return digits
+    return 0
 
 
 class CaptureError(Exception):

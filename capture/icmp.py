@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import struct
 
+from ..engine.tree import CHECKSUM, WARN, ExpertInfo
+
 ICMP_TYPES = {0: "Echo (ping) reply", 3: "Destination unreachable", 4: "Source quench (flow control)",
               5: "Redirect", 8: "Echo (ping) request", 9: "Router advertisement", 10: "Router solicitation",
               11: "Time-to-live exceeded", 12: "Parameter problem", 13: "Timestamp request", 14: "Timestamp reply",
@@ -27,7 +29,8 @@ ERRORS_V6 = {1, 2, 3, 4}
 ICMPV6_TYPES = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exceeded", 4: "Parameter Problem",
                 128: "Echo (ping) request", 129: "Echo (ping) reply", 133: "Router Solicitation",
                 134: "Router Advertisement", 135: "Neighbor Solicitation", 136: "Neighbor Advertisement",
-                137: "Redirect"}
+                137: "Redirect", 130: "Multicast Listener Query", 131: "Multicast Listener Report",
+                132: "Multicast Listener Done", 143: "Multicast Listener Report Message v2"}
 ICMPV6_CODES = {1: {0: "no route to destination", 1: "Administratively prohibited", 2: "beyond scope of source address",
                     3: "Address unreachable", 4: "Port unreachable"},
                 3: {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"}}
@@ -36,17 +39,19 @@ ICMPV6_CODES = {1: {0: "no route to destination", 1: "Administratively prohibite
 class IcmpInfo:
     """One ICMP(v6) message: header values, the quoted datagram's place, the echo request it answers."""
 
-    __slots__ = ("v6", "type", "code", "checksum", "good", "ident", "seq", "ttl", "quoted", "quoted_udp",
-                 "request_in", "resptime_ns", "udp_stream", "data_at")
+    __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
+                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
         self.good = True
+        self.expected = checksum    # what the checksum should be (tshark's "incorrect, should be 0x....")
         self.ident = self.seq = self.ttl = None
         self.quoted = None          # (offset, length) of the quoted IPv4 header and what follows
         self.quoted_udp = None      # (offset, src, sport, dst, dport) of a quoted UDP header
         self.request_in = self.resptime_ns = self.udp_stream = None
         self.data_at = None         # where the echo data / the quoted payload starts
+        self.handed = False         # the quoted payload went to a game dissector (engine.dispatch): no data layer
 
 
 def _sum(data: bytes) -> int:
@@ -76,8 +81,17 @@ def decode(d, data: bytes, off: int, end: int, v6: bool) -> None:
     d.payload_offset = off
     d.payload = data[off:end]
     d.spans.append((name, off, end - off))
-    if not v6:
-        info.good = _sum(data[off:end]) == 0xFFFF
+    if v6:          # over the pseudo-header: source, destination, upper-layer length, next header 58
+        ip = span[1] if span is not None else off
+        pseudo = data[ip + 8:ip + 40] + struct.pack("!IxxxB", end - off, 58)
+        total = _sum(pseudo + data[off:end])
+    else:
+        pseudo, total = b"", _sum(data[off:end])
+    if total != 0xFFFF:
+        info.good = False
+        info.expected = ~_sum(pseudo + data[off:off + 2] + data[off + 4:end]) & 0xFFFF
+        d.problems.append((name, ExpertInfo("icmpv6.checksum_bad.expert" if v6 else "icmp.checksum_bad", CHECKSUM,
+                                            WARN, f"Bad checksum [should be 0x{info.expected:04x}]")))
     if kind in ((0, 8) if not v6 else (128, 129)) and off + 8 <= end:
         info.ident, info.seq = struct.unpack_from("!HH", data, off + 4)
         info.ttl = ttl
@@ -89,7 +103,9 @@ def decode(d, data: bytes, off: int, end: int, v6: bool) -> None:
 
 
 def _quoted(d, info: IcmpInfo, data: bytes, q: int, end: int) -> None:
-    """The quoted IP header and, for UDP, its header: protocol names and places (the tree is built later)."""
+    """The quoted IP header and, for UDP, its header: protocol names and places (the tree is built later). tshark
+    hands whatever the message quotes to IP, even nothing; an IPv4 header shown as far as it goes; UDP once its
+    ports are there."""
     import socket
     if info.v6:
         if q + 40 > end or data[q] >> 4 != 6:
@@ -98,13 +114,23 @@ def _quoted(d, info: IcmpInfo, data: bytes, q: int, end: int) -> None:
         src, dst = socket.inet_ntop(socket.AF_INET6, data[q + 8:q + 24]), socket.inet_ntop(socket.AF_INET6,
                                                                                                data[q + 24:q + 40])
     else:
-        if q + 20 > end or data[q] >> 4 != 4:
+        if q < end and data[q] >> 4 != 4:
             return
-        hl, proto, version = (data[q] & 15) * 4, data[q + 9], "ip"
+        info.quoted = (q, end - q)
+        if q >= end:            # nothing quoted: the Unused field only
+            return
+        d.protocols.append("ip")
+        if q + 20 > end:
+            return
+        hl, proto, version = (data[q] & 15) * 4, data[q + 9], None
+        tlen = struct.unpack_from("!H", data, q + 2)[0]
+        if hl < 20 or q + hl > end or 0 < tlen < hl:
+            return
         src, dst = socket.inet_ntoa(data[q + 12:q + 16]), socket.inet_ntoa(data[q + 16:q + 20])
-    info.quoted = (q, end - q)
-    d.protocols.append(version)
-    if hl < 20 or proto != 17 or q + hl + 8 > end:
+    if version:
+        info.quoted = (q, end - q)
+        d.protocols.append(version)
+    if proto != 17 or q + hl + 4 > end:
         return
     d.protocols.append("udp")
     u = q + hl
@@ -122,6 +148,10 @@ def info_column(d) -> str:
         if info.ident is not None:
             out = f"{text} id=0x{info.ident:04x}, seq={info.seq}, hop limit={info.ttl}"
             return out + (f" (request in {info.request_in})" if info.request_in is not None else "")
+        from .layers.ndp import info as ndp_info
+        nd = ndp_info(info.type, d.frame.data, d.payload_offset, d.payload_offset + len(d.payload))
+        if nd is not None:
+            return nd
         code = ICMPV6_CODES.get(info.type, {}).get(info.code)
         return f"{text} ({code})" if code else text
     text = ICMP_TYPES.get(info.type, "Unknown ICMP (obsolete or malformed?)")

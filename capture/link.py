@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 
+from ..engine.tree import NOTE, PROTOCOL, ExpertInfo
 from .network import NET_DECODERS, ipv4, ipv6, short
 
 _U16 = struct.Struct("!H").unpack_from
@@ -46,6 +47,39 @@ def ethernet(d, data: bytes) -> None:
     fn = NET_DECODERS.get(etype)
     if fn is not None:
         fn(d, data, off)
+        split = trailer(d, data) if len(data) > off + 20 else None
+        if split is not None and split[3]:
+            d.problems.append(("ethertype", ExpertInfo("eth.padding_bad", PROTOCOL, NOTE, PADDING_BAD)))
+
+
+PADDING_BAD = "Didn't find padding of zeros, and an undecoded trailer exists. There may be padding of non-zeros."
+
+
+def trailer(d, data: bytes):
+    """The bytes after an Ethernet frame's IPv4/IPv6/ARP packet, as tshark 4.0 splits them: (end of the packet,
+    padding length, FCS present, padding was not zeros), or None. Padding: zeros up to the 60-byte minimum of a
+    frame at least that long; 4 bytes left after it are the FCS; anything else a trailer."""
+    span = d.spans[1] if len(d.spans) > 1 else None
+    if span is None or span[1] != 14:
+        return None
+    proto, off = span[0], 14
+    if proto == "ip" and len(data) >= off + 4:
+        tlen = _U16(data, off + 2)[0]
+        end = off + tlen if tlen >= (data[off] & 15) * 4 and tlen else None
+    elif proto == "ipv6" and len(data) >= off + 6:
+        plen = _U16(data, off + 4)[0]
+        end = off + 40 + plen if plen else None
+    elif proto == "arp":
+        end = off + span[2]
+    else:
+        return None
+    if end is None or end >= len(data):
+        return None
+    room = max(0, min(60, d.frame.length) - end) if d.frame.length >= 60 else 0
+    room = min(room, len(data) - end)
+    zeros = not any(data[end:end + room])
+    pad = room if zeros else 0
+    return end, pad, len(data) - end - pad == 4, bool(room) and not zeros
 
 
 def _sll(d, data: bytes, proto: str, need: int, etype_at: int, name: str) -> None:

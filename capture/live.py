@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from .files import RawFrame
+from .files import Interface, RawFrame
 
 SNAPLEN = 262144                  # tshark's default: whole frames (GRO/GSO frames on lo can exceed 64 KiB)
 POLL = 0.1                        # seconds between checks of the stop conditions
@@ -105,6 +105,7 @@ class LiveCapture:
         if not sys.platform.startswith("linux"):
             raise LiveError("live capture is only supported on Linux")
         self.interface = resolve(iface)
+        self._iface = Interface(1, self.interface, None, 9)
         _check_privilege(self.interface)
         # scapy warns on stderr that it cannot map the link type to one of its layers (not loaded: unused here).
         logging.getLogger("scapy.runtime").setLevel(logging.ERROR)
@@ -195,8 +196,9 @@ class LiveCapture:
                 sec, nsec = _TIMESPEC.unpack_from(value)
                 ts_ns = sec * 1_000_000_000 + nsec
         self.captured += 1
+        # as tshark's live frames (dumpcap's pcapng): nanosecond stamps, the interface named
         return RawFrame(self.captured, ts_ns if ts_ns is not None else time.time_ns(), len(data),
-                        max(length, len(data)), self.linktype, 0, data)
+                        max(length, len(data)), self.linktype, 0, data, 9, self._iface)
 
     def close(self) -> None:
         (self._sock or self._ins).close()

@@ -136,4 +136,10 @@ def eth_name(mac: bytes) -> str:
     entry = t.oui.get(mac[:3])
     if entry:
         return f"{entry[0]}_{mac[3]:02x}:{mac[4]:02x}:{mac[5]:02x}"
+    for mask in range(24, 0, -1):      # wider well-known ranges ("IPv6mcast_ff:00:00:02" for 33:33::/16)
+        name = ranges.get(_masked(mac, mask))
+        if name:
+            first = mask // 8
+            tail = [mac[first] & (0xFF >> (mask % 8)), *mac[first + 1:]]
+            return name + "_" + ":".join(f"{b:02x}" for b in tail)
     return mac.hex(":")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import socket
 import struct
 
+from ..engine.tree import CHECKSUM, ERROR, MALFORMED, ExpertInfo
+
 _IP4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 _IP6 = struct.Struct("!IHBB16s16s").unpack_from
 _UDP = struct.Struct("!HHHH").unpack_from
@@ -74,6 +76,8 @@ def ipv4(d, data: bytes, off: int) -> None:
         d.spans.append(("ip", off, 20))
         d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
         return
+    if tlen == 0:                           # tshark: "TCP segmentation offload", the rest of the packet
+        tlen = max(d.frame.length, len(data)) - off
     if tlen < hl:
         d.spans.append(("ip", off, 20))
         d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")      # the Info says more (Decoded.plain_info)
@@ -144,6 +148,13 @@ def ipv6(d, data: bytes, off: int) -> None:
                 return
         else:
             ln = (data[p + 1] + 2) * 4 if nh == 51 else (data[p + 1] + 1) * 8
+            if nh in (0, 60) and not _options_fit(data, p + 2, p + ln, min(end, len(data))):
+                # tshark reads each option to its end, past the header if need be; one that runs past the
+                # payload (or a header that does) is an exception: "[Malformed Packet: IPv6 Hop-by-Hop]"
+                d.spans.append(("ipv6.ext", p, min(end, len(data)) - p, nh, ln))
+                d.problems.append((_EXT_PROTO[nh], ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                                              "Malformed Packet (Exception occurred)")))
+                return
             if p + ln > end:
                 d.spans.append(("ipv6.ext", p, end - p, nh))
                 d.bad("ipv6", f"IPv6 {_EXT[nh]} header length {ln} runs past the payload", "_ws.malformed")
@@ -153,6 +164,20 @@ def ipv6(d, data: bytes, off: int) -> None:
         nh = nxt
     d.ip_proto = nh
     transport(d, data, p, end, nh)
+
+
+def _options_fit(data: bytes, p: int, end: int, limit: int) -> bool:
+    """Do the hop-by-hop / destination options up to `end` (the header's end) each end before `limit`?"""
+    while p < end:
+        if p >= limit:
+            return False
+        if data[p] == 0:
+            p += 1
+            continue
+        if p + 1 >= limit or p + 2 + data[p + 1] > limit:
+            return False
+        p += 2 + data[p + 1]
+    return True
 
 
 def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
@@ -186,11 +211,13 @@ def udp(d, data: bytes, off: int, end: int) -> None:
     if ulen > room:
         d.bad("udp", f"Bad length value {ulen} > IP payload length", "udp.length.bad")
         ulen = room
-    elif ulen < 8:
+    elif ulen < 8:                  # tshark stops at the length: no payload
         d.bad("udp", f"Bad length value {ulen} < 8", "udp.length.bad")
-        ulen = room
+        ulen = 8
     d.payload_offset = off + 8
     d.payload = data[off + 8:off + ulen]
+    if not _sum and d.network == "ipv6":      # RFC 8200: a zero UDP checksum is not allowed over IPv6
+        d.problems.append(("udp", ExpertInfo("udp.checksum.zero", CHECKSUM, ERROR, "Illegal checksum value (0)")))
 
 
 def tcp(d, data: bytes, off: int, end: int) -> None:
@@ -221,4 +248,11 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
     d.payload = data[off + hl:end]
 
 
-NET_DECODERS = {0x0800: ipv4, 0x86DD: ipv6}
+def arp(d, data: bytes, off: int) -> None:
+    """ARP: its name and place (capture/layers/arp.py shows it; Decoded.protocol_column says RARP)."""
+    d.protocols.append("arp")
+    n = 8 + 2 * (data[off + 4] + data[off + 5]) if len(data) >= off + 6 else 0
+    d.spans.append(("arp", off, min(n, len(data) - off)))
+
+
+NET_DECODERS = {0x0800: ipv4, 0x86DD: ipv6, 0x0806: arp}

@@ -40,6 +40,7 @@ def read(s, head: bytes):
         raise s.error(f"unsupported pcap version {fh.v_major}.{fh.v_minor}", 0)
     linktype = fh.linktype & 0xFFFF       # the upper bits carry FCS information, not the link type
     max_caplen = max(MAX_PACKET, fh.snaplen)
+    prec = 9 if ns_per_tick == 1 else 6
     yield None
 
     hsize = 24 if magic in _MODIFIED else 16
@@ -63,5 +64,5 @@ def read(s, head: bytes):
             raise s.error(f"truncated pcap record for frame {number + 1}: {len(data)} of {caplen}"
                           f" data bytes", offset)
         number += 1
-        yield RawFrame(number, sec * 1_000_000_000 + frac * ns_per_tick, caplen, length, linktype, 0, data)
+        yield RawFrame(number, sec * 1_000_000_000 + frac * ns_per_tick, caplen, length, linktype, 0, data, prec)
         offset += hsize + caplen

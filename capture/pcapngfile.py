@@ -14,7 +14,7 @@ import struct
 import dpkt
 import dpkt.pcapng as dng
 
-from .files import RawFrame
+from .files import Interface, RawFrame, precision
 
 SHB_TYPE = dng.PCAPNG_BT_SHB
 _IDB, _EPB, _SPB, _PB = dng.PCAPNG_BT_IDB, dng.PCAPNG_BT_EPB, dng.PCAPNG_BT_SPB, dng.PCAPNG_BT_PB
@@ -34,30 +34,53 @@ MIN_BLOCK = {
 
 
 class _Iface:
-    __slots__ = ("linktype", "snaplen", "mul", "div", "offset_ns")
+    __slots__ = ("linktype", "snaplen", "mul", "div", "offset_ns", "prec", "info")
 
-    def __init__(self, linktype: int, snaplen: int, tsresol: int, tsoffset: int):
+    def __init__(self, linktype: int, snaplen: int, tsresol: int, tsoffset: int, info: Interface | None = None):
         self.linktype = linktype
         self.snaplen = snaplen
         # ticks -> ns as an exact integer ratio mul/div (10^-6 s by default; MSB set: a power of 2)
-        if tsresol & 0x80:
-            self.mul, self.div = _NS, 1 << (tsresol & 0x7F)
-        elif tsresol <= 9:
-            self.mul, self.div = 10 ** (9 - tsresol), 1
-        else:
-            self.mul, self.div = 1, 10 ** (tsresol - 9)
+        units = 1 << (tsresol & 0x7F) if tsresol & 0x80 else 10 ** tsresol
+        self.mul, self.div = (_NS // units, 1) if _NS % units == 0 else (_NS, units)
+        self.prec = precision(units)
         self.offset_ns = tsoffset * _NS
+        self.info = info
 
 
-def _parse_idb(block: bytes, order: str) -> _Iface:
+def _text(data: bytes) -> str:
+    """A pcapng string option (UTF-8; some writers add a NUL)."""
+    return data.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def _parse_idb(block: bytes, order: str, section: int) -> _Iface:
     idb = (dng.InterfaceDescriptionBlockLE if order == "<" else dng.InterfaceDescriptionBlock)(block)
-    tsresol, tsoffset = 6, 0
+    tsresol, tsoffset, name, description = 6, 0, None, None
     for opt in idb.opts:
         if opt.code == dng.PCAPNG_OPT_IF_TSRESOL and len(opt.data) >= 1:
             tsresol = opt.data[0]
         elif opt.code == dng.PCAPNG_OPT_IF_TSOFFSET and len(opt.data) >= 8:
             (tsoffset,) = struct.unpack(order + "q", opt.data[:8])
-    return _Iface(idb.linktype, idb.snaplen, tsresol, tsoffset)
+        elif opt.code == dng.PCAPNG_OPT_IF_NAME and name is None:
+            name = _text(opt.data)
+        elif opt.code == dng.PCAPNG_OPT_IF_DESCRIPTION and description is None:
+            description = _text(opt.data)
+    return _Iface(idb.linktype, idb.snaplen, tsresol, tsoffset, Interface(section, name, description, tsresol))
+
+
+def _epb_options(frame: RawFrame, body: bytes, p: int, end: int, order: str) -> None:
+    """An enhanced packet block's options: opt_comment (1) and epb_flags (2); a damaged list ends quietly."""
+    comments = []
+    while p + 4 <= end:
+        code, n = struct.unpack_from(order + "HH", body, p)
+        if code == 0 or p + 4 + n > end:
+            break
+        value = body[p + 4:p + 4 + n]
+        if code == 1:
+            comments.append(_text(value))
+        elif code == 2 and n == 4:
+            frame.flags = struct.unpack(order + "I", value)[0]
+        p += 4 + n + (-n % 4)
+    frame.comments = tuple(comments)
 
 
 def read(s, head: bytes):
@@ -71,6 +94,7 @@ def read(s, head: bytes):
     epb_unpack = struct.Struct(">IIIII").unpack_from
     ifaces: list[_Iface] = []     # this section's interfaces
     base = 0                      # interfaces of earlier sections: RawFrame.interface is file-wide
+    section = 0                   # 1-based number of the current section
     first = True
     while True:
         hdr = head if first else read(8)
@@ -117,8 +141,12 @@ def read(s, head: bytes):
                 raise s.error(f"pcapng packet for undefined interface {iid}", offset)
             i = ifaces[iid]
             number += 1
-            yield RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
-                           i.linktype, base + iid, body[20:20 + caplen])
+            frame = RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
+                             i.linktype, base + iid, body[20:20 + caplen], i.prec, i.info)
+            opts = 20 + caplen + (-caplen % 4)
+            if opts < len(body) - 4:
+                _epb_options(frame, body, opts, len(body) - 4, order)
+            yield frame
         elif btype == _SPB:
             # No timestamp and no captured length: the data is min(original length, snaplen, block room).
             if not ifaces:
@@ -129,7 +157,7 @@ def read(s, head: bytes):
             if i.snaplen:
                 caplen = min(caplen, i.snaplen)
             number += 1
-            yield RawFrame(number, 0, caplen, length, i.linktype, base, body[4:4 + caplen])
+            yield RawFrame(number, 0, caplen, length, i.linktype, base, body[4:4 + caplen], i.prec, i.info)
         elif btype == _PB:
             iid = struct.unpack_from(order + "H", body)[0]
             _, ts_hi, ts_lo, caplen, length = epb_unpack(body)
@@ -138,10 +166,10 @@ def read(s, head: bytes):
             i = ifaces[iid]
             number += 1
             yield RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
-                           i.linktype, base + iid, body[20:20 + caplen])
+                           i.linktype, base + iid, body[20:20 + caplen], i.prec, i.info)
         elif btype == _IDB:
             try:
-                ifaces.append(_parse_idb(hdr[:8] + body, order))
+                ifaces.append(_parse_idb(hdr[:8] + body, order, section))
             except (dpkt.Error, struct.error, IndexError) as e:
                 raise s.error(f"corrupt pcapng interface description block ({e!r})", offset) from e
         elif btype == SHB_TYPE:
@@ -150,6 +178,7 @@ def read(s, head: bytes):
                 raise s.error(f"unsupported pcapng version {major}", offset)
             base += len(ifaces)
             ifaces = []
+            section += 1
             if first:
                 first = False
                 yield None

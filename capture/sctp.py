@@ -186,8 +186,9 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
     t.add(Item(f.sctp_chunk_bit_2, bool(c.kind & 0x40), p, 1, f"{bit_picture(c.kind, 0x40, 8)} = Bit: " + (
         "Do report" if c.kind & 0x40 else "Do not report")))
     fl = item.add(Item(f.sctp_chunk_flags, c.flags, p + 1, 1, f"Chunk flags: 0x{c.flags:02x}"))
-    if c.kind == 14:
-        fl.add(Item(f.sctp_shutdown_complete_t_bit, bool(c.flags & 1), p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = "
+    if c.kind in (6, 14):
+        t_bit = f.sctp_abort_t_bit if c.kind == 6 else f.sctp_shutdown_complete_t_bit
+        fl.add(Item(t_bit, bool(c.flags & 1), p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = "
                     f"T-Bit: {'Tag reflected' if c.flags & 1 else 'Tag not reflected'}"))
     if c.kind == 3:
         fl.add(Item(f.sctp_sack_nounce_sum, c.flags & 1, p + 1, 1, f"{bit_picture(c.flags, 1, 8)} = Nounce sum: "
@@ -220,7 +221,7 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
                 if at == 4 and c.kind in (1, 2):       # tshark 4.0 adds the tag again, hidden, for filtering
                     item.add(HiddenItem(f.sctp_initiate_tag, value, p + at, size))
         rest = max((at + size for _, at, size, _ in _FIXED.get(c.kind, ())), default=4)
-        if c.kind in (1, 2):
+        if c.kind in (1, 2, 4, 5):     # INIT, INIT_ACK; HEARTBEAT(_ACK): the heartbeat info parameter
             _parameters(item, data, p + rest, p + c.length)
         elif c.length > rest:
             value = data[p + rest:p + c.length]
@@ -245,7 +246,7 @@ def _fragments(item: Item, pieces: list) -> None:
         at += n
 
 
-PARAMETER_NAMES = {7: "State cookie"}
+PARAMETER_NAMES = {7: "State cookie", 1: "Heartbeat info"}
 PPIDS = {0: "not specified"}
 
 
@@ -258,7 +259,8 @@ def _parameters(chunk: Item, data: bytes, p: int, end: int) -> None:
             chunk.add(Item(f.sctp_chunk_value, value, p, len(value), f"Chunk value: {value.hex()}"))
             return
         name = PARAMETER_NAMES.get(kind, "Unknown")
-        extra = f" (Cookie length: {length - 4} bytes)" if kind == 7 else ""
+        extra = f" (Cookie length: {length - 4} bytes)" if kind == 7 else \
+            f" (Information: {length - 4} bytes)" if kind == 1 else ""
         item = chunk.add(TextItem(None, None, p, length + (-length % 4), f"{name} parameter{extra}"))
         t = item.add(Item(f.sctp_parameter_type, kind, p, 2, f"Parameter type: {name} (0x{kind:04x})"))
         t.add(Item(f.sctp_parameter_bit_1, bool(kind & 0x8000), p, 2, f"{bit_picture(kind, 0x8000, 16)} = Bit: " + (
@@ -269,6 +271,7 @@ def _parameters(chunk: Item, data: bytes, p: int, end: int) -> None:
         value = data[p + 4:p + length]
         if value:
             field, label = ((f.sctp_parameter_state_cookie, "State cookie") if kind == 7
+                            else (f.sctp_parameter_heartbeat_information, "Heartbeat information") if kind == 1
                             else (f.sctp_parameter_value, "Parameter value"))
             item.add(Item(field, value, p + 4, len(value), f"{label}: {value.hex()}"))
         pad = -length % 4
@@ -292,6 +295,8 @@ def _summary(data: bytes, c: Chunk, bases=(None, None)) -> str:
         return f" (Cumulative TSN: {cum}, a_rwnd: {rwnd}, gaps: {gaps}, duplicate TSNs: {dups})"
     if c.kind == 10:
         return f" (Cookie length: {c.length - 4} bytes)"
+    if c.kind in (4, 5):
+        return f" (Information: {c.length - 4} bytes)"
     if c.kind == 7 and c.length >= 8:
         return f" (Cumulative TSN ack: {struct.unpack_from('!I', data, c.offset + 4)[0]})"
     return ""

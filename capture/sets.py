@@ -19,9 +19,12 @@ from __future__ import annotations
 import heapq
 import struct
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from .files import CaptureError, RawFrame, open_capture
+from .files import CaptureError, Interface, RawFrame, open_capture
+
+MERGED_PCAP = Interface(1)      # a pcap file's frames in a merged set: mergecap's unnamed interface
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".gz")
 
@@ -123,11 +126,18 @@ class CaptureSet:
         except (CaptureError, OSError) as exc:
             self._fail(path, _message(exc))
             return
+        merged = len(self.paths) > 1     # as mergecap's pcapng: one section, every frame on a named interface
         try:
             for frame in capture:
                 self.counts[index] += 1
                 if base:
                     frame.interface += base
+                if merged:
+                    iface = frame.iface
+                    if iface is None:
+                        frame.iface = MERGED_PCAP
+                    elif iface.section != 1:
+                        frame.iface = replace(iface, section=1)
                 yield frame
         except CaptureError as exc:
             self._fail(path, f"{exc} after {self.counts[index]} packets")

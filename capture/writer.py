@@ -114,10 +114,13 @@ class PcapWriter(_Output):
             self._header(1)
 
 
-def _idb(linktype: int, name: str | None):
-    opts = [_OPT(code=pcapng.PCAPNG_OPT_IF_TSRESOL, data=b"\x09")]   # 10^-9 s: nanosecond timestamps
+def _idb(linktype: int, name: str | None, prec: int = 9, description: str | None = None):
+    """An interface block: time stamps in units of 10^-prec s (the frames' precision, as tshark keeps it)."""
+    opts = [_OPT(code=pcapng.PCAPNG_OPT_IF_TSRESOL, data=bytes([prec]))]
     if name:
         opts.append(_OPT(code=pcapng.PCAPNG_OPT_IF_NAME, data=name.encode()))
+    if description:
+        opts.append(_OPT(code=pcapng.PCAPNG_OPT_IF_DESCRIPTION, data=description.encode()))
     opts.append(_OPT(code=pcapng.PCAPNG_OPT_ENDOFOPT))
     return _IDB(linktype=linktype, snaplen=SNAPLEN, opts=opts)
 
@@ -133,15 +136,21 @@ class PcapngWriter(_Output):
         self._file = _open_output(path)
         self._writer = None
         self._ids: dict[tuple[int, int], int] = {}
+        self._units: list[int] = []           # per written interface: nanoseconds per time stamp tick
         self._name = interface_name
         self.written = 0
         if linktype is not None:
             self._interface(0, linktype)
 
-    def _interface(self, interface: int, linktype: int) -> int:
+    def _interface(self, interface: int, linktype: int, frame=None) -> int:
         key = (interface, linktype)
         if key not in self._ids:
-            idb = _idb(linktype, self._name if not self._ids else None)
+            info = frame.iface if frame is not None else None
+            prec = info.tsresol if info is not None and info.tsresol <= 9 else \
+                frame.prec if frame is not None and 0 <= frame.prec <= 9 else 9
+            name = self._name if not self._ids and self._name else info.name if info is not None else None
+            idb = _idb(linktype, name, prec, info.description if info is not None else None)
+            self._units.append(10 ** (9 - prec))
             if self._writer is None:
                 self._writer = pcapng.Writer(self._file, idb=idb)
             else:
@@ -150,8 +159,8 @@ class PcapngWriter(_Output):
         return self._ids[key]
 
     def write(self, frame) -> None:
-        iface = self._interface(frame.interface, frame.linktype)
-        ts = frame.ts_ns
+        iface = self._interface(frame.interface, frame.linktype, frame)
+        ts = frame.ts_ns // self._units[iface]
         # Written as bytes, not with Writer.writepkt, which would replace a zero timestamp with the time now.
         self._file.write(bytes(_EPB(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF,
                                     caplen=len(frame.data), pkt_len=frame.length, pkt_data=frame.data)))

@@ -31,7 +31,9 @@ STANDARD_PROTOCOLS = {"frame": ("Frame", "Frame"), "eth": ("Ethernet", "Ethernet
                       "icmpv6": ("Internet Control Message Protocol v6", "ICMPv6"), "data": ("Data", "Data"),
                       "sctp": ("Stream Control Transmission Protocol", "SCTP"),
                       "websocket": ("WebSocket", "WebSocket"), "_ws.expert": ("Expert Info", "Expert"),
-                      "_ws.malformed": ("Malformed Packet", "Malformed packet")}
+                      "_ws.malformed": ("Malformed Packet", "Malformed packet"),
+                      "pkt_comment": ("Packet comments", "Pkt_Comment"),
+                      "arp": ("Address Resolution Protocol", "ARP/RARP")}
 
 
 def protocol_names() -> list[tuple[str, str, str]]:

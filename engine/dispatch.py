@@ -26,6 +26,8 @@ class Settings:
     decode_as: dict[tuple[str, int], str] = field(default_factory=dict)   # ("udp.port", 23456) -> "blank"
 
 
+# a layer whose fields are named under another protocol (the pkt_comment layer holds frame.comment)
+FIELD_ROOTS = {"pkt_comment": "frame"}
 MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heuristics must end)
 
 
@@ -115,7 +117,8 @@ class Packet:
                 names = demand.names
                 for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
                     index.setdefault(layer.proto, []).append(layer.item)
-                    if layer.proto.split(".")[0] in demand.roots:     # else only its presence is read
+                    root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
+                    if root in demand.roots:     # else only its presence is read
                         for item in layer.item.walk():
                             f = item.field
                             if f is not None and f.abbrev in names and item is not layer.item:
@@ -155,6 +158,16 @@ class PlainPacket(Packet):
     @property
     def info(self) -> str:
         return _plain_info(self.decoded)
+
+
+class _QuotedDatagram:
+    """The UDP datagram an ICMP error quotes, as Stack and udp_protocol read a decode."""
+
+    __slots__ = ("src", "sport", "dst", "dport", "payload")
+    transport = "udp"
+
+    def __init__(self, src, sport, dst, dport, payload):
+        self.src, self.sport, self.dst, self.dport, self.payload = src, sport, dst, dport, payload
 
 
 class Stack:
@@ -361,6 +374,8 @@ class Dispatcher:
         """Dissect one frame's game layers (if any). Never raises for any packet content."""
         if self.standard_only:
             return PlainPacket(frame, d)
+        if d.icmp is not None and d.icmp.quoted_udp is not None and d.icmp.data_at is not None:
+            return self._quoted(frame, d)
         stack = Stack(self, frame, d)
         if d.transport not in ("udp", "tcp", "sctp"):
             return stack.packet()
@@ -393,6 +408,26 @@ class Dispatcher:
             lifetimes.end(stack.pair, now)
         return stack.packet()
 
+
+    def _quoted(self, frame, d) -> Packet:
+        """An ICMP error quoting a UDP datagram: tshark hands the quoted payload to that datagram's dissector, as
+        a layer after the ICMP one; the Info and Protocol columns stay ICMP's (capture.icmp)."""
+        info = d.icmp
+        u, src, sport, dst, dport = info.quoted_udp
+        quoted = _QuotedDatagram(src, sport, dst, dport, frame.data[info.data_at:d.payload_offset + len(d.payload)])
+        stack = Stack(self, frame, quoted)
+        proto = self.udp_protocol(stack, quoted)
+        if proto is None:
+            return Stack(self, frame, d).packet()
+        stack.dissect(proto, frame.data, info.data_at, info.data_at + len(quoted.payload))
+        info.handed = True                    # no data layer for the quoted payload
+        if d.protocols and d.protocols[-1] == "data":
+            d.protocols.pop()
+        for layer in stack.layers:
+            if layer.listed:
+                d.protocols.extend(getattr(self.protocols.get(layer.proto), "listed_after", ()))
+                d.protocols.append(layer.proto)
+        return Packet(frame, d, stack.layers, d.plain_info, d.protocol_column(), stack.sources)
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then

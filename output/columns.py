@@ -3,14 +3,16 @@
 (not the first one shown), as tshark's default "Relative" time column."""
 from __future__ import annotations
 
+from .text import _seconds
+
 TITLES = ("No.", "Time", "Source", "Destination", "Protocol", "Length", "Info")
 COLUMN_PREFIX = "_ws.col."
 
 
 def values(packet, first_ns: int | None) -> list[str]:
     frame, d = packet.frame, packet.decoded
-    t = (frame.ts_ns - (frame.ts_ns if first_ns is None else first_ns)) / 1e9
-    return [str(frame.number), f"{t:.6f}", d.src or "", d.dst or "", packet.protocol, str(frame.length),
+    t = _seconds(frame.ts_ns - (frame.ts_ns if first_ns is None else first_ns), frame.prec)
+    return [str(frame.number), t, d.src or "", d.dst or "", packet.protocol, str(frame.length),
             packet.info]
 
 

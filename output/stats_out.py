@@ -429,7 +429,7 @@ def write(results: list[dict], out, fmt: str = "text") -> None:
     if out.isatty():
         from rich.console import Console
         console = Console(file=out, highlight=False)
-    for result in results:
+    for result in reversed(results):        # tshark 4.0 and 4.4 print several -z in reverse command-line order
         table = _rich_table(result) if console is not None else None
         if table is not None and fits(console, table):
             console.print(table)

@@ -15,18 +15,21 @@ TIME_FORMATS = ("a", "ad", "adoy", "d", "dd", "e", "r", "u", "ud", "udoy")
 
 
 def _seconds(ns: int, digits: int) -> str:
-    """A signed time as tshark's display_signed_time: seconds, then the fraction truncated to `digits`."""
-    sign = "-" if ns < 0 else ""
-    ns = abs(ns)
-    frac = f".{ns % 1_000_000_000:09d}"[:digits + 1] if digits else ""
-    return f"{sign}{ns // 1_000_000_000}{frac}"
+    """A signed time as tshark's display_signed_time: seconds, then the fraction truncated to `digits` (a
+    negative time that truncates to zero loses its sign: "0.000")."""
+    a = abs(ns)
+    frac = f".{a % 1_000_000_000:09d}"[:digits + 1] if digits else ""
+    sign = "-" if ns < 0 and (a >= 1_000_000_000 or frac.strip(".0")) else ""
+    return f"{sign}{a // 1_000_000_000}{frac}"
 
 
-def time_column(packet, fmt: str = "r", digits: int = 6) -> str:
+def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
     """The Time column as tshark's -t FORMAT prints it: relative to the capture's first frame (r), to the
     previous captured (d) or displayed (dd) frame, the epoch (e), or a local (a, ad, adoy) or UTC (u, ud, udoy)
-    date and time. `digits`: the capture's time precision (6 for microsecond files)."""
+    date and time. `digits`: the time precision (default: the frame's, 6 for microsecond files)."""
     ts = packet.frame.ts_ns
+    if digits is None:
+        digits = packet.frame.prec
     if fmt in ("r", "d", "dd"):
         times = getattr(packet.decoded, "times", None)
         ref = None if times is None else times[{"r": 0, "d": 1, "dd": 2}[fmt]]

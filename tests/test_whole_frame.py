@@ -122,7 +122,7 @@ def _made_captures(tmp: Path) -> list[Path]:
                            Loopback, Raw, UDP, wrpcap)
     pl = b"\xaf\xb1\x1a\xfb" + b"\x00" * 20
     e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
-    # the quoted datagram goes to no game port: protodump does not hand a quoted payload to game dissectors
+    # the quoted datagram goes to no game port (tests/test_std_details.py quotes game datagrams)
     inner = IP(src="127.0.0.1", dst="127.0.0.1", id=7) / UDP(sport=40000, dport=40001) / Raw(bytes(24))
     sets = {
         "icmp": [e / IP(src="127.0.0.1", dst="127.0.0.1") / ICMP(type=3, code=3) / bytes(inner),

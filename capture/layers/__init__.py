@@ -7,11 +7,13 @@ experts recorded by the decoder are hung on the layer where the decode stopped.
 """
 from __future__ import annotations
 
-from ...engine.tree import Layer
+from ...engine.tree import Item, Layer
+from .. import fields as f
 from ..sctp import sctp_layer
+from .arp import arp_layer
 from .data import data_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
-from .frame import frame_layer
+from .frame import comments_layer, frame_layer
 from .icmp import icmp_layer
 from .ip import ip_layer, ipv6_ext_item, ipv6_layer
 from .null import null_layer, raw_layer
@@ -22,12 +24,16 @@ from .udp import udp_layer
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
             "sll2": sll2_layer, "null": null_layer,
             "raw": raw_layer, "ip": ip_layer, "ipv6": ipv6_layer, "udp": udp_layer, "tcp": tcp_layer,
-            "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer}
+            "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer, "arp": arp_layer}
 
 
+MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
-                  "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len"}
+                  "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
+                  "icmp.checksum_bad": "icmp.checksum", "icmpv6.checksum_bad.expert": "icmpv6.checksum",
+                  "udp.checksum.zero": "udp.checksum", "eth.padding_bad": "eth.trailer"}
+EXPERT_FIRST = {"udp.checksum.zero"}
 
 
 # layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
@@ -39,6 +45,8 @@ def build(d, roots=None) -> list[Layer]:
     OWN_NAMES_ONLY outside them is not built, and expert infos are not hung (nothing reading them asked)."""
     data = d.frame.data
     layers = [frame_layer(d)] if roots is None or "frame" in roots else []
+    if d.frame.comments and (roots is None or "frame" in roots or "pkt_comment" in roots):
+        layers.insert(0, comments_layer(d.frame.comments))
     by_proto: dict[str, Layer] = {}
     for span in d.spans:
         proto, off, length = span[0], span[1], span[2]
@@ -46,17 +54,26 @@ def build(d, roots=None) -> list[Layer]:
             continue
         if proto == "ipv6.ext":
             if "ipv6" in by_proto:
-                by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, span[3]))
+                by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, *span[3:]))
             continue
         made = BUILDERS[proto](d, data, off, length, *span[3:])
         layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
     for proto, info in () if roots is not None else d.problems:
-        layer = by_proto.get(proto) or layers[-1]
+        if info.abbrev == "frame.comment.expert":     # on the pkt_comment layer already
+            continue
+        if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
+            top = Item(f._ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
+            top.expert(info)
+            layers.append(Layer("_ws.malformed", top))
+            continue
+        layer = by_proto.get("eth" if proto == "ethertype" else proto) or layers[-1]
         anchor = EXPERT_ANCHORS.get(info.abbrev)
         item = layer.item.find(anchor) if anchor else None      # tshark hangs some on the field they judge
         (item or layer.item).expert(info)
+        if item is not None and info.abbrev in EXPERT_FIRST:   # before the item's own children
+            item.children = [item.children[-1], *item.children[:-1]]
     if (d.fragment and d.network == "ipv6" or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole in getattr(d, "reassembled", None) or ():

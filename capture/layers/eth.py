@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import struct
 
+from ..link import trailer
 from ...engine.tree import PROTOCOL, WARN, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from .. import manuf
@@ -68,6 +69,19 @@ def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
     label, kids = frozen(("eth", head, manuf.RESOLVE["mac"]), lambda: _eth_parts(data))   # a (label, children) pair
     top = proto_item(f.eth, 0, 14, label)
     top.children = kids
+    split = trailer(d, data)
+    if split is not None:       # padding, FCS or trailer after the packet (tshark's add_ethernet_trailer)
+        end, pad, fcs, _ = split
+        top.children = list(kids)
+        if pad:
+            top.add(Item(f.eth_padding, data[end:end + pad], end, pad, f"Padding: {data[end:end + pad].hex()}"))
+        rest = data[end + pad:]
+        if fcs:
+            (value,) = struct.unpack("!I", rest)
+            top.add(Item(f.eth_fcs, value, end + pad, 4, f"Frame check sequence: 0x{value:08x} [unverified]"))
+            top.add(Item(f.eth_fcs_status, 2, end + pad, 0, "[FCS Status: Unverified]", generated=True))
+        elif rest:
+            top.add(Item(f.eth_trailer, rest, end + pad, len(rest), f"Trailer: {rest.hex()}"))
     return Layer("eth", top)
 
 

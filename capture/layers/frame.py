@@ -8,7 +8,7 @@ from functools import lru_cache
 from ...engine.tree import Item, Layer
 from .. import fields as f
 from ..clock import times_of
-from .common import ns_text, proto_item
+from .common import bits, ns_text, proto_item
 
 # LINKTYPE -> tshark's frame.encap_type (a WTAP_ENCAP_* number, not the LINKTYPE) and its name
 WTAP_ENCAP = {1: (1, "Ethernet"), 113: (25, "Linux cooked-mode capture v1"), 276: (210, "Linux cooked-mode capture v2"),
@@ -31,6 +31,16 @@ def _second(secs: int) -> tuple[str, str]:
             time.strftime("%Z", t))
 
 
+def comments_layer(comments) -> Layer:
+    """pcapng packet comments: tshark's pkt_comment layer before the frame, each comment with its expert."""
+    from ...engine.tree import COMMENT, COMMENTS_GROUP, ExpertInfo
+    top = proto_item(f.pkt_comment, 0, 0, "Packet comments")
+    for text in comments:
+        top.add(Item(f.frame_comment, text, label=text)).expert(
+            ExpertInfo("frame.comment.expert", COMMENTS_GROUP, COMMENT, text))
+    return Layer("pkt_comment", top)
+
+
 def _gen(field, value, label: str) -> Item:
     return Item(field, value, 0, 0, label, generated=True)
 
@@ -48,8 +58,33 @@ def frame_layer(d) -> Layer:
     top = proto_item(f.frame, 0, fr.caplen, f"Frame {fr.number}: {fr.length} bytes on wire ({fr.length * 8} bits),"
                                             f" {fr.caplen} bytes captured ({fr.caplen * 8} bits)")
     add = top.add
-    if fr.interface:
+    iface = fr.iface
+    if iface is not None:       # pcapng: the section and the interface, named by its description when its IDB
+        name = iface.name if iface.name is not None else iface.description      # has no name, else "unknown"
+        name = "unknown" if name is None else name
+        top.label += f" on interface {name}, id {fr.interface}"
+        add(Item(f.frame_section_number, iface.section, label=f"Section number: {iface.section}"))
+        item = add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface} ({name})"))
+        item.add(Item(f.frame_interface_name, name, label=f"Interface name: {name}"))
+        if iface.description is not None:
+            item.add(Item(f.frame_interface_description, iface.description,
+                          label=f"Interface description: {iface.description}"))
+    elif fr.interface:
         add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface}"))
+    flags = fr.flags
+    if flags is not None:
+        top.label += {1: " (inbound)", 2: " (outbound)"}.get(flags & 3, "")
+        item = add(Item(f.frame_packet_flags, flags, label=f"Packet flags: 0x{flags:08x}"))
+        for field, mask, values in f.PACKET_FLAG_BITS:
+            v = (flags & mask) >> (mask & -mask).bit_length() - 1
+            if values is True:
+                text = "Set" if v else "Not set"
+            elif values is None:
+                text = str(v)
+            else:
+                text = f"{values.get(v, 'Unknown')} ({f'0x{v:x}' if mask == 3 else v})"
+            item.add(Item(field, bool(v) if values is True else v,
+                          label=f"{bits(flags, mask, 32)} = {field.name}: {text}"))
     encap = WTAP_ENCAP.get(fr.linktype)
     if encap is not None:
         add(Item(f.frame_encap, encap[0], label=f"Encapsulation type: {encap[1]} ({encap[0]})"))
@@ -66,6 +101,9 @@ def frame_layer(d) -> Layer:
     add(Item(f.frame_cap_len, fr.caplen, label=f"Capture Length: {fr.caplen} bytes ({fr.caplen * 8} bits)"))
     add(NOT_MARKED)
     add(NOT_IGNORED)
+    if flags is not None and flags & 3 in (1, 2):       # tshark's point-to-point direction from epb_flags
+        p2p = 1 if flags & 3 == 1 else 0
+        add(Item(f.frame_p2p_dir, p2p, label=f"Point-to-Point Direction: {'Received' if p2p else 'Sent'} ({p2p})"))
     protocols = ":".join(d.protocols)
     # A snapshot of d.protocols: build the tree after the dissectors have appended their names.
     add(_gen(f.frame_protocols, protocols, f"[Protocols in frame: {protocols}]"))

@@ -9,6 +9,7 @@ from ...engine.tree import HiddenItem, Item, Layer
 from .. import fields as f
 from ..icmp import ICMP_CODES, ICMP_TYPES, ICMPV6_CODES, ICMPV6_TYPES
 from .common import proto_item
+from . import ndp
 from .data import data_item, data_layer
 from .ip import ip_layer, ipv6_layer
 
@@ -33,12 +34,14 @@ def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     types, codes = (ICMPV6_TYPES, ICMPV6_CODES) if v6 else (ICMP_TYPES, ICMP_CODES)
     top.add(Item(fs["type"], info.type, off, 1, f"Type: {_named(types, info.type, v6)}"))
     top.add(Item(fs["code"], info.code, off + 1, 1, f"Code: {_named(codes.get(info.type, {}), info.code)}"))
-    verdict = "[correct]" if info.good else "[incorrect]"
+    verdict = "[correct]" if info.good else f"incorrect, should be 0x{info.expected:04x}"
     top.add(Item(fs["checksum"], info.checksum, off + 2, 2, f"Checksum: 0x{info.checksum:04x} {verdict}"))
     top.add(Item(fs["checksum_status"], 1 if info.good else 0, off + 2, 0,
                  f"[Checksum Status: {'Good' if info.good else 'Bad'}]", generated=True))
     layers = [Layer("icmpv6" if v6 else "icmp", top)]
-    if info.ident is not None:
+    if v6 and ndp.body(top, info.type, data, off, min(off + length, len(data))):
+        pass                    # neighbour discovery, MLDv2
+    elif info.ident is not None:
         _echo(top, info, fs, data, off, off + length)
     elif info.quoted is not None:
         spare = data[off + 4:off + 8]
@@ -70,17 +73,25 @@ def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
 
 def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
     q, n = info.quoted
-    top.add((ipv6_layer if info.v6 else ip_layer)(d, data, q, n).item)
+    if n:
+        top.add(ipv6_layer(d, data, q, n).item if info.v6 else ip_layer(d, data, q, n, quoted=True).item)
     if info.quoted_udp is None:
         return []
     u = info.quoted_udp[0]
-    sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, u)
-    udp = top.add(proto_item(f.udp, u, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}"))
+    sport, dport = struct.unpack_from("!HH", data, u)
+    udp = top.add(proto_item(f.udp, u, min(8, end - u), f"User Datagram Protocol, Src Port: {sport}, "
+                                                          f"Dst Port: {dport}"))
     udp.add(Item(f.udp_srcport, sport, u, 2, f"Source Port: {sport}"))
     udp.add(Item(f.udp_dstport, dport, u + 2, 2, f"Destination Port: {dport}"))
     udp.add(HiddenItem(f.udp_port, sport, u, 2))
     udp.add(HiddenItem(f.udp_port, dport, u + 2, 2))
+    if end < u + 6:             # tshark shows a cut quoted UDP header as far as it goes
+        return []
+    ulen = struct.unpack_from("!H", data, u + 4)[0]
     udp.add(Item(f.udp_length, ulen, u + 4, 2, f"Length: {ulen}"))
+    if end < u + 8:
+        return []
+    csum = struct.unpack_from("!H", data, u + 6)[0]
     udp.add(Item(f.udp_checksum, csum, u + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     udp.add(Item(f.udp_checksum_status, 2, u + 6, 0, "[Checksum Status: Unverified]", generated=True))
     if info.udp_stream is not None:
@@ -89,5 +100,5 @@ def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
         payload = data[u + 8:end]
         udp.add(Item(f.udp_payload, payload, u + 8, len(payload),
                      f"UDP payload ({len(payload)} byte{'s' if len(payload) != 1 else ''})"))
-        return [data_layer(payload, u + 8)]
+        return [] if info.handed else [data_layer(payload, u + 8)]
     return []

@@ -4,7 +4,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from ...engine.tree import HiddenItem, Item, Layer
+from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from .common import bits, frozen, full, named, proto_item, set_text
 
@@ -44,25 +44,73 @@ def _flag_items(hi: int, off: int):
                                  (f.ip_flags_mf, 0x20, "More fragments"))]
 
 
-def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
-    if not full(data, off, length, 20):
+def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False) -> Layer:
+    """The IPv4 layer. `quoted`: the header an ICMP error quotes, shown as far as its bytes go (tshark stops at
+    the first field past the end, with no malformed expert: a quoted datagram is expected to be cut), with the
+    experts of a bogus header or total length on their items."""
+    if quoted:
+        n = min(length, len(data) - off)
+    elif not full(data, off, length, 20):
         return Layer("ip", proto_item(f.ip, off, length, "Internet Protocol Version 4"))
-    vihl, ds, tlen, ident, frag, ttl, proto, csum, src, dst = struct.unpack_from("!BBHHHBBH4s4s", data, off)
-    src, dst = socket.inet_ntoa(src), socket.inet_ntoa(dst)
-    top = proto_item(f.ip, off, length, f"Internet Protocol Version 4, Src: {src}, Dst: {dst}")
+    else:
+        n = 20
+    top = proto_item(f.ip, off, length, "Internet Protocol Version 4")
+    layer = Layer("ip", top)
+    vihl = data[off]
     hl = vihl & 15
     top.add(Item(f.ip_version, vihl >> 4, off, 1, f"{bits(vihl, 0xF0, 8)} = Version: {vihl >> 4}"))
-    top.add(Item(f.ip_hdr_len, hl * 4, off, 1, f"{bits(vihl, 0x0F, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    hl_item = top.add(Item(f.ip_hdr_len, hl * 4, off, 1,
+                           f"{bits(vihl, 0x0F, 8)} = Header Length: {hl * 4} bytes ({hl})"))
     if hl < 5:                  # tshark stops at a bogus header length (the expert goes on this item)
-        top.label = "Internet Protocol Version 4"
-        return Layer("ip", top)
+        if quoted:
+            hl_item.expert(ExpertInfo("ip.bogus_header_length", PROTOCOL, ERROR,
+                                      f"Bogus IP header length ({hl * 4}, must be at least 20)"))
+        return layer
+    if n < 2:
+        return layer
+    ds = data[off + 1]
     dsf = top.add(Item(f.ip_dsfield, ds, off + 1, 1, f"Differentiated Services Field: 0x{ds:02x} ({_ds_text(ds)})"))
     dsf.children = frozen(("ip.ds", ds, off), lambda: _ds_items(ds, off))
-    top.add(Item(f.ip_len, tlen, off + 2, 2, f"Total Length: {tlen}"))
-    if tlen < hl * 4:           # tshark stops at a bogus total length too
-        top.label = "Internet Protocol Version 4"
-        return Layer("ip", top)
+    if n < 4:
+        return layer
+    (tlen,) = struct.unpack_from("!H", data, off + 2)
+    if tlen == 0:               # tshark: a zero length is TCP segmentation offload, the rest of the packet
+        reported = length if quoted else d.frame.length - off
+        top.add(Item(f.ip_len, reported, off + 2, 2, f'Total Length: {reported} bytes (reported as 0, presumed to '
+                                                     f'be because of "TCP segmentation offload" (TSO))',
+                     generated=True))
+    elif tlen < hl * 4:         # tshark stops at a bogus total length too
+        item = top.add(Item(f.ip_len, tlen, off + 2, 2,
+                            f"Total Length: {tlen} bytes (bogus, less than header length {hl * 4})"))
+        if quoted:
+            item.expert(ExpertInfo("ip.bogus_ip_length", PROTOCOL, ERROR, "Bogus IP length"))
+        return layer
+    else:
+        top.add(Item(f.ip_len, tlen, off + 2, 2, f"Total Length: {tlen}"))
+    if quoted and n < 20:
+        return _ip_cut(top, data, off, n)
+    _, _, _, ident, frag, ttl, proto, csum, src, dst = struct.unpack_from("!BBHHHBBH4s4s", data, off)
+    src, dst = socket.inet_ntoa(src), socket.inet_ntoa(dst)
+    _ip_middle(top, off, ident, frag, ttl, proto, csum)
+    if quoted and n < hl * 4:   # the destination comes after a look for a source route in the options
+        top.label += f", Src: {src}"
+        top.children.extend(_addresses_of(f.ip_addresses, src, dst, off + 12, 4)[:4])
+        return layer
+    top.label += f", Src: {src}, Dst: {dst}"
+    _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
+    if hl > 5 and len(data) >= off + hl * 4:
+        opts = data[off + 20:off + hl * 4]
+        top.add(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
+    return layer
+
+
+def _ip_middle(top: Item, off: int, ident: int, frag: int, ttl: int, proto: int, csum: int, n: int = 20) -> None:
+    """Identification to the header checksum (as far as `n` bytes go)."""
+    if n < 6:
+        return
     top.add(Item(f.ip_id, ident, off + 4, 2, f"Identification: 0x{ident:04x} ({ident})"))
+    if n < 8:
+        return
     fl = frag >> 13
     names = ", ".join(n for b, n in ((4, "Reserved bit"), (2, "Don't fragment"), (1, "More fragments")) if fl & b)
     flags = top.add(Item(f.ip_flags, fl, off + 6, 1,
@@ -70,14 +118,27 @@ def ip_layer(d, data: bytes, off: int, length: int) -> Layer:
     flags.children = frozen(("ip.flags", frag >> 8, off), lambda: _flag_items(frag >> 8, off))
     fo = frag & 0x1FFF
     top.add(Item(f.ip_frag_offset, fo, off + 6, 2, f"{bits(frag, 0x1FFF, 16)} = Fragment Offset: {fo * 8}"))
+    if n < 9:
+        return
     top.add(Item(f.ip_ttl, ttl, off + 8, 1, f"Time to Live: {ttl}"))
+    if n < 10:
+        return
     top.add(Item(f.ip_proto, proto, off + 9, 1, f"Protocol: {named(f.IP_PROTOS, proto)}"))
+    if n < 12:
+        return
     top.add(Item(f.ip_checksum, csum, off + 10, 2, f"Header Checksum: 0x{csum:04x} [validation disabled]"))
     top.add(Item(f.ip_checksum_status, 2, off + 10, 0, "[Header checksum status: Unverified]", generated=True))
-    _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
-    if hl > 5 and len(data) >= off + hl * 4:
-        opts = data[off + 20:off + hl * 4]
-        top.add(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
+
+
+def _ip_cut(top: Item, data: bytes, off: int, n: int) -> Layer:
+    """A quoted IPv4 header of fewer than 20 bytes: its fields as far as they go."""
+    head = data[off:off + n] + bytes(20 - n)
+    _, _, _, ident, frag, ttl, proto, csum, src, _ = struct.unpack("!BBHHHBBH4s4s", head)
+    _ip_middle(top, off, ident, frag, ttl, proto, csum, n)
+    if n >= 16:
+        src = socket.inet_ntoa(src)
+        top.label += f", Src: {src}"
+        top.children.extend(_addresses_of(f.ip_addresses, src, "", off + 12, 4)[:4])
     return Layer("ip", top)
 
 
@@ -102,8 +163,10 @@ def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
     return Layer("ipv6", top)
 
 
-def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
-    """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols)."""
+def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | None = None) -> Item:
+    """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols).
+    `declared`: the length its header claims, when that runs past the payload (the options are read up to the
+    payload's end; capture.network records the exception)."""
     field = f.ipv6_ext[kind]
     item = proto_item(field, off, length, field.name)
     if kind == 44:
@@ -121,29 +184,30 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int) -> Item:
             item.add(Item(f.ipv6_fraghdr_ident, ident, off + 4, 4, f"Identification: 0x{ident:08x}"))
     elif len(data) >= off + 2:
         nxt_f, len_f, oct_f = f.ipv6_ext_fields[kind]
+        size = length if declared is None else declared
         item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
         item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
-        item.add(Item(oct_f, length, off + 1, 0, f"[Length: {length} bytes]", generated=True))
+        item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
         if kind in (0, 60):
-            _options(item, data, off + 2, min(off + length, len(data)))
+            _options(item, data, off + 2, off + size, off + length if declared is not None else len(data))
     return item
 
 
-IPV6_OPTIONS = {0: "Pad1", 1: "PadN"}
+IPV6_OPTIONS = {0: "Pad1", 1: "PadN", 5: "Router Alert",
+                **{k: f"Experimental (0x{k:02X})" for k in (0x1E, 0x3E, 0x5E, 0x7E, 0x9E, 0xBE, 0xDE, 0xFE)}}
 OPT_ACTIONS = ["Skip and continue", "Discard", "Discard and send ICMP Parameter Problem",
                "Discard and send ICMP if not multicast"]
 
 
-def _options(item: Item, data: bytes, p: int, end: int) -> None:
-    """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value.
-    A length running past the header ends the list."""
-    while p < end:
+def _options(item: Item, data: bytes, p: int, end: int, limit: int) -> None:
+    """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value. As
+    tshark 4.0, an option is read to its own end even past the header's; the list stops where the bytes do (the
+    decoder records that exception)."""
+    while p < end and p < limit:
         kind = data[p]
         name = IPV6_OPTIONS.get(kind, "Unknown IPv6 Option")
-        n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < end else 1
-        if p + n > end:
-            break
-        opt = item.add(Item(f.ipv6_opt, None, p, n, name))
+        n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < limit else 2
+        opt = item.add(Item(f.ipv6_opt, None, p, min(n, limit - p), name))
         t = opt.add(Item(f.ipv6_opt_type, kind, p, 1, f"Type: {name} (0x{kind:02x})"))
         if kind == 0:           # tshark: no type bits for Pad1, just its (empty) pad item
             opt.add(Item(f.ipv6_opt_pad1, None, p, 1, "Pad1"))
@@ -154,12 +218,21 @@ def _options(item: Item, data: bytes, p: int, end: int) -> None:
         t.add(Item(f.ipv6_opt_change, bool(kind & 0x20), p, 1,
                    f"{bits(kind, 0x20, 8)} = May Change: {'Yes' if kind & 0x20 else 'No'}"))
         t.add(Item(f.ipv6_opt_rest, kind & 0x1F, p, 1, f"{bits(kind, 0x1F, 8)} = Low-Order Bits: 0x{kind & 0x1F:02x}"))
-        if kind != 0:
-            opt.add(Item(f.ipv6_opt_length, n - 2, p + 1, 1, f"Length: {n - 2}"))
-            value = data[p + 2:p + n]
-            field = f.ipv6_opt_padn if kind == 1 else f.ipv6_opt_unknown
-            opt.add(Item(field, value, p + 2, n - 2, f"{'PadN' if kind == 1 else 'Unknown Option Payload'}: "
-                                                     f"{value.hex()}"))
+        if p + 1 >= limit:
+            return
+        opt.add(Item(f.ipv6_opt_length, n - 2, p + 1, 1, f"Length: {n - 2}"))
+        if p + n > limit:
+            return
+        value = data[p + 2:p + n]
+        if kind == 5 and n == 4:
+            (ra,) = struct.unpack("!H", value)
+            opt.add(Item(f.ipv6_opt_router_alert, ra, p + 2, 2,
+                         f"Router Alert: {named(f.ipv6_opt_router_alert.values, ra)}"))
+        else:
+            field, title = (f.ipv6_opt_padn, "PadN") if kind == 1 else \
+                (f.ipv6_opt_experimental, "Experimental Option") if kind in IPV6_OPTIONS else \
+                (f.ipv6_opt_unknown, "Unknown Option Payload")
+            opt.add(Item(field, value, p + 2, n - 2, f"{title}: {value.hex() or '<none>'}"))
         p += n
 
 
@@ -167,8 +240,11 @@ def _addresses(top: Item, fields, src: str, dst: str, off: int, n: int) -> None:
     """Source and destination, each followed by tshark's hidden any-side address and host name fields (name
     resolution of network addresses is off by default: the host is the address). The same for every packet of a
     conversation: built once, shared."""
-    kids = frozen(("ip.addrs", fields[0].abbrev, src, dst, off), lambda: _address_items(fields, src, dst, off, n))
-    top.children.extend(kids)
+    top.children.extend(_addresses_of(fields, src, dst, off, n))
+
+
+def _addresses_of(fields, src: str, dst: str, off: int, n: int) -> tuple:
+    return frozen(("ip.addrs", fields[0].abbrev, src, dst, off), lambda: _address_items(fields, src, dst, off, n))
 
 
 def _address_items(fields, src: str, dst: str, off: int, n: int) -> list:

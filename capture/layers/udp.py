@@ -14,10 +14,18 @@ def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
     sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
     top = proto_item(f.udp, off, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
     top.children = list(frozen(("udp.ports", sport, dport, off), lambda: _ports(sport, dport, off)))
-    top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}"))
+    room = len(d.payload) + 8 if d.transport == "udp" and d.payload is not None else ulen
+    bogus = (f" (bogus, must be >= 8)" if ulen < 8 else f" (bogus, payload length {room})" if ulen > room else "") \
+        if any(info.abbrev == "udp.length.bad" for _, info in d.problems) else ""
+    top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}{bogus}"))
+    if bogus and ulen < 8:
+        return Layer("udp", top)
     if csum:
         top.add(Item(f.udp_checksum, csum, off + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
         top.add(Item(f.udp_checksum_status, 2, off + 6, 0, "[Checksum Status: Unverified]", generated=True))
+    elif d.network == "ipv6":    # illegal over IPv6 (the expert, from the decode, goes first)
+        c = top.add(Item(f.udp_checksum, csum, off + 6, 2, "Checksum: 0x0000 [zero-value illegal]"))
+        c.children = [Item(f.udp_checksum_status, 4, off + 6, 0, "[Checksum Status: Illegal]", generated=True)]
     else:
         c = top.add(Item(f.udp_checksum, csum, off + 6, 2, "Checksum: 0x0000 [zero-value ignored]"))
         c.add(Item(f.udp_checksum_status, 3, off + 6, 0, "[Checksum Status: Not present]", generated=True))
