@@ -121,8 +121,11 @@ class Packet:
                     if root in demand.roots:     # else only its presence is read
                         for item in layer.item.walk():
                             f = item.field
-                            if f is not None and f.abbrev in names and item is not layer.item:
-                                index.setdefault(f.abbrev, []).append(item)
+                            if f is not None:
+                                if f.abbrev in names and item is not layer.item:
+                                    index.setdefault(f.abbrev, []).append(item)
+                            elif item.expert_info is not None and item.expert_info.abbrev in names:
+                                index.setdefault(item.expert_info.abbrev, []).append(item)    # tcp.connection.syn
             self._index = index
         return self._index
 

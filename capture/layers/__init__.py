@@ -42,7 +42,7 @@ OWN_NAMES_ONLY = {"frame", "eth", "sll", "sll2", "ip", "ipv6", "udp", "tcp"}
 
 def build(d, roots=None) -> list[Layer]:
     """roots: the protocol names some field a run reads starts with (engine.demand; None: all): a layer of
-    OWN_NAMES_ONLY outside them is not built, and expert infos are not hung (nothing reading them asked)."""
+    OWN_NAMES_ONLY outside them is not built, and expert infos are hung only on the layers built."""
     data = d.frame.data
     layers = [frame_layer(d)] if roots is None or "frame" in roots else []
     if d.frame.comments and (roots is None or "frame" in roots or "pkt_comment" in roots):
@@ -60,9 +60,11 @@ def build(d, roots=None) -> list[Layer]:
         layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
         layers.extend(made) if isinstance(made, list) else layers.append(made)
         by_proto[proto] = layer
-    for proto, info in () if roots is not None else d.problems:
+    for proto, info in d.problems:
         if info.abbrev == "frame.comment.expert":     # on the pkt_comment layer already
             continue
+        if roots is not None and by_proto.get("eth" if proto == "ethertype" else proto) is None:
+            continue             # a layer nothing asked for (a filter on an expert names its layer's protocol)
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
             top = Item(f._ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
             top.expert(info)
