@@ -36,7 +36,7 @@ class Decoded:
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
-                 "segment_data", "icmp",
+                 "segment_data", "segment_data_at", "icmp",
                  "unclaimed")
 
     def __init__(self, frame: RawFrame):
@@ -71,6 +71,7 @@ class Decoded:
         self.sctp_fragments = None           # SCTP: {chunk index: [(frame, length)]} of messages completed here
         self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
         self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
+        self.segment_data_at = 0             # ... from this offset in the payload (after the PDUs it held)
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)

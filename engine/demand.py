@@ -60,6 +60,8 @@ def of_fields(names) -> frozenset | None:
         if name.startswith("_ws.") and name not in PLAIN_COLUMNS:
             return EVERYTHING
         out.add(name)
+        if "." not in name:     # -e rutentoy prints the layer's label ("Rutentoy Protocol, World Chunk"): all of it
+            out.add(name + ".*")
     return frozenset(out)
 
 

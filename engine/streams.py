@@ -136,6 +136,12 @@ class Streams:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data)]
+                elif (cutter.kept_from and h.seg_offset is not None and not d.reassembled
+                      and getattr(proto, "lua", True) is False):
+                    # PDUs of this segment, then the start of one it does not hold: tshark's TCP shows those
+                    # bytes as "TCP segment data" (desegment_tcp: from the desegment offset to the end)
+                    d.segment_data = len(h.data) - cutter.kept_from
+                    d.segment_data_at = h.seg_offset + cutter.kept_from
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
             stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
@@ -193,6 +199,7 @@ class Cutter:
         self.direction = stack.direction
         self.note: str | None = None     # "previous segment not captured", for the next layer made
         self.layers = 0                  # layers made for this segment (or chunk) so far
+        self.kept_from: int | None = None    # where the bytes kept for a later PDU start in the handover
         if h.seg_offset is None:         # bytes from several segments: their own data source, once a layer uses it
             self.data, self.base, self.source, self.source_name = h.data, 0, None, source
         else:
@@ -243,6 +250,7 @@ class Cutter:
                 return
             if n == 0 or pos + n > len(buf):
                 state.stream.desegment(self.h, pos, n)
+                self.kept_from = pos
                 return
             self.pdu(pos, n)
             pos += n

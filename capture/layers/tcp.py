@@ -290,7 +290,7 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     n = _segment_data_length(d)
     if n:
         nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
-                          a, "segn"))
+                          "segat", "segn"))
     return nodes
 
 
@@ -378,7 +378,9 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
             at += size
         segn = _segment_data_length(d)
         if segn:
-            vals["segn"], vals["segdata"] = segn, payload if segn == seglen else payload[:segn]
+            at = getattr(d, "segment_data_at", 0)
+            vals["segn"], vals["segat"] = segn, hl * 4 + at
+            vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
     key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
