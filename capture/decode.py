@@ -233,7 +233,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
                 d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = d.icmp = None
             d.unclaimed = False
-            d.segment_data = 0
+            d.segment_data = d.segment_data_at = 0
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
             d.problems = []

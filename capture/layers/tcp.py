@@ -378,7 +378,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
             at += size
         segn = _segment_data_length(d)
         if segn:
-            at = getattr(d, "segment_data_at", 0)
+            at = d.segment_data_at
             vals["segn"], vals["segat"] = segn, hl * 4 + at
             vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
     key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1)
