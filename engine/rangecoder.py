@@ -170,10 +170,12 @@ def decompress(data: bytes, limit: int) -> bytes:
     size = len(values)
     nxt = m.next
     # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0).
+    # `code` is libenet's decodeCode - decodeLow (mod 2^32): what READ divides, updated as both are.
     code = int.from_bytes(bytes(data[:4]).ljust(4, b"\0"), "big")
     pos, low, rng = min(4, n), 0, M32
     data = bytes(data) + b"\0"  # one sentinel 0: reads past the end give 0, as libenet's guarded reads do
-    out = bytearray()
+    out = []
+    room = limit
     predicted = order = 0
 
     while True:
@@ -187,7 +189,7 @@ def decompress(data: bytes, limit: int) -> bytes:
                 sub = parents[sub]
                 continue
             rng //= total  # ENET_RANGE_CODER_READ
-            c = (((code - low) & M32) // rng) & 0xFFFF
+            c = (code // rng) & 0xFFFF
             escaped = c < e
             if escaped:
                 if not sub:
@@ -208,153 +210,163 @@ def decompress(data: bytes, limit: int) -> bytes:
                         under = after
                         node = rights[node]
                     else:
-                        before = counts[node]
-                        if c >= after - before:
+                        count = counts[node]
+                        if c >= after - count:
                             break
-                        unders[node] = u + SUB_DELTA
+                        unders[node] = u + 2
                         node = lefts[node]
                     if not node:
                         raise RangeCoderError("symbol missing from a context")
-                value, count = values[node], before
-                unders[node] = u + SUB_DELTA
-                counts[node] = before + SUB_DELTA
-                under = e + after - before
+                value = values[node]
+                unders[node] = u + 2
+                counts[node] = count + 2
+                under = e + after - count
             else:
                 c -= e  # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol
-                under, count = 0, ROOT_MIN
+                under, count = 0, 1
                 node = symbols[0]
                 while node:
                     u = unders[node]
-                    after = under + u + values[node] + 1
+                    v = values[node]
+                    after = under + u + v + 1
                     if c >= after:
                         under += u
-                        if rights[node]:
-                            node = rights[node]
+                        child = rights[node]
+                        if child:
+                            node = child
                             continue
-                        value, under = (values[node] + 1 + c - after) & 0xFF, c
+                        value, under = (v + 1 + c - after) & 0xFF, c
                         rights[node] = nxt
                     else:
-                        before = counts[node] + ROOT_MIN
+                        before = counts[node] + 1
+                        unders[node] = u + 3
                         if c < after - before:
-                            unders[node] = u + ROOT_DELTA
-                            if lefts[node]:
-                                node = lefts[node]
+                            child = lefts[node]
+                            if child:
+                                node = child
                                 continue
-                            value, under = (values[node] - 1 - (after - before - c - 1)) & 0xFF, c
+                            value, under = (v - after + before + c) & 0xFF, c
                             lefts[node] = nxt
                         else:
-                            value, count = values[node], before
+                            value, count = v, before
                             under = after - before
-                            unders[node] = u + ROOT_DELTA
-                            counts[node] = before - ROOT_MIN + ROOT_DELTA
+                            counts[node] = before + 2
                             break
                     node = 0  # a new symbol: created below
                     break
                 else:
                     value, under = c & 0xFF, c
                     symbols[0] = nxt
-                if not node:  # ENET_SYMBOL_CREATE
+                if not node:  # ENET_SYMBOL_CREATE (the links of a free symbol are 0 already)
+                    node = nxt
+                    nxt += 1
                     if nxt >= size:
                         m.grow()
                         size = len(values)
-                    node, nxt = nxt, nxt + 1
                     values[node] = value
-                    counts[node] = unders[node] = ROOT_DELTA
-                    lefts[node] = rights[node] = symbols[node] = escapes[node] = totals[node] = parents[node] = 0
+                    counts[node] = unders[node] = 3
                 under += e
             # ENET_RANGE_CODER_DECODE(under, count, total)
-            low = (low + under * rng) & M32
-            rng = (rng * count) & M32
-            while True:
-                if (low ^ ((low + rng) & M32)) >= TOP:
-                    if rng >= BOTTOM:
+            if under:
+                under *= rng
+                low = (low + under) & 0xFFFFFFFF
+                code = (code - under) & 0xFFFFFFFF
+            rng = (rng * count) & 0xFFFFFFFF
+            while rng < 0x1000000 or low + rng > 0xFFFFFFFF:
+                if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
+                    if rng >= 0x10000:
                         break
-                    rng = -low & (BOTTOM - 1)
-                code = ((code << 8) & M32) | data[pos]
+                    rng = -low & 0xFFFF
+                code = ((code << 8) & 0xFFFFFFFF) | data[pos]
                 if pos < n:
                     pos += 1
-                rng = (rng << 8) & M32
-                low = (low << 8) & M32
+                rng = (rng << 8) & 0xFFFFFFFF
+                low = (low << 8) & 0xFFFFFFFF
                 if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
-                    raise RangeCoderError("range collapsed to 0 (libenet would loop forever)")
+                    raise RangeCoderError("range coder state collapsed")
             if escaped:
                 sub = parents[sub]
                 continue
-            bottom = node
             if sub:
-                t = totals[sub] = totals[sub] + SUB_DELTA
-                if count > SUB_RESCALE_COUNT or t > RESCALE_TOTAL:
+                t = totals[sub] = total + 2
+                if count > 251 or t > 65280:
                     m.rescale(sub, 0)
             else:
-                t = totals[0] = totals[0] + ROOT_DELTA
-                if count > ROOT_RESCALE_COUNT or t > RESCALE_TOTAL:
+                t = totals[0] = total + 3
+                if count > 250 or t > 65280:
                     m.rescale(0, ROOT_MIN)
             break
 
-        # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
-        # becomes the context of the next order: `link` is where its index goes (-1: `predicted`).
-        link = -1
-        patch = predicted
-        while patch != sub:
-            count = 0
-            node = symbols[patch]
-            if node:
-                while True:
-                    v = values[node]
-                    if value < v:
-                        unders[node] += SUB_DELTA
-                        if lefts[node]:
-                            node = lefts[node]
-                            continue
-                        lefts[node] = nxt
-                    elif value > v:
-                        if rights[node]:
-                            node = rights[node]
-                            continue
-                        rights[node] = nxt
-                    else:
-                        count = counts[node]
-                        unders[node] += SUB_DELTA
-                        counts[node] = count + SUB_DELTA
+        if predicted != sub:
+            # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
+            # becomes the context of the next order: `link` is where its index goes (-1: `predicted`).
+            bottom = node
+            link = -1
+            patch = predicted
+            while patch != sub:
+                count = 0
+                node = symbols[patch]
+                if node:
+                    while True:
+                        v = values[node]
+                        if value < v:
+                            unders[node] += 2
+                            child = lefts[node]
+                            if child:
+                                node = child
+                                continue
+                            lefts[node] = nxt
+                        elif value > v:
+                            child = rights[node]
+                            if child:
+                                node = child
+                                continue
+                            rights[node] = nxt
+                        else:
+                            count = counts[node]
+                            unders[node] += 2
+                            counts[node] = count + 2
+                            break
+                        node = 0
                         break
-                    node = 0
-                    break
-            else:
-                symbols[patch] = nxt
-            if not node:
-                if nxt >= size:
-                    m.grow()
-                    size = len(values)
-                node, nxt = nxt, nxt + 1
-                values[node] = value
-                counts[node] = unders[node] = SUB_DELTA
-                lefts[node] = rights[node] = symbols[node] = escapes[node] = totals[node] = parents[node] = 0
-            if link < 0:
-                predicted = node
-            else:
-                parents[link] = node
-            link = node
-            if count <= 0:
-                escapes[patch] += SUB_ESC_DELTA
-                t = totals[patch] = totals[patch] + SUB_ESC_DELTA + SUB_DELTA
-            else:
-                t = totals[patch] = totals[patch] + SUB_DELTA
-            if count > SUB_RESCALE_COUNT or t > RESCALE_TOTAL:
-                m.rescale(patch, 0)
-            patch = parents[patch]
-        if link < 0:
-            predicted = bottom
-        else:
+                else:
+                    symbols[patch] = nxt
+                if not node:
+                    node = nxt
+                    nxt += 1
+                    if nxt >= size:
+                        m.grow()
+                        size = len(values)
+                    values[node] = value
+                    counts[node] = unders[node] = 2
+                if link < 0:
+                    predicted = node
+                else:
+                    parents[link] = node
+                link = node
+                if count <= 0:
+                    escapes[patch] += 5
+                    t = totals[patch] = totals[patch] + 7
+                else:
+                    t = totals[patch] = totals[patch] + 2
+                if count > 251 or t > 65280:
+                    m.rescale(patch, 0)
+                patch = parents[patch]
             parents[link] = bottom
+        else:
+            predicted = node
 
-        if len(out) >= limit:
+        room -= 1
+        if room < 0:
             raise RangeCoderError(f"decompressed data longer than {limit} bytes")
         out.append(value)
-        if order >= ORDER:
+        if order >= 2:
             predicted = parents[predicted]
         else:
             order += 1
-        if nxt >= SYMBOLS - ORDER:  # ENET_RANGE_CODER_FREE_SYMBOLS
+        if nxt >= 4094:  # ENET_RANGE_CODER_FREE_SYMBOLS (SYMBOLS - ORDER); free symbols' links must read 0
+            for links in (lefts, rights, symbols, escapes, totals, parents):
+                links[:nxt] = bytes(nxt)
             m.restart()
             nxt = m.next
             predicted = order = 0
