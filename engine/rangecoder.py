@@ -17,10 +17,25 @@ decoders check for a 0 range anyway, so that no input can hang them.
 
 ENet decompresses a datagram into a 4096-byte buffer (ENET_PROTOCOL_MAXIMUM_MTU) after its header: a receiver's
 `limit` is RECEIVE_BUFFER minus the header (2 or 4 bytes, plus 4 with checksums on).
+
+Why libenet itself runs when it can: this decoder is one adaptive-model update and one range-coder step per output
+byte, and even flattened into one loop over parallel lists CPython does about 1 MB/s, some 30x slower than
+libenet's C (tools/bench_rangecoder.py). A well-kept library already does the job, bit for bit: when the system has
+libenet (Debian's libenet7), `decompress` calls its enet_range_coder_decompress through ctypes, and
+`decompress_python` (the code below) is the fallback when it is missing (or PROTODUMP_RANGECODER=python). The two
+give the same bytes and the same errors on every input: libenet's only answer to a failure is 0 bytes, so on a
+failure, and for what libenet cannot be asked (a limit above RECEIVE_BUFFER, a limit that is not a positive int),
+`decompress` runs the Python decoder, which says why (tests/test_rangecoder.py runs both paths on the same inputs).
+The Python decoder stays the reference and the twin of the Lua one.
 """
 from __future__ import annotations
 
-__all__ = ["RECEIVE_BUFFER", "RangeCoderError", "compress", "decompress"]
+import ctypes
+import ctypes.util
+import os
+import threading
+
+__all__ = ["RECEIVE_BUFFER", "RangeCoderError", "compress", "decompress", "decompress_python", "load_libenet"]
 
 TOP = 1 << 24  # ENET_RANGE_CODER_TOP
 BOTTOM = 1 << 16  # ENET_RANGE_CODER_BOTTOM
@@ -151,8 +166,86 @@ class _Model:
         self.total[ctx] = (total + e + 256 * minimum) & 0xFFFF
 
 
+class ENetBuffer(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dataLength", ctypes.c_size_t)]
+
+
+def load_libenet():
+    """libenet (Debian's libenet7) with the range coder's prototypes, or None."""
+    for name in ("libenet.so.7", ctypes.util.find_library("enet")):
+        if not name:
+            continue
+        try:
+            lib = ctypes.CDLL(name)
+            lib.enet_range_coder_create.restype = ctypes.c_void_p
+        except (OSError, AttributeError):
+            continue
+        lib.enet_range_coder_destroy.argtypes = [ctypes.c_void_p]
+        lib.enet_range_coder_compress.argtypes = [ctypes.c_void_p, ctypes.POINTER(ENetBuffer), ctypes.c_size_t,
+                                                  ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+        lib.enet_range_coder_compress.restype = ctypes.c_size_t
+        lib.enet_range_coder_decompress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                                    ctypes.c_char_p, ctypes.c_size_t]
+        lib.enet_range_coder_decompress.restype = ctypes.c_size_t
+        return lib
+    return None
+
+
+def _libenet_decoder():
+    """A function (data: bytes, limit: 1..RECEIVE_BUFFER) -> libenet's output (b"" for its failure), or None when
+    libenet is missing or PROTODUMP_RANGECODER=python. A coder holds libenet's model (and ctypes drops the GIL
+    during the call), so each thread gets its own coder and output buffer."""
+    if os.environ.get("PROTODUMP_RANGECODER") == "python":
+        return None
+    lib = load_libenet()
+    if lib is None:
+        return None
+    run, create, destroy = lib.enet_range_coder_decompress, lib.enet_range_coder_create, lib.enet_range_coder_destroy
+    local = threading.local()
+
+    class Coder:
+        __slots__ = ("ctx", "out")
+
+        def __init__(self):
+            self.ctx = create()
+            if not self.ctx:
+                raise MemoryError("enet_range_coder_create failed")
+            self.out = ctypes.create_string_buffer(RECEIVE_BUFFER)
+
+        def __del__(self):
+            destroy(self.ctx)
+
+    def decode(data: bytes, limit: int) -> bytes:
+        try:
+            coder = local.coder
+        except AttributeError:
+            coder = local.coder = Coder()
+        out = coder.out
+        return out[:run(coder.ctx, data, len(data), out, limit)]
+
+    return decode
+
+
+_native = None  # the libenet decoder once looked for (False: not there)
+
+
 def decompress(data: bytes, limit: int) -> bytes:
     """enet_range_coder_decompress(data, len(data), out, limit): the decoded bytes, or RangeCoderError where
+    libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet. libenet's own decoder
+    when the system has it, else (and for any failure, to say why) decompress_python: see the module docstring."""
+    global _native
+    native = _native
+    if native is None:
+        native = _native = _libenet_decoder() or False
+    if native and type(limit) is int and limit > 0 and data:
+        out = native(data if type(data) is bytes else bytes(data), min(limit, RECEIVE_BUFFER))
+        if out:
+            return out
+    return decompress_python(data, limit)
+
+
+def decompress_python(data: bytes, limit: int) -> bytes:
+    """enet_range_coder_decompress(data, len(data), out, limit) in Python: the decoded bytes, or RangeCoderError where
     libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
 
     One long function on purpose: the model updates (ENET_CONTEXT_ENCODE, ENET_SYMBOL_CREATE, the total bumps)
