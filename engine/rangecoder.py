@@ -245,11 +245,13 @@ def decompress(data: bytes, limit: int) -> bytes:
 
 
 def decompress_python(data: bytes, limit: int) -> bytes:
-    """enet_range_coder_decompress(data, len(data), out, limit) in Python: the decoded bytes, or RangeCoderError where
-    libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
+    """enet_range_coder_decompress(data, len(data), out, limit) in Python: the decoded bytes, or RangeCoderError
+    where libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
 
-    One long function on purpose: the model updates (ENET_CONTEXT_ENCODE, ENET_SYMBOL_CREATE, the total bumps)
-    are inlined, as in libenet's macros, because a call per symbol halves the speed in Python.
+    One long function on purpose, shaped for CPython's speed: libenet's macros (ENET_CONTEXT_TRY_DECODE / _ROOT_
+    DECODE / _ENCODE, ENET_SYMBOL_CREATE, the total bumps) are inlined, as a call per symbol halves the speed; the
+    order-1/2 contexts and the order-0 one have loops of their own, and each decode step normalises the coder in
+    place (a cheap test first: range >= 2^24 with no carry out of low + range settles it). Constants are literals.
 
     The model's uint16/uint8 members are not masked here, because they provably never wrap: a context's total
     is escapes + its counts (+ 256 in the order-0 context), is rescaled as soon as it passes 65280, and bounds
@@ -262,109 +264,145 @@ def decompress_python(data: bytes, limit: int) -> bytes:
     values, counts, unders, lefts, rights, symbols, escapes, totals, parents = m.lists()
     size = len(values)
     nxt = m.next
-    # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0).
-    # `code` is libenet's decodeCode - decodeLow (mod 2^32): what READ divides, updated as both are.
+    # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0). `code` is libenet's decodeCode minus
+    # decodeLow (mod 2^32), the number ENET_RANGE_CODER_READ divides: kept as such, it is updated like both.
     code = int.from_bytes(bytes(data[:4]).ljust(4, b"\0"), "big")
-    pos, low, rng = min(4, n), 0, M32
+    pos, low, rng = min(4, n), 0, 0xFFFFFFFF
     data = bytes(data) + b"\0"  # one sentinel 0: reads past the end give 0, as libenet's guarded reads do
     out = []
-    room = limit
     predicted = order = 0
 
-    while True:
-        # Escape down from the order-2/1 contexts until one holds the symbol; an escape from the order-0 context
-        # (index 0) ends the data.
+    # One symbol per turn; limit + 1 turns: the last one's symbol would pass the limit (its end escape would not).
+    for _ in range(max(limit, 0) + 1):
+        # Escape down from the order-2/1 contexts until one holds the symbol.
         sub = predicted
-        while True:
+        while sub:
             e = escapes[sub]
             total = totals[sub]
-            if sub and (e <= 0 or e >= total):
+            if e <= 0 or e >= total:
                 sub = parents[sub]
                 continue
             rng //= total  # ENET_RANGE_CODER_READ
             c = (code // rng) & 0xFFFF
-            escaped = c < e
-            if escaped:
-                if not sub:
-                    if not out:
-                        raise RangeCoderError("no data before the end symbol")
-                    return bytes(out)
-                under, count = 0, e
-            elif sub:
-                c -= e  # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error
-                under = 0
-                node = symbols[sub]
-                if not node:
-                    raise RangeCoderError("symbol missing from an empty context")
-                while True:
-                    u = unders[node]
-                    after = under + u
-                    if c >= after:
-                        under = after
-                        node = rights[node]
-                    else:
-                        count = counts[node]
-                        if c >= after - count:
+            if c < e:  # ENET_RANGE_CODER_DECODE(0, escapes, total)
+                rng = (rng * e) & 0xFFFFFFFF
+                while rng < 0x1000000 or low + rng > 0xFFFFFFFF:  # ENET_RANGE_CODER_NORMALIZE, as below
+                    if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
+                        if rng >= 0x10000:
                             break
-                        unders[node] = u + 2
-                        node = lefts[node]
-                    if not node:
-                        raise RangeCoderError("symbol missing from a context")
-                value = values[node]
-                unders[node] = u + 2
-                counts[node] = count + 2
-                under = e + after - count
-            else:
-                c -= e  # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol
-                under, count = 0, 1
-                node = symbols[0]
-                while node:
-                    u = unders[node]
-                    v = values[node]
-                    after = under + u + v + 1
-                    if c >= after:
-                        under += u
-                        child = rights[node]
+                        rng = -low & 0xFFFF
+                    code = ((code << 8) & 0xFFFFFFFF) | data[pos]
+                    if pos < n:
+                        pos += 1
+                    rng = (rng << 8) & 0xFFFFFFFF
+                    low = (low << 8) & 0xFFFFFFFF
+                    if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
+                        raise RangeCoderError("range coder state collapsed")
+                sub = parents[sub]
+                continue
+            # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error. `under` starts at the
+            # escapes, so `after - count` is the symbol's place in the whole context.
+            under = e
+            node = symbols[sub]
+            if not node:
+                raise RangeCoderError("symbol missing from an empty context")
+            while True:
+                u = unders[node]
+                after = under + u
+                if c >= after:
+                    under = after
+                    node = rights[node]
+                else:
+                    count = counts[node]
+                    if c >= after - count:
+                        break
+                    unders[node] = u + 2
+                    node = lefts[node]
+                if not node:
+                    raise RangeCoderError("symbol missing from a context")
+            value = values[node]
+            unders[node] = u + 2
+            counts[node] = count + 2
+            under = (after - count) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
+            low = (low + under) & 0xFFFFFFFF
+            code = (code - under) & 0xFFFFFFFF
+            rng = (rng * count) & 0xFFFFFFFF
+            while rng < 0x1000000 or low + rng > 0xFFFFFFFF:  # ENET_RANGE_CODER_NORMALIZE, as below
+                if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
+                    if rng >= 0x10000:
+                        break
+                    rng = -low & 0xFFFF
+                code = ((code << 8) & 0xFFFFFFFF) | data[pos]
+                if pos < n:
+                    pos += 1
+                rng = (rng << 8) & 0xFFFFFFFF
+                low = (low << 8) & 0xFFFFFFFF
+                if not rng:
+                    raise RangeCoderError("range coder state collapsed")
+            t = totals[sub] = total + 2
+            if count > 251 or t > 65280:
+                m.rescale(sub, 0)
+            break
+        else:
+            # The order-0 context (symbol 0): its escape ends the data.
+            e = escapes[0]
+            total = totals[0]
+            rng //= total
+            c = (code // rng) & 0xFFFF
+            if c < e:
+                if not out:
+                    raise RangeCoderError("no data before the end symbol")
+                return bytes(out)
+            # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol.
+            c -= e
+            under, count = 0, 1
+            node = symbols[0]
+            while node:
+                u = unders[node]
+                v = values[node]
+                after = under + u + v + 1
+                if c >= after:
+                    under += u
+                    child = rights[node]
+                    if child:
+                        node = child
+                        continue
+                    value, under = (v + 1 + c - after) & 0xFF, c
+                    rights[node] = nxt
+                else:
+                    before = counts[node] + 1
+                    unders[node] = u + 3
+                    if c < after - before:
+                        child = lefts[node]
                         if child:
                             node = child
                             continue
-                        value, under = (v + 1 + c - after) & 0xFF, c
-                        rights[node] = nxt
+                        value, under = (v - after + before + c) & 0xFF, c
+                        lefts[node] = nxt
                     else:
-                        before = counts[node] + 1
-                        unders[node] = u + 3
-                        if c < after - before:
-                            child = lefts[node]
-                            if child:
-                                node = child
-                                continue
-                            value, under = (v - after + before + c) & 0xFF, c
-                            lefts[node] = nxt
-                        else:
-                            value, count = v, before
-                            under = after - before
-                            counts[node] = before + 2
-                            break
-                    node = 0  # a new symbol: created below
-                    break
-                else:
-                    value, under = c & 0xFF, c
-                    symbols[0] = nxt
-                if not node:  # ENET_SYMBOL_CREATE (the links of a free symbol are 0 already)
-                    node = nxt
-                    nxt += 1
-                    if nxt >= size:
-                        m.grow()
-                        size = len(values)
-                    values[node] = value
-                    counts[node] = unders[node] = 3
-                under += e
-            # ENET_RANGE_CODER_DECODE(under, count, total)
-            if under:
-                under *= rng
-                low = (low + under) & 0xFFFFFFFF
-                code = (code - under) & 0xFFFFFFFF
+                        value, count = v, before
+                        under = after - before
+                        counts[node] = before + 2
+                        break
+                node = 0  # a new symbol: created below
+                break
+            else:
+                value, under = c & 0xFF, c
+                symbols[0] = nxt
+            if not node:  # ENET_SYMBOL_CREATE (the links of a free symbol are 0 already)
+                node = nxt
+                nxt += 1
+                if nxt >= size:
+                    m.grow()
+                    size = len(values)
+                values[node] = value
+                counts[node] = unders[node] = 3
+            under = (under + e) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
+            low = (low + under) & 0xFFFFFFFF
+            code = (code - under) & 0xFFFFFFFF
             rng = (rng * count) & 0xFFFFFFFF
+            # ENET_RANGE_CODER_NORMALIZE: shift out settled top bytes (and, below 2^16, cut the range to the next
+            # 2^16 boundary of low). range >= 2^24 without a carry out of low + range settles it at once.
             while rng < 0x1000000 or low + rng > 0xFFFFFFFF:
                 if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
                     if rng >= 0x10000:
@@ -375,20 +413,11 @@ def decompress_python(data: bytes, limit: int) -> bytes:
                     pos += 1
                 rng = (rng << 8) & 0xFFFFFFFF
                 low = (low << 8) & 0xFFFFFFFF
-                if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
+                if not rng:
                     raise RangeCoderError("range coder state collapsed")
-            if escaped:
-                sub = parents[sub]
-                continue
-            if sub:
-                t = totals[sub] = total + 2
-                if count > 251 or t > 65280:
-                    m.rescale(sub, 0)
-            else:
-                t = totals[0] = total + 3
-                if count > 250 or t > 65280:
-                    m.rescale(0, ROOT_MIN)
-            break
+            t = totals[0] = total + 3
+            if count > 250 or t > 65280:
+                m.rescale(0, 1)
 
         if predicted != sub:
             # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
@@ -449,10 +478,7 @@ def decompress_python(data: bytes, limit: int) -> bytes:
         else:
             predicted = node
 
-        room -= 1
-        if room < 0:
-            raise RangeCoderError(f"decompressed data longer than {limit} bytes")
-        out.append(value)
+        out.append(value)  # ENET_RANGE_CODER_OUTPUT
         if order >= 2:
             predicted = parents[predicted]
         else:
@@ -463,6 +489,7 @@ def decompress_python(data: bytes, limit: int) -> bytes:
             m.restart()
             nxt = m.next
             predicted = order = 0
+    raise RangeCoderError(f"decompressed data longer than {limit} bytes")
 
 
 def compress(data: bytes) -> bytes:
