@@ -255,8 +255,11 @@ def decompress_python(data: bytes, limit: int) -> bytes:
 
     The model's uint16/uint8 members are not masked here, because they provably never wrap: a context's total
     is escapes + its counts (+ 256 in the order-0 context), is rescaled as soon as it passes 65280, and bounds
-    every `under` and `after`; a count is rescaled as soon as it passes 251. What does wrap on garbage is masked:
-    the uint32 coder state, the uint16 `code` read from it and the uint8 value of a new order-0 symbol."""
+    every `under` and `after`; a count is rescaled as soon as it passes 251. What does wrap on garbage is masked
+    (only when it does: a test is cheaper than a mask on CPython's 2-digit ints): the uint32 coder state, the
+    uint16 `code` read from it and the uint8 value of a new order-0 symbol. range * count needs no mask: a
+    context's total is the sum of its escapes and counts (plus the minimums), so count <= total and the product is
+    at most the range before READ divided it."""
     n = len(data)
     if n <= 0:
         raise RangeCoderError("no compressed data")
@@ -283,9 +286,11 @@ def decompress_python(data: bytes, limit: int) -> bytes:
                 sub = parents[sub]
                 continue
             rng //= total  # ENET_RANGE_CODER_READ
-            c = (code // rng) & 0xFFFF
+            c = code // rng
+            if c > 0xFFFF:
+                c &= 0xFFFF
             if c < e:  # ENET_RANGE_CODER_DECODE(0, escapes, total)
-                rng = (rng * e) & 0xFFFFFFFF
+                rng *= e
                 while rng < 0x1000000 or low + rng > 0xFFFFFFFF:  # ENET_RANGE_CODER_NORMALIZE, as below
                     if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
                         if rng >= 0x10000:
@@ -324,9 +329,13 @@ def decompress_python(data: bytes, limit: int) -> bytes:
             unders[node] = u + 2
             counts[node] = count + 2
             under = (after - count) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
-            low = (low + under) & 0xFFFFFFFF
-            code = (code - under) & 0xFFFFFFFF
-            rng = (rng * count) & 0xFFFFFFFF
+            low += under
+            if low > 0xFFFFFFFF:
+                low &= 0xFFFFFFFF
+            code -= under
+            if code < 0:
+                code &= 0xFFFFFFFF
+            rng *= count
             while rng < 0x1000000 or low + rng > 0xFFFFFFFF:  # ENET_RANGE_CODER_NORMALIZE, as below
                 if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
                     if rng >= 0x10000:
@@ -348,7 +357,9 @@ def decompress_python(data: bytes, limit: int) -> bytes:
             e = escapes[0]
             total = totals[0]
             rng //= total
-            c = (code // rng) & 0xFFFF
+            c = code // rng
+            if c > 0xFFFF:
+                c &= 0xFFFF
             if c < e:
                 if not out:
                     raise RangeCoderError("no data before the end symbol")
@@ -398,9 +409,13 @@ def decompress_python(data: bytes, limit: int) -> bytes:
                 values[node] = value
                 counts[node] = unders[node] = 3
             under = (under + e) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
-            low = (low + under) & 0xFFFFFFFF
-            code = (code - under) & 0xFFFFFFFF
-            rng = (rng * count) & 0xFFFFFFFF
+            low += under
+            if low > 0xFFFFFFFF:
+                low &= 0xFFFFFFFF
+            code -= under
+            if code < 0:
+                code &= 0xFFFFFFFF
+            rng *= count
             # ENET_RANGE_CODER_NORMALIZE: shift out settled top bytes (and, below 2^16, cut the range to the next
             # 2^16 boundary of low). range >= 2^24 without a carry out of low + range settles it at once.
             while rng < 0x1000000 or low + rng > 0xFFFFFFFF:
