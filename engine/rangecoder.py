@@ -265,8 +265,9 @@ def decompress_python(data: bytes, limit: int) -> bytes:
         raise RangeCoderError("no compressed data")
     m = _Model()
     values, counts, unders, lefts, rights, symbols, escapes, totals, parents = m.lists()
-    size = len(values)
     nxt = m.next
+    # A symbol creates at most 3 symbols (order 0, 1, 2): the lists grow, or the model restarts, between symbols.
+    bound = min(len(values) - 3, SYMBOLS - ORDER)
     # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0). `code` is libenet's decodeCode minus
     # decodeLow (mod 2^32), the number ENET_RANGE_CODER_READ divides: kept as such, it is updated like both.
     code = int.from_bytes(bytes(data[:4]).ljust(4, b"\0"), "big")
@@ -277,147 +278,22 @@ def decompress_python(data: bytes, limit: int) -> bytes:
 
     # One symbol per turn; limit + 1 turns: the last one's symbol would pass the limit (its end escape would not).
     for _ in range(max(limit, 0) + 1):
-        # Escape down from the order-2/1 contexts until one holds the symbol.
+        # Escape down from the order-2/1 contexts (sub > 0) until one holds the symbol; an escape from the order-0
+        # context (sub = 0) ends the data.
         sub = predicted
-        while sub:
-            e = escapes[sub]
-            total = totals[sub]
-            if e <= 0 or e >= total:
-                sub = parents[sub]
-                continue
-            rng //= total  # ENET_RANGE_CODER_READ
-            c = code // rng
-            if c > 0xFFFF:
-                c &= 0xFFFF
-            if c < e:  # ENET_RANGE_CODER_DECODE(0, escapes, total)
-                rng *= e
-                while rng < 0x1000000 or low + rng > 0xFFFFFFFF:  # ENET_RANGE_CODER_NORMALIZE, as below
-                    if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
-                        if rng >= 0x10000:
-                            break
-                        rng = -low & 0xFFFF
-                    code = ((code << 8) & 0xFFFFFFFF) | data[pos]
-                    if pos < n:
-                        pos += 1
-                    rng = (rng << 8) & 0xFFFFFFFF
-                    low = (low << 8) & 0xFFFFFFFF
-                    if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
-                        raise RangeCoderError("range coder state collapsed")
-                sub = parents[sub]
-                continue
-            # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error. `under` starts at the
-            # escapes, so `after - count` is the symbol's place in the whole context.
-            under = e
-            node = symbols[sub]
-            if not node:
-                raise RangeCoderError("symbol missing from an empty context")
-            while True:
-                u = unders[node]
-                after = under + u
-                if c >= after:
-                    under = after
-                    node = rights[node]
-                else:
-                    count = counts[node]
-                    if c >= after - count:
-                        break
-                    unders[node] = u + 2
-                    node = lefts[node]
-                if not node:
-                    raise RangeCoderError("symbol missing from a context")
-            value = values[node]
-            unders[node] = u + 2
-            counts[node] = count + 2
-            under = (after - count) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
-            low += under
-            if low > 0xFFFFFFFF:
-                low &= 0xFFFFFFFF
-            code -= under
-            if code < 0:
-                code &= 0xFFFFFFFF
-            rng *= count
-            while rng < 0x1000000 or low + rng > 0xFFFFFFFF:  # ENET_RANGE_CODER_NORMALIZE, as below
-                if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
-                    if rng >= 0x10000:
-                        break
-                    rng = -low & 0xFFFF
-                code = ((code << 8) & 0xFFFFFFFF) | data[pos]
-                if pos < n:
-                    pos += 1
-                rng = (rng << 8) & 0xFFFFFFFF
-                low = (low << 8) & 0xFFFFFFFF
-                if not rng:
-                    raise RangeCoderError("range coder state collapsed")
-            t = totals[sub] = total + 2
-            if count > 251 or t > 65280:
-                m.rescale(sub, 0)
-            break
-        else:
-            # The order-0 context (symbol 0): its escape ends the data.
-            e = escapes[0]
-            total = totals[0]
-            rng //= total
-            c = code // rng
-            if c > 0xFFFF:
-                c &= 0xFFFF
-            if c < e:
-                if not out:
-                    raise RangeCoderError("no data before the end symbol")
-                return bytes(out)
-            # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol.
-            c -= e
-            under, count = 0, 1
-            node = symbols[0]
-            while node:
-                u = unders[node]
-                v = values[node]
-                after = under + u + v + 1
-                if c >= after:
-                    under += u
-                    child = rights[node]
-                    if child:
-                        node = child
-                        continue
-                    value, under = (v + 1 + c - after) & 0xFF, c
-                    rights[node] = nxt
-                else:
-                    before = counts[node] + 1
-                    unders[node] = u + 3
-                    if c < after - before:
-                        child = lefts[node]
-                        if child:
-                            node = child
-                            continue
-                        value, under = (v - after + before + c) & 0xFF, c
-                        lefts[node] = nxt
-                    else:
-                        value, count = v, before
-                        under = after - before
-                        counts[node] = before + 2
-                        break
-                node = 0  # a new symbol: created below
-                break
+        while True:
+            if sub:
+                e = escapes[sub]
+                total = totals[sub]
+                if e <= 0 or e >= total:
+                    sub = parents[sub]
+                    continue
             else:
-                value, under = c & 0xFF, c
-                symbols[0] = nxt
-            if not node:  # ENET_SYMBOL_CREATE (the links of a free symbol are 0 already)
-                node = nxt
-                nxt += 1
-                if nxt >= size:
-                    m.grow()
-                    size = len(values)
-                values[node] = value
-                counts[node] = unders[node] = 3
-            under = (under + e) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
-            low += under
-            if low > 0xFFFFFFFF:
-                low &= 0xFFFFFFFF
-            code -= under
-            if code < 0:
-                code &= 0xFFFFFFFF
-            rng *= count
-            # ENET_RANGE_CODER_NORMALIZE: shift out settled top bytes (and, below 2^16, cut the range to the next
-            # 2^16 boundary of low). range >= 2^24 without a carry out of low + range settles it at once.
+                e = escapes[0]
+                total = totals[0]
+            # ENET_RANGE_CODER_NORMALIZE of the previous DECODE, done here, before the READ that needs it (the
+            # seed needs none): shift out settled top bytes (and, below 2^16, cut the range to the next 2^16
+            # boundary of low). A range >= 2^24 without a carry out of low + range settles it at once.
             while rng < 0x1000000 or low + rng > 0xFFFFFFFF:
                 if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
                     if rng >= 0x10000:
@@ -428,11 +304,102 @@ def decompress_python(data: bytes, limit: int) -> bytes:
                     pos += 1
                 rng = (rng << 8) & 0xFFFFFFFF
                 low = (low << 8) & 0xFFFFFFFF
-                if not rng:
+                if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
                     raise RangeCoderError("range coder state collapsed")
-            t = totals[0] = total + 3
-            if count > 250 or t > 65280:
-                m.rescale(0, 1)
+            rng //= total  # ENET_RANGE_CODER_READ
+            c = code // rng
+            if c > 0xFFFF:
+                c &= 0xFFFF
+            if c < e:  # ENET_RANGE_CODER_DECODE(0, escapes, total)
+                if not sub:
+                    if not out:
+                        raise RangeCoderError("no data before the end symbol")
+                    return bytes(out)
+                rng *= e
+                sub = parents[sub]
+                continue
+            if sub:
+                # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error. `under` starts at the
+                # escapes, so `after - count` is the symbol's place in the whole context.
+                under = e
+                node = symbols[sub]
+                if not node:
+                    raise RangeCoderError("symbol missing from an empty context")
+                while True:
+                    u = unders[node]
+                    after = under + u
+                    if c >= after:
+                        under = after
+                        node = rights[node]
+                    else:
+                        count = counts[node]
+                        if c >= after - count:
+                            break
+                        unders[node] = u + 2
+                        node = lefts[node]
+                    if not node:
+                        raise RangeCoderError("symbol missing from a context")
+                value = values[node]
+                unders[node] = u + 2
+                counts[node] = count + 2
+                under = (after - count) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
+                t = totals[sub] = total + 2
+                if count > 251 or t > 65280:
+                    m.rescale(sub, 0)
+            else:
+                # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol.
+                c -= e
+                under, count = 0, 1
+                node = symbols[0]
+                while node:
+                    u = unders[node]
+                    v = values[node]
+                    after = under + u + v + 1
+                    if c >= after:
+                        under += u
+                        child = rights[node]
+                        if child:
+                            node = child
+                            continue
+                        value, under = (v + 1 + c - after) & 0xFF, c
+                        rights[node] = nxt
+                    else:
+                        before = counts[node] + 1
+                        unders[node] = u + 3
+                        if c < after - before:
+                            child = lefts[node]
+                            if child:
+                                node = child
+                                continue
+                            value, under = (v - after + before + c) & 0xFF, c
+                            lefts[node] = nxt
+                        else:
+                            value, count = v, before
+                            under = after - before
+                            counts[node] = before + 2
+                            break
+                    node = 0  # a new symbol: created below
+                    break
+                else:
+                    value, under = c & 0xFF, c
+                    symbols[0] = nxt
+                if not node:  # ENET_SYMBOL_CREATE (the links of a free symbol are 0 already)
+                    node = nxt
+                    nxt += 1
+                    values[node] = value
+                    counts[node] = unders[node] = 3
+                under = (under + e) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
+                t = totals[0] = total + 3
+                if count > 250 or t > 65280:
+                    m.rescale(0, 1)
+            low += under
+            if low > 0xFFFFFFFF:
+                low &= 0xFFFFFFFF
+            code -= under
+            if code < 0:
+                code &= 0xFFFFFFFF
+            rng *= count
+            break
 
         if predicted != sub:
             # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
@@ -471,9 +438,6 @@ def decompress_python(data: bytes, limit: int) -> bytes:
                 if not node:
                     node = nxt
                     nxt += 1
-                    if nxt >= size:
-                        m.grow()
-                        size = len(values)
                     values[node] = value
                     counts[node] = unders[node] = 2
                 if link < 0:
@@ -498,7 +462,12 @@ def decompress_python(data: bytes, limit: int) -> bytes:
             predicted = parents[predicted]
         else:
             order += 1
-        if nxt >= 4094:  # ENET_RANGE_CODER_FREE_SYMBOLS (SYMBOLS - ORDER); free symbols' links must read 0
+        if nxt >= bound:
+            if nxt < SYMBOLS - ORDER:
+                m.grow()
+                bound = min(len(values) - 3, SYMBOLS - ORDER)
+                continue
+            # ENET_RANGE_CODER_FREE_SYMBOLS; free symbols' links must read 0
             for links in (lefts, rights, symbols, escapes, totals, parents):
                 links[:nxt] = bytes(nxt)
             m.restart()
