@@ -13,14 +13,14 @@ would pass the caller's limit (it never truncates), and for a stream that ends b
 `decompress` raises RangeCoderError in each case instead. libenet's normalisation loop would spin forever if
 the range ever shifted out to 0; that needs low + range to pass 2^32 with equal top bytes, and the only decode
 that can push low + range past 2^32 (a corrupt order-0 one) leaves range < 2^24, so the top bytes differ. The
-decoders check for a 0 range anyway, so that no input can hang them.
+Python and Lua decoders check for a 0 range anyway, so that no input can hang them (libenet relies on the above).
 
 ENet decompresses a datagram into a 4096-byte buffer (ENET_PROTOCOL_MAXIMUM_MTU) after its header: a receiver's
 `limit` is RECEIVE_BUFFER minus the header (2 or 4 bytes, plus 4 with checksums on).
 
 Why libenet itself runs when it can: this decoder is one adaptive-model update and one range-coder step per output
-byte, and even flattened into one loop over parallel lists CPython does about 1 MB/s, some 30x slower than
-libenet's C (tools/bench_rangecoder.py). A well-kept library already does the job, bit for bit: when the system has
+byte, and even flattened into one loop over parallel lists CPython does about 1 MB/s, some 25 to 35x slower
+than libenet's C (tools/bench_rangecoder.py; README, "The range decoder"). A well-kept library already does the job, bit for bit: when the system has
 libenet (Debian's libenet7), `decompress` calls its enet_range_coder_decompress through ctypes, and
 `decompress_python` (the code below) is the fallback when it is missing (or PROTODUMP_RANGECODER=python). The two
 give the same bytes and the same errors on every input: libenet's only answer to a failure is 0 bytes, so on a
@@ -249,9 +249,9 @@ def decompress_python(data: bytes, limit: int) -> bytes:
     where libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
 
     One long function on purpose, shaped for CPython's speed: libenet's macros (ENET_CONTEXT_TRY_DECODE / _ROOT_
-    DECODE / _ENCODE, ENET_SYMBOL_CREATE, the total bumps) are inlined, as a call per symbol halves the speed; the
-    order-1/2 contexts and the order-0 one have loops of their own, and each decode step normalises the coder in
-    place (a cheap test first: range >= 2^24 with no carry out of low + range settles it). Constants are literals.
+    DECODE / _ENCODE, ENET_SYMBOL_CREATE, the total bumps) are inlined, as a call per symbol halves the speed;
+    constants are literals; the coder is normalised before each READ rather than after each DECODE (nothing in
+    between uses it), with a cheap test first; the output limit bounds the symbol loop.
 
     The model's uint16/uint8 members are not masked here, because they provably never wrap: a context's total
     is escapes + its counts (+ 256 in the order-0 context), is rescaled as soon as it passes 65280, and bounds
