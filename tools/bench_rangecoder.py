@@ -9,8 +9,9 @@ too.
     python tools/bench_rangecoder.py --size 200 --count 2000 --repeat 5 --no-lua
 
 Inputs: every compressed datagram of the ENet captures (replayed to about --count x --size bytes), and synthetic
-ENet-like datagrams (command headers, small integers, text) compressed by libenet. Each timing is the best of
---repeat runs (the Lua ones: the mean of --repeat passes inside one process, by os.clock).
+ENet-like datagrams (command headers, small integers, text) compressed by libenet. Each timing is CPU time (as
+Lua's os.clock), so that a loaded machine skews no ratio: the best of --repeat runs (the Lua ones: the mean of
+--repeat passes inside one process).
 
 This file also holds the ctypes binding to libenet's range coder (`Oracle`), the extraction of compressed
 datagrams from captures and the standalone Lua driver, which tests/test_rangecoder.py reuses.
@@ -144,9 +145,9 @@ def enet_like(rnd: random.Random, size: int) -> bytes:
 def best(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return min(times)
 
 
