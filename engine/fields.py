@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import struct
+from functools import cache
 from math import gcd
 
 from .context import Ctx, Truncated
@@ -96,6 +97,20 @@ class Field:
     def take(self, ctx: Ctx, parent: Item, offset: int, raw) -> None:
         raise NotImplementedError
 
+    # --- NULL tree (engine.demand): the values into the scope, as decode/take put them, and no items or experts
+    def scan(self, ctx: Ctx) -> None:
+        """Read this field's values into the scope and move on, building nothing (Wireshark's NULL tree). The
+        fallback decodes into a throwaway item; the common words do it without one."""
+        size = self.size
+        if self.codes is not None and ctx.pos + size <= ctx.end and _stores(self):
+            raw = struct.unpack_from(self.endian + "".join(self.codes), ctx.data, ctx.pos)
+            self.store(ctx.scopes[-1], raw[0] if len(raw) == 1 else raw)
+            ctx.pos += size
+            return
+        self.decode(ctx, Item(None))
+
+    store = None     # store(scope, raw): what take() puts into the scope, on the words that define both
+
     def encode(self, values: dict, out: bytearray) -> None:
         value = values.get(self.name, self.default())
         out += struct.pack(self.endian + "".join(self.codes), *(value if len(self.codes) > 1 else (value,)))
@@ -170,6 +185,9 @@ class Number(Field):
         self.info = b.field(self.abbrev, self.label, self.ftype, base=self.base, values=self.values,
                             description=self.description)
 
+    def store(self, scope, raw):
+        scope[self.name] = raw
+
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
         item = parent.add(Item(self.info, raw, offset, self.width, None, False, ctx.source))
@@ -232,6 +250,9 @@ class Flags(Field):
                                 bits=self.size * 8)
         return bound
 
+    def store(self, scope, raw):
+        scope[self.name] = raw
+
     def take(self, ctx, parent, offset, raw):
         self.number.take(ctx, parent, offset, raw)
         item = parent.children[-1]
@@ -257,6 +278,9 @@ class Padding(Field):
 
     def register(self, b):
         self.info = b.field(self.abbrev, "Padding", "bytes")
+
+    def store(self, scope, raw):
+        scope[self.name] = raw
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
@@ -323,6 +347,9 @@ class Bytes(Field):
     def register(self, b):
         self.info = b.field(self.abbrev, self.label, "bytes")
 
+    def store(self, scope, raw):
+        scope[self.name] = raw
+
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
         parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
@@ -340,6 +367,13 @@ class Bytes(Field):
         self.take(ctx, parent, ctx.pos, raw)
         ctx.pos += n
 
+    def scan(self, ctx):
+        if self.size is not None or self.length is None:
+            return Field.scan(self, ctx)
+        n = min(ctx.lookup(self.length), ctx.end - ctx.pos)
+        ctx.scopes[-1][self.name] = ctx.data[ctx.pos:ctx.pos + n]
+        ctx.pos += n
+
     def encode(self, values, out):
         out += values.get(self.name, b"")
 
@@ -355,7 +389,7 @@ class Bytes(Field):
 class Run:
     """Consecutive fixed fields of one byte order, read with one precompiled struct.unpack_from."""
 
-    __slots__ = ("fields", "fmt", "size", "spans")
+    __slots__ = ("fields", "fmt", "size", "spans", "stores")
 
     def __init__(self, fields: list[Field]):
         self.fields = fields
@@ -368,6 +402,7 @@ class Run:
             self.spans.append((f, offset, index, len(f.codes)))
             offset += f.size
             index += len(f.codes)
+        self.stores = all(_stores(f) for f in fields)
 
     def decode(self, ctx: Ctx, parent: Item) -> None:
         pos = ctx.pos
@@ -379,6 +414,31 @@ class Run:
         for f, offset, index, count in self.spans:
             f.take(ctx, parent, pos + offset, raw[index] if count == 1 else raw[index:index + count])
         ctx.pos = pos + self.size
+
+    def scan(self, ctx: Ctx) -> None:
+        pos = ctx.pos
+        if pos + self.size > ctx.end or not self.stores:
+            self.decode(ctx, Item(None))      # the short read and its Truncated, as decode does them
+            return
+        raw = self.fmt.unpack_from(ctx.data, pos)
+        scope = ctx.scopes[-1]
+        for f, _offset, index, count in self.spans:
+            f.store(scope, raw[index] if count == 1 else raw[index:index + count])
+        ctx.pos = pos + self.size
+
+
+def _stores(f: Field) -> bool:
+    return _stores_class(type(f))
+
+
+@cache
+def _stores_class(cls) -> bool:
+    """Whether store() puts into the scope exactly what take() does: the nearest class that defines either
+    defines both (a block that overrides take() alone is decoded, not stored)."""
+    for klass in cls.__mro__:
+        if "take" in klass.__dict__ or "store" in klass.__dict__:
+            return "take" in klass.__dict__ and "store" in klass.__dict__
+    return False
 
 
 def _runs(fields: list[Field]) -> list:
@@ -445,6 +505,20 @@ class Struct(Field):
             if self.summary:
                 item.label = format_template(self.summary, scope)
 
+    def scan(self, ctx):
+        if self.label is None:
+            for step in self.steps:
+                step.scan(ctx)
+            return
+        scope: dict = {}
+        ctx.scopes[-1][self.name] = scope
+        ctx.scopes.append(scope)
+        try:
+            for step in self.steps:
+                step.scan(ctx)
+        finally:
+            ctx.scopes.pop()
+
     def encode(self, values, out):
         scope = values if self.label is None else values.get(self.name, {})
         for f in self.fields:
@@ -485,6 +559,10 @@ class Packet(Struct):
     def decode(self, ctx, parent):
         for step in self.steps:
             step.decode(ctx, parent)
+
+    def scan(self, ctx):
+        for step in self.steps:
+            step.scan(ctx)
 
     def encode(self, values, out):
         for f in self.fields:
