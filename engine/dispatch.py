@@ -115,7 +115,7 @@ class Packet:
                     _index_all(index, layer)
             else:
                 names = demand.names
-                for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
+                for layer in [*self.decoded.layers_for(demand.roots, names), *_with_top_items(self.games)]:
                     index.setdefault(layer.proto, []).append(layer.item)
                     root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
                     if root in demand.roots:     # else only its presence is read
@@ -224,6 +224,8 @@ class Stack:
         if meta:
             ctx.meta = meta
         ctx.demand = asked
+        if asked:
+            ctx.asked = demand.plain(proto, asked)
         slot = len(self.infos)               # infos in layer order: the layers this one hands up come after it
         self.infos.append((proto.name, ""))
         self.depth += 1

@@ -134,6 +134,14 @@ class Field:
         if self.info is not None:
             yield self.info
 
+    def abbrevs(self) -> frozenset:
+        """The abbrevs of every item this field (and any field in it) can make: a run reading none of them
+        (Ctx.asked) needs only its values (scan)."""
+        known = self.__dict__.get("_abbrevs")
+        if known is None:
+            known = self.__dict__["_abbrevs"] = frozenset(i.abbrev for i in self.infos() if i is not None)
+        return known
+
 
 def _stateful(value) -> bool:
     if isinstance(value, Field):
@@ -389,7 +397,7 @@ class Bytes(Field):
 class Run:
     """Consecutive fixed fields of one byte order, read with one precompiled struct.unpack_from."""
 
-    __slots__ = ("fields", "fmt", "size", "spans", "stores")
+    __slots__ = ("fields", "fmt", "size", "spans", "stores", "plans")
 
     def __init__(self, fields: list[Field]):
         self.fields = fields
@@ -403,6 +411,7 @@ class Run:
             offset += f.size
             index += len(f.codes)
         self.stores = all(_stores(f) for f in fields)
+        self.plans: dict = {}    # Ctx.asked -> spans with whether each field's items are read (None: none is)
 
     def decode(self, ctx: Ctx, parent: Item) -> None:
         pos = ctx.pos
@@ -410,9 +419,39 @@ class Run:
             for f in self.fields:     # read what fits, then stop with a Malformed expert
                 f.decode(ctx, parent)
             return
+        asked = ctx.asked
+        if asked is not None:
+            return self.decode_asked(ctx, parent, asked)
         raw = self.fmt.unpack_from(ctx.data, pos)
         for f, offset, index, count in self.spans:
             f.take(ctx, parent, pos + offset, raw[index] if count == 1 else raw[index:index + count])
+        ctx.pos = pos + self.size
+
+    def decode_asked(self, ctx: Ctx, parent: Item, asked: frozenset) -> None:
+        """Items only for the fields a run reads (Ctx.asked); the others' values go into the scope."""
+        plan = self.plans.get(asked, False)
+        if plan is False:
+            plan = [(f, offset, index, count, not f.abbrevs().isdisjoint(asked), _stores(f))
+                    for f, offset, index, count in self.spans]
+            if not any(read for *_, read, _ in plan) and self.stores:
+                plan = None
+            if len(self.plans) < 64:
+                self.plans[asked] = plan
+        if plan is None:
+            return self.scan(ctx)
+        pos = ctx.pos
+        raw = self.fmt.unpack_from(ctx.data, pos)
+        scope, spare = ctx.scopes[-1], None
+        for f, offset, index, count, read, stores in plan:
+            value = raw[index] if count == 1 else raw[index:index + count]
+            if read:
+                f.take(ctx, parent, pos + offset, value)
+            elif stores:
+                f.store(scope, value)
+            else:                     # a block whose take() does more than store: its items are let go
+                if spare is None:
+                    spare = Item(None)
+                f.take(ctx, spare, pos + offset, value)
         ctx.pos = pos + self.size
 
     def scan(self, ctx: Ctx) -> None:
@@ -488,6 +527,9 @@ class Struct(Field):
         return bound
 
     def decode(self, ctx, parent):
+        asked = ctx.asked
+        if asked is not None and asked.isdisjoint(self.abbrevs()):
+            return self.scan(ctx)        # nothing under it is read (Ctx.asked): its values only
         if self.label is None:
             for step in self.steps:
                 step.decode(ctx, parent)
@@ -557,6 +599,9 @@ class Packet(Struct):
         return bound
 
     def decode(self, ctx, parent):
+        asked = ctx.asked
+        if asked is not None and asked.isdisjoint(self.abbrevs()):
+            return self.scan(ctx)
         for step in self.steps:
             step.decode(ctx, parent)
 
