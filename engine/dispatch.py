@@ -386,11 +386,12 @@ class Dispatcher:
             return stack.packet()
         lifetimes, ns = self.lifetimes, frame.ts_ns
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
-        for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
-            self.forget(pair)
-            if lifetimes.ended_last:
-                for hook in self.ended_hooks:
-                    hook(pair)
+        if lifetimes.due(now):
+            for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
+                self.forget(pair)
+                if lifetimes.ended_last:
+                    for hook in self.ended_hooks:
+                        hook(pair)
         note = lifetimes.touch(stack.pair, now)
         if d.transport == "udp":
             if d.payload:                 # tshark hands no empty payload to a sub-dissector

@@ -61,6 +61,15 @@ class Lifetimes:
             self.live.pop(pair, None)
             self.ending[pair] = now
 
+    def due(self, now: float) -> bool:
+        """Whether expired(now) has anything to give (a cheap test made on every frame)."""
+        ending, live = self.ending, self.live
+        if len(live) + len(ending) > self.cap or STATE.used > STATE.limit:
+            return True
+        if ending and next(iter(ending.values())) < now - self.linger:
+            return True
+        return bool(live) and next(iter(live.values())) < now - self.timeout
+
     def expired(self, now: float) -> Iterator:
         """The pairs to free now (ended and lingered, idle too long, beyond the cap or the state budget): the
         caller frees each before the next is chosen (freeing gives its state bytes back)."""
