@@ -165,7 +165,7 @@ def walk_commands(p, ctx: Ctx, prefs: dict, body: bytes, start: int, end: int, s
     g, names = p.generated, []
     kept = ctx.scopes[0].setdefault("commands", [])      # each command's values (the Python API, tests)
     sub = Ctx(body, start, end, ctx.tree, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-    sub.source, sub.prefs = source, ctx.prefs
+    sub.source, sub.prefs, sub.asked = source, ctx.prefs, ctx.asked     # the commands: items for the asked fields
     while sub.pos < sub.end:
         at = sub.pos
         item = ctx.tree.add(Item(g.command, None, at, 0, "Command", False, source))

@@ -90,6 +90,12 @@ class Ctx:
         layer.after.append(item)
         return item
 
+    def charge_state(self, n: int) -> None:
+        """This conversation now holds n more bytes of heavy state (an inflate window): counted against
+        protodump.state_budget (engine.dispatch.Dispatcher.charge; outside a frame's stack, nothing counts)."""
+        if self.stack is not None:
+            self.stack.dispatcher.charge(self.stack, n)
+
     def end_conversation(self) -> None:
         """The conversation ends with this packet (ENet DISCONNECT, ...): its state is freed shortly after
         (engine.lifetime)."""

@@ -89,7 +89,8 @@ def _frames(name):
 @pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])
 def test_the_plugin_state_budget_drops_conversations_without_error(request, wireshark):
     """A state budget smaller than one inflate window: the compressed WebSocket connection is dropped at its
-    first inflated message (its windows and assembly freed), noted on its next packet, and the plugin goes on."""
+    first inflated message (its windows and assembly freed), noted where its next layer starts it again (the
+    same frame), and the plugin goes on; Python drops and notes it at the same frame."""
     tshark = request.getfixturevalue(wireshark)
     tmp = ROOT / "tests" / "tmp"
     tmp.mkdir(exist_ok=True)
@@ -103,3 +104,15 @@ def test_the_plugin_state_budget_drops_conversations_without_error(request, wire
     err = run.stderr.decode() if isinstance(run.stderr, bytes) else run.stderr
     assert "Lua" not in err and "rror" not in out.replace("Error/", "")
     assert "conversation state over 1000 bytes: protodump.state_budget" in out
+    # Python frees it at the same frame (the charging one, whose Freeblox layer starts it again) with the same note
+    theirs = {line.split("\t")[0]: line.split("\t", 1)[1] for line in out.splitlines()
+              if "Conversation state was dropped" in line}
+    notes = {}
+
+    def watch(d, packet):
+        for item in packet.index().get("_ws.expert", ()):
+            if "Conversation state was dropped" in item.expert_info.message:
+                notes[str(packet.number)] = item.expert_info.message
+
+    _decode(ROOT / "captures" / "freeblox-session.pcap", {"protodump.state_budget": "1000"}, watch)
+    assert list(notes) == list(theirs) == ["8"] and notes["8"] in theirs["8"]
