@@ -94,6 +94,12 @@ def scan_datagram(p, ctx: Ctx, prefs: dict) -> str:
     return ""
 
 
+def shown(ctx: Ctx, *infos) -> bool:
+    """Whether items of these fields are read: always, unless the run reads only some fields (Ctx.asked)."""
+    asked = ctx.asked
+    return asked is None or any(info.abbrev in asked for info in infos)
+
+
 def read_header(p, ctx: Ctx, checksum_on: bool) -> bool:
     """Peer id word, sent time when flagged, checksum when the preference says so; False when truncated."""
     try:
@@ -118,6 +124,9 @@ def show_range_coded(p, ctx: Ctx, coded: bytes, body: bytes | None) -> int | Non
     """The range-coded bytes, then (when they decode) the decompressed buffer as a data source of its own, its
     length and the compression ratio. Returns the source index, None when the data does not decode."""
     g, tree = p.generated, ctx.tree
+    if not shown(ctx, g.compressed_data, g.decompressed_length, g.ratio):
+        ctx.pos = ctx.end
+        return None if body is None else ctx.new_source("Decompressed ENet", body)
     item = tree.add(Item(g.compressed_data, coded, ctx.pos, len(coded), None, False, ctx.source))
     ctx.pos = ctx.end
     if body is None:
@@ -151,6 +160,8 @@ def show_connection(p, ctx: Ctx) -> None:
     if connect is None or connect["frame"] >= ctx.frame:
         return
     g = p.generated
+    if not shown(ctx, g.connection, g.conn_frame, g.conn_data, g.conn_channels, g.conn_mtu):
+        return
     at, src = ctx.pos, ctx.source
     node = ctx.tree.add(Item(g.connection, None, at, 0, f"Connection (CONNECT in frame {connect['frame']})", True,
                              src))
@@ -228,7 +239,7 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
     if kind == 1:
         acknowledge(g, ctx, item, scope)
     learnt = prefs.get(SECOND_PASS)
-    if learnt and scope["acknowledge"] and item is not None:          # tshark -2 / a GUI click: the reverse link of the ack, learnt later
+    if learnt and scope["acknowledge"] and item is not None:   # tshark -2 / a GUI click: the ack's reverse link
         frame = learnt.get((ctx.frame, scope["channel"], scope["reliable_seq"]))
         if frame is not None:
             item.add(Item(g.acked_in, frame, item.offset, 0, f"Acknowledged in frame {frame}", True))
@@ -253,7 +264,7 @@ def acknowledge(g, ctx: Ctx, item: Item, scope: dict) -> None:
     frame, then = sent
     bounded_put(ctx.conv.setdefault("enet_acked_in", {}), (frame, scope["channel"], scope["received_reliable_seq"]),
                 ctx.frame, ACKED_IN_LIMIT)
-    if item is None:                    # a NULL tree (scan_datagram)
+    if item is None or not shown(ctx, g.acked_frame, g.rtt):      # a NULL tree (scan_datagram), or not read
         return
     item.add(Item(g.acked_frame, frame, item.offset, 0, f"Acknowledges frame {frame}", True))
     now = getattr(ctx, "time", None)
@@ -303,7 +314,7 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     if entry is not None and (entry[1], entry[2]) != (count, total):
         if not entry[0].done:
             _expert(ctx, item, "reassembly", f"Fragment count {count} / total {total} differ from the message's "
-                       f"{entry[1]} / {entry[2]}")
+                    f"{entry[1]} / {entry[2]}")
             return
         entry = None                    # a finished message's key in use again (sequence wrap): a new message
     if entry is None:
@@ -314,7 +325,7 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
         bounded_put(messages, key, entry, MESSAGE_LIMIT)
     message, numbers = entry[0], entry[3]
     if message.done:
-        if item is not None:
+        if item is not None and shown(ctx, g.reassembled_in):
             item.add(Item(g.reassembled_in, message.done, item.offset, 0, f"Reassembled in frame {message.done}",
                           True))
         return
@@ -351,8 +362,9 @@ def fragment_problem(count: int, number: int, total: int, offset: int, length: i
     return None
 
 
-def show_message(g, ctx: Ctx, prefs: dict, item: Item | None, whole: bytes, frames: list[int], scope: dict) -> None:
-    if item is None:
+def show_message(g, ctx: Ctx, prefs: dict, item: Item | None, whole: bytes, frames: list[int],
+                 scope: dict) -> None:
+    if item is None or not shown(ctx, g.reassembled, g.reassembled_frame, g.reassembled_length):
         hand_up(ctx, prefs, whole, 0, len(whole), ctx.new_source("Reassembled ENet", whole), scope)
         return
     label = f"Reassembled from frames {', '.join(map(str, frames))} ({len(whole)} bytes)"

@@ -27,6 +27,9 @@ MODES = [
      "-e", "iceball.lua_id", "-e", "enet.command.type", "-e", "websocket.opcode", "-e", "blank.acked"],
     ["-Y", "blank.seq > 3 || freeblox || rutentoy.opcode == 2", "-T", "fields", "-e", "frame.number",
      "-e", "udp.port", "-e", "sctp.chunk_type", "-e", "tcp.segments"],
+    # ENet's generated items, each asked alone of the fields its walk may leave out (enet_analysis.shown)
+    ["-T", "fields", "-e", "frame.len", "-e", "enet.connection.mtu", "-e", "enet.decompressed_length",
+     "-e", "enet.acknowledge.rtt", "-e", "enet.reassembled.length", "-e", "enet.reassembled_in"],
 ]
 
 

@@ -66,16 +66,8 @@ def test_the_plugin_caps_live_conversations_as_python_does(request, wireshark):
     out = tshark.run(["-X", f"lua_script:{tmp / 'capped.lua'}", "-r", str(path), "-T", "fields",
                       "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300).stdout
     out = out.decode() if isinstance(out, bytes) else out
-    theirs = {line.split("\t")[0]: line.split("\t", 1)[1] for line in out.splitlines()
-              if "Conversation state was dropped" in line}
-    notes = {}
-
-    def watch(d, packet):
-        for item in packet.index().get("blank.sequence", ()):
-            if "Conversation state was dropped" in item.expert_info.message:
-                notes[str(packet.number)] = item.expert_info.message
-
-    _decode(path, {"protodump.max_conversations": "50"}, watch)
+    theirs = _dropped_notes(out)
+    notes = _python_dropped_notes(path, {"protodump.max_conversations": "50"}, "blank.sequence")
     assert list(notes) == ["311"]
     assert list(theirs) == ["311"] and notes["311"] in theirs["311"]
 
@@ -105,14 +97,27 @@ def test_the_plugin_state_budget_drops_conversations_without_error(request, wire
     assert "Lua" not in err and "rror" not in out.replace("Error/", "")
     assert "conversation state over 1000 bytes: protodump.state_budget" in out
     # Python frees it at the same frame (the charging one, whose Freeblox layer starts it again) with the same note
-    theirs = {line.split("\t")[0]: line.split("\t", 1)[1] for line in out.splitlines()
-              if "Conversation state was dropped" in line}
+    theirs = _dropped_notes(out)
+    notes = _python_dropped_notes(ROOT / "captures" / "freeblox-session.pcap", {"protodump.state_budget": "1000"},
+                                  "_ws.expert")
+    assert list(notes) == list(theirs) == ["8"] and notes["8"] in theirs["8"]
+
+
+def _dropped_notes(fields_out: str) -> dict:
+    """Frame number -> expert messages, of the frames whose experts say a conversation was dropped (tshark -T
+    fields -e frame.number -e _ws.expert.message)."""
+    return {line.split("\t")[0]: line.split("\t", 1)[1] for line in fields_out.splitlines()
+            if "Conversation state was dropped" in line}
+
+
+def _python_dropped_notes(path, prefs: dict, abbrev: str) -> dict:
+    """Frame number -> the note, where Python's items under `abbrev` say a conversation was dropped."""
     notes = {}
 
     def watch(d, packet):
-        for item in packet.index().get("_ws.expert", ()):
+        for item in packet.index().get(abbrev, ()):
             if "Conversation state was dropped" in item.expert_info.message:
                 notes[str(packet.number)] = item.expert_info.message
 
-    _decode(ROOT / "captures" / "freeblox-session.pcap", {"protodump.state_budget": "1000"}, watch)
-    assert list(notes) == list(theirs) == ["8"] and notes["8"] in theirs["8"]
+    _decode(path, prefs, watch)
+    return notes
