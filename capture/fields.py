@@ -402,6 +402,8 @@ TCP_EXPERTS = {
                                              "This frame is a (suspected) spurious retransmission"),
     "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
                                       "ACKed segment that wasn't captured (common at capture start)"),
+    "tcp.analysis.reused_ports": ("SEQUENCE", "NOTE",
+                                  "A new tcp session is started with the same ports as an earlier session in this trace"),
     # malformed headers and options (tshark 4.0's messages; "{}": the message says which option and why)
     "tcp.bogus_header_length": ("PROTOCOL", "ERROR", "Bogus TCP header length ({}, must be at least 20)"),
     "tcp.option.len.invalid": ("SEQUENCE", "NOTE", "{}"),

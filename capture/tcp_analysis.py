@@ -11,6 +11,7 @@ from __future__ import annotations
 
 MAX_CONNECTIONS = 4096
 MAX_UNACKED = 1000
+RETIRED_LIMIT = 65536        # forgotten connections whose base sequence numbers are kept (TcpTable.retired)
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 M32 = 0xFFFFFFFF
 OOO_THRESHOLD_NS = 3_000_000          # tshark's out-of-order threshold when no iRTT is known
@@ -76,6 +77,25 @@ class TcpInfo:
         self.server_port: int | None = None
 
 
+def _flows(conn: Connection, me: tuple, peer: tuple, fl: int, seq: int, ack: int) -> tuple[Flow, Flow]:
+    """The sender's and the peer's flows of `conn`, with their base sequence numbers set as tshark sets them: a
+    SYN's (or SYN/ACK's) own, else the first segment's minus one; the peer's from the first ACK."""
+    flows = conn.flows
+    fwd = flows.get(me)
+    if fwd is None:
+        fwd = flows[me] = Flow()
+    rev = flows.get(peer)
+    if rev is None:
+        rev = flows[peer] = Flow()
+    if fl & SYN:
+        fwd.base = seq
+    elif fwd.base is None:
+        fwd.base = (seq - 1) & M32
+    if fl & ACK and rev.base is None:
+        rev.base = (ack - 1) & M32
+    return fwd, rev
+
+
 def _scale(flow: Flow, rev: Flow, win: int, syn: bool) -> tuple[int, int]:
     if syn:
         return -3, win                      # -3: not shown (tshark applies no scaling to SYN windows)
@@ -90,15 +110,59 @@ class TcpTable:
     def __init__(self):
         self.connections: dict[frozenset, Connection] = {}
         self.streams = 0
+        # endpoints of connections freed after their end (forget) -> each sender's base sequence number: a SYN
+        # there with another initial sequence number is still "TCP Port numbers reused", as tshark says
+        self.retired: dict[frozenset, dict] = {}
+        self.reused = False          # the last _connection call started a new connection on reused ports
 
-    def _connection(self, key: frozenset, ts: int, syn_only: bool) -> Connection:
+    def _connection(self, key: frozenset, ts: int, me: tuple, syn_seq: int | None) -> Connection:
+        """The connection of a segment from `me`; `syn_seq`: the sequence number of a SYN without ACK (else None).
+        As tshark 4.0 (dissect_tcp): a SYN whose sequence number is not its sender's base sequence number starts
+        a new connection on the same endpoints (a SYN sent again keeps the connection)."""
         conn = self.connections.get(key)
-        if conn is None or (syn_only and conn.completeness & (C_FIN | C_RST)):
-            if len(self.connections) >= MAX_CONNECTIONS:
-                self.connections.pop(next(iter(self.connections)))
-            conn = self.connections[key] = Connection(self.streams, ts)
-            self.streams += 1
+        if conn is not None and not (syn_seq is not None and self._reuses(conn, me, syn_seq)):
+            self.reused = False
+            return conn
+        self.reused = self._reopens(conn, key, me, syn_seq)
+        if conn is None and len(self.connections) >= MAX_CONNECTIONS:
+            self.connections.pop(next(iter(self.connections)))
+        conn = self.connections[key] = Connection(self.streams, ts)
+        self.streams += 1
         return conn
+
+    @staticmethod
+    def _reuses(conn: Connection, me: tuple, syn_seq: int) -> bool:
+        """Whether a SYN from `me` starts a new connection where `conn` was: its sender's base sequence number
+        is known and another."""
+        fwd = conn.flows.get(me)
+        return fwd is not None and fwd.base is not None and fwd.base != syn_seq
+
+    def _reopens(self, conn: Connection | None, key: frozenset, me: tuple, syn_seq: int | None) -> bool:
+        """Whether the new connection of endpoints `key` reuses them (tshark's "TCP Port numbers reused"): `conn`
+        was there (a SYN with a new sequence number replaces it), or one was forgotten there (`forget`) whose
+        sender had another base sequence number."""
+        if conn is not None:
+            return True
+        bases = self.retired.pop(key, None) if self.retired else None
+        return syn_seq is not None and bases is not None and bases.get(me) not in (None, syn_seq)
+
+    def forget(self, key: frozenset) -> None:
+        """Free a connection's state (engine.lifetime freed its endpoints after its end): its senders' base
+        sequence numbers are kept (bounded) to tell a later SYN there reuses the ports."""
+        conn = self.connections.pop(key, None)
+        if conn is not None:
+            self.retired[key] = {ep: flow.base for ep, flow in conn.flows.items()}
+            if len(self.retired) > RETIRED_LIMIT:
+                self.retired.pop(next(iter(self.retired)))
+
+    def stream_of(self, d) -> int:
+        """Only the stream index of segment `d` (and the base sequence numbers that decide it): the planning
+        pass of -j (api/shards.py) numbers connections as analyze does."""
+        me, peer = (d.src, d.sport), (d.dst, d.dport)
+        fl = d.flags
+        conn = self._connection(frozenset((me, peer)), d.frame.ts_ns, me, d.seq if fl & (SYN | ACK) == SYN else None)
+        _flows(conn, me, peer, fl, d.seq, d.ack)
+        return conn.stream
 
     def analyze(self, d, wscale: int | None) -> None:
         """Record tshark's view of TCP segment `d` (capture.decode.Decoded) as `d.tcp`. `wscale`: the window scale
@@ -106,22 +170,15 @@ class TcpTable:
         ts = d.frame.ts_ns
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq, ack = d.flags, d.seq, d.ack
-        conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
-        flows = conn.flows
-        fwd = flows.get(me)
-        if fwd is None:
-            fwd = flows[me] = Flow()
-        rev = flows.get(peer)
-        if rev is None:
-            rev = flows[peer] = Flow()
-        info = TcpInfo()
+        conn = self._connection(frozenset((me, peer)), ts, me, seq if fl & (SYN | ACK) == SYN else None)
+        fwd, rev = _flows(conn, me, peer, fl, seq, ack)
+        info = self._info(conn)
         info.stream = conn.stream
         info.completeness = conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         conn.last_ns = ts
         seglen = len(d.payload)
         if fl & SYN:
-            fwd.base = seq
             fwd.win_scale = wscale if wscale is not None else -2
             if fl & ACK:
                 if rev.win_scale == -1:
@@ -131,10 +188,6 @@ class TcpTable:
                 conn.syn_ns = ts
                 conn.server_port = d.dport
             info.server_port = conn.server_port
-        if fwd.base is None:
-            fwd.base = (seq - 1) & M32
-        if fl & ACK and rev.base is None:
-            rev.base = (ack - 1) & M32
         info.seq = (seq - fwd.base) & M32
         nextseq = (seq + seglen + (1 if fl & (SYN | FIN) else 0)) & M32
         info.nxtseq = (nextseq - fwd.base) & M32
@@ -148,15 +201,24 @@ class TcpTable:
         self._complete(conn, fl, seglen)
         d.tcp = info
 
+    def _info(self, conn: Connection) -> TcpInfo:
+        info = TcpInfo()
+        if self.reused:
+            # tshark flags the SYN and opens the new conversation as SYN_SENT at once (its completeness shows 1)
+            info.flags.append("reused_ports")
+            if not conn.seen:
+                conn.completeness, conn.seen = C_SYN, True
+        return info
+
     def header_only(self, d) -> None:
         """A segment whose header tshark gives up on (a bogus data offset): it still finds or opens the connection
         (stream index, completeness, times) and shows the sequence number relative to it; nothing else changes."""
         ts = d.frame.ts_ns
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq = d.flags, d.seq
-        conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
+        conn = self._connection(frozenset((me, peer)), ts, me, seq if fl & (SYN | ACK) == SYN else None)
         fwd = conn.flows.get(me)
-        info = TcpInfo()
+        info = self._info(conn)
         info.stream, info.completeness = conn.stream, conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         conn.last_ns = ts
@@ -167,22 +229,20 @@ class TcpTable:
 
     @staticmethod
     def _complete(conn: Connection, fl: int, seglen: int) -> None:
-        # measured on tshark 4.0 with every order of the handshake: a SYN counts only as the conversation's first
-        # frame, and the first frame counts for nothing else (a SYN-ACK before the SYN, an ACK or data starting
-        # the capture); later, a SYN-ACK, a pure ACK, data, FIN and RST count
+        # as tshark 4.0 (dissect_tcp): a pure SYN counts only as a new conversation's first frame (with TCP Fast
+        # Open data, DATA too), and the first frame counts for nothing else (a SYN-ACK before the SYN, an ACK or
+        # data starting the capture); later, a SYN-ACK, an ACK with data or without, FIN-ACK and RST count
         first, conn.seen = not conn.seen, True
         if first:
             if fl & (SYN | ACK) == SYN:
-                conn.completeness |= C_SYN
+                conn.completeness |= C_SYN | (C_DATA if seglen else 0)
             return
-        if fl & SYN:
-            if fl & ACK:
-                conn.completeness |= C_SYNACK
-        elif fl & ACK and not seglen:
-            conn.completeness |= C_ACK
-        if seglen:
-            conn.completeness |= C_DATA
-        if fl & FIN:
+        syn_ack = fl & (SYN | ACK)
+        if syn_ack == SYN | ACK:
+            conn.completeness |= C_SYNACK
+        elif syn_ack == ACK:
+            conn.completeness |= C_DATA if seglen else C_ACK
+        if fl & (FIN | ACK) == FIN | ACK:
             conn.completeness |= C_FIN
         if fl & RST:
             conn.completeness |= C_RST

@@ -384,6 +384,12 @@ class Dispatcher:
             return stack.packet()
         lifetimes, ns = self.lifetimes, frame.ts_ns
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        t = d.tcp
+        if t is not None and t.flags and t.flags[0] == "reused_ports":
+            # a new TCP connection on the same endpoints (capture.tcp_analysis): the earlier one's state goes now,
+            # and its end no longer frees the pair (the Lua twin: rt.conversation on a new tcp.stream)
+            lifetimes.restart(stack.pair)
+            self.forget(stack.pair)
         for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
             self.forget(pair)
             if lifetimes.ended_last:

@@ -434,7 +434,8 @@ def tcp_segments_layer(pieces, whole: bytes) -> Layer:
 # analysis flag -> the tag tshark puts in front of the Info column (col_prepend_fence: also before a game's Info)
 ANALYSIS_TAGS = {"lost_segment": "[TCP Previous segment not captured] ", "out_of_order": "[TCP Out-Of-Order] ",
                  "retransmission": "[TCP Retransmission] ", "ack_lost_segment": "[TCP ACKed unseen segment] ",
-                 "spurious_retransmission": "[TCP Spurious Retransmission] "}
+                 "spurious_retransmission": "[TCP Spurious Retransmission] ",
+                 "reused_ports": "[TCP Port numbers reused] "}
 
 
 def info_prefix(d) -> str:

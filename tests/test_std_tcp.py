@@ -1,0 +1,79 @@
+"""TCP conversation analysis against tshark 4.0 + plugin (standard_run), on small scapy-made captures: a SYN that
+reuses a port pair (a new tcp.stream, "TCP Port numbers reused", the earlier connection's game state dropped in
+both halves, its lifetime no longer freeing the new one)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from test_std_details import same_as_tshark
+
+RUTENTOY = Path(__file__).resolve().parent.parent / "captures" / "rutentoy-messages.pcap"
+
+
+def _connection(stream: bytes, t0: float, cseq: int, sseq: int, cuts, gaps, ws: int, end: str, port: int):
+    """One connection from 10.0.0.1:40000 to 10.0.0.2:`port`: the handshake, then the server sends
+    stream[previous cut:cut] after each gap (each segment acknowledged), then FIN both ways or the client's RST."""
+    from scapy.all import IP, TCP, Ether
+    e = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+
+    def c2s(fl, seq, ack, opts=(), win=502):
+        return e / IP(src="10.0.0.1", dst="10.0.0.2") / TCP(sport=40000, dport=port, flags=fl, seq=seq, ack=ack,
+                                                            window=win, options=list(opts))
+
+    def s2c(fl, seq, ack, payload=b"", opts=(), win=509):
+        return e / IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=port, dport=40000, flags=fl, seq=seq, ack=ack,
+                                                            window=win, options=list(opts)) / payload
+    out = [(t0, c2s("S", cseq, 0, [("MSS", 1460), ("WScale", ws)], 64240)),
+           (t0 + 0.001, s2c("SA", sseq, cseq + 1, opts=[("MSS", 1460), ("WScale", ws)], win=65160)),
+           (t0 + 0.002, c2s("A", cseq + 1, sseq + 1))]
+    t, at = t0 + 0.002, 0
+    for cut, gap in zip(cuts, gaps):
+        t += gap
+        out.append((t, s2c("PA", sseq + 1 + at, cseq + 1, stream[at:cut])))
+        at = cut
+        out.append((t + 0.0005, c2s("A", cseq + 1, sseq + 1 + at)))
+    if end == "FIN":
+        out += [(t + 0.01, s2c("FA", sseq + 1 + at, cseq + 1)), (t + 0.011, c2s("FA", cseq + 1, sseq + 2 + at)),
+                (t + 0.012, s2c("A", sseq + 2 + at, cseq + 2))]
+    else:
+        out.append((t + 0.01, c2s("R", cseq + 1, 0)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def reuse_capture(tmp_path_factory) -> Path:
+    """Three Rutentoy connections on one port pair: the first ends (FIN) with half a message pending; the second
+    SYN comes 2 s later and its messages straddle the first's end + 5 s (engine.lifetime's linger); the third
+    SYN 1 s after the second's end, its last segment 4.5 s later, ended by RST."""
+    from scapy.all import TCP, rdpcap, wrpcap
+    stream = b"".join(bytes(p[TCP].payload) for p in rdpcap(str(RUTENTOY))
+                      if TCP in p and p[TCP].sport == 29778 and len(p[TCP].payload))
+    pkts = _connection(stream, 1700000000.0, 1000, 5000, [140, 175], [0.01, 0.01], 7, "FIN", 29778)
+    pkts += _connection(stream, pkts[-1][0] + 2.0, 900000, 700000, [100, 210, 350, 490], [0.01, 1.5, 1.6, 1.0], 5,
+                        "FIN", 29778)
+    pkts += _connection(stream, pkts[-1][0] + 1.0, 3000000, 4000000, [70, 100], [0.01, 4.5], 3, "RST", 29778)
+    for t, p in pkts:
+        p.time = t
+    path = tmp_path_factory.mktemp("reuse") / "reuse.pcap"
+    wrpcap(str(path), [p for _, p in pkts])
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "tcp.stream", "-e", "tcp.window_size", "-e",
+                                   "tcp.completeness", "-e", "rutentoy.message.cookie"),
+                                  ("-Y", "tcp.analysis.reused_ports")])
+def test_syn_reusing_a_port_pair(reuse_capture, args, protodump_run, standard_run):
+    """One tcp.stream per connection (the SYN and SYN/ACK in the same one, past the earlier end + 5 s), its window
+    scale kept, "TCP Port numbers reused" on each new SYN, and each connection's messages decoded from a fresh
+    stream state (the plugin too: rt.conversation drops the pair's state at a new tcp.stream)."""
+    same_as_tshark(reuse_capture, args, protodump_run, standard_run)
+
+
+def test_syn_reusing_a_port_pair_in_workers(reuse_capture, protodump_run):
+    """-j numbers the streams and frees the conversations as one process does."""
+    one = protodump_run("-T", "json", str(reuse_capture))
+    two = protodump_run("-j", "2", "-T", "json", str(reuse_capture))
+    assert one.stdout and one.stdout == two.stdout
