@@ -31,6 +31,9 @@ def packet_experts(packet):
         for layer in d.layers():
             for item in layer.item.walk():
                 if item.expert_info is not None:
+                    if layer.proto == "_ws.malformed":    # an exception: counted under the protocol it ended
+                        yield next((p for p, i in d.problems if i is item.expert_info), layer.proto), item.expert_info
+                        continue
                     yield layer.proto, item.expert_info
     else:
         for proto, info in d.problems:

@@ -89,6 +89,10 @@ class Decoded:
             return f"[Malformed: {self.error}]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
+                if proto == "tcp":              # a short segment: TCP's Info as far as it got
+                    from .layers.tcp import info
+                    why = self.exception_reason(proto)
+                    return info(self) + (f"[Malformed Packet: {why}]" if why else "[Malformed Packet]")
                 return EXCEPTION_INFO.get(proto, "") + "[Malformed Packet]"
             if problem.abbrev == "ip.bogus_header_length":
                 return problem.message
@@ -155,6 +159,11 @@ class Decoded:
         if self.transport == "udp" and self.payload and not self.error:
             self.unclaimed = True
             self.protocols.append("data")
+
+    def exception_reason(self, proto: str) -> str:
+        """The text of the exception that ended `proto`'s decode, when tshark shows one (a short TCP segment's
+        ContainedBoundsError), else ""."""
+        return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4]), "")
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
@@ -258,8 +267,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     if tcp_table is not None and d.transport == "tcp" and d.window is not None and d.payload_offset:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
     elif (tcp_table is not None and d.transport == "tcp" and d.problems
-          and d.problems[-1][1].abbrev == "tcp.bogus_header_length"):
-        tcp_table.header_only(d)         # tshark still finds the conversation
+          and d.problems[-1][1].abbrev in ("tcp.bogus_header_length", "_ws.malformed.expert")):
+        tcp_table.header_only(d, d.problems[-1][1].abbrev != "tcp.bogus_header_length")   # tshark still finds the conversation
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":

@@ -404,6 +404,9 @@ TCP_EXPERTS = {
                                       "ACKed segment that wasn't captured (common at capture start)"),
     "tcp.analysis.reused_ports": ("SEQUENCE", "NOTE",
                                   "A new tcp session is started with the same ports as an earlier session in this trace"),
+    "tcp.ack.nonzero": ("PROTOCOL", "NOTE", "The acknowledgment number field is nonzero while the ACK flag is not set"),
+    "tcp.short_segment": ("MALFORMED", "WARN", "Short segment. Segment/fragment does not contain a full TCP header "
+                                               "(might be NMAP or someone else deliberately sending unusual packets)"),
     # malformed headers and options (tshark 4.0's messages; "{}": the message says which option and why)
     "tcp.bogus_header_length": ("PROTOCOL", "ERROR", "Bogus TCP header length ({}, must be at least 20)"),
     "tcp.option.len.invalid": ("SEQUENCE", "NOTE", "{}"),
@@ -427,4 +430,5 @@ EXPERTS = {
     "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",
     **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
     "tcp.bogus_header_length": "Bogus TCP header length", "tcp.option.len.invalid": "Invalid length for option",
+    "tcp.short_segment": "Short segment",
 }

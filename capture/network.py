@@ -239,7 +239,15 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
         d.spans.append(("tcp", off, 20, end - off))     # the segment's length: tshark's [TCP Segment Len] counts from it
         d.bad("tcp", f"Bogus TCP header length ({hl}, must be at least 20)", "tcp.bogus_header_length")
         return
-    if off + hl > end or len(data) < off + hl:
+    if off + hl > end:
+        # tshark's "Short segment": the header and the options it can read, then an exception (Malformed)
+        from .layers.tcp import short_exception
+        there = min(end, len(data))
+        d.spans.append(("tcp", off, there - off, None, short_exception(data, off + 20, off + hl, there)))
+        d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                             "Malformed Packet (Exception occurred)")))
+        return
+    if len(data) < off + hl:
         d.spans.append(("tcp", off, max(20, min(end, len(data)) - off)))
         short(d, "tcp", "TCP options", hl, off, end)
         return

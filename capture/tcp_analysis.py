@@ -210,9 +210,11 @@ class TcpTable:
                 conn.completeness, conn.seen = C_SYN, True
         return info
 
-    def header_only(self, d) -> None:
-        """A segment whose header tshark gives up on (a bogus data offset): it still finds or opens the connection
-        (stream index, completeness, times) and shows the sequence number relative to it; nothing else changes."""
+    def header_only(self, d, short: bool = False) -> None:
+        """A segment whose header tshark gives up on: it still finds or opens the connection (stream index,
+        completeness, times). A bogus data offset (under 5 words) shows the sequence number relative to the
+        connection and changes nothing else; a short segment (the data offset past its end) shows raw sequence
+        numbers and the raw window, and counts for the conversation's completeness."""
         ts = d.frame.ts_ns
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq = d.flags, d.seq
@@ -222,9 +224,25 @@ class TcpTable:
         info.stream, info.completeness = conn.stream, conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         conn.last_ns = ts
-        base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
-        info.seq = (seq - base) & M32
         info.ack, info.window = d.ack, d.window      # the Info column's (tshark reads no further)
+        if short:
+            info.seq = seq
+            rev = conn.flows.get(peer)
+            if fl & SYN:
+                info.win_scale = -3
+            elif fwd is None:
+                info.win_scale = -1
+            else:
+                info.win_scale = -2 if fwd.win_scale >= 0 and rev is not None and rev.win_scale == -2 \
+                    else fwd.win_scale
+            if fl & FIN:
+                if conn.fin_by is None:
+                    conn.fin_by = me
+                info.fin_role = "active" if conn.fin_by == me else "passive"
+            self._complete(conn, fl, 0)
+        else:
+            base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
+            info.seq = (seq - base) & M32
         d.tcp = info
 
     @staticmethod

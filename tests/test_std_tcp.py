@@ -77,3 +77,32 @@ def test_syn_reusing_a_port_pair_in_workers(reuse_capture, protodump_run):
     one = protodump_run("-T", "json", str(reuse_capture))
     two = protodump_run("-j", "2", "-T", "json", str(reuse_capture))
     assert one.stdout and one.stdout == two.stdout
+
+
+@pytest.fixture(scope="module")
+def short_capture(tmp_path_factory) -> Path:
+    """Segments whose data offset runs past their end (tshark's "Short segment"), each on its own port: no
+    options there at all, an option whose length runs past the options, a whole MSS then nothing, a SYN's
+    timestamps option cut inside its bytes (ContainedBoundsError), a FIN-ACK with a whole window scale."""
+    from scapy.all import IP, TCP, Ether, Raw, wrpcap
+
+    def seg(sport, opts=b"", words=None, payload=b"", flags="A"):
+        raw = bytearray(bytes(TCP(sport=sport, dport=5000, flags=flags, seq=1000, ack=2000, window=502)) + opts)
+        raw[12] = ((words or len(raw) // 4) << 4) | (raw[12] & 0x0F)
+        return Ether(bytes(Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") /
+                           IP(src="10.0.0.1", dst="10.0.0.2", proto=6) / Raw(bytes(raw) + payload)))
+    pkts = [seg(40001, words=15), seg(40002, words=8, payload=b"ab"), seg(40003, b"\x02\x04\x05\xb4", 8),
+            seg(40004, b"\x01\x01\x08\x0a\x00\x00", 9, flags="S"), seg(40005, b"\x03\x03\x07", 6, flags="FA")]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("short") / "short.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-Y", "tcp.short_segment || _ws.malformed")])
+def test_short_segment(short_capture, args, protodump_run, standard_run):
+    """The header with raw sequence numbers and window, the options as far as their bytes go, then tshark's
+    exception ([Malformed Packet], or its ContainedBoundsError text); no length in the Info."""
+    same_as_tshark(short_capture, args, protodump_run, standard_run)

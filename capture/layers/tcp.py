@@ -67,12 +67,13 @@ def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) 
     item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
 
 
-def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool) -> tuple[list[str], bool]:
+def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
+                  names: list[str] | None = None) -> tuple[list[str], bool]:
     """Each option's item under `item`; (the names of the options shown, whether the walk reached the end). An
     option whose length byte is missing, too short or runs past the header ends the walk with an expert; a
     fixed-length option of another length is shown without its values, with an expert on its length; after an
     End of Option List, non-zero padding ends it too."""
-    names: list[str] = []
+    names = [] if names is None else names
     nops = 0
     while p < end:
         kind = data[p]
@@ -105,7 +106,7 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool) -> tuple
         names.append(name)
         want = OPTION_LENGTHS.get(kind, n)
         o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
-                          _option_label(data, p, kind, n == want)))
+                          _option_label(data, p, kind, n == want and p + n <= len(data))))
         if kind == 2 and not syn:
             _tcp_expert(o, "tcp.options.mss.present")
         o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS.get(kind, 'Unknown')} ({kind})"))
@@ -328,7 +329,93 @@ _HEADER = struct.Struct("!HHIIHHHH").unpack_from
 _TS = struct.Struct("!II").unpack_from
 
 
-def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None):
+def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
+    """A data offset past the segment's end: tshark 4.0 says "Short segment" and shows the header with raw
+    sequence numbers and window, its options as far as the bytes go (then an exception: [Malformed Packet]),
+    and no length, analysis or payload."""
+    sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
+    hl, fl, t = offflags >> 12, offflags & 0x0FFF, d.tcp
+    top = proto_item(f.tcp, off, length, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
+                                         f"Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else ""))
+    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
+    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(HiddenItem(f.tcp_port, sport, off, 2))
+    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    if t is not None:
+        c = t.completeness
+        top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
+        top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
+                                                     f" ({c})]", generated=True))
+    _tcp_expert(top.add(TextItem(None, None, off, 0, f.TCP_EXPERTS["tcp.short_segment"][2])), "tcp.short_segment")
+    top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}    (relative sequence number)"))
+    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    ack_item = top.add(Item(f.tcp_ack, ack, off + 8, 4, f"Acknowledgment Number: {ack}{rel}"))
+    if ack and not fl & 0x10:
+        _tcp_expert(ack_item, "tcp.ack.nonzero")
+    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
+    top.add(_hdr_len_item(off, hl))
+    server = (d.dport if fl & 0x10 == 0 else d.sport) if fl & 0x02 else None
+    top.add(_flags_item((server, t.fin_role) if t is not None else None, off, fl))
+    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    if t is not None:
+        top.add(Item(f.tcp_window_size, win, off + 14, 2, f"[Calculated window size: {win}]", generated=True))
+        sc = t.win_scale
+        if sc != -3:
+            text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+            top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                         f"[Window size scaling factor: {text}]", generated=True))
+    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+    there = off + length
+    if hl > 5:
+        opts = data[off + 20:there]
+        item = top.add(Item(f.tcp_options, opts, off + 20, len(opts), f"Options: ({hl * 4 - 20} bytes)"))
+    if t is not None:
+        stamps = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
+        stamps.add(Item(f.tcp_time_relative, ns_text(t.rel_ns), off, 0, f"[Time since first frame in this TCP stream: "
+                                                               f"{ns_text(t.rel_ns)} seconds]", generated=True))
+        stamps.add(Item(f.tcp_time_delta, ns_text(t.delta_ns), off, 0, f"[Time since previous frame in this TCP stream: "
+                                                              f"{ns_text(t.delta_ns)} seconds]", generated=True))
+    if hl > 5:
+        names: list[str] = []
+        try:             # the walk ends at the first byte it cannot read (tshark's exception)
+            _option_items(item, data[:there], off + 20, off + hl * 4, bool(fl & 0x02), names)
+        except (IndexError, struct.error):
+            if short and names:       # an option cut inside its own bytes: not named
+                names.pop()
+        if names:
+            item.label += ", " + ", ".join(names)
+    return Layer("tcp", top)
+
+
+def short_exception(data: bytes, p: int, end: int, there: int) -> str:
+    """Why tshark's walk over the options data[p:end] of a short segment (bytes only up to `there`) throws:
+    "" when it reads a kind or length byte past them (ReportedBoundsError: "[Malformed Packet]"), tshark's
+    ContainedBoundsError text when an option whose length fits the options runs past them (its own dissector
+    reads from a subset longer than the bytes)."""
+    while p < end:
+        if p >= there:
+            return ""
+        kind = data[p]
+        if kind in (0, 1):
+            p += 1
+            continue
+        if p + 1 >= min(end, there):
+            return ""
+        n = data[p + 1]
+        if n < 2 or p + n > end:
+            return ""
+        if p + n > there:
+            return "length of contained item exceeds length of containing item"
+        p += n
+    return ""
+
+
+def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None, short: str | None = None):
+    if short is not None:
+        return _short_layer(d, data, off, length, short)
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
     sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
@@ -465,7 +552,10 @@ def info(d) -> str:
     text = f"{d.sport} \u2192 {d.dport} [{_flag_names(fl)}] Seq={seq}"
     if fl & 0x10:
         text += f" Ack={ack}"
-    text += f" Win={win} Len={len(d.payload)}"
+    text += f" Win={win}"
+    short = any(len(s) > 4 and s[0] == "tcp" for s in d.spans)     # a short segment: no length
+    if not short:
+        text += f" Len={len(d.payload)}"
     span = None
     for s in reversed(d.spans):
         if s[0] == "tcp":
