@@ -274,6 +274,11 @@ TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.opti
                8: ("tcp.options.timestamp", "Timestamps")}
 tcp_option = {kind: F(abbrev, name, "bytes") for kind, (abbrev, name) in TCP_OPTIONS.items()}
 tcp_option_unknown = F("tcp.options.unknown", "Unknown", "bytes")
+tcp_sack_le = F("tcp.options.sack_le", "TCP SACK Left Edge", "uint32")
+tcp_sack_re = F("tcp.options.sack_re", "TCP SACK Right Edge", "uint32")
+tcp_sack_count = F("tcp.options.sack.count", "TCP SACK Count", "uint8")
+tcp_dsack_le = F("tcp.options.sack.dsack_le", "TCP D-SACK Left Edge", "uint32")
+tcp_dsack_re = F("tcp.options.sack.dsack_re", "TCP D-SACK Right Edge", "uint32")
 tcp_option_unknown_payload = F("tcp.options.unknown.payload", "Payload", "bytes")
 # a PDU reassembled from several segments (tshark's top-level "tcp.segments" tree in the completing frame)
 tcp_segments = F("tcp.segments", "Reassembled TCP Segments", "none")
@@ -404,6 +409,8 @@ TCP_EXPERTS = {
                                       "ACKed segment that wasn't captured (common at capture start)"),
     "tcp.analysis.reused_ports": ("SEQUENCE", "NOTE",
                                   "A new tcp session is started with the same ports as an earlier session in this trace"),
+    "tcp.suboption_malformed": ("MALFORMED", "ERROR", "suboption would go past end of option"),
+    "tcp.options.sack.dsack": ("SEQUENCE", "WARN", "D-SACK Sequence"),
     "tcp.ack.nonzero": ("PROTOCOL", "NOTE", "The acknowledgment number field is nonzero while the ACK flag is not set"),
     "tcp.short_segment": ("MALFORMED", "WARN", "Short segment. Segment/fragment does not contain a full TCP header "
                                                "(might be NMAP or someone else deliberately sending unusual packets)"),

@@ -252,6 +252,11 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
         short(d, "tcp", "TCP options", hl, off, end)
         return
     d.spans.append(("tcp", off, hl))
+    if hl > 20 and 5 in data[off + 20:off + hl]:
+        from .layers.tcp import sack_throws
+        if sack_throws(data, off + 20, off + hl):
+            d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                                 "Malformed Packet (Exception occurred)")))
     d.payload_offset = off + hl
     d.payload = data[off + hl:end]
 

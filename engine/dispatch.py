@@ -402,8 +402,8 @@ class Dispatcher:
                 if proto is not None:
                     start = d.payload_offset
                     stack.dissect(proto, frame.data, start, start + len(d.payload))
-        elif d.transport in ("tcp", "sctp"):
-            if self.streams is None:
+        elif d.transport in ("tcp", "sctp") and not (d.problems and d.problems[-1][1].abbrev == "_ws.malformed.expert"):
+            if self.streams is None:     # (an exception in the TCP header: tshark hands its payload to no one)
                 from .streams import Streams
                 self.streams = Streams(self)
             self.streams.dissect(stack, d)

@@ -106,3 +106,35 @@ def test_short_segment(short_capture, args, protodump_run, standard_run):
     """The header with raw sequence numbers and window, the options as far as their bytes go, then tshark's
     exception ([Malformed Packet], or its ContainedBoundsError text); no length in the Info."""
     same_as_tshark(short_capture, args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
+def sack_capture(tmp_path_factory) -> Path:
+    """ACKs, each on its own port, with SACK options: too short for a block (3, 4 and 9 bytes: tshark's D-SACK
+    read then throws), one block and a stray byte pair (D-SACK), one block above the acknowledgement."""
+    from scapy.all import IP, TCP, Ether, Raw, wrpcap
+
+    def seg(sport, opts):
+        opts += b"\x00" * (-len(opts) % 4)
+        raw = bytearray(bytes(TCP(sport=sport, dport=5000, flags="A", seq=1000, ack=2000, window=502)) + opts)
+        raw[12] = ((len(raw) // 4) << 4) | (raw[12] & 0x0F)
+        return Ether(bytes(Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") /
+                           IP(src="10.0.0.1", dst="10.0.0.2", proto=6) / Raw(bytes(raw))))
+    options = [b"\x01\x01\x05\x03\x00\x00\x00\x00", b"\x01\x01\x05\x04\x00\x00\x07\xd0", b"\x05\x09" + bytes(7),
+               b"\x05\x0c" + bytes(10), b"\x01\x01\x05\x0a\x00\x00\x07\xd0\x00\x00\x07\xd8",
+               b"\x01\x01\x05\x12\x00\x00\x07\xd8\x00\x00\x07\xe0\x00\x00\x07\xd0\x00\x00\x07\xe8"]
+    pkts = [seg(40010 + i, o) for i, o in enumerate(options)]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("sack") / "sack.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "tcp.options.sack_le", "-e", "tcp.options.sack.count",
+                                   "-e", "tcp.options.sack.dsack_le")])
+def test_sack_options(sack_capture, args, protodump_run, standard_run):
+    """SACK edges relative to the acknowledged side, their count, D-SACK edges and expert, a block cut short;
+    a SACK too short for tshark's D-SACK read ends the TCP layer in an exception."""
+    same_as_tshark(sack_capture, args, protodump_run, standard_run)

@@ -39,6 +39,48 @@ def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
         o.add(Item(f.tcp_option_unknown_payload, payload, p + 2, n - 2, f"Payload: {payload.hex()}"))
 
 
+def _sack_values(o: Item, data: bytes, p: int, n: int, sack: tuple) -> bool:
+    """A SACK option's edges, relative to the acknowledged side's base (dissect_tcpopt_sack), its count, and
+    the D-SACK edges when its first block lies at or below the acknowledgement number or inside the second;
+    False when tshark's D-SACK read runs past the option (an exception)."""
+    base, ack = sack
+    q, left, blocks = p + 2, n - 2, []
+    while left > 0:
+        if left < 4:
+            _tcp_expert(o.add(TextItem(None, None, q, left, f.TCP_EXPERTS["tcp.suboption_malformed"][2])),
+                        "tcp.suboption_malformed")
+            break
+        le = (struct.unpack_from("!I", data, q)[0] - base) & 0xFFFFFFFF
+        o.add(Item(f.tcp_sack_le, le, q, 4, f"left edge = {le} (relative)"))
+        left -= 4
+        if left < 4:
+            _tcp_expert(o.add(TextItem(None, None, q, left, f.TCP_EXPERTS["tcp.suboption_malformed"][2])),
+                        "tcp.suboption_malformed")
+            break
+        re = (struct.unpack_from("!I", data, q + 4)[0] - base) & 0xFFFFFFFF
+        left -= 4
+        o.add(Item(f.tcp_sack_re, re, q + 4, 4, f"right edge = {re} (relative)"))
+        blocks.append((le, re))
+        o.label += f" {le}-{re}"
+        q += 8
+    o.add(Item(f.tcp_sack_count, len(blocks), p, 0, f"[TCP SACK Count: {len(blocks)}]", generated=True))
+    first = blocks[0][1] if blocks else 0
+    if not (not _seq_gt(first, ack) or len(blocks) > 1 and _seq_gt(first, blocks[1][0])
+            and not _seq_gt(first, blocks[1][1])):
+        return True
+    for i, (fld, name) in enumerate(((f.tcp_dsack_le, "Left"), (f.tcp_dsack_re, "Right"))):
+        if n - 2 < 4 * (i + 1):
+            return False
+        v = (struct.unpack_from("!I", data, p + 2 + 4 * i)[0] - base) & 0xFFFFFFFF
+        o.add(Item(fld, v, p + 2 + 4 * i, 4, f"[D-SACK {name} Edge = {v} (relative)]", generated=True))
+    _tcp_expert(o.add(TextItem(None, None, p + 2, 8, "D-SACK Sequence")), "tcp.options.sack.dsack")
+    return True
+
+
+def _seq_gt(a: int, b: int) -> bool:
+    return 0 < ((a - b) & 0xFFFFFFFF) < 0x80000000
+
+
 def _option_label(data: bytes, p: int, kind: int, valid: bool) -> str:
     """"TCP Option - <name>", with its value when the option has its own length."""
     name = f.TCP_OPTIONS[kind][1] if kind in f.TCP_OPTIONS else "Unknown"
@@ -56,19 +98,24 @@ def _bad_option(item: Item, p: int, n: int, message: str) -> None:
     _tcp_expert(item.add(TextItem(None, None, p, n, message)), "tcp.option.len.invalid", message)
 
 
-def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) -> None:
+def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, sack=None) -> None:
     """The options item, as tshark 4.0's tcp_dissect_options makes it (_option_items), and after a walk that
     reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
     item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
-    names, whole = _option_items(item, data, off, end, syn)
+    names: list[str] = []
+    try:
+        _, whole = _option_items(item, data, off, end, syn, names, sack=sack)
+    except IndexError:          # tshark's exception in an option (capture.network: the layer ends there)
+        names.pop()             # (the option's name is appended after its own dissection)
+        whole = False
     if whole and syn and f.TCP_OPTIONS[2][1] not in names:
         _tcp_expert(item, "tcp.options.mss.absent")
     item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
 
 
 def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
-                  names: list[str] | None = None) -> tuple[list[str], bool]:
+                  names: list[str] | None = None, sack=None) -> tuple[list[str], bool]:
     """Each option's item under `item`; (the names of the options shown, whether the walk reached the end). An
     option whose length byte is missing, too short or runs past the header ends the walk with an expert; a
     fixed-length option of another length is shown without its values, with an expert on its length; after an
@@ -113,6 +160,9 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
         length = o.add(Item(f.tcp_option_len, n, p + 1, 1, f"Length: {n}"))
         if n != want:
             _tcp_expert(length, "tcp.option.len.invalid", f"option length should be {want}")
+        elif kind == 5:
+            if not _sack_values(o, data, p, n, sack or (0, 0)):
+                raise IndexError("a D-SACK edge past the option")    # tshark's exception (network.sack_throws)
         else:
             _option_values(o, data, p, kind, n)
         p += n
@@ -224,11 +274,11 @@ def _analysis_slots(t, off: int) -> list:
     return nodes
 
 
-def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool):
+def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None):
     """The options item: static, but for a timestamps option's values (slots), the one that changes in every
     segment of a connection."""
     holder = Item(None)
-    _tcp_options(holder, data, off, end, syn)
+    _tcp_options(holder, data, off, end, syn, sack)
     opts = holder.children[0]
     if ts_at is None:
         return opts
@@ -390,6 +440,17 @@ def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
     return Layer("tcp", top)
 
 
+def sack_throws(data: bytes, p: int, end: int) -> bool:
+    """Whether tshark's walk over the options data[p:end] meets a SACK option too short for one block, whose
+    D-SACK read then runs past it (an exception: [Malformed Packet])."""
+    for _, kind, n in option_spans(data, p, end):
+        if n is None:
+            return False
+        if kind == 5 and n < 10:
+            return True
+    return False
+
+
 def short_exception(data: bytes, p: int, end: int, there: int) -> str:
     """Why tshark's walk over the options data[p:end] of a short segment (bytes only up to `there`) throws:
     "" when it reads a kind or length byte past them (ReportedBoundsError: "[Malformed Packet]"), tshark's
@@ -454,6 +515,9 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             opts_key = options[:ts_at] + options[ts_at + 10:] + bytes((ts_at,))
             vals["ts_opt"] = options[ts_at:ts_at + 10]
             vals["tsval"], vals["tsecr"] = _TS(options, ts_at + 2)
+        if 5 in options:          # SACK edges are shown relative to the acknowledged side: in the key
+            sack = ((ack - t.ack) & 0xFFFFFFFF if t is not None and fl & 0x10 else 0, shown_ack)
+            opts_key = (opts_key, sack, bool(d.problems) and d.problems[-1][1].abbrev == "_ws.malformed.expert")
     pdus = d.pdu_sizes or ()
     segn = 0
     if seglen:
@@ -480,9 +544,12 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
 def _tcp_nodes(d, data: bytes, off: int, hl: int, fl: int, sc, tkey, opts_key, ts_at, seglen: int) -> list:
     """The template of a TCP layer of this shape (tcp_layer's key)."""
     nodes = _head_slots(tkey, off, hl, fl, sc)
+    sack, cut = opts_key[1:] if isinstance(opts_key, tuple) else (None, False)
     if opts_key is not None:
         nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
-                                   bool(fl & 0x02)))
+                                   bool(fl & 0x02), sack))
+    if cut:              # an exception in the options (a SACK too short for tshark's D-SACK read): no more
+        return nodes + (_analysis_slots(tkey, off)[:1] if tkey else [])
     if tkey:
         nodes += _analysis_slots(tkey, off)
     if seglen:
