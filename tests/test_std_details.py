@@ -328,3 +328,14 @@ def test_written_pcapng_keeps_precision_and_interfaces(time_captures, tmp_path, 
         assert protodump_run("-r", str(path), "-w", str(ours)).returncode == 0
         for args in (("-t", "e"), ("-t", "dd"), ("-T", "fields", "-e", "frame.time_epoch")):
             assert protodump_run(*args, str(ours)).stdout == standard_run(*args, "-r", str(path)).stdout
+
+
+@pytest.mark.parametrize("time_format", ["ad", "adoy", "d", "dd", "e", "u", "ud"])
+@pytest.mark.parametrize("form", [("-T", "fields", "-e", "_ws.col.Time", "-e", "frame.number"), ("-T", "psml"),
+                                  ("-T", "ek", "-e", "_ws.col.Time"), ("-T", "json", "-e", "_ws.col.Time")])
+def test_time_column_field_follows_t(time_format, form, protodump_run, standard_run):
+    """_ws.col.Time (and PSML's Time section) as -t says, also under a display filter."""
+    args = ("-t", time_format, *form, "-Y", "frame.number > 3", "-c", "20")
+    ours, theirs = protodump_run(*args, "blank-2015.pcap"), standard_run(*args, "-r", "blank-2015.pcap")
+    text = theirs.stdout.replace("wireshark/4.0.17", "protodump/0.1.0") if "psml" in form else theirs.stdout
+    assert ours.stdout and ours.stdout == plugin_free(text)
