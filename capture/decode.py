@@ -155,10 +155,20 @@ class Decoded:
         return f"IPv6 fragment (off={(fo >> 3) * 8} more={'y' if fo & 1 else 'n'} ident=0x{ident:08x} nxt={nxt})"
 
     def no_dissector(self) -> None:
-        """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector."""
-        if self.transport == "udp" and self.payload and not self.error:
-            self.unclaimed = True
-            self.protocols.append("data")
+        """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector, and a
+        TCP one too unless TCP's analysis calls the segment retransmitted or out of order (decode_tcp_ports), or
+        it went into a reassembly ("TCP segment data")."""
+        if not self.payload or self.error:
+            return
+        if self.transport == "tcp":
+            t = self.tcp
+            if (t is None or self.segment_data or self.reassembled or "retransmission" in t.flags
+                    or "out_of_order" in t.flags):
+                return
+        elif self.transport != "udp":
+            return
+        self.unclaimed = True
+        self.protocols.append("data")
 
     def exception_reason(self, proto: str) -> str:
         """The text of the exception that ended `proto`'s decode, when tshark shows one (a short TCP segment's

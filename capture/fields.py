@@ -268,6 +268,11 @@ tcp_analysis_initial_rtt = F("tcp.analysis.initial_rtt", "iRTT", "string")
 tcp_analysis_bytes_in_flight = F("tcp.analysis.bytes_in_flight", "Bytes in flight", "uint32")
 tcp_analysis_push_bytes_sent = F("tcp.analysis.push_bytes_sent", "Bytes sent since last PSH flag", "uint32")
 tcp_analysis_flags = F("tcp.analysis.flags", "TCP Analysis Flags", "none")
+tcp_analysis_rto = F("tcp.analysis.rto", "The RTO for this segment was", "string")
+tcp_analysis_rto_frame = F("tcp.analysis.rto_frame", "RTO based on delta from frame", "uint32")
+tcp_analysis_duplicate_ack = F("tcp.analysis.duplicate_ack", "Duplicate ACK", "none")
+tcp_analysis_duplicate_ack_num = F("tcp.analysis.duplicate_ack_num", "Duplicate ACK #", "uint32")
+tcp_analysis_duplicate_ack_frame = F("tcp.analysis.duplicate_ack_frame", "Duplicate to the ACK in frame", "uint32")
 TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.options.nop", "No-Operation (NOP)"),
                2: ("tcp.options.mss", "Maximum segment size"), 3: ("tcp.options.wscale", "Window scale"),
                4: ("tcp.options.sack_perm", "SACK permitted"), 5: ("tcp.options.sack", "SACK"),
@@ -407,6 +412,15 @@ TCP_EXPERTS = {
                                              "This frame is a (suspected) spurious retransmission"),
     "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
                                       "ACKed segment that wasn't captured (common at capture start)"),
+    "tcp.analysis.fast_retransmission": ("SEQUENCE", "NOTE", "This frame is a (suspected) fast retransmission"),
+    "tcp.analysis.window_update": ("SEQUENCE", "CHAT", "TCP window update"),
+    "tcp.analysis.window_full": ("SEQUENCE", "WARN", "TCP window specified by the receiver is now completely full"),
+    "tcp.analysis.keep_alive": ("SEQUENCE", "NOTE", "TCP keep-alive segment"),
+    "tcp.analysis.keep_alive_ack": ("SEQUENCE", "NOTE", "ACK to a TCP keep-alive segment"),
+    "tcp.analysis.duplicate_ack": ("SEQUENCE", "NOTE", "Duplicate ACK (#{})"),
+    "tcp.analysis.zero_window_probe": ("SEQUENCE", "NOTE", "TCP Zero Window Probe"),
+    "tcp.analysis.zero_window": ("SEQUENCE", "WARN", "TCP Zero Window segment"),
+    "tcp.analysis.zero_window_probe_ack": ("SEQUENCE", "NOTE", "ACK to a TCP Zero Window Probe"),
     "tcp.analysis.reused_ports": ("SEQUENCE", "NOTE",
                                   "A new tcp session is started with the same ports as an earlier session in this trace"),
     "tcp.suboption_malformed": ("MALFORMED", "ERROR", "suboption would go past end of option"),
@@ -435,7 +449,8 @@ EXPERTS = {
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
     "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
     "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",
-    **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
+    **{abbrev: message.replace(": server port {}", "").replace(" (#{})", "") for abbrev, (_, _, message)
+       in TCP_EXPERTS.items()},
     "tcp.bogus_header_length": "Bogus TCP header length", "tcp.option.len.invalid": "Invalid length for option",
     "tcp.short_segment": "Short segment",
 }

@@ -16,6 +16,14 @@ FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 M32 = 0xFFFFFFFF
 OOO_THRESHOLD_NS = 3_000_000          # tshark's out-of-order threshold when no iRTT is known
 
+# the analysis flags in the order tshark prints them (tcp_print_sequence_number_analysis): experts in this order,
+# Info tags each put in front of the column, so in the reverse order
+# ("spurious_retransmission" comes with "retransmission", its second expert: protodump's mark that tshark hands
+# the segment to no subdissector)
+PRINT_ORDER = ["reused_ports", "spurious_retransmission", "retransmission", "fast_retransmission", "out_of_order",
+               "lost_segment", "ack_lost_segment", "window_update", "window_full", "keep_alive", "keep_alive_ack",
+               "duplicate_ack", "zero_window_probe", "zero_window", "zero_window_probe_ack"]
+
 # completeness bits (tcp.completeness)
 C_SYN, C_SYNACK, C_ACK, C_DATA, C_FIN, C_RST = 1, 2, 4, 8, 16, 32
 
@@ -32,8 +40,9 @@ def _lt(a: int, b: int) -> bool:
 class Flow:
     """One direction of a connection."""
 
-    __slots__ = ("base", "nextseq", "nextseq_ns", "maxseqtobeacked", "segments", "win_scale", "push_bytes",
-                 "push_last", "valid_bif", "lastack")
+    __slots__ = ("base", "nextseq", "nextseq_ns", "nextseq_frame", "maxseqtobeacked", "segments", "win_scale",
+                 "push_bytes", "push_last", "valid_bif", "lastack", "lastack_ns", "window", "dupacks", "nondup_frame",
+                 "lastflags", "first_ack")
 
     def __init__(self):
         self.base: int | None = None
@@ -46,6 +55,13 @@ class Flow:
         self.push_last = False
         self.valid_bif = True
         self.lastack: int | None = None
+        self.lastack_ns = 0
+        self.nextseq_frame = 0
+        self.window: int | None = None      # the raw window of its last segment
+        self.dupacks = 0                    # duplicate ACKs in a row (-1: one that acked unseen data came first)
+        self.nondup_frame = 0               # the last frame whose ACK moved on
+        self.lastflags: tuple = ()          # the analysis flags of its last segment
+        self.first_ack = False              # a SYN seen, no pure ACK yet: the window is not scaled yet
 
 
 class Connection:
@@ -68,10 +84,13 @@ class TcpInfo:
     """What tshark shows for one segment beyond its header (filled in decode order)."""
 
     __slots__ = ("stream", "completeness", "seq", "nxtseq", "ack", "win_scale", "window", "rel_ns", "delta_ns",
-                 "acks_frame", "ack_rtt_ns", "irtt_ns", "bif", "push", "flags", "fin_role", "server_port")
+                 "acks_frame", "ack_rtt_ns", "irtt_ns", "bif", "push", "flags", "fin_role", "server_port",
+                 "rto_ns", "rto_frame", "dupack_num", "dupack_frame")
 
     def __init__(self):
         self.acks_frame = self.ack_rtt_ns = self.irtt_ns = self.bif = self.push = None
+        self.rto_ns = self.rto_frame = None  # a retransmission: the time since the segment it repeats, its frame
+        self.dupack_num = self.dupack_frame = None
         self.flags: list[str] = []          # analysis flags: "lost_segment", "out_of_order", "ack_lost_segment"
         self.fin_role: str | None = None    # "active" / "passive"
         self.server_port: int | None = None
@@ -266,37 +285,67 @@ class TcpTable:
             conn.completeness |= C_RST
 
     def _sequence(self, d, conn, fwd: Flow, rev: Flow, info: TcpInfo, seq, ack, nextseq, seglen, ts) -> None:
-        fl = d.flags
-        if fwd.nextseq is not None and _gt(seq, fwd.nextseq) and not fl & RST:
-            info.flags.append("lost_segment")
-            fwd.valid_bif = False
-        if (seglen or fl & (SYN | FIN)) and fwd.nextseq is not None and _lt(seq, fwd.nextseq):
-            threshold = conn.irtt_ns if conn.irtt_ns is not None else OOO_THRESHOLD_NS
-            if ts - fwd.nextseq_ns < threshold and fwd.nextseq != nextseq:
-                info.flags.append("out_of_order")
+        """tcp_analyze_sequence_number (tshark 4.0), in its order; `info.flags` then sorted as tshark prints them."""
+        fl, win, flags = d.flags, d.window, info.flags
+        plain = not fl & (SYN | FIN | RST)
+        same = seq == fwd.nextseq and ack == fwd.lastack and not seglen and plain
+        frame = d.frame.number
+        if seglen == 1 and seq == fwd.nextseq and rev.window == 0:
+            flags.append("zero_window_probe")
+        else:
+            if win == 0 and plain:
+                flags.append("zero_window")
+            if fwd.nextseq is not None and _gt(seq, fwd.nextseq) and not fl & RST:
+                flags.append("lost_segment")
+                fwd.valid_bif = False
+            if seglen < 2 and fwd.nextseq is not None and seq == (fwd.nextseq - 1) & M32 and plain:
+                flags.append("keep_alive")
+            if same and win and win != fwd.window:
+                flags.append("window_update")
+            if seglen and rev.win_scale != -1 and plain:
+                shift = 0 if rev.first_ack or rev.win_scale == -2 else rev.win_scale
+                edge = (rev.lastack or 0) + (((M32 if rev.window is None else rev.window) << shift) & M32)
+                if (seq + seglen) & M32 == edge & M32:
+                    flags.append("window_full")
+            if same and win and win == fwd.window and "keep_alive" in rev.lastflags:
+                flags.append("keep_alive_ack")
+            elif same and win == 0 and fwd.window == 0 and "zero_window_probe" in rev.lastflags:
+                flags.append("zero_window_probe_ack")
+            elif same and win and win == fwd.window:
+                fwd.dupacks = 1 if fwd.dupacks == -1 else fwd.dupacks + 1
+                flags.append("duplicate_ack")
+                info.dupack_num, info.dupack_frame = fwd.dupacks, fwd.nondup_frame
+        if ack != fwd.lastack:
+            fwd.nondup_frame, fwd.dupacks = frame, 0
+        if rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked):
+            if rev.nextseq is not None and _lt(rev.maxseqtobeacked, rev.nextseq):
+                rev.maxseqtobeacked = rev.nextseq
+                flags.append("ack_lost_segment")
             else:
-                if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
-                    info.flags.append("spurious_retransmission")
-                info.flags.append("retransmission")
-        elif seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
-            # data the peer has acknowledged already, though new to us (the segment came late): tshark 4.0 calls
-            # it a spurious retransmission (and a retransmission), and hands it to no subdissector
-            info.flags += ["spurious_retransmission", "retransmission"]
-        if (rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked)):
-            info.flags.append("ack_lost_segment")
-            rev.maxseqtobeacked = rev.nextseq
+                if rev.dupacks == 0:
+                    flags.append("ack_lost_segment")
+                rev.dupacks = -1
+        if (seglen or fl & (SYN | FIN)) and "keep_alive" not in flags:
+            self._resent(conn, fwd, rev, info, seq, nextseq, seglen, ts)
         if (seglen or fl & (SYN | FIN)) and len(fwd.segments) < MAX_UNACKED:
-            fwd.segments.append([seq, nextseq, d.frame.number, ts])
-        if fwd.nextseq is None or _gt(nextseq, fwd.nextseq):
-            fwd.nextseq, fwd.nextseq_ns = nextseq, ts
-        if fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked:
+            fwd.segments.append([seq, nextseq, frame, ts])
+        probe = "zero_window_probe" in flags
+        if (fwd.nextseq is None or _gt(nextseq, fwd.nextseq)) and not probe:
+            fwd.nextseq, fwd.nextseq_ns, fwd.nextseq_frame = nextseq, ts, frame
+        if (fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked) and not probe:
             fwd.maxseqtobeacked = fwd.nextseq     # the highest continuous sequence number seen
+        fwd.window, fwd.lastack, fwd.lastack_ns, fwd.lastflags = win, ack, ts, tuple(flags)
         if fl & ACK:
             self._acked(rev, info, ack, ts)
-            fwd.lastack = ack
             if (conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN
                     and conn.completeness & C_SYNACK):
                 conn.irtt_ns = ts - conn.syn_ns
+        if fl & SYN:
+            fwd.first_ack = True
+        elif fl & ACK:
+            fwd.first_ack = False
+        if len(flags) > 1:
+            flags.sort(key=PRINT_ORDER.index)
         info.irtt_ns = conn.irtt_ns
         if seglen and fwd.segments and fwd.valid_bif:
             base = fwd.base
@@ -315,11 +364,38 @@ class TcpTable:
             info.push = fwd.push_bytes
 
     @staticmethod
+    def _resent(conn, fwd: Flow, rev: Flow, info: TcpInfo, seq, nextseq, seglen, ts) -> None:
+        """A segment with data (or SYN/FIN) that does not move the sequence on: spurious (the peer has ACKed it
+        already), fast (after two duplicate ACKs, within 20 ms), out of order (within the iRTT), or else a
+        retransmission (with the time since the oldest unacknowledged segment)."""
+        flags = info.flags
+        behind = fwd.nextseq is not None and _lt(seq, fwd.nextseq)
+        if seglen > 1 and fwd.nextseq is not None and (fwd.nextseq - 1) & M32 == seq:
+            behind = False
+        if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+            # (data the peer has acknowledged already, even though new to us: tshark hands it to no subdissector)
+            flags += ["spurious_retransmission", "retransmission"]
+            return
+        if behind and rev.dupacks >= 2 and rev.lastack == seq and ts - rev.lastack_ns < 20_000_000:
+            flags.append("fast_retransmission")
+            return
+        threshold = conn.irtt_ns if conn.irtt_ns is not None else OOO_THRESHOLD_NS
+        if behind and ts - fwd.nextseq_ns < threshold and fwd.nextseq != nextseq:
+            flags.append("out_of_order")
+            return
+        if behind:
+            flags.append("retransmission")
+            info.rto_ns, info.rto_frame = ts - fwd.nextseq_ns, fwd.nextseq_frame
+            if fwd.segments:
+                info.rto_ns, info.rto_frame = ts - fwd.segments[0][3], fwd.segments[0][2]
+
+    @staticmethod
     def _acked(rev: Flow, info: TcpInfo, ack: int, ts: int) -> None:
         keep = []
         for seg in rev.segments:
             if ack == seg[1]:
-                info.acks_frame, info.ack_rtt_ns = seg[2], ts - seg[3]
+                if info.acks_frame is None:       # tshark walks newest first: the oldest match is the one shown
+                    info.acks_frame, info.ack_rtt_ns = seg[2], ts - seg[3]
             elif _gt(ack, seg[0]) and not _gt(ack, seg[1]):
                 seg[0] = ack
                 keep.append(seg)

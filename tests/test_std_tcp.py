@@ -138,3 +138,59 @@ def test_sack_options(sack_capture, args, protodump_run, standard_run):
     """SACK edges relative to the acknowledged side, their count, D-SACK edges and expert, a block cut short;
     a SACK too short for tshark's D-SACK read ends the TCP layer in an exception."""
     same_as_tshark(sack_capture, args, protodump_run, standard_run)
+
+
+def _flow(sport: int, scale: int, script) -> list:
+    """A connection's segments from a compact script: (direction ">" or "<", flags, relative seq, relative ack,
+    payload, window)."""
+    from scapy.all import IP, TCP, Ether
+    e = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+    out = []
+    for way, fl, seq, ack, payload, win in script:
+        a, b = ("10.0.0.1", "10.0.0.2") if way == ">" else ("10.0.0.2", "10.0.0.1")
+        sp, dp = (sport, 5000) if way == ">" else (5000, sport)
+        base_s, base_a = (1000, 5000) if way == ">" else (5000, 1000)
+        opts = [("MSS", 1460), ("WScale", scale)] if "S" in fl else []
+        out.append(e / IP(src=a, dst=b) / TCP(sport=sp, dport=dp, flags=fl, seq=base_s + seq, ack=base_a + ack if ack
+                                               else 0, window=win, options=opts) / payload)
+    return out
+
+
+@pytest.fixture(scope="module")
+def analysis_capture(tmp_path_factory) -> Path:
+    """Two connections on no game port: a window update, duplicate ACKs, a retransmission (its RTO), a spurious
+    one, a keep-alive and its ACK, a zero window, a zero window probe and its ACK, a lost segment, an out-of-order
+    one, ACKed unseen data; then a full window, a fast retransmission after two duplicate ACKs."""
+    from scapy.all import wrpcap
+    one = _flow(40000, 7, [(">", "S", 0, 0, b"", 64240), ("<", "SA", 0, 1, b"", 65160), (">", "A", 1, 1, b"", 502),
+                           (">", "A", 1, 1, b"", 600), (">", "A", 1, 1, b"", 600), (">", "PA", 1, 1, b"hello", 600),
+                           (">", "PA", 1, 1, b"hello", 600), ("<", "A", 1, 6, b"", 509),
+                           (">", "PA", 1, 1, b"hello", 600), (">", "A", 5, 1, b"", 600), ("<", "A", 1, 6, b"", 509),
+                           ("<", "A", 1, 6, b"", 0), (">", "PA", 6, 1, b"x", 600), ("<", "A", 1, 6, b"", 0),
+                           ("<", "A", 1, 6, b"", 509), (">", "PA", 12, 1, b"later", 600),
+                           (">", "PA", 7, 1, b"early", 600), ("<", "A", 1, 17, b"", 509), ("<", "A", 1, 17, b"", 509),
+                           ("<", "A", 1, 17, b"", 509), (">", "PA", 17, 1, b"more!", 600),
+                           (">", "FA", 22, 1, b"", 600), ("<", "FA", 1, 23, b"", 509), (">", "A", 23, 2, b"", 600)])
+    ten = b"0123456789"
+    two = _flow(40001, 0, [(">", "S", 0, 0, b"", 64240), ("<", "SA", 0, 1, b"", 20), (">", "A", 1, 1, b"", 502),
+                           ("<", "A", 1, 1, b"", 20), (">", "PA", 1, 1, ten, 502), (">", "PA", 11, 1, ten, 502),
+                           ("<", "A", 1, 11, b"", 20), ("<", "A", 1, 11, b"", 20), ("<", "A", 1, 11, b"", 20),
+                           (">", "PA", 11, 1, ten, 502), ("<", "A", 1, 21, b"", 20), (">", "PA", 21, 1, b"abc", 502),
+                           (">", "PA", 21, 1, b"abc", 502), ("<", "FA", 1, 24, b"", 20), (">", "FA", 24, 2, b"", 502),
+                           ("<", "A", 2, 25, b"", 20)])
+    pkts = one + two
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i * 0.0005
+    path = tmp_path_factory.mktemp("analysis") / "analysis.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "tcp.analysis.flags", "-e", "tcp.analysis.duplicate_ack_num",
+                                   "-e", "tcp.analysis.rto_frame", "-e", "frame.protocols"),
+                                  ("-Y", "tcp.analysis.window_update || tcp.analysis.duplicate_ack")])
+def test_sequence_analysis(analysis_capture, args, protodump_run, standard_run):
+    """tcp_analyze_sequence_number's flags as tshark prints them (experts, Info tags in its order), and the
+    payload of no dissector as data unless TCP calls it retransmitted ("Retransmitted TCP segment data")."""
+    same_as_tshark(analysis_capture, args, protodump_run, standard_run)

@@ -250,7 +250,7 @@ def _analysis_slots(t, off: int) -> list:
         Slot(f.tcp_time_relative, "[Time since first frame in this TCP stream: %(rel)s seconds]", "rel", 0, 0, _G),
         Slot(f.tcp_time_delta, "[Time since previous frame in this TCP stream: %(delta)s seconds]", "delta", 0, 0,
              _G)))]
-    _, _, acked, irtt, bif, push, kinds = t
+    _, _, acked, irtt, bif, push, kinds, rto, dupacks = t
     kids = []
     if acked:
         kids += [Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]",
@@ -265,13 +265,38 @@ def _analysis_slots(t, off: int) -> list:
         kids.append(Slot(f.tcp_analysis_push_bytes_sent, "[Bytes sent since last PSH flag: %(push)d]", "push",
                          0, 0, _G))
     if kinds:
-        flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
-        for kind in kinds:
-            _tcp_expert(flags, "tcp.analysis." + kind)
-        kids.append(flags)
+        kids += _flags_slots(kinds, off, rto, dupacks)
     if acked or bif or push or kinds:   # tshark shows the tree (and the iRTT) only with something to say
         nodes.append(Slot(f.tcp_analysis, "SEQ/ACK analysis", None, 0, 0, _G, kids=kids))
     return nodes
+
+
+def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
+    """TCP Analysis Flags, as tshark prints them: each flag's expert on the item (a retransmission with its RTO
+    items, a spurious or fast one with the retransmission expert too, a duplicate ACK's own item), then, after
+    it in the analysis tree, a duplicate ACK's number and frame (its expert there)."""
+    flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
+    rto_slots = []
+    for kind in kinds:
+        if kind == "duplicate_ack":
+            flags.add(Item(f.tcp_analysis_duplicate_ack, None, off, 0, "This is a TCP duplicate ack", generated=True))
+            continue
+        _tcp_expert(flags, "tcp.analysis." + kind)
+        if kind == "fast_retransmission":
+            _tcp_expert(flags, "tcp.analysis.retransmission")
+        if kind == "retransmission" and rto and "spurious_retransmission" not in kinds:
+            rto_slots = [Slot(f.tcp_analysis_rto, "[The RTO for this segment was: %(rto)s seconds]", "rto", 0, 0, _G),
+                         Slot(f.tcp_analysis_rto_frame, "[RTO based on delta from frame: %(rto_frame)d]", "rto_frame",
+                              0, 0, _G)]
+    out = [Slot(f.tcp_analysis_flags, "TCP Analysis Flags", None, 0, 0, _G, kids=(*flags.children, *rto_slots))
+           if rto_slots else flags]
+    if dupacks is not None:
+        holder = Item(None)
+        _tcp_expert(holder, "tcp.analysis.duplicate_ack", dupacks)
+        out += [Item(f.tcp_analysis_duplicate_ack_num, dupacks, off, 0, f"[Duplicate ACK #: {dupacks}]", generated=True),
+                Slot(f.tcp_analysis_duplicate_ack_frame, "[Duplicate to the ACK in frame: %(dupack_frame)d]",
+                     "dupack_frame", 0, 0, _G, kids=holder.children)]
+    return out
 
 
 def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None):
@@ -338,6 +363,12 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
         # each over its PDU's bytes, as tcp_dissect_pdus adds it (empty when the PDU runs past the segment)
         nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G))
+    t = d.tcp
+    if t is not None and "retransmission" in t.flags and "spurious_retransmission" not in t.flags:
+        # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector
+        nodes.append(Slot(f.tcp_segment_data, f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})",
+                          "payload", a, "seglen"))
+        return nodes
     n = _segment_data_length(d)
     if n:
         nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
@@ -490,12 +521,17 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     if t is not None:
         shown_seq, shown_ack, sc, c = t.seq, t.ack, t.win_scale, t.completeness
         tkey = (t.server_port if fl & 0x02 else None, t.fin_role, t.acks_frame is not None, t.irtt_ns is not None,
-                t.bif is not None, t.push is not None, tuple(t.flags) if t.flags else ())
+                t.bif is not None, t.push is not None, tuple(t.flags) if t.flags else (), t.rto_ns is not None,
+                t.dupack_num)
         vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
                 "csum": csum, "urp": urp, "stream": t.stream, "c": c, "ctext": COMPLETENESS.get(c, "Incomplete"),
                 "seq": shown_seq, "nxtseq": t.nxtseq, "ack": shown_ack, "window": t.window,
                 "rel": ns_text(t.rel_ns), "delta": ns_text(t.delta_ns), "acks_frame": t.acks_frame, "bif": t.bif,
                 "push": t.push}
+        if t.rto_ns is not None:
+            vals["rto"], vals["rto_frame"] = ns_text(t.rto_ns), t.rto_frame
+        if t.dupack_num is not None:
+            vals["dupack_frame"] = t.dupack_frame
         if t.acks_frame is not None:
             vals["ack_rtt"] = ns_text(t.ack_rtt_ns)
         if t.irtt_ns is not None:
@@ -589,7 +625,11 @@ def tcp_segments_layer(pieces, whole: bytes) -> Layer:
 ANALYSIS_TAGS = {"lost_segment": "[TCP Previous segment not captured] ", "out_of_order": "[TCP Out-Of-Order] ",
                  "retransmission": "[TCP Retransmission] ", "ack_lost_segment": "[TCP ACKed unseen segment] ",
                  "spurious_retransmission": "[TCP Spurious Retransmission] ",
-                 "reused_ports": "[TCP Port numbers reused] "}
+                 "reused_ports": "[TCP Port numbers reused] ", "fast_retransmission": "[TCP Fast Retransmission] ",
+                 "window_update": "[TCP Window Update] ", "window_full": "[TCP Window Full] ",
+                 "keep_alive": "[TCP Keep-Alive] ", "keep_alive_ack": "[TCP Keep-Alive ACK] ",
+                 "zero_window_probe": "[TCP ZeroWindowProbe] ", "zero_window": "[TCP ZeroWindow] ",
+                 "zero_window_probe_ack": "[TCP ZeroWindowProbeAck] "}
 
 
 def info_prefix(d) -> str:
@@ -597,7 +637,8 @@ def info_prefix(d) -> str:
     if t is None or not t.flags:
         return ""
     spurious = "spurious_retransmission" in t.flags      # tagged as spurious only, though flagged as both
-    return "".join(ANALYSIS_TAGS.get(kind, "") for kind in reversed(t.flags)
+    return "".join(ANALYSIS_TAGS.get(kind, "") if kind != "duplicate_ack" else
+                   f"[TCP Dup ACK {t.dupack_frame}#{t.dupack_num}] " for kind in reversed(t.flags)
                    if not (spurious and kind == "retransmission"))
 
 
