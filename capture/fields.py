@@ -305,6 +305,30 @@ ICMPV6_NA_FLAGS = [(F("icmpv6.nd.na.flag.r", "Router", "bool", mask=1 << 31, bit
                    (F("icmpv6.nd.na.flag.o", "Override", "bool", mask=1 << 29, bits=32), 1 << 29, "Override"),
                    (F("icmpv6.nd.na.flag.rsv", "Reserved", "uint32", mask=0x1FFFFFFF), 0x1FFFFFFF, "Reserved")]
 icmpv6_opt = F("icmpv6.opt", "ICMPv6 Option", "none")
+icmpv6_ra_cur_hop_limit = F("icmpv6.nd.ra.cur_hop_limit", "Cur hop limit", "uint8")
+icmpv6_ra_flag = F("icmpv6.nd.ra.flag", "Flags", "uint8", "HEX")
+ICMPV6_RA_FLAGS = [(F("icmpv6.nd.ra.flag.m", "Managed address configuration", "bool", mask=0x80, bits=8), 0x80),
+                   (F("icmpv6.nd.ra.flag.o", "Other configuration", "bool", mask=0x40, bits=8), 0x40),
+                   (F("icmpv6.nd.ra.flag.h", "Home Agent", "bool", mask=0x20, bits=8), 0x20),
+                   (F("icmpv6.nd.ra.flag.prf", "Prf (Default Router Preference)", "uint8", mask=0x18,
+                      values={0: "Medium", 1: "High", 2: "Reserved", 3: "Low"}), 0x18),
+                   (F("icmpv6.nd.ra.flag.p", "Proxy", "bool", mask=0x04, bits=8), 0x04),
+                   (F("icmpv6.nd.ra.flag.rsv", "Reserved", "uint8", mask=0x03), 0x03)]
+icmpv6_ra_router_lifetime = F("icmpv6.nd.ra.router_lifetime", "Router lifetime (s)", "uint16")
+icmpv6_ra_reachable_time = F("icmpv6.nd.ra.reachable_time", "Reachable time (ms)", "uint32")
+icmpv6_ra_retrans_timer = F("icmpv6.nd.ra.retrans_timer", "Retrans timer (ms)", "uint32")
+icmpv6_opt_reserved = F("icmpv6.opt.reserved", "Reserved", "none")
+icmpv6_opt_mtu = F("icmpv6.opt.mtu", "MTU", "uint32")
+icmpv6_opt_prefix_length = F("icmpv6.opt.prefix.length", "Prefix Length", "uint8")
+icmpv6_opt_prefix_flag = F("icmpv6.opt.prefix.flag", "Flag", "uint8", "HEX")
+ICMPV6_PREFIX_FLAGS = [(F("icmpv6.opt.prefix.flag.l", "On-link flag(L)", "bool", mask=0x80, bits=8), 0x80),
+                       (F("icmpv6.opt.prefix.flag.a", "Autonomous address-configuration flag(A)", "bool", mask=0x40,
+                          bits=8), 0x40),
+                       (F("icmpv6.opt.prefix.flag.r", "Router address flag(R)", "bool", mask=0x20, bits=8), 0x20),
+                       (F("icmpv6.opt.prefix.flag.reserved", "Reserved", "uint8", mask=0x1F), 0x1F)]
+icmpv6_opt_prefix_valid_lifetime = F("icmpv6.opt.prefix.valid_lifetime", "Valid Lifetime", "uint32")
+icmpv6_opt_prefix_preferred_lifetime = F("icmpv6.opt.prefix.preferred_lifetime", "Preferred Lifetime", "uint32")
+icmpv6_opt_prefix = F("icmpv6.opt.prefix", "Prefix", "string")
 icmpv6_opt_type = F("icmpv6.opt.type", "Type", "uint8")
 icmpv6_opt_length = F("icmpv6.opt.length", "Length", "uint8")
 icmpv6_opt_linkaddr = F("icmpv6.opt.linkaddr", "Link-layer address", "string")

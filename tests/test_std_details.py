@@ -339,3 +339,26 @@ def test_time_column_field_follows_t(time_format, form, protodump_run, standard_
     ours, theirs = protodump_run(*args, "blank-2015.pcap"), standard_run(*args, "-r", "blank-2015.pcap")
     text = theirs.stdout.replace("wireshark/4.0.17", "protodump/0.1.0") if "psml" in form else theirs.stdout
     assert ours.stdout and ours.stdout == plugin_free(text)
+
+
+@pytest.fixture(scope="module")
+def ra_capture(tmp_path_factory) -> Path:
+    """IPv6 router advertisements: flags (other configuration; managed, home agent, high preference), a source
+    link-layer address, an MTU and a prefix information option (one with infinite lifetimes)."""
+    from scapy.all import (Ether, ICMPv6ND_RA, ICMPv6NDOptMTU, ICMPv6NDOptPrefixInfo, ICMPv6NDOptSrcLLAddr,
+                           IPv6)
+    head = Ether(src="52:54:00:12:34:56", dst="33:33:00:00:00:01") / IPv6(src="fe80::5054:ff:fe12:3456",
+                                                                           dst="ff02::1", hlim=255)
+    src = ICMPv6NDOptSrcLLAddr(lladdr="52:54:00:12:34:56")
+    return made(tmp_path_factory, "ra", "ra.pcap", [
+        head / ICMPv6ND_RA(chlim=64, O=1, routerlifetime=1800) / src / ICMPv6NDOptMTU(mtu=1500) /
+        ICMPv6NDOptPrefixInfo(prefixlen=64, L=1, A=1, validlifetime=86400, preferredlifetime=14400,
+                              prefix="2001:db8:1::"),
+        head / ICMPv6ND_RA(chlim=0, M=1, H=1, prf=1, routerlifetime=0) / src,
+        head / ICMPv6ND_RA(prf=3, P=1) / ICMPv6NDOptPrefixInfo(prefixlen=48, R=1, validlifetime=0xFFFFFFFF,
+                                                              preferredlifetime=0xFFFFFFFF, prefix="2001:db8::")])
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-Y", "icmpv6.nd.ra.flag.o == 1")])
+def test_router_advertisements(ra_capture, args, protodump_run, standard_run):
+    same_as_tshark(ra_capture, args, protodump_run, standard_run)
