@@ -362,3 +362,14 @@ def ra_capture(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-Y", "icmpv6.nd.ra.flag.o == 1")])
 def test_router_advertisements(ra_capture, args, protodump_run, standard_run):
     same_as_tshark(ra_capture, args, protodump_run, standard_run)
+
+
+def test_written_pcapng_keeps_comments_and_flags(options_capture, tmp_path, protodump_run, standard_run):
+    """-w pcapng writes each packet's comments (opt_comment) and flags (epb_flags): tshark reads the copy as it
+    reads a copy tshark -w made."""
+    ours, theirs = tmp_path / "ours.pcapng", tmp_path / "theirs.pcapng"
+    assert protodump_run("-r", str(options_capture), "-w", str(ours)).returncode == 0
+    standard_run("-r", str(options_capture), "-w", str(theirs))
+    for args in (("-V",), ("-T", "json"), ("-q", "-z", "expert")):
+        text = standard_run(*args, "-r", str(ours)).stdout
+        assert "hello comment" in text and text == standard_run(*args, "-r", str(theirs)).stdout
