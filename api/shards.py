@@ -232,6 +232,9 @@ class StreamNumbers:
                 number = self.tcp.stream_of(d)
         elif transport == "udp":
             number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
+        elif (transport != "sctp" and d.icmp is not None and d.icmp.quoted_tcp is not None
+              and d.icmp.quoted_tcp[0] + 20 <= d.payload_offset + len(d.payload)):
+            number = self.tcp.quoted_stream(d)        # (capture.decode: TcpTable.quoted)
         elif transport != "sctp" and d.icmp is not None and d.icmp.quoted_udp is not None:
             _, src, sport, dst, dport = d.icmp.quoted_udp
             number = self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]

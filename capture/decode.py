@@ -283,8 +283,13 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":
         udp_table.analyze(d)
-    elif udp_table is not None and d.icmp is not None:
-        udp_table.icmp(d)
+    elif d.icmp is not None:
+        info = d.icmp
+        if (tcp_table is not None and info.quoted_tcp is not None
+                and info.quoted_tcp[0] + 20 <= d.payload_offset + len(d.payload)):
+            tcp_table.quoted(d)          # tshark's TCP finds the quoted segment's conversation
+        if udp_table is not None:
+            udp_table.icmp(d)
     return d
 
 

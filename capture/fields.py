@@ -296,6 +296,7 @@ tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes"
 icmp = F("icmp", "Internet Control Message Protocol", "protocol")
 icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
 icmp_unused = F("icmp.unused", "Unused", "bytes")
+icmp_mtu = F("icmp.mtu", "MTU of next hop", "uint16")
 icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
 icmpv6_ns_target = F("icmpv6.nd.ns.target_address", "Target Address", "string")
 icmpv6_na_target = F("icmpv6.nd.na.target_address", "Target Address", "string")

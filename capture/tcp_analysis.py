@@ -9,6 +9,8 @@ TCP_MAX_UNACKED_SEGMENTS).
 """
 from __future__ import annotations
 
+import struct
+
 MAX_CONNECTIONS = 4096
 MAX_UNACKED = 1000
 RETIRED_LIMIT = 65536        # forgotten connections whose base sequence numbers are kept (TcpTable.retired)
@@ -94,6 +96,16 @@ class TcpInfo:
         self.flags: list[str] = []          # analysis flags: "lost_segment", "out_of_order", "ack_lost_segment"
         self.fin_role: str | None = None    # "active" / "passive"
         self.server_port: int | None = None
+
+
+class _Quoted:
+    """The header values of a quoted TCP segment, as header_only reads them from a Decoded."""
+
+    __slots__ = ("frame", "src", "sport", "dst", "dport", "flags", "seq", "ack", "window", "tcp")
+
+    def __init__(self, frame, src, sport, dst, dport, flags, seq, ack, window):
+        self.frame, self.src, self.sport, self.dst, self.dport = frame, src, sport, dst, dport
+        self.flags, self.seq, self.ack, self.window, self.tcp = flags, seq, ack, window, None
 
 
 def _flows(conn: Connection, me: tuple, peer: tuple, fl: int, seq: int, ack: int) -> tuple[Flow, Flow]:
@@ -183,6 +195,14 @@ class TcpTable:
         _flows(conn, me, peer, fl, d.seq, d.ack)
         return conn.stream
 
+    def quoted_stream(self, d) -> int:
+        """Only the stream index of the TCP segment an ICMP error quotes (a whole header), as quoted finds it."""
+        t, src, sport, dst, dport = d.icmp.quoted_tcp
+        seq, offflags = struct.unpack_from("!I4xH", d.frame.data, t + 4)
+        me = (src, sport)
+        syn = offflags & (SYN | ACK) == SYN
+        return self._connection(frozenset((me, (dst, dport))), d.frame.ts_ns, me, seq if syn else None).stream
+
     def analyze(self, d, wscale: int | None) -> None:
         """Record tshark's view of TCP segment `d` (capture.decode.Decoded) as `d.tcp`. `wscale`: the window scale
         option's shift, if the segment has one."""
@@ -263,6 +283,17 @@ class TcpTable:
             base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
             info.seq = (seq - base) & M32
         d.tcp = info
+
+    def quoted(self, d) -> None:
+        """The TCP segment an ICMP error quotes (a whole header): tshark finds or opens its conversation and shows
+        it as for a short segment (raw numbers, no analysis); the result goes to d.icmp.tcp."""
+        info = d.icmp
+        t, src, sport, dst, dport = info.quoted_tcp
+        data = d.frame.data
+        seq, ack, offflags, win = struct.unpack_from("!IIHH", data, t + 4)
+        q = _Quoted(d.frame, src, sport, dst, dport, offflags & 0x0FFF, seq, ack, win)
+        self.header_only(q, short=True)
+        info.tcp = q.tcp
 
     @staticmethod
     def _complete(conn: Connection, fl: int, seglen: int) -> None:

@@ -118,7 +118,8 @@ class Packet:
                 for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
                     index.setdefault(layer.proto, []).append(layer.item)
                     root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
-                    if root in demand.roots:     # else only its presence is read
+                    # else only its presence is read (an ICMP error nests the quoted IP, UDP, TCP: always walked)
+                    if root in demand.roots or root in ("icmp", "icmpv6"):
                         for item in layer.item.walk():
                             f = item.field
                             if f is not None:

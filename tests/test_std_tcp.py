@@ -194,3 +194,34 @@ def test_sequence_analysis(analysis_capture, args, protodump_run, standard_run):
     """tcp_analyze_sequence_number's flags as tshark prints them (experts, Info tags in its order), and the
     payload of no dissector as data unless TCP calls it retransmitted ("Retransmitted TCP segment data")."""
     same_as_tshark(analysis_capture, args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
+def quoting_tcp_capture(tmp_path_factory) -> Path:
+    """ICMP errors quoting a TCP segment: its first 8 bytes, its whole header, with its payload, with options
+    (fragmentation needed: the next hop's MTU), only 4 bytes, 12 bytes."""
+    from scapy.all import ICMP, IP, TCP, Ether, wrpcap
+    e = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+    seg = IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=5000, dport=40000, flags="PA", seq=777, ack=888)
+    plain = bytes(seg / b"payload")
+    opts = bytes(IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=5000, dport=40000, flags="PA", seq=777, ack=888,
+                                                          options=[("MSS", 1460), ("NOP", None), ("NOP", None)]) /
+                 b"payload")
+    outer = e / IP(src="10.0.0.9", dst="10.0.0.2")
+    pkts = [outer / ICMP(type=3, code=3) / plain[:28], outer / ICMP(type=3, code=1) / plain[:40],
+            outer / ICMP(type=11, code=0) / plain, outer / ICMP(type=3, code=4, nexthopmtu=1400) / opts,
+            outer / ICMP(type=3, code=3) / plain[:24], outer / ICMP(type=3, code=3) / plain[:32]]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("icmp-tcp") / "icmp-tcp.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "tcp.stream", "-e", "tcp.seq", "-e", "data.len"),
+                                  ("-Y", "tcp.completeness == 4")])
+def test_icmp_error_quoting_tcp(quoting_tcp_capture, args, protodump_run, standard_run):
+    """The quoted segment as tshark's TCP shows it in an error packet: ports and raw sequence number, then with a
+    whole header its conversation (stream, completeness, times), header and options, its payload as data."""
+    same_as_tshark(quoting_tcp_capture, args, protodump_run, standard_run)

@@ -410,6 +410,71 @@ _HEADER = struct.Struct("!HHIIHHHH").unpack_from
 _TS = struct.Struct("!II").unpack_from
 
 
+def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
+    """The TCP segment an ICMP error quotes (tshark's TCP with in_error_pkt): its ports and raw sequence number
+    first; with a whole header, the rest as for a short segment (no length, analysis), its options and the
+    payload's bytes."""
+    off, _, sport, _, dport = info.quoted_tcp
+    top = proto_item(f.tcp, off, min(end, off + 20) - off, f"Transmission Control Protocol, Src Port: {sport}, "
+                                                           f"Dst Port: {dport}")
+    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
+    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(HiddenItem(f.tcp_port, sport, off, 2))
+    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    if end < off + 8:
+        return top
+    seq = struct.unpack_from("!I", data, off + 4)[0]
+    top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}"))
+    t = info.tcp
+    if t is None or end < off + 20:
+        return top
+    _, _, _, ack, offflags, win, csum, urp = _HEADER(data, off)
+    hl, fl = offflags >> 12, offflags & 0x0FFF
+    top.label += f", Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else "")
+    c = t.completeness
+    top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
+    top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
+                                                 f" ({c})]", generated=True))
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    ack_item = top.add(Item(f.tcp_ack, ack, off + 8, 4, f"Acknowledgment Number: {ack}{rel}"))
+    if ack and not fl & 0x10:
+        _tcp_expert(ack_item, "tcp.ack.nonzero")
+    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
+    top.add(_hdr_len_item(off, hl))
+    server = (dport if fl & 0x10 == 0 else sport) if fl & 0x02 else None
+    top.add(_flags_item((server, t.fin_role), off, fl))
+    _window_items(top, off, win, t.win_scale)
+    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+    if hl > 5 and off + hl * 4 <= end:
+        _tcp_options(top, data, off + 20, off + hl * 4, bool(fl & 0x02))
+    _timestamps(top, off, t)
+    if hl >= 5 and off + hl * 4 < end:
+        n = end - off - hl * 4
+        top.add(Item(f.tcp_payload, data[off + hl * 4:end], off + hl * 4, n,
+                     f"TCP payload ({n} byte{'s' if n != 1 else ''})"))
+    return top
+
+
+def _window_items(top: Item, off: int, win: int, sc) -> None:
+    """Window, [Calculated window size] (unscaled: tshark did not reach its scaling) and the scaling factor."""
+    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    top.add(Item(f.tcp_window_size, win, off + 14, 2, f"[Calculated window size: {win}]", generated=True))
+    if sc != -3:
+        text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+        top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                     f"[Window size scaling factor: {text}]", generated=True))
+
+
+def _timestamps(top: Item, off: int, t) -> None:
+    stamps = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
+    stamps.add(Item(f.tcp_time_relative, ns_text(t.rel_ns), off, 0, f"[Time since first frame in this TCP stream: "
+                                                                   f"{ns_text(t.rel_ns)} seconds]", generated=True))
+    stamps.add(Item(f.tcp_time_delta, ns_text(t.delta_ns), off, 0, f"[Time since previous frame in this TCP stream: "
+                                                                  f"{ns_text(t.delta_ns)} seconds]", generated=True))
+
+
 def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
     """A data offset past the segment's end: tshark 4.0 says "Short segment" and shows the header with raw
     sequence numbers and window, its options as far as the bytes go (then an exception: [Malformed Packet]),
@@ -438,14 +503,10 @@ def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
     top.add(_hdr_len_item(off, hl))
     server = (d.dport if fl & 0x10 == 0 else d.sport) if fl & 0x02 else None
     top.add(_flags_item((server, t.fin_role) if t is not None else None, off, fl))
-    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
     if t is not None:
-        top.add(Item(f.tcp_window_size, win, off + 14, 2, f"[Calculated window size: {win}]", generated=True))
-        sc = t.win_scale
-        if sc != -3:
-            text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
-            top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
-                         f"[Window size scaling factor: {text}]", generated=True))
+        _window_items(top, off, win, t.win_scale)
+    else:
+        top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
     top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
     top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
@@ -454,11 +515,7 @@ def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
         opts = data[off + 20:there]
         item = top.add(Item(f.tcp_options, opts, off + 20, len(opts), f"Options: ({hl * 4 - 20} bytes)"))
     if t is not None:
-        stamps = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
-        stamps.add(Item(f.tcp_time_relative, ns_text(t.rel_ns), off, 0, f"[Time since first frame in this TCP stream: "
-                                                               f"{ns_text(t.rel_ns)} seconds]", generated=True))
-        stamps.add(Item(f.tcp_time_delta, ns_text(t.delta_ns), off, 0, f"[Time since previous frame in this TCP stream: "
-                                                              f"{ns_text(t.delta_ns)} seconds]", generated=True))
+        _timestamps(top, off, t)
     if hl > 5:
         names: list[str] = []
         try:             # the walk ends at the first byte it cannot read (tshark's exception)
