@@ -225,3 +225,22 @@ def test_icmp_error_quoting_tcp(quoting_tcp_capture, args, protodump_run, standa
     """The quoted segment as tshark's TCP shows it in an error packet: ports and raw sequence number, then with a
     whole header its conversation (stream, completeness, times), header and options, its payload as data."""
     same_as_tshark(quoting_tcp_capture, args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
+def ack_nonzero_capture(tmp_path_factory) -> Path:
+    """A SYN and a RST without the ACK flag but with an acknowledgment number."""
+    from scapy.all import IP, TCP, Ether, wrpcap
+    e = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") / IP(src="10.0.0.1", dst="10.0.0.2")
+    pkts = [e / TCP(sport=40100, dport=5000, flags="S", seq=10, ack=2000, options=[("MSS", 1460)]),
+            e / TCP(sport=40101, dport=5000, flags="R", seq=10, ack=7)]
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i
+    path = tmp_path_factory.mktemp("ack-nonzero") / "ack-nonzero.pcap"
+    wrpcap(str(path), pkts)
+    return path
+
+
+@pytest.mark.parametrize("args", [("-V",), ("-T", "json"), ("-q", "-z", "expert"), ("-Y", "tcp.ack.nonzero")])
+def test_ack_number_without_ack_flag(ack_nonzero_capture, args, protodump_run, standard_run):
+    same_as_tshark(ack_nonzero_capture, args, protodump_run, standard_run)

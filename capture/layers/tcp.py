@@ -187,7 +187,7 @@ TEMPLATES = TemplateCache()
 _G = True        # generated
 
 
-def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
+def _head_slots(t, off: int, hl: int, fl: int, sc, ack_nonzero: bool = False) -> list:
     """Ports to the urgent pointer."""
     nodes = [Slot(f.tcp_srcport, "Source Port: %(sport)d", "sport", 0, 2),
              Slot(f.tcp_dstport, "Destination Port: %(dport)d", "dport", 2, 2),
@@ -203,7 +203,8 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
                   Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4),
                   Slot(f.tcp_nxtseq, "[Next Sequence Number: %(nxtseq)d    (relative sequence number)]", "nxtseq", 0, 0,
                        _G),
-                  Slot(f.tcp_ack, "Acknowledgment Number: %(ack)d" + rel, "ack", 8, 4)]
+                  Slot(f.tcp_ack, "Acknowledgment Number: %(ack)d" + rel, "ack", 8, 4, kids=_ack_nonzero(off)
+                       if ack_nonzero else ())]
     else:
         nodes.append(Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4))
     nodes += [Slot(f.tcp_ack_raw, "Acknowledgment number (raw): %(ack_raw)d", "ack_raw", 8, 4),
@@ -220,6 +221,13 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
               Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True),
               Slot(f.tcp_urgent_pointer, "Urgent Pointer: %(urp)d", "urp", 18, 2)]
     return nodes
+
+
+def _ack_nonzero(off: int) -> list:
+    """tshark's note on an acknowledgment number without the ACK flag."""
+    holder = Item(None, None, off + 8, 4, None)
+    _tcp_expert(holder, "tcp.ack.nonzero")
+    return holder.children
 
 
 def _hdr_len_item(off: int, hl: int) -> Item:
@@ -625,7 +633,8 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             at = d.segment_data_at
             vals["segn"], vals["segat"] = segn, hl * 4 + at
             vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
-    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1)
+    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
+           bool(ack) and not fl & 0x10)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
         tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, seglen))
@@ -636,7 +645,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
 
 def _tcp_nodes(d, data: bytes, off: int, hl: int, fl: int, sc, tkey, opts_key, ts_at, seglen: int) -> list:
     """The template of a TCP layer of this shape (tcp_layer's key)."""
-    nodes = _head_slots(tkey, off, hl, fl, sc)
+    nodes = _head_slots(tkey, off, hl, fl, sc, bool(d.ack) and not fl & 0x10)
     sack, cut = opts_key[1:] if isinstance(opts_key, tuple) else (None, False)
     if opts_key is not None:
         nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
