@@ -27,7 +27,7 @@ def short_name(proto: str) -> str:
 def packet_experts(packet):
     """(protocol, ExpertInfo) of every expert item of a packet, in tree order."""
     d = packet.decoded
-    if d.transport in ("tcp", "sctp") or _group_source(d):
+    if d.transport in ("tcp", "sctp") or _group_source(d) or _ip_options(d):
         for layer in d.layers():
             for item in layer.item.walk():
                 if item.expert_info is not None:
@@ -44,6 +44,11 @@ def packet_experts(packet):
         for item in layer.item.walk():
             if item.expert_info is not None:
                 yield layer.proto, item.expert_info
+
+
+def _ip_options(d) -> bool:
+    """IPv4 options (their experts are on the tree only: capture/layers/ipopt.py)."""
+    return any(s[0] == "ip" and s[2] > 20 for s in d.spans)
 
 
 def _group_source(d) -> bool:

@@ -373,3 +373,29 @@ def test_written_pcapng_keeps_comments_and_flags(options_capture, tmp_path, prot
     for args in (("-V",), ("-T", "json"), ("-q", "-z", "expert")):
         text = standard_run(*args, "-r", str(ours)).stdout
         assert "hello comment" in text and text == standard_run(*args, "-r", str(theirs)).stdout
+
+
+@pytest.fixture(scope="module")
+def ip_options_capture(tmp_path_factory) -> Path:
+    """IPv4 options: router alert; NOP and a record route (next slot, full, pointer before / inside an
+    address); time stamps (only, with addresses, one cut short); NOPs and EOL; four NOPs; an unknown option;
+    lengths too short, past the options, a missing length byte."""
+    from scapy.all import IP, UDP, Ether
+    head = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+
+    def ip(raw: bytes):
+        raw += b"\x00" * (-len(raw) % 4)
+        return head / IP(src="10.0.0.1", dst="10.0.0.2", ihl=5 + len(raw) // 4, options=raw) / UDP(sport=1, dport=2) / b"x"
+    options = [b"\x94\x04\x00\x00", b"\x01\x07\x0b\x08\x01\x02\x03\x04\x00\x00\x00\x00",
+               b"\x07\x0b\x0c\x01\x02\x03\x04\x05\x06\x07\x08", b"\x07\x07\x02\x01\x02\x03\x04",
+               b"\x07\x07\x06\x01\x02\x03\x04", b"\x44\x08\x09\x00\x00\x00\x30\x39",
+               b"\x44\x0c\x0d\x01\x0a\x00\x00\x01\x00\x00\x00\x07", b"\x44\x0a\x05\x01\x0a\x00\x00\x01\x00\x00",
+               b"\x01\x01\x01\x00", b"\x01\x01\x01\x01\x94\x04\x00\x00", b"\x9e\x06\x01\x02\x03\x04",
+               b"\x94\x01\x00\x00", b"\x94\x09\x00\x00", b"\x01\x01\x01\x94"]
+    return made(tmp_path_factory, "ip-options", "ip-options.pcap", [ip(o) for o in options])
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "ip.opt.type", "-e", "ip.rec_rt", "-e", "ip.opt.time_stamp")])
+def test_ipv4_options(ip_options_capture, args, protodump_run, standard_run):
+    same_as_tshark(ip_options_capture, args, protodump_run, standard_run)
