@@ -197,6 +197,16 @@ ipv6_ext = {0: F("ipv6.hopopts", "IPv6 Hop-by-Hop Option", "protocol"),
 ipv6_ext_fields = {kind: (F(f"{p}.nxt", "Next Header", "uint8", values=IP_PROTOS), F(f"{p}.len", "Length", "uint8"),
                           F(f"{p}.len_oct", "Length", "uint16"))
                    for kind, p in ((0, "ipv6.hopopts"), (43, "ipv6.routing"), (60, "ipv6.dstopts"))}
+ipv6_routing_type = F("ipv6.routing.type", "Type", "uint8")
+ipv6_routing_segleft = F("ipv6.routing.segleft", "Segments Left", "uint8")
+ipv6_routing_src_reserved = F("ipv6.routing.src.reserved", "Reserved", "bytes")
+ipv6_routing_src_addr = F("ipv6.routing.src.addr", "Address", "string")
+ipv6_routing_mipv6_reserved = F("ipv6.routing.mipv6.reserved", "Reserved", "bytes")
+ipv6_routing_mipv6_home_address = F("ipv6.routing.mipv6.home_address", "Home Address", "string")
+ipv6_routing_srh_last_entry = F("ipv6.routing.srh.last_entry", "Last Entry", "uint8")
+ipv6_routing_srh_flags = F("ipv6.routing.srh.flags", "Flags", "uint8", "HEX")
+ipv6_routing_srh_tag = F("ipv6.routing.srh.tag", "Tag", "bytes")
+ipv6_routing_srh_addr = F("ipv6.routing.srh.addr", "Address", "string")
 ipv6_ext_fields[51] = (F("ah.next_header", "Next header", "uint8", values=IP_PROTOS), F("ah.length", "Length", "uint8"),
                        F("ah.length_oct", "Length", "uint16"))
 ipv6_fraghdr_nxt = F("ipv6.fraghdr.nxt", "Next header", "uint8", values=IP_PROTOS)

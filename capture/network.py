@@ -160,6 +160,11 @@ def ipv6(d, data: bytes, off: int) -> None:
                 d.bad("ipv6", f"IPv6 {_EXT[nh]} header length {ln} runs past the payload", "_ws.malformed")
                 return
             d.spans.append(("ipv6.ext", p, ln, nh))
+            if nh == 43 and ln >= 8:          # the Destination column and the conversation: the route's end
+                from .layers.ipv6_routing import final_destination
+                last = final_destination(data, p, ln)
+                if last is not None:
+                    d.dst = v6_cached(last) or v6_text(last)
             p += ln
         nh = nxt
     d.ip_proto = nh

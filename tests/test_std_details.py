@@ -399,3 +399,24 @@ def ip_options_capture(tmp_path_factory) -> Path:
                                   ("-T", "fields", "-e", "ip.opt.type", "-e", "ip.rec_rt", "-e", "ip.opt.time_stamp")])
 def test_ipv4_options(ip_options_capture, args, protodump_run, standard_run):
     same_as_tshark(ip_options_capture, args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
+def routing_capture(tmp_path_factory) -> Path:
+    """IPv6 routing headers: a source route (type 0, deprecated) with segments left and without, a Mobile IPv6
+    home address (type 2), a segment routing header (type 4): the Destination column and udp.stream follow the
+    route's end while segments are left."""
+    from scapy.all import UDP, Ether, IPv6, IPv6ExtHdrRouting, IPv6ExtHdrSegmentRouting
+    head = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") / IPv6(src="2001:db8::1", dst="2001:db8::2")
+    tail = UDP(sport=1, dport=2) / b"x"
+    return made(tmp_path_factory, "routing", "routing.pcap", [
+        head / IPv6ExtHdrRouting(addresses=["2001:db8::3", "2001:db8::4"], segleft=1) / tail,
+        head / IPv6ExtHdrRouting(addresses=["2001:db8::3"], segleft=0) / tail,
+        head / IPv6ExtHdrRouting(type=2, addresses=["2001:db8::5"], segleft=1) / tail,
+        head / IPv6ExtHdrSegmentRouting(addresses=["2001:db8::6", "2001:db8::7"], segleft=1) / tail])
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "udp.stream", "-e", "ipv6.routing.type")])
+def test_ipv6_routing_header(routing_capture, args, protodump_run, standard_run):
+    same_as_tshark(routing_capture, args, protodump_run, standard_run)

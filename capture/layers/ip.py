@@ -8,6 +8,7 @@ from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from .common import bits, frozen, full, named, proto_item, set_text
 from .ipopt import options_item
+from .ipv6_routing import routing_items
 
 DSCP_SHORT = {0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7", 1: "LE",
               10: "AF11", 12: "AF12", 14: "AF13", 18: "AF21", 20: "AF22", 22: "AF23", 26: "AF31", 28: "AF32",
@@ -190,6 +191,8 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int |
         item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
         if kind in (0, 60):
             _options(item, data, off + 2, off + size, off + length if declared is not None else len(data))
+        elif kind == 43:
+            routing_items(item, data, off, size)
     return item
 
 
