@@ -16,7 +16,8 @@ SECTIONS = ((ERROR, "Errors"), (WARN, "Warns"), (NOTE, "Notes"), (CHAT, "Chats")
 SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": "Ethernet", "frame": "Frame",
                "sll": "SLL", "vlan": "VLAN", "sctp": "SCTP", "http": "HTTP", "websocket": "WebSocket",
                "icmp": "ICMP", "icmpv6": "ICMPv6", "tcp.segments": "TCP", "ipv6.hopopts": "IPv6 Hop-by-Hop",
-               "ipv6.dstopts": "IPv6 Destination", "ipv6.routing": "IPv6 Routing", "ipv6.fraghdr": "IPv6 Fragment", "_ws.malformed": "Malformed", "ethertype": "Ethertype",
+               "ipv6.dstopts": "IPv6 Destination", "ipv6.routing": "IPv6 Routing", "ipv6.fraghdr": "IPv6 Fragment",
+               "_ws.malformed": "Malformed", "ethertype": "Ethertype",
                "arp": "ARP"}
 
 

@@ -202,8 +202,9 @@ class StreamNumbers:
     """tcp.stream and udp.stream of every frame as one process numbers them, from the headers alone: the planning
     pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned* tables take
     these numbers). The same tables count (capture/tcp_analysis.py, capture/conversations.py: first seen, a SYN
-    with a new initial sequence number, the tables' bounds), and the same conversation lifetimes (engine/lifetime.py) free a TCP
-    connection a few seconds after FIN both ways or RST (api/session.py's ended hook), as one process does.
+    with a new initial sequence number, the tables' bounds), and the same conversation lifetimes
+    (engine/lifetime.py) free a TCP connection a few seconds after FIN both ways or RST (api/session.py's ended
+    hook; a SYN reusing the ports restarts it instead), as one process does.
     `lifetimes`: the run's engine.lifetime.Lifetimes settings (None: no game dissection, nothing is freed)."""
 
     def __init__(self, lifetimes=None):

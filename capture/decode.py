@@ -278,7 +278,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
     elif (tcp_table is not None and d.transport == "tcp" and d.problems
           and d.problems[-1][1].abbrev in ("tcp.bogus_header_length", "_ws.malformed.expert")):
-        tcp_table.header_only(d, d.problems[-1][1].abbrev != "tcp.bogus_header_length")   # tshark still finds the conversation
+        # tshark still finds the conversation (a bogus data offset, or a short segment)
+        tcp_table.header_only(d, d.problems[-1][1].abbrev != "tcp.bogus_header_length")
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":

@@ -385,7 +385,8 @@ def ip_options_capture(tmp_path_factory) -> Path:
 
     def ip(raw: bytes):
         raw += b"\x00" * (-len(raw) % 4)
-        return head / IP(src="10.0.0.1", dst="10.0.0.2", ihl=5 + len(raw) // 4, options=raw) / UDP(sport=1, dport=2) / b"x"
+        return (head / IP(src="10.0.0.1", dst="10.0.0.2", ihl=5 + len(raw) // 4, options=raw) /
+                UDP(sport=1, dport=2) / b"x")
     options = [b"\x94\x04\x00\x00", b"\x01\x07\x0b\x08\x01\x02\x03\x04\x00\x00\x00\x00",
                b"\x07\x0b\x0c\x01\x02\x03\x04\x05\x06\x07\x08", b"\x07\x07\x02\x01\x02\x03\x04",
                b"\x07\x07\x06\x01\x02\x03\x04", b"\x44\x08\x09\x00\x00\x00\x30\x39",

@@ -79,25 +79,35 @@ def test_syn_reusing_a_port_pair_in_workers(reuse_capture, protodump_run):
     assert one.stdout and one.stdout == two.stdout
 
 
+def _write(tmp_path_factory, folder: str, name: str, pkts, step: float = 1) -> Path:
+    """A pcap of scapy packets `step` seconds apart, in a fresh folder."""
+    from scapy.all import wrpcap
+    for i, p in enumerate(pkts):
+        p.time = 1700000000 + i * step
+    path = tmp_path_factory.mktemp(folder) / name
+    wrpcap(str(path), pkts)
+    return path
+
+
+def _segment(sport: int, opts: bytes = b"", words: int | None = None, payload: bytes = b"", flags: str = "A"):
+    """A segment from 10.0.0.1:`sport` to port 5000 with raw option bytes and a data offset of `words` (default:
+    the header's own length)."""
+    from scapy.all import IP, TCP, Ether, Raw
+    raw = bytearray(bytes(TCP(sport=sport, dport=5000, flags=flags, seq=1000, ack=2000, window=502)) + opts)
+    raw[12] = ((words or len(raw) // 4) << 4) | (raw[12] & 0x0F)
+    return Ether(bytes(Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") /
+                       IP(src="10.0.0.1", dst="10.0.0.2", proto=6) / Raw(bytes(raw) + payload)))
+
+
 @pytest.fixture(scope="module")
 def short_capture(tmp_path_factory) -> Path:
     """Segments whose data offset runs past their end (tshark's "Short segment"), each on its own port: no
     options there at all, an option whose length runs past the options, a whole MSS then nothing, a SYN's
     timestamps option cut inside its bytes (ContainedBoundsError), a FIN-ACK with a whole window scale."""
-    from scapy.all import IP, TCP, Ether, Raw, wrpcap
-
-    def seg(sport, opts=b"", words=None, payload=b"", flags="A"):
-        raw = bytearray(bytes(TCP(sport=sport, dport=5000, flags=flags, seq=1000, ack=2000, window=502)) + opts)
-        raw[12] = ((words or len(raw) // 4) << 4) | (raw[12] & 0x0F)
-        return Ether(bytes(Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") /
-                           IP(src="10.0.0.1", dst="10.0.0.2", proto=6) / Raw(bytes(raw) + payload)))
+    seg = _segment
     pkts = [seg(40001, words=15), seg(40002, words=8, payload=b"ab"), seg(40003, b"\x02\x04\x05\xb4", 8),
             seg(40004, b"\x01\x01\x08\x0a\x00\x00", 9, flags="S"), seg(40005, b"\x03\x03\x07", 6, flags="FA")]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("short") / "short.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return _write(tmp_path_factory, "short", "short.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
@@ -112,23 +122,11 @@ def test_short_segment(short_capture, args, protodump_run, standard_run):
 def sack_capture(tmp_path_factory) -> Path:
     """ACKs, each on its own port, with SACK options: too short for a block (3, 4 and 9 bytes: tshark's D-SACK
     read then throws), one block and a stray byte pair (D-SACK), one block above the acknowledgement."""
-    from scapy.all import IP, TCP, Ether, Raw, wrpcap
-
-    def seg(sport, opts):
-        opts += b"\x00" * (-len(opts) % 4)
-        raw = bytearray(bytes(TCP(sport=sport, dport=5000, flags="A", seq=1000, ack=2000, window=502)) + opts)
-        raw[12] = ((len(raw) // 4) << 4) | (raw[12] & 0x0F)
-        return Ether(bytes(Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") /
-                           IP(src="10.0.0.1", dst="10.0.0.2", proto=6) / Raw(bytes(raw))))
     options = [b"\x01\x01\x05\x03\x00\x00\x00\x00", b"\x01\x01\x05\x04\x00\x00\x07\xd0", b"\x05\x09" + bytes(7),
                b"\x05\x0c" + bytes(10), b"\x01\x01\x05\x0a\x00\x00\x07\xd0\x00\x00\x07\xd8",
                b"\x01\x01\x05\x12\x00\x00\x07\xd8\x00\x00\x07\xe0\x00\x00\x07\xd0\x00\x00\x07\xe8"]
-    pkts = [seg(40010 + i, o) for i, o in enumerate(options)]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("sack") / "sack.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    pkts = [_segment(40010 + i, o + b"\x00" * (-len(o) % 4)) for i, o in enumerate(options)]
+    return _write(tmp_path_factory, "sack", "sack.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
@@ -161,7 +159,6 @@ def analysis_capture(tmp_path_factory) -> Path:
     """Two connections on no game port: a window update, duplicate ACKs, a retransmission (its RTO), a spurious
     one, a keep-alive and its ACK, a zero window, a zero window probe and its ACK, a lost segment, an out-of-order
     one, ACKed unseen data; then a full window, a fast retransmission after two duplicate ACKs."""
-    from scapy.all import wrpcap
     one = _flow(40000, 7, [(">", "S", 0, 0, b"", 64240), ("<", "SA", 0, 1, b"", 65160), (">", "A", 1, 1, b"", 502),
                            (">", "A", 1, 1, b"", 600), (">", "A", 1, 1, b"", 600), (">", "PA", 1, 1, b"hello", 600),
                            (">", "PA", 1, 1, b"hello", 600), ("<", "A", 1, 6, b"", 509),
@@ -179,11 +176,7 @@ def analysis_capture(tmp_path_factory) -> Path:
                            (">", "PA", 21, 1, b"abc", 502), ("<", "FA", 1, 24, b"", 20), (">", "FA", 24, 2, b"", 502),
                            ("<", "A", 2, 25, b"", 20)])
     pkts = one + two
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i * 0.0005
-    path = tmp_path_factory.mktemp("analysis") / "analysis.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return _write(tmp_path_factory, "analysis", "analysis.pcap", pkts, 0.0005)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
@@ -200,7 +193,7 @@ def test_sequence_analysis(analysis_capture, args, protodump_run, standard_run):
 def quoting_tcp_capture(tmp_path_factory) -> Path:
     """ICMP errors quoting a TCP segment: its first 8 bytes, its whole header, with its payload, with options
     (fragmentation needed: the next hop's MTU), only 4 bytes, 12 bytes."""
-    from scapy.all import ICMP, IP, TCP, Ether, wrpcap
+    from scapy.all import ICMP, IP, TCP, Ether
     e = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
     seg = IP(src="10.0.0.2", dst="10.0.0.1") / TCP(sport=5000, dport=40000, flags="PA", seq=777, ack=888)
     plain = bytes(seg / b"payload")
@@ -211,11 +204,7 @@ def quoting_tcp_capture(tmp_path_factory) -> Path:
     pkts = [outer / ICMP(type=3, code=3) / plain[:28], outer / ICMP(type=3, code=1) / plain[:40],
             outer / ICMP(type=11, code=0) / plain, outer / ICMP(type=3, code=4, nexthopmtu=1400) / opts,
             outer / ICMP(type=3, code=3) / plain[:24], outer / ICMP(type=3, code=3) / plain[:32]]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("icmp-tcp") / "icmp-tcp.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return _write(tmp_path_factory, "icmp-tcp", "icmp-tcp.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
@@ -230,15 +219,11 @@ def test_icmp_error_quoting_tcp(quoting_tcp_capture, args, protodump_run, standa
 @pytest.fixture(scope="module")
 def ack_nonzero_capture(tmp_path_factory) -> Path:
     """A SYN and a RST without the ACK flag but with an acknowledgment number."""
-    from scapy.all import IP, TCP, Ether, wrpcap
+    from scapy.all import IP, TCP, Ether
     e = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") / IP(src="10.0.0.1", dst="10.0.0.2")
     pkts = [e / TCP(sport=40100, dport=5000, flags="S", seq=10, ack=2000, options=[("MSS", 1460)]),
             e / TCP(sport=40101, dport=5000, flags="R", seq=10, ack=7)]
-    for i, p in enumerate(pkts):
-        p.time = 1700000000 + i
-    path = tmp_path_factory.mktemp("ack-nonzero") / "ack-nonzero.pcap"
-    wrpcap(str(path), pkts)
-    return path
+    return _write(tmp_path_factory, "ack-nonzero", "ack-nonzero.pcap", pkts)
 
 
 @pytest.mark.parametrize("args", [("-V",), ("-T", "json"), ("-q", "-z", "expert"), ("-Y", "tcp.ack.nonzero")])

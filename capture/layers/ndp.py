@@ -140,7 +140,8 @@ def _option(top: Item, data: bytes, at: int, kind: int, n: int) -> None:
             Item(f.icmpv6_opt_prefix_length, plen, at + 2, 1, f"Prefix Length: {plen}"),
             _bitmask(f.icmpv6_opt_prefix_flag, "Flag", f.ICMPV6_PREFIX_FLAGS, flags, at + 3),
             Item(f.icmpv6_opt_prefix_valid_lifetime, valid, at + 4, 4, f"Valid Lifetime: {life(valid)}"),
-            Item(f.icmpv6_opt_prefix_preferred_lifetime, preferred, at + 8, 4, f"Preferred Lifetime: {life(preferred)}"),
+            Item(f.icmpv6_opt_prefix_preferred_lifetime, preferred, at + 8, 4,
+                 f"Preferred Lifetime: {life(preferred)}"),
             Item(f.icmpv6_opt_reserved, None, at + 12, 4, "Reserved"),
             Item(f.icmpv6_opt_prefix, prefix, at + 16, 16, f"Prefix: {prefix}")]
     opt = top.add(Item(f.icmpv6_opt, None, at, n, f"ICMPv6 Option ({label})"))

@@ -301,7 +301,8 @@ def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
     if dupacks is not None:
         holder = Item(None)
         _tcp_expert(holder, "tcp.analysis.duplicate_ack", dupacks)
-        out += [Item(f.tcp_analysis_duplicate_ack_num, dupacks, off, 0, f"[Duplicate ACK #: {dupacks}]", generated=True),
+        out += [Item(f.tcp_analysis_duplicate_ack_num, dupacks, off, 0, f"[Duplicate ACK #: {dupacks}]",
+                     generated=True),
                 Slot(f.tcp_analysis_duplicate_ack_frame, "[Duplicate to the ACK in frame: %(dupack_frame)d]",
                      "dupack_frame", 0, 0, _G, kids=holder.children)]
     return out
@@ -374,8 +375,8 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     t = d.tcp
     if t is not None and "retransmission" in t.flags and "spurious_retransmission" not in t.flags:
         # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector
-        nodes.append(Slot(f.tcp_segment_data, f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})",
-                          "payload", a, "seglen"))
+        label = f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})"
+        nodes.append(Slot(f.tcp_segment_data, label, "payload", a, "seglen"))
         return nodes
     n = _segment_data_length(d)
     if n:
@@ -396,15 +397,9 @@ def _bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
     shown = t.seq if t is not None else seq
     top = proto_item(f.tcp, off, 20,
                      f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown}")
-    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
-    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
-    top.add(HiddenItem(f.tcp_port, sport, off, 2))
-    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    _port_items(top, off, sport, dport)
     if t is not None:
-        top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
-        c = t.completeness
-        top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
-                                                     f" ({c})]", generated=True))
+        _conversation_items(top, off, t)
     seglen = segment - hl * 4
     top.add(Item(f.tcp_len, seglen, off + 12, 1, f"[TCP Segment Len: {seglen}]", generated=True))
     if t is not None:
@@ -425,10 +420,7 @@ def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
     off, _, sport, _, dport = info.quoted_tcp
     top = proto_item(f.tcp, off, min(end, off + 20) - off, f"Transmission Control Protocol, Src Port: {sport}, "
                                                            f"Dst Port: {dport}")
-    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
-    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
-    top.add(HiddenItem(f.tcp_port, sport, off, 2))
-    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    _port_items(top, off, sport, dport)
     if end < off + 8:
         return top
     seq = struct.unpack_from("!I", data, off + 4)[0]
@@ -439,19 +431,8 @@ def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
     _, _, _, ack, offflags, win, csum, urp = _HEADER(data, off)
     hl, fl = offflags >> 12, offflags & 0x0FFF
     top.label += f", Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else "")
-    c = t.completeness
-    top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
-    top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
-                                                 f" ({c})]", generated=True))
-    rel = "    (relative ack number)" if fl & 0x10 else ""
-    ack_item = top.add(Item(f.tcp_ack, ack, off + 8, 4, f"Acknowledgment Number: {ack}{rel}"))
-    if ack and not fl & 0x10:
-        _tcp_expert(ack_item, "tcp.ack.nonzero")
-    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
-    top.add(_hdr_len_item(off, hl))
-    server = (dport if fl & 0x10 == 0 else sport) if fl & 0x02 else None
-    top.add(_flags_item((server, t.fin_role), off, fl))
-    _window_items(top, off, win, t.win_scale)
+    _conversation_items(top, off, t)
+    _ack_to_window(top, off, ack, hl, fl, sport, dport, win, t)
     top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
     top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
@@ -463,6 +444,39 @@ def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
         top.add(Item(f.tcp_payload, data[off + hl * 4:end], off + hl * 4, n,
                      f"TCP payload ({n} byte{'s' if n != 1 else ''})"))
     return top
+
+
+def _port_items(top: Item, off: int, sport: int, dport: int) -> None:
+    """Source and destination port and the two hidden tcp.port items (the layers no template makes)."""
+    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
+    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(HiddenItem(f.tcp_port, sport, off, 2))
+    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+
+
+def _conversation_items(top: Item, off: int, t) -> None:
+    """[Stream index] and [Conversation completeness], built by hand (the layers no template makes)."""
+    c = t.completeness
+    top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
+    top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
+                                                 f" ({c})]", generated=True))
+
+
+def _ack_to_window(top: Item, off: int, ack: int, hl: int, fl: int, sport: int, dport: int, win: int, t) -> None:
+    """The raw acknowledgment number to the window of a header tshark shows unanalysed (a short or quoted
+    segment): the ACK-less note, header length, flags with their experts, the unscaled window."""
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    ack_item = top.add(Item(f.tcp_ack, ack, off + 8, 4, f"Acknowledgment Number: {ack}{rel}"))
+    if ack and not fl & 0x10:
+        _tcp_expert(ack_item, "tcp.ack.nonzero")
+    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
+    top.add(_hdr_len_item(off, hl))
+    server = (dport if fl & 0x10 == 0 else sport) if fl & 0x02 else None
+    top.add(_flags_item((server, t.fin_role) if t is not None else None, off, fl))
+    if t is not None:
+        _window_items(top, off, win, t.win_scale)
+    else:
+        top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
 
 
 def _window_items(top: Item, off: int, win: int, sc) -> None:
@@ -491,30 +505,13 @@ def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
     hl, fl, t = offflags >> 12, offflags & 0x0FFF, d.tcp
     top = proto_item(f.tcp, off, length, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
                                          f"Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else ""))
-    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
-    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
-    top.add(HiddenItem(f.tcp_port, sport, off, 2))
-    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    _port_items(top, off, sport, dport)
     if t is not None:
-        c = t.completeness
-        top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
-        top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
-                                                     f" ({c})]", generated=True))
+        _conversation_items(top, off, t)
     _tcp_expert(top.add(TextItem(None, None, off, 0, f.TCP_EXPERTS["tcp.short_segment"][2])), "tcp.short_segment")
     top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}    (relative sequence number)"))
     top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
-    rel = "    (relative ack number)" if fl & 0x10 else ""
-    ack_item = top.add(Item(f.tcp_ack, ack, off + 8, 4, f"Acknowledgment Number: {ack}{rel}"))
-    if ack and not fl & 0x10:
-        _tcp_expert(ack_item, "tcp.ack.nonzero")
-    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
-    top.add(_hdr_len_item(off, hl))
-    server = (d.dport if fl & 0x10 == 0 else d.sport) if fl & 0x02 else None
-    top.add(_flags_item((server, t.fin_role) if t is not None else None, off, fl))
-    if t is not None:
-        _window_items(top, off, win, t.win_scale)
-    else:
-        top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    _ack_to_window(top, off, ack, hl, fl, sport, dport, win, t)
     top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
     top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
