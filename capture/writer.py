@@ -3,7 +3,8 @@ readable by tshark and by protodump. "-" writes to the standard output (a pipe: 
 
 One interface description block per (interface, link type) met, written just before its first frame (pcapng
 allows that anywhere in a section), so a filtered copy of a multi-interface pcapng keeps each link type.
-Timestamps keep nanoseconds (if_tsresol = 9) and frames keep their on-the-wire length.
+Timestamps keep nanoseconds (if_tsresol = 9) and frames keep their on-the-wire length, their comments (opt_comment)
+and flags (epb_flags).
 """
 from __future__ import annotations
 
@@ -162,7 +163,12 @@ class PcapngWriter(_Output):
         iface = self._interface(frame.interface, frame.linktype, frame)
         ts = frame.ts_ns // self._units[iface]
         # Written as bytes, not with Writer.writepkt, which would replace a zero timestamp with the time now.
-        self._file.write(bytes(_EPB(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF,
+        opts = [_OPT(code=pcapng.PCAPNG_OPT_COMMENT, data=c.encode()) for c in frame.comments]
+        if frame.flags is not None:          # epb_flags (as tshark -w keeps them)
+            opts.append(_OPT(code=2, data=frame.flags.to_bytes(4, sys.byteorder)))
+        if opts:
+            opts.append(_OPT(code=pcapng.PCAPNG_OPT_ENDOFOPT))
+        self._file.write(bytes(_EPB(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF, opts=opts,
                                     caplen=len(frame.data), pkt_len=frame.length, pkt_data=frame.data)))
         self.written += 1
 

@@ -118,7 +118,8 @@ class Packet:
                 for layer in [*self.decoded.layers_for(demand.roots, names), *_with_top_items(self.games)]:
                     index.setdefault(layer.proto, []).append(layer.item)
                     root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
-                    if root in demand.roots:     # else only its presence is read
+                    # else only its presence is read (an ICMP error nests the quoted IP, UDP, TCP: always walked)
+                    if root in demand.roots or root in ("icmp", "icmpv6"):
                         for item in layer.item.walk():
                             f = item.field
                             if f is not None:
@@ -395,6 +396,12 @@ class Dispatcher:
             return stack.packet()
         lifetimes, ns = self.lifetimes, frame.ts_ns
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        t = d.tcp
+        if t is not None and t.flags and t.flags[0] == "reused_ports":
+            # a new TCP connection on the same endpoints (capture.tcp_analysis): the earlier one's state goes now,
+            # and its end no longer frees the pair (the Lua twin: rt.conversation on a new tcp.stream)
+            lifetimes.restart(stack.pair)
+            self.forget(stack.pair)
         if lifetimes.due(now):
             for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
                 self.forget(pair)
@@ -409,8 +416,8 @@ class Dispatcher:
                 if proto is not None:
                     start = d.payload_offset
                     stack.dissect(proto, frame.data, start, start + len(d.payload))
-        elif d.transport in ("tcp", "sctp"):
-            if self.streams is None:
+        elif d.transport in ("tcp", "sctp") and not (d.problems and d.problems[-1][1].abbrev == "_ws.malformed.expert"):
+            if self.streams is None:     # (an exception in the TCP header: tshark hands its payload to no one)
                 from .streams import Streams
                 self.streams = Streams(self)
             self.streams.dissect(stack, d)

@@ -1,6 +1,7 @@
 """Conversation lifetime: how long the state of one pair of endpoints (every protocol's conversation dict, the
 stream connection, a heuristic's claim) is kept. Freed when the conversation ends (ENet DISCONNECT, TCP FIN
-both ways or RST: a dissector calls Ctx.end_conversation) after a short linger, when it has been idle for a while
+both ways or RST: a dissector calls Ctx.end_conversation) after a short linger (unless a new connection starts
+there first: a SYN reusing the ports frees the old state at once and lives on, `restart`), when it has been idle for a while
 in CAPTURE time, or, beyond a cap on live conversations, oldest idle first; the next packet of a conversation
 dropped by the cap gets an expert note (its analysis starts again there).
 
@@ -57,6 +58,12 @@ class Lifetimes:
             return None
         live[pair] = now
         return self.forgotten.pop(pair, None) if self.forgotten else None
+
+    def restart(self, pair) -> None:
+        """A new connection between the same endpoints (a TCP SYN reusing the ports): the earlier one's end no
+        longer frees them (the next touch makes the pair live again)."""
+        self.ending.pop(pair, None)
+        self.live.pop(pair, None)
 
     def end(self, pair, now: float) -> None:
         if pair not in self.ending:

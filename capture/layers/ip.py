@@ -7,6 +7,8 @@ import struct
 from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from .common import bits, frozen, full, named, proto_item, set_text
+from .ipopt import options_item
+from .ipv6_routing import routing_items
 
 DSCP_SHORT = {0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7", 1: "LE",
               10: "AF11", 12: "AF12", 14: "AF13", 18: "AF21", 20: "AF22", 22: "AF23", 26: "AF31", 28: "AF32",
@@ -99,8 +101,7 @@ def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False) -> Lay
     top.label += f", Src: {src}, Dst: {dst}"
     _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
     if hl > 5 and len(data) >= off + hl * 4:
-        opts = data[off + 20:off + hl * 4]
-        top.add(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
+        top.add(options_item(data, off + 20, off + hl * 4))
     return layer
 
 
@@ -190,6 +191,8 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int |
         item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
         if kind in (0, 60):
             _options(item, data, off + 2, off + size, off + length if declared is not None else len(data))
+        elif kind == 43:
+            routing_items(item, data, off, size)
     return item
 
 
