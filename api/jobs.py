@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 
 from .capture.clock import FrameClock
@@ -52,6 +53,9 @@ QUEUE_CHUNKS = 64              # chunks a worker keeps ready while the parent is
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
+LOOK = 4096                    # frames planned before forking: one process when one conversation has most of them
+CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
+PIPE_BYTES = 1 << 20
 
 
 def default_jobs() -> int:
@@ -121,26 +125,48 @@ def planned_tables(first_ns: int, filtering: bool):
     return PlannedTcpTable(), TsnTable(), PlannedClock(first_ns, filtering), PlannedUdpTable()
 
 
-def planned_frames(path, picks, streams, tables, stop: int | None = None):
-    """The frames of `path` at the 0-based indexes `picks` (in order), each announced to the tables with its
-    plan numbers; every frame's time is read, so each knows the previous captured frame's."""
+def planned_frames(path, chunks, tables, seek: bool = True):
+    """The frames of `path` that a shard's plan names, each announced to the tables with its plan numbers.
+    `chunks`: arrays of planned frames (api/shards.py Planner, ENTRY integers each), in order; `seek`: their
+    places are byte offsets, read by seeking (else the file is read through, as a gzip file must be). Entries of
+    frame number 0 are pcapng blocks the reader needs (interface descriptions, section headers)."""
+    from .shards import NO_TIME
     tcp, _, clock, udp = tables
-    capture = open_capture(path)
+    if seek:
+        todo: deque = deque()
+
+        def jumps():
+            for chunk in chunks:
+                it = iter(chunk)
+                for number, where, stream, prev in zip(it, it, it, it):
+                    if number:
+                        todo.append((number, stream, prev))
+                    yield where
+        capture = open_capture(path, jumps=jumps())
+        frames = capture
+    else:
+        capture = open_capture(path)
+
+        def frames():
+            reader = iter(capture)
+            for chunk in chunks:
+                it = iter(chunk)
+                for number, _, stream, prev in zip(it, it, it, it):
+                    if number:
+                        todo.append((number, stream, prev))
+                        for frame in reader:
+                            if frame.number == number:
+                                yield frame
+                                break
+        todo = deque()
+        frames = frames()
     try:
-        if not picks:
-            return
-        j, last, prev = 0, picks[-1], None
-        want = picks[0]
-        for i, frame in enumerate(capture):
-            if i == want:
-                clock.prev_ns = prev
-                tcp.number = udp.number = streams[j]
-                j += 1
-                yield frame
-                if i == last:
-                    return
-                want = picks[j]
-            prev = frame.ts_ns
+        for frame in frames:
+            number, stream, prev = todo.popleft()
+            frame.number = number
+            clock.prev_ns = None if prev == NO_TIME else prev
+            tcp.number = udp.number = stream
+            yield frame
     finally:
         capture.close()
 
@@ -185,59 +211,42 @@ def unsplittable(jobs, path, *, two_pass=False, live=False, exporter=None, line_
 
 def run(jobs: int, run: Run, explicit: bool) -> bool:
     """Run the command on `jobs` processes; False (nothing done) when one process should run it: a small file
-    under the default -j, or a capture whose conversations cannot be shared out."""
+    under the default -j, or a capture whose conversations cannot be shared out.
+
+    The plan's first LOOK frames are planned before forking: when one shard would have most of them (one
+    conversation), or what one process numbers cannot be planned, one process reads the file, at the cost of
+    that look only. The workers then start on the first chunk while the parent plans the rest (api/shards.py
+    Planner), a chunk at a time, and sends each its frames' places, so a worker seeks to its own frames."""
     if not explicit and os.path.getsize(run.path) < AUTO_MIN_BYTES:
         return False
-    if one_conversation(run.path, run.count):
-        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):
-            print(f"protodump: -j {jobs}: one process (one conversation has most frames)", file=sys.stderr)
-        return False
-    from .shards import StreamNumbers, split_file
-    errors = []
+    from .shards import Planner, StreamNumbers
     numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)
-    shards = split_file(run.path, min(jobs, MAX_JOBS), on_error=lambda _p, why: errors.append(why),
-                        count=run.count, streams=numbers)
-    total = sum(len(s.picks[0]) for s in shards)
-    split = len(shards) >= 2 and max(len(s.picks[0]) for s in shards) <= MOST * total and not numbers.unsplittable
-    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests check
-        how = (", ".join(f"shard {s.index}: {len(s.picks[0])} frames" for s in shards) if split else
-               f"one process ({numbers.unsplittable or 'one conversation has most frames'})")
-        print(f"protodump: -j {jobs}: {how}", file=sys.stderr)
-    if not split:
-        return False
-    _Parent(run, shards, total, errors[0] if errors else None).go()
-    return True
-
-
-def one_conversation(path, count=None) -> bool:
-    """Does one conversation have most of the frames? A first look at the raw headers only (IPv4 over Ethernet:
-    addresses and ports where they lie, about a microsecond a frame against five for the planning pass), so that
-    a capture of one conversation costs -j next to nothing. Frames it cannot read that way count as other
-    conversations; a file it cannot read at all is left to the planning pass."""
-    sizes: dict = {}
-    n = 0
     try:
-        capture = open_capture(path)
+        planner = Planner(run.path, min(jobs, MAX_JOBS), streams=numbers, count=run.count, offsets=True)
     except (CaptureError, OSError):
         return False
-    try:
-        for frame in capture:
-            n += 1
-            data = frame.data
-            key = None
-            if frame.linktype == 1 and data[12:14] == b"\x08\x00" and len(data) >= 38:
-                at = 14 + (data[14] & 15) * 4
-                a, b = data[26:30] + data[at:at + 2], data[30:34] + data[at + 2:at + 4]
-                key = (data[23], a, b) if a <= b else (data[23], b, a)
-            sizes[key] = sizes.get(key, 0) + 1
-            if count is not None and n >= count:
-                break
-    except CaptureError:
-        pass
-    finally:
-        capture.close()
-    sizes.pop(None, None)
-    return n > 0 and max(sizes.values(), default=0) > MOST * n
+    first = planner.step(LOOK)
+    why = _one_process(planner, numbers)
+    if why is not None:
+        planner.close()
+        _say(jobs, f"one process ({why})")
+        return False
+    return _Parent(run, planner, numbers, jobs).go(first)
+
+
+def _one_process(planner, numbers) -> str | None:
+    """Why the plan so far says one process should read the file (None: share it out)."""
+    if numbers.unsplittable:
+        return numbers.unsplittable
+    loads = planner.loads
+    if sum(1 for load in loads if load) < 2 or max(loads) > MOST * planner.n:
+        return "one conversation has most frames"
+    return None
+
+
+def _say(jobs: int, what: str) -> None:
+    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests check
+        print(f"protodump: -j {jobs}: {what}", file=sys.stderr)
 
 
 class WorkerDied(Exception):
@@ -245,43 +254,84 @@ class WorkerDied(Exception):
 
 
 class _Parent:
-    def __init__(self, run: Run, shards, total: int, error: str | None):
-        self.run, self.shards, self.total, self.error = run, shards, total, error
-        self.owner = bytearray(total)           # frame number - 1 -> its shard
-        for k, s in enumerate(shards):
-            for i in s.picks[0]:
-                self.owner[i] = k
+    def __init__(self, run: Run, planner, numbers, jobs: int):
+        self.run, self.planner, self.numbers, self.jobs = run, planner, numbers, jobs
         self.filtering = run.shows is not None
         self.sends_frames = not run.quiet or run.source.write_path is not None
 
-    def go(self) -> None:
+    def go(self, first: list) -> bool:
+        """Fork the workers, plan the rest of the file as they decode, merge; False (the workers stopped,
+        nothing written) when the plan finds that one process must read the file after all."""
+        import gc
         import multiprocessing as mp
         ctx = mp.get_context("fork")
-        run = self.run
-        run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
+        run, planner = self.run, self.planner
         sys.stdout.flush()
+        gc.freeze()                    # the workers' collections leave the parent's objects (and pages) alone
         self.forked_cpu = time.process_time()
-        self.procs, self.conns = [], []
-        for shard in self.shards:
-            recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(run, shard, send, self.filtering), daemon=True,
-                            name=f"protodump-shard-{shard.index}")
-            p.start()
-            send.close()
-            self.procs.append(p)
-            self.conns.append(recv)
+        self.procs, self.conns, plans = [], [], []
         try:
+            for k in range(planner.parts):
+                recv, send = ctx.Pipe(duplex=False)
+                plan_recv, plan_send = ctx.Pipe(duplex=False)
+                for conn in (recv, plan_send):
+                    _widen(conn)
+                p = ctx.Process(target=_worker, args=(run, k, planner.first_ns, planner.seekable, plan_recv, send,
+                                                      self.filtering), daemon=True, name=f"protodump-shard-{k}")
+                p.start()
+                send.close()
+                plan_recv.close()
+                self.procs.append(p)
+                self.conns.append(recv)
+                plans.append(plan_send)
+            self._plan(plans, first)
+            why = _one_process(planner, self.numbers) if self.numbers.unsplittable else None
+            if why is not None:
+                self._stop()
+                _say(self.jobs, f"one process ({why})")
+                return False
+            _say(self.jobs, ", ".join(f"shard {k}: {n} frames" for k, n in enumerate(planner.loads)))
+            self.owner, self.total, self.error = planner.owner, planner.n, planner.error
+            run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
             self._merge()
         except WorkerDied as exc:
             sys.stdout.flush()
             print(f"protodump: -j: {exc}", file=sys.stderr)
             sys.exit(2)
         finally:
-            for p in self.procs:
-                if p.is_alive():
-                    p.kill()
-                p.join()
+            gc.unfreeze()
+            planner.close()
+            self._stop()
             run.source.finish()
+        return True
+
+    def _plan(self, plans: list, chunk: list) -> None:
+        """Send each worker its frames, a chunk of the plan at a time (a worker that died is found by the merge)."""
+        planner = self.planner
+        while chunk is not None:
+            for conn, entries in zip(plans, chunk):
+                if entries and not conn.closed:
+                    try:
+                        conn.send_bytes(entries)
+                    except OSError:
+                        conn.close()
+            if self.numbers.unsplittable:
+                break
+            chunk = planner.step(CHUNK_PLAN)
+        for conn in plans:
+            if not conn.closed:
+                try:
+                    conn.send_bytes(b"")                # the end of the plan
+                except OSError:
+                    pass
+                conn.close()
+
+    def _stop(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+            p.join()
+        self.procs = []
 
     # --- receiving ----------------------------------------------------------------------------------------------
     def _receive(self, k: int):
@@ -292,18 +342,21 @@ class _Parent:
             pass
         p = self.procs[k]
         p.join(5)
-        shard = self.shards[k]
-        picks = shard.picks[0]
         how = (f"killed by signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
                else f"exit code {p.exitcode}")
-        raise WorkerDied(f"the worker of shard {shard.index} ({len(picks)} frames from frame {picks[0] + 1}, "
-                         f"{shard.conversations} conversations of {shard.paths[0]}) died ({how}): "
-                         "the output is incomplete")
+        raise WorkerDied(f"the worker of {self._shard(k)} died ({how}): the output is incomplete")
+
+    def _shard(self, k: int) -> str:
+        """The shard, for a message: its frames, from which frame, its conversations, its file."""
+        planner = self.planner
+        first = planner.owner.find(bytes([k])) + 1
+        return (f"shard {k} ({planner.loads[k]} frames from frame {first}, {planner.conversations[k]} "
+                f"conversations of {os.path.abspath(self.run.path)})")
 
     def _merge(self) -> None:
         run = self.run
         out = sys.stdout.buffer
-        k_n = len(self.shards)
+        k_n = len(self.conns)
         chunks = [None] * k_n          # per worker: (numbers, times, lengths, blob, first) being read, position
         pos = [0] * k_n
         offset = [0] * k_n
@@ -323,9 +376,9 @@ class _Parent:
                     while chunk is None or pos[k] >= len(chunk[0]):
                         msg = self._receive(k)
                         if msg[0] == "end":
-                            raise WorkerDied(f"shard {self.shards[k].index} ended early")
+                            raise WorkerDied(f"{self._shard(k)} ended early")
                         if msg[0] == "error":
-                            raise _failure(self.shards[k], msg[1])
+                            raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
                         chunk = chunks[k] = msg[1:]
                         pos[k] = offset[k] = 0
                         if chunk[4] is not None:
@@ -359,7 +412,7 @@ class _Parent:
                 while ends[k] is None:
                     msg = self._receive(k)
                     if msg[0] == "error":
-                        raise _failure(self.shards[k], msg[1])
+                        raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
                     if msg[0] == "end":
                         ends[k] = msg
             out.write(b"".join(pending))
@@ -394,10 +447,6 @@ class _Passed:
 
     def __init__(self, frame):
         self.frame = frame
-
-
-def _failure(shard, text: str) -> WorkerDied:
-    return WorkerDied(f"the worker of shard {shard.index} ({shard.paths[0]}) failed: {text}")
 
 
 def _patch(text: bytes, delta_ns: int) -> bytes:
@@ -444,12 +493,14 @@ class _Text:
         pass
 
 
-def _worker(run: Run, shard, conn, filtering: bool) -> None:
-    """A forked process: decode the shard, send its frames' output in chunks, then its trailer and statistics."""
+def _worker(run: Run, index: int, first_ns: int, seek: bool, plan, conn, filtering: bool) -> None:
+    """A forked process: decode the shard as the parent plans it (`plan`: its frames, chunk by chunk), send its
+    frames' output in chunks, then its trailer and statistics."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides
     sender = _Sender(conn)
     try:
-        _decode(run, shard, sender, filtering)
+        tables = planned_tables(first_ns, filtering)
+        _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan), tables, seek), tables, sender)
     except BaseException as exc:       # anything: the parent names the shard; never a silent hole
         import traceback
         sender.put(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
@@ -485,23 +536,55 @@ class _Sender:
         self.conn.close()
 
 
-def _decode(run: Run, shard, sender: _Sender, filtering: bool) -> None:
+def _plan_chunks(conn):
+    """The worker's plan as the parent sends it: read by a thread, so the parent never waits for a worker busy
+    decoding (or blocked sending to the parent, which is still planning)."""
+    chunks: queue.Queue = queue.Queue()
+
+    def receive():
+        try:
+            while True:
+                data = conn.recv_bytes()
+                if not data:
+                    break
+                chunks.put(data)
+        except (EOFError, OSError):             # the parent is gone
+            os._exit(0)
+        chunks.put(None)
+    threading.Thread(target=receive, daemon=True).start()
+    while True:
+        data = chunks.get()
+        if data is None:
+            return
+        entries = array("q")
+        entries.frombytes(data)
+        yield entries
+
+
+def _widen(conn) -> None:
+    """A pipe that holds a chunk of output (or a worker's whole plan) in one write: fewer wake-ups either side."""
+    import fcntl
+    try:
+        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, AttributeError):       # over the user's pipe quota, or not Linux: the default size
+        pass
+
+
+def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
     from .session import packets_from_frames
     from .shards import _FRAME, _phs_record, _prepare, _state
     encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"
     text = _Text()
     writer = run.make_writer(text)
-    writer.first_ns = shard.first_ns
+    writer.first_ns = first_ns
     text.take()                                     # what the writer writes when made: the parent's did
     taps = run.taps
     for tap in taps:
-        _prepare(tap, shard.first_ns)
+        _prepare(tap, first_ns)
     from .shards import FirstSeen
     phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
     shows, quiet = run.shows, run.quiet
     records = not quiet or run.source.write_path is not None
-    tables = planned_tables(shard.first_ns, filtering)
-    frames = planned_frames(shard.paths[0], shard.picks[0], shard.streams[0], tables)
     numbers, times, lengths, blobs = array("q"), array("q"), array("q"), []
     size = 0
     first = None
