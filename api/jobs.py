@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
+import struct
 import sys
 import threading
 import time
@@ -43,6 +45,7 @@ from .capture.conversations import UdpTable
 from .capture.files import CaptureError, open_capture
 from .capture.sctp import TsnTable
 from .capture.tcp_analysis import MAX_CONNECTIONS, Connection, TcpTable
+from .shards import NO_TIME
 
 # frame.time_delta_displayed rendered by a worker under a display filter: replaced by the parent. No real delta
 # between two frames of one capture is 246 years and these exact nanoseconds.
@@ -130,7 +133,6 @@ def planned_frames(path, chunks, tables, seek: bool = True):
     `chunks`: arrays of planned frames (api/shards.py Planner, ENTRY integers each), in order; `seek`: their
     places are byte offsets, read by seeking (else the file is read through, as a gzip file must be). Entries of
     frame number 0 are pcapng blocks the reader needs (interface descriptions, section headers)."""
-    from .shards import NO_TIME
     tcp, _, clock, udp = tables
     if seek:
         todo: deque = deque()
@@ -269,22 +271,26 @@ class _Parent:
         sys.stdout.flush()
         gc.freeze()                    # the workers' collections leave the parent's objects (and pages) alone
         self.forked_cpu = time.process_time()
-        self.procs, self.conns, plans = [], [], []
+        self.procs, self.inboxes, plans = [], [], []
         try:
             for k in range(planner.parts):
-                recv, send = ctx.Pipe(duplex=False)
-                plan_recv, plan_send = ctx.Pipe(duplex=False)
-                for conn in (recv, plan_send):
-                    _widen(conn)
-                p = ctx.Process(target=_worker, args=(run, k, planner.first_ns, planner.seekable, plan_recv, send,
-                                                      self.filtering), daemon=True, name=f"protodump-shard-{k}")
+                out_r, out_w = os.pipe()
+                plan_r, plan_w = os.pipe()
+                for fd in (out_r, plan_w):
+                    _widen(fd)
+                # the worker closes what it inherits of the other workers' pipes (else a dead peer's pipe stays open)
+                theirs = [i.fd for i in self.inboxes] + plans + [out_r, plan_w]
+                p = ctx.Process(target=_worker, args=(run, k, planner.first_ns, planner.seekable, plan_r, out_w,
+                                                      self.filtering, theirs), daemon=True,
+                                name=f"protodump-shard-{k}")
                 p.start()
-                send.close()
-                plan_recv.close()
+                os.close(out_w)
+                os.close(plan_r)
                 self.procs.append(p)
-                self.conns.append(recv)
-                plans.append(plan_send)
+                self.inboxes.append(_Inbox(out_r))
+                plans.append(plan_w)
             self._plan(plans, first)
+            self.planned_cpu = time.process_time()
             why = _one_process(planner, self.numbers) if self.numbers.unsplittable else None
             if why is not None:
                 self._stop()
@@ -302,29 +308,31 @@ class _Parent:
             gc.unfreeze()
             planner.close()
             self._stop()
+            for inbox in self.inboxes:
+                os.close(inbox.fd)
             run.source.finish()
         return True
 
     def _plan(self, plans: list, chunk: list) -> None:
         """Send each worker its frames, a chunk of the plan at a time (a worker that died is found by the merge)."""
         planner = self.planner
+        live = list(plans)
         while chunk is not None:
-            for conn, entries in zip(plans, chunk):
-                if entries and not conn.closed:
+            for k, entries in enumerate(chunk):
+                if entries and live[k] is not None:
                     try:
-                        conn.send_bytes(entries)
+                        _send(live[k], [_SIZE.pack(len(entries) * entries.itemsize), entries])
                     except OSError:
-                        conn.close()
+                        live[k] = None
             if self.numbers.unsplittable:
                 break
             chunk = planner.step(CHUNK_PLAN)
-        for conn in plans:
-            if not conn.closed:
-                try:
-                    conn.send_bytes(b"")                # the end of the plan
-                except OSError:
-                    pass
-                conn.close()
+        for fd in plans:
+            try:
+                _send(fd, [_SIZE.pack(0)])               # the end of the plan
+            except OSError:
+                pass
+            os.close(fd)
 
     def _stop(self) -> None:
         for p in self.procs:
@@ -335,11 +343,16 @@ class _Parent:
 
     # --- receiving ----------------------------------------------------------------------------------------------
     def _receive(self, k: int):
-        """The next message of worker k; WorkerDied when it ended without saying it was done."""
+        """The next message of worker k (see _Sender); WorkerDied when it ended without saying it was done, or
+        failed."""
         try:
-            return self.conns[k].recv()
+            msg = self.inboxes[k].read()
         except (EOFError, OSError):
-            pass
+            msg = None
+        if msg is not None and msg[0] == _ERROR:
+            raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
+        if msg is not None:
+            return msg
         p = self.procs[k]
         p.join(5)
         how = (f"killed by signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
@@ -354,80 +367,104 @@ class _Parent:
                 f"conversations of {os.path.abspath(self.run.path)})")
 
     def _merge(self) -> None:
+        """Every frame's output in frame order. Without a display filter or -w, a run of consecutive frames of one
+        worker is one slice of its chunk (the plan says who owns each frame); else frame by frame."""
         run = self.run
-        out = sys.stdout.buffer
-        k_n = len(self.conns)
-        chunks = [None] * k_n          # per worker: (numbers, times, lengths, blob, first) being read, position
-        pos = [0] * k_n
-        offset = [0] * k_n
-        ends = [None] * k_n            # per worker: its end message
-        firsts = [None] * k_n
-        written_first = False
+        self.out = _Out()
+        k_n = len(self.inboxes)
+        self.chunks = [None] * k_n          # per worker: the chunk being read (times, head, blob, ends: _Inbox)
+        self.pos = [0] * k_n                # ... and the next frame in it
+        ends = [None] * k_n                 # per worker: its end message
+        if self.sends_frames:
+            if self.filtering or run.source.dump is not None or run.quiet:
+                self._frame_by_frame()
+            else:
+                self._runs()
+        for k in range(k_n):
+            while ends[k] is None:
+                msg = self._receive(k)
+                if msg[0] == _END:
+                    ends[k] = msg[1]
+        self.out.flush()
+        # the trailer: a worker that wrote has the writer's state of a run that wrote
+        trailers = [e[0] for e in ends if e[1]] or [ends[0][0]]
+        if not run.quiet:
+            sys.stdout.buffer.write(trailers[0])
+        sys.stdout.flush()
+        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):    # CPU seconds: what two idle cores would take (tools/bench.py)
+            print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, planned {self.planned_cpu:.3f} s, "
+                  f"parent {time.process_time():.3f} s, workers {' '.join(f'{e[3]:.3f}' for e in ends)} s",
+                  file=sys.stderr)
+        self._finish([e[2] for e in ends])
+
+    def _chunk(self, k: int):
+        """Worker k's next chunk of frames (what is pending is written first: it may lie in k's buffer)."""
+        self.out.flush()
+        msg = self._receive(k)
+        if msg[0] != _FRAMES:
+            raise WorkerDied(f"{self._shard(k)} ended early")
+        chunk = self.chunks[k] = msg[1:]
+        self.pos[k] = 0
+        return chunk
+
+    def _runs(self) -> None:
+        out, chunks, pos, chunk_of = self.out, self.chunks, self.pos, self._chunk
+        first = True
+        for run in _RUNS.finditer(self.owner):
+            k = run.group()[0]
+            count = run.end() - run.start()
+            while count:
+                chunk = chunks[k]
+                if chunk is None or pos[k] == len(chunk[0]):
+                    chunk = chunk_of(k)
+                i = pos[k]
+                take = min(count, len(chunk[0]) - i)
+                ends = chunk[3]
+                if first:               # the writer's first form of the first frame (the header with it)
+                    first = False
+                    out.add(chunk[1])
+                    i += 1
+                    take -= 1
+                    count -= 1
+                    pos[k] += 1
+                if take:
+                    out.add(chunk[2][ends[i]:ends[i + take]])
+                pos[k] += take
+                count -= take
+
+    def _frame_by_frame(self) -> None:
+        run, out, chunks, pos, chunk_of, owner = self.run, self.out, self.chunks, self.pos, self._chunk, self.owner
+        quiet, filtering = run.quiet, self.filtering
+        first = not quiet
         prev_shown = None
-        pending, size = [], 0
         dump = run.source.dump
         frames = open_capture(run.path) if dump is not None else None
         try:
             frame_iter = iter(frames) if frames is not None else None
-            if self.sends_frames:
-                for n in range(self.total):
-                    k = self.owner[n]
-                    chunk = chunks[k]
-                    while chunk is None or pos[k] >= len(chunk[0]):
-                        msg = self._receive(k)
-                        if msg[0] == "end":
-                            raise WorkerDied(f"{self._shard(k)} ended early")
-                        if msg[0] == "error":
-                            raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
-                        chunk = chunks[k] = msg[1:]
-                        pos[k] = offset[k] = 0
-                        if chunk[4] is not None:
-                            firsts[k] = chunk[4]
-                    numbers, times, lengths, blob, _ = chunk
-                    i = pos[k]
-                    pos[k] += 1
-                    length = lengths[i]
-                    frame = next(frame_iter) if frame_iter is not None else None
-                    if length < 0:
-                        continue
-                    start = offset[k]
-                    offset[k] = start + length
-                    ts = times[i]
-                    text = blob[start:start + length]
-                    if not written_first and not run.quiet:
-                        written_first = True
-                        text = firsts[k]
-                    if self.filtering:
-                        text = _patch(text, ts - prev_shown if prev_shown is not None else 0)
+            for n in range(self.total):
+                k = owner[n]
+                chunk = chunks[k]
+                if chunk is None or pos[k] == len(chunk[0]):
+                    chunk = chunk_of(k)
+                times, head, blob, ends = chunk
+                i = pos[k]
+                pos[k] = i + 1
+                frame = next(frame_iter) if frame_iter is not None else None
+                ts = times[i]
+                if ts == NO_TIME:              # not displayed
+                    continue
+                if not quiet:
+                    text = head if first else blob[ends[i]:ends[i + 1]]
+                    first = False
+                    if filtering:
+                        text = _patch(bytes(text), ts - prev_shown if prev_shown is not None else 0)
                         prev_shown = ts
-                    if text:
-                        pending.append(text)
-                        size += len(text)
-                        if size >= CHUNK_BYTES:
-                            out.write(b"".join(pending))
-                            pending, size = [], 0
-                    if dump is not None:
-                        run.source.passed(_Passed(frame), sys.stdout)
-            for k in range(k_n):
-                while ends[k] is None:
-                    msg = self._receive(k)
-                    if msg[0] == "error":
-                        raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
-                    if msg[0] == "end":
-                        ends[k] = msg
-            out.write(b"".join(pending))
+                    out.add(text)
+                if dump is not None:
+                    run.source.passed(_Passed(frame), sys.stdout)
         finally:
             if frames is not None:
                 frames.close()
-        # the trailer: a worker that wrote has the writer's state of a run that wrote
-        trailers = [e[1] for e in ends if e[2]] or [ends[0][1]]
-        if not run.quiet:
-            out.write(trailers[0])
-        out.flush()
-        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):    # CPU seconds: what two idle cores would take (tools/bench.py)
-            print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, parent "
-                  f"{time.process_time():.3f} s, workers {' '.join(f'{e[4]:.3f}' for e in ends)} s", file=sys.stderr)
-        self._finish([e[3] for e in ends])
 
     def _finish(self, taps) -> None:
         from .output import stats_out
@@ -493,37 +530,138 @@ class _Text:
         pass
 
 
-def _worker(run: Run, index: int, first_ns: int, seek: bool, plan, conn, filtering: bool) -> None:
+def _worker(run: Run, index: int, first_ns: int, seek: bool, plan: int, out: int, filtering: bool,
+            theirs: list) -> None:
     """A forked process: decode the shard as the parent plans it (`plan`: its frames, chunk by chunk), send its
     frames' output in chunks, then its trailer and statistics."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides
-    sender = _Sender(conn)
+    for fd in theirs:
+        os.close(fd)
+    sender = _Sender(out)
     try:
         tables = planned_tables(first_ns, filtering)
         _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan), tables, seek), tables, sender)
     except BaseException as exc:       # anything: the parent names the shard; never a silent hole
         import traceback
-        sender.put(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
+        sender.put((_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
     sender.close()
     os._exit(0)
+
+
+# --- between the processes: plain pipes, length-prefixed messages ---------------------------------------------------
+#
+# A chunk of a worker's output is: a header (_HEAD: _FRAMES, frames n, bytes of the head, bytes of the blob), then
+# n + 1 offsets into the blob where each frame's output ends (int64), each frame's time (int64; NO_TIME: not
+# displayed), the head (the writer's first form of the worker's first displayed frame, or nothing), the blob. The
+# parent reads it into a buffer of its own per worker, reused from chunk to chunk, and writes slices of it: no
+# pickling, no copy but the pipe's. The end (trailer, statistics) and a failure are pickled (_END, _ERROR).
+
+_FRAMES, _END, _ERROR = 1, 2, 3
+_HEAD = struct.Struct("<qqqq")
+_SIZE = struct.Struct("<q")
+_RUNS = re.compile(rb"(.)\1*", re.S)     # runs of frames of one worker, in the plan's owner bytes
+
+
+def _send(fd: int, parts: list) -> None:
+    """Write every part (bytes-like) to the pipe."""
+    for at in range(0, len(parts), 1000):           # (IOV_MAX is 1024)
+        group = parts[at:at + 1000]
+        done = os.writev(fd, group)
+        total = sum(memoryview(p).nbytes for p in group)
+        if done < total:                            # (a signal, or a non-blocking pipe)
+            rest = memoryview(b"".join(group))[done:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
+
+
+def _read_into(fd: int, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError
+        got += n
+
+
+def _read(fd: int, n: int) -> bytes:
+    buf = bytearray(n)
+    _read_into(fd, memoryview(buf))
+    return bytes(buf)
+
+
+class _Inbox:
+    """One worker's messages, as the parent reads them."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = bytearray()
+
+    def read(self):
+        import pickle
+        kind, n, head, blob = _HEAD.unpack(_read(self.fd, _HEAD.size))
+        if kind != _FRAMES:
+            return kind, pickle.loads(_read(self.fd, blob))
+        need = 16 * n + 8 + head + blob
+        if len(self.buf) < need:       # (the old buffer may still be exported: a new one)
+            self.buf = bytearray(max(need, 2 * len(self.buf)))
+        view = memoryview(self.buf)[:need]
+        _read_into(self.fd, view)
+        at = 8 * (n + 1)
+        ends, times = view[:at].cast("q"), view[at:at + 8 * n].cast("q")
+        at += 8 * n
+        return _FRAMES, times, bytes(view[at:at + head]), view[at + head:], ends
+
+
+class _Out:
+    """The parent's output: slices gathered, then written at once (writev: no joining)."""
+
+    def __init__(self):
+        self.parts, self.size = [], 0
+        try:
+            self.fd = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):   # (not a real file)
+            self.fd = None
+
+    def add(self, data) -> None:
+        if data:
+            self.parts.append(data)
+            self.size += len(data)
+            if self.size >= CHUNK_BYTES:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        if self.fd is None:
+            sys.stdout.buffer.write(b"".join(self.parts))
+        else:
+            _send(self.fd, self.parts)
+        self.parts, self.size = [], 0
 
 
 class _Sender:
     """Sends from a thread: the worker goes on decoding while the parent reads the other workers."""
 
-    def __init__(self, conn):
-        self.conn = conn
+    def __init__(self, fd: int):
+        self.fd = fd
         self.queue: queue.Queue = queue.Queue(QUEUE_CHUNKS)
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
     def _loop(self):
+        import pickle
         while True:
             msg = self.queue.get()
             if msg is None:
                 return
+            if msg[0] == _FRAMES:
+                _, ends, times, head, pieces = msg
+                parts = [_HEAD.pack(_FRAMES, len(times), len(head), ends[-1]), ends, times, head, *pieces]
+            else:
+                data = pickle.dumps(msg[1], pickle.HIGHEST_PROTOCOL)
+                parts = [_HEAD.pack(msg[0], 0, 0, len(data)), data]
             try:
-                self.conn.send(msg)
+                _send(self.fd, parts)
             except OSError:             # the parent is gone (a closed pipe, a failed run)
                 os._exit(0)
 
@@ -533,10 +671,10 @@ class _Sender:
     def close(self) -> None:
         self.queue.put(None)
         self.thread.join()
-        self.conn.close()
+        os.close(self.fd)
 
 
-def _plan_chunks(conn):
+def _plan_chunks(fd: int):
     """The worker's plan as the parent sends it: read by a thread, so the parent never waits for a worker busy
     decoding (or blocked sending to the parent, which is still planning)."""
     chunks: queue.Queue = queue.Queue()
@@ -544,10 +682,10 @@ def _plan_chunks(conn):
     def receive():
         try:
             while True:
-                data = conn.recv_bytes()
-                if not data:
+                (size,) = _SIZE.unpack(_read(fd, _SIZE.size))
+                if not size:
                     break
-                chunks.put(data)
+                chunks.put(_read(fd, size))
         except (EOFError, OSError):             # the parent is gone
             os._exit(0)
         chunks.put(None)
@@ -561,11 +699,11 @@ def _plan_chunks(conn):
         yield entries
 
 
-def _widen(conn) -> None:
+def _widen(fd: int) -> None:
     """A pipe that holds a chunk of output (or a worker's whole plan) in one write: fewer wake-ups either side."""
     import fcntl
     try:
-        fcntl.fcntl(conn.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (OSError, AttributeError):       # over the user's pipe quota, or not Linux: the default size
         pass
 
@@ -585,13 +723,13 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
     phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
     shows, quiet = run.shows, run.quiet
     records = not quiet or run.source.write_path is not None
-    numbers, times, lengths, blobs = array("q"), array("q"), array("q"), []
+    hidden = NO_TIME
+    ends, times, pieces = array("q", (0,)), array("q"), []
     size = 0
-    first = None
+    head = b""
     wrote = False
     for packet in packets_from_frames(frames, dispatcher=run.dispatcher, tables=tables):
-        number = packet.number
-        _FRAME.number = number
+        _FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):
             tap.add(packet)
             if paths is not None:
@@ -599,27 +737,26 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
         shown = shows is None or shows(packet)
         if not records:
             continue
-        numbers.append(number)
-        times.append(packet.frame.ts_ns)
         if not shown:
-            lengths.append(-1)
+            times.append(hidden)
+            ends.append(size)
             continue
-        data = b""
+        times.append(packet.frame.ts_ns)
         if not quiet:
             writer.write(packet)
             if not wrote:            # the writer's first form (its header), then the form of every other frame
                 wrote = True
-                first = text.take().encode(encoding, errors)
+                head = text.take().encode(encoding, errors)
                 writer.write(packet)
             data = text.take().encode(encoding, errors)
-        lengths.append(len(data))
-        blobs.append(data)
-        size += len(data)
-        if size >= CHUNK_BYTES or len(numbers) >= CHUNK_FRAMES:
-            sender.put(("frames", numbers, times, lengths, b"".join(blobs), first))
-            numbers, times, lengths, blobs, size, first = array("q"), array("q"), array("q"), [], 0, None
-    if numbers:
-        sender.put(("frames", numbers, times, lengths, b"".join(blobs), first))
+            pieces.append(data)
+            size += len(data)
+        ends.append(size)
+        if size >= CHUNK_BYTES or len(times) >= CHUNK_FRAMES:
+            sender.put((_FRAMES, ends, times, head, pieces))
+            ends, times, pieces, size, head = array("q", (0,)), array("q"), [], 0, b""
+    if times:
+        sender.put((_FRAMES, ends, times, head, pieces))
     writer.close()
     trailer = text.take().encode(encoding, errors)
     states = []
@@ -628,4 +765,4 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
         if paths is not None:
             state["paths"] = paths
         states.append((tap.kind, state, tap.result()))
-    sender.put(("end", trailer, wrote, states, time.process_time()))
+    sender.put((_END, (trailer, wrote, states, time.process_time())))
