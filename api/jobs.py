@@ -227,13 +227,16 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
         planner = Planner(run.path, min(jobs, MAX_JOBS), streams=numbers, count=run.count, offsets=True)
     except (CaptureError, OSError):
         return False
-    first = planner.step(LOOK)
+    look, chunk = LOOK, CHUNK_PLAN
+    if os.environ.get("PROTODUMP_JOBS_PLAN"):          # "LOOK,CHUNK": the tests' small chunks
+        look, chunk = map(int, os.environ["PROTODUMP_JOBS_PLAN"].split(","))
+    first = planner.step(look)
     why = _one_process(planner, numbers)
     if why is not None:
         planner.close()
         _say(jobs, f"one process ({why})")
         return False
-    return _Parent(run, planner, numbers, jobs).go(first)
+    return _Parent(run, planner, numbers, jobs, chunk).go(first)
 
 
 def _one_process(planner, numbers) -> str | None:
@@ -256,8 +259,9 @@ class WorkerDied(Exception):
 
 
 class _Parent:
-    def __init__(self, run: Run, planner, numbers, jobs: int):
+    def __init__(self, run: Run, planner, numbers, jobs: int, chunk: int):
         self.run, self.planner, self.numbers, self.jobs = run, planner, numbers, jobs
+        self.chunk_frames = chunk          # frames planned per chunk sent
         self.filtering = run.shows is not None
         self.sends_frames = not run.quiet or run.source.write_path is not None
 
@@ -326,7 +330,7 @@ class _Parent:
                         live[k] = None
             if self.numbers.unsplittable:
                 break
-            chunk = planner.step(CHUNK_PLAN)
+            chunk = planner.step(self.chunk_frames)
         for fd in plans:
             try:
                 _send(fd, [_SIZE.pack(0)])               # the end of the plan

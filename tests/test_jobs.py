@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -220,3 +221,127 @@ def test_check_runs_captures_at_once_and_reports_in_order(tmp_path):
                                capture_output=True, timeout=300) for j in (1, 2))
     assert two.stdout == one.stdout and two.returncode == one.returncode == 1
     assert b"CHANGED  " in one.stdout and one.stdout.count(b"\nOK ") + one.stdout.startswith(b"OK ") == 5
+
+
+# --- the plan streamed to the workers: small chunks (PROTODUMP_JOBS_PLAN=LOOK,CHUNK), so a worker starts on the first
+# frames while the parent plans the rest, and seeks to each of its frames
+
+STREAMED = {**ENV, "PROTODUMP_JOBS_PLAN": "64,50"}
+
+
+def same_streamed(*args, split=True):
+    """As `same`, the -j 2 run planned 64 frames before forking, then 50 at a time."""
+    one = subprocess.run([*PROTODUMP, "--jobs", "1", *map(str, args)], capture_output=True, timeout=300, env=ENV)
+    two = subprocess.run([*PROTODUMP, "--jobs", "2", *map(str, args)], capture_output=True, timeout=300,
+                         env=STREAMED)
+    said = two.stderr.decode()
+    assert ("shard 1:" in said) == split, said
+    lines = [line for line in said.splitlines(keepends=True)
+             if not line.startswith(("protodump: -j 2:", "protodump: -j cpu:"))]
+    assert two.stdout == one.stdout
+    assert "".join(lines) == one.stderr.decode()
+    assert two.returncode == one.returncode
+    return one
+
+
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-T", "json"), ("-x",), ("-Y", "tcp.len > 0 || enet", "-t", "dd"),
+                                  ("-c", "777", "-T", "ek"), ("-q", "-z", "conv,udp", "-z", "io,phs"),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream")],
+                         ids=lambda m: " ".join(m) or "summary")
+def test_a_streamed_plan_gives_the_same_output(many, mode):
+    same_streamed(*mode, many)
+
+
+def test_a_streamed_plan_of_the_bundled_captures(bundled):
+    same_streamed("-V", bundled)
+    same_streamed("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream", "-e",
+                  "frame.interface_id", "-e", "frame.time_delta", bundled)
+
+
+def test_a_streamed_plan_of_a_gzip_file_reads_it_through(many, tmp_path):
+    """A gzip file cannot be sought: each worker reads it through and takes its own frames."""
+    import gzip
+    packed = tmp_path / "many.pcap.gz"
+    packed.write_bytes(gzip.compress(many.read_bytes()))
+    same_streamed("-T", "json", packed)
+    cut = tmp_path / "cut.pcap.gz"
+    cut.write_bytes(gzip.compress(many.read_bytes())[:packed.stat().st_size * 2 // 3])
+    assert same_streamed("-V", cut).returncode == 1
+
+
+def _pcapng_block(kind: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+
+def _pcapng_option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+
+
+@pytest.fixture(scope="module")
+def sections(many, tmp_path_factory) -> Path:
+    """The replay as a pcapng of three sections, each with its own three interfaces (microsecond, nanosecond and
+    millisecond stamps, names), packets on all of them with comments and flags, a simple packet block, and
+    blocks a reader skips (name resolution, interface statistics, custom) between them."""
+    from protodump.capture.files import open_capture
+    frames = list(open_capture(str(many)))
+    out = b""
+    resols = (6, 9, 3)
+    third = len(frames) // 3
+    for section in range(3):
+        out += _pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)
+                             + _pcapng_option(1, f"section {section}".encode()) + _pcapng_option(0, b""))
+        for i, resol in enumerate(resols):
+            out += _pcapng_block(1, struct.pack("<HHI", 1, 0, 0) + _pcapng_option(2, f"eth{section}{i}".encode())
+                                 + _pcapng_option(9, bytes([resol])) + _pcapng_option(0, b""))
+        for n, frame in enumerate(frames[section * third:(section + 1) * third if section < 2 else None]):
+            iface = n % 3
+            ticks = frame.ts_ns // 10 ** (9 - resols[iface])
+            opts = b""
+            if n % 7 == 0:
+                opts += _pcapng_option(1, f"comment {section}/{n}".encode())
+            if n % 11 == 0:
+                opts += _pcapng_option(2, struct.pack("<I", 1 + n % 2))
+            data = frame.data
+            if n == 0 and section == 0:          # a simple packet block (interface 0, no time: first)
+                out += _pcapng_block(3, struct.pack("<I", len(data)) + data)
+                continue
+            out += _pcapng_block(6, struct.pack("<IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
+                                                frame.length) + data + b"\0" * (-len(data) % 4)
+                                 + (opts + _pcapng_option(0, b"") if opts else b""))
+            if n % 50 == 25:
+                out += _pcapng_block(4, struct.pack("<HH", 0, 0))                      # name resolution
+                out += _pcapng_block(5, struct.pack("<III", iface, 0, 0))              # interface statistics
+                out += _pcapng_block(0x00000BAD, struct.pack("<I", 32473) + b"opaque")  # custom
+    path = tmp_path_factory.mktemp("jobs") / "sections.pcapng"
+    path.write_bytes(out)
+    return path
+
+
+@pytest.mark.parametrize("mode", [("-V",), ("-T", "json"),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "frame.interface_id", "-e",
+                                   "frame.interface_name", "-e", "frame.section_number", "-e", "frame.comment",
+                                   "-e", "frame.p2p_dir", "-e", "frame.time_epoch", "-e", "udp.stream")],
+                         ids=lambda m: " ".join(m))
+def test_workers_seek_to_pcapng_frames_of_several_sections_and_interfaces(sections, mode):
+    """A worker seeking to its packet blocks still reads every section header and interface description before
+    them (given to each worker in file order by the plan), so interfaces, time stamp resolutions, sections and
+    comments come out as one process reads them."""
+    out = same_streamed(*mode, sections)
+    assert b"comment 2/7" in out.stdout or "fields" not in mode
+    if "fields" in mode:
+        rows = [line.split("\t") for line in out.stdout.decode().splitlines()]
+        assert {r[3] for r in rows} == {"1", "2", "3"} and {r[1] for r in rows} == {str(i) for i in range(9)}
+    same(*mode, sections)
+
+
+def test_time_that_runs_back_after_the_look_stops_the_workers(tmp_path):
+    """Found while the workers already run: they are stopped and one process reads the file."""
+    path = tmp_path / "cat.pcapng"
+    files = [CAPTURES_DIR / f for f in ("freeblox-session.pcap", "rutentoy-sctp.pcap", "iceball-tcp-all.pcap",
+                                        "freeblox-plain.pcap")]
+    subprocess.run([*PROTODUMP, "--concatenate", "-w", str(path), *map(str, files)], check=True, timeout=120)
+    out = subprocess.run([*PROTODUMP, "--jobs", "2", "-V", str(path)], capture_output=True, timeout=300,
+                         env={**ENV, "PROTODUMP_JOBS_PLAN": "8,8"})
+    assert "one process (time runs back at frame" in out.stderr.decode()
+    assert out.stdout == run("-V", path, jobs=1).stdout
