@@ -284,8 +284,8 @@ class _Parent:
                     _widen(fd)
                 # the worker closes what it inherits of the other workers' pipes (else a dead peer's pipe stays open)
                 theirs = [i.fd for i in self.inboxes] + plans + [out_r, plan_w]
-                p = ctx.Process(target=_worker, args=(run, k, planner.first_ns, planner.seekable, plan_r, out_w,
-                                                      self.filtering, theirs), daemon=True,
+                p = ctx.Process(target=_worker, args=(run, k, planner.parts, planner.first_ns, planner.seekable,
+                                                      plan_r, out_w, self.filtering, theirs), daemon=True,
                                 name=f"protodump-shard-{k}")
                 p.start()
                 os.close(out_w)
@@ -534,13 +534,16 @@ class _Text:
         pass
 
 
-def _worker(run: Run, index: int, first_ns: int, seek: bool, plan: int, out: int, filtering: bool,
+def _worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: int, out: int, filtering: bool,
             theirs: list) -> None:
     """A forked process: decode the shard as the parent plans it (`plan`: its frames, chunk by chunk), send its
     frames' output in chunks, then its trailer and statistics."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides
     for fd in theirs:
         os.close(fd)
+    from .reassembly.budget import PENDING, STATE
+    for budget in (PENDING, STATE):                  # all the workers hold no more than one process would
+        budget.share(workers)
     sender = _Sender(out)
     try:
         tables = planned_tables(first_ns, filtering)

@@ -75,7 +75,7 @@ class Lifetimes:
             if len(live) + len(ending) > self.cap:
                 why = f"more than {self.cap} live conversations: protodump.max_conversations"
             elif STATE.used > STATE.limit:
-                why = f"conversation state over {STATE.limit} bytes: protodump.state_budget"
+                why = f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
             else:
                 break
             pair = (ending or live).popitem(last=False)[0]

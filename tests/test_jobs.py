@@ -345,3 +345,23 @@ def test_time_that_runs_back_after_the_look_stops_the_workers(tmp_path):
                          env={**ENV, "PROTODUMP_JOBS_PLAN": "8,8"})
     assert "one process (time runs back at frame" in out.stderr.decode()
     assert out.stdout == run("-V", path, jobs=1).stdout
+
+
+def test_the_workers_share_the_byte_budgets(bundled):
+    """-j N: each worker holds 1/N of the reassembly (and state) budget, so all of them hold no more than one
+    process would; the expert note still names the budget as set. (The output is -j 1's as long as no budget
+    is reached: here one process stays under 20,000 bytes of pending reassembly, a worker's half does not.)"""
+    budget = ("-o", "protodump.reassembly_budget:20000", "-V")
+    one, two = run(*budget, bundled, jobs=1), run(*budget, bundled, jobs=2)
+    assert "shard 1:" in two.stderr.decode()
+    assert b"exceeds the budget" not in one.stdout
+    assert two.stdout.count(b"Pending reassembly exceeds the budget of 20000 bytes (protodump.reassembly_budget)") > 5
+    same("-o", "protodump.reassembly_budget:40000", "-o", "protodump.state_budget:2000000", "-V", bundled)
+
+
+def test_a_budget_share_says_the_whole():
+    from protodump.reassembly.budget import Budget
+    budget = Budget(1000)
+    budget.share(3)
+    assert budget.limit == 333 and budget.configured() == 1000
+    assert not budget.take(334) and budget.take(333)
