@@ -243,8 +243,8 @@ def _one_process(planner, numbers) -> str | None:
     """Why the plan so far says one process should read the file (None: share it out)."""
     if numbers.unsplittable:
         return numbers.unsplittable
-    loads = planner.loads
-    if sum(1 for load in loads if load) < 2 or max(loads) > MOST * planner.n:
+    frames = planner.frames
+    if sum(1 for n in frames if n) < 2 or max(frames) > MOST * planner.n:
         return "one conversation has most frames"
     return None
 
@@ -300,7 +300,7 @@ class _Parent:
                 self._stop()
                 _say(self.jobs, f"one process ({why})")
                 return False
-            _say(self.jobs, ", ".join(f"shard {k}: {n} frames" for k, n in enumerate(planner.loads)))
+            _say(self.jobs, ", ".join(f"shard {k}: {n} frames" for k, n in enumerate(planner.frames)))
             self.owner, self.total, self.error = planner.owner, planner.n, planner.error
             run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
             self._merge()
@@ -367,7 +367,7 @@ class _Parent:
         """The shard, for a message: its frames, from which frame, its conversations, its file."""
         planner = self.planner
         first = planner.owner.find(bytes([k])) + 1
-        return (f"shard {k} ({planner.loads[k]} frames from frame {first}, {planner.conversations[k]} "
+        return (f"shard {k} ({planner.frames[k]} frames from frame {first}, {planner.conversations[k]} "
                 f"conversations of {os.path.abspath(self.run.path)})")
 
     def _merge(self) -> None:

@@ -190,11 +190,12 @@ class Planner:
         self.parts = max(1, parts)
         self.offsets = array("q") if offsets else None
         self.capture = open_capture(path, offsets=self.offsets)
-        self.frames = iter(self.capture)
+        self.reader = iter(self.capture)
         self.seekable = offsets and not self.capture.compressed
         self.ids: dict = {}                     # conversation -> its id
         self.target: list[int] = []             # per conversation id: its shard
-        self.loads = [0] * self.parts           # per shard: frames so far
+        self.loads = [0] * self.parts           # per shard: frames so far (placing conversations)
+        self.frames = [0] * self.parts          # per shard: frames so far (planned)
         self.conversations = [0] * self.parts   # per shard: conversations
         self.owner = bytearray()                # per frame: its shard
         self.n = 0
@@ -216,7 +217,7 @@ class Planner:
         n, prev = self.n, self.prev
         end = None if frames is None else n + frames
         try:
-            for frame in self.frames:
+            for frame in self.reader:
                 if offsets is not None:
                     if len(offsets) > 1:                    # pcapng blocks read before this frame
                         structure.append((len(rows) // ENTRY, offsets[:-1]))
@@ -245,15 +246,17 @@ class Planner:
         return self._share(known, convs, rows, structure)
 
     def _share(self, known: int, convs, rows, structure) -> list:
-        """The chunk's frames per shard; its new conversations placed first."""
+        """The chunk's frames per shard; its new conversations placed first. (Balanced by frames: weighing a
+        frame by its bytes balanced the workers' time no better on the replays.)"""
         loads, target = self.loads, self.target
-        for cid in convs:                               # frames of conversations placed before
-            if 0 <= cid < known:
-                loads[target[cid]] += 1
         chunk = {}
         for cid in convs:
             if cid >= known:
                 chunk[cid] = chunk.get(cid, 0) + 1
+            elif cid >= 0:                              # frames of conversations placed before
+                loads[target[cid]] += 1
+            else:
+                loads[0] += 1
         target.extend([0] * (len(self.ids) - known))
         for cid in sorted(chunk, key=lambda c: -chunk[c]):
             k = loads.index(min(loads))
@@ -261,7 +264,7 @@ class Planner:
             loads[k] += chunk[cid]
             self.conversations[k] += 1
         out = [array("q") for _ in loads]
-        owner = self.owner
+        owner, frames = self.owner, self.frames
         marks = iter(structure or ())
         mark = next(marks, None)
         for i, cid in enumerate(convs):
@@ -271,8 +274,7 @@ class Planner:
                         e.extend((0, -1 - block, 0, 0))
                 mark = next(marks, None)
             k = target[cid] if cid >= 0 else 0
-            if cid < 0:
-                loads[0] += 1
+            frames[k] += 1
             out[k].extend(rows[i * ENTRY:(i + 1) * ENTRY])
             owner.append(k)
         return out
