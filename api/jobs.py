@@ -56,7 +56,7 @@ QUEUE_CHUNKS = 64              # chunks a worker keeps ready while the parent is
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
-LOOK = 4096                    # frames planned before forking: one process when one conversation has most of them
+LOOK = 2048                    # frames planned before forking: one process when one conversation has most of them
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
 PIPE_BYTES = 1 << 20
 
