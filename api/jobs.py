@@ -1,28 +1,35 @@
 """-j N: one capture decoded by N processes, conversation by conversation, merged back in frame order.
 
-Everything protodump keeps state for lives in a conversation, so a file is cut into shards of whole conversations
-(api/shards.py `split_file`), each decoded by a forked worker process. What tshark numbers across conversations in
-frame order is decided once, by the planning pass that reads the frame headers: `tcp.stream`/`udp.stream`
+Everything protodump keeps state for lives in a conversation, so a file is shared out by whole conversations, each
+worker (a forked process) decoding its own. What tshark numbers across conversations in frame order is decided
+once, by the planning pass over the frame headers (api/shards.py `Planner`): `tcp.stream`/`udp.stream`
 (shards.StreamNumbers; the workers' TCP and UDP tables take each frame's number from the plan instead of counting),
-the previous captured frame's time (the worker reads every frame's header, decodes only its own), and the capture's
-first frame. The previous *displayed* frame depends on the other shards' display decisions when a display filter is
-on: the worker then renders `frame.time_delta_displayed` (and `-t dd`) as a marker value that the parent, which sees
-every displayed frame in order, replaces with the real delta.
+the previous captured frame's time, and the capture's first frame. The previous *displayed* frame depends on the
+other shards' display decisions when a display filter is on: the worker then renders `frame.time_delta_displayed`
+(and `-t dd`) as a marker value that the parent, which sees every displayed frame in order, replaces.
 
-Moving results: a worker sends, per chunk of frames (about 1 MB), each frame's output as encoded bytes with one
-small record (frame number, time, length; -1: not displayed), never packet trees (lazily built, sharing frozen
-subtrees and memos: they are the worker's). Measured on 10,000 frames of -T json (90 MB): the parent's whole
-merge takes 0.1 s of CPU, and the workers together 4 % more than one process. A sender thread keeps the worker
-decoding while the parent is busy with another worker's frames. The parent knows from the plan which
-worker owns each frame, so the merge is a walk over frame numbers, not a heap. Writers need no change: a worker's
-writer renders its first displayed frame twice (the first rendering has the writer's header: "[", the fields
-header, the PSML preamble), and the parent uses that one only for the frame displayed first overall; the trailer is
-the one of a worker that wrote.
+The plan is streamed: the first LOOK frames are planned before forking (one process when one conversation has
+most of them: a capture of one conversation costs that look only); the workers then start on them while the parent
+plans the rest a chunk at a time and sends each worker its frames (number, byte offset, stream number, previous
+frame's time): a worker seeks to its own frames, reading no other (pcapng: and the section headers and interface
+descriptions it needs; gzip cannot be sought: read through). If the plan later finds that one process must read
+the file (time running back, too many live conversations), the workers are stopped before anything is written.
 
-Statistics are each worker's tap state, merged as for --dask (shards.merge_taps). Whatever cannot be cut this
-way runs in one process, silently: -2, live capture, standard input, capture sets, follow and other statistics
-that do not merge, --export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself,
-and a capture of one conversation (nothing to share out).
+Moving results: plain pipes (widened to 1 MB), length-prefixed. A worker sends, per chunk of frames (about 1 MB),
+each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never packet
+trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a sender
+thread so the worker goes on decoding. The parent reads each chunk into a buffer of its own per worker (no
+pickling, no copy but the pipe's), and as it knows from the plan which worker owns each frame, it writes a run of
+one worker's consecutive frames as one slice (frame by frame under -Y or -w). Measured on 20,000 frames of -T json
+(45 MB): the parent's merge takes 0.06 s of CPU. Writers need no change: a worker's writer renders its first
+displayed frame twice (the first rendering has the writer's header: "[", the fields header, the PSML preamble), and
+the parent uses that one only for the frame displayed first overall; the trailer is the one of a worker that wrote.
+
+Statistics are each worker's tap state, merged as for --dask (shards.merge_taps). The byte budgets
+(reassembly/budget.py) are shared: each worker holds 1/N. Whatever cannot be cut this way runs in one process,
+silently: -2, live capture, standard input, capture sets, follow and other statistics that do not merge,
+--export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself, and a capture of one
+conversation (nothing to share out).
 
 Standard library only (multiprocessing with fork: the workers inherit the parsed options, filter and taps).
 """
