@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import io
 import os
+import struct
 import threading
 from array import array
 from collections.abc import Callable
@@ -185,8 +186,7 @@ class Planner:
     header) are given to every shard, in file order, as entries of number 0 at their offsets."""
 
     def __init__(self, path, parts: int, streams=None, count: int | None = None, offsets: bool = False):
-        from .capture.decode import decode
-        self.decode, self.streams, self.count = decode, streams, count
+        self.headers, self.streams, self.count = plan_headers(), streams, count
         self.parts = max(1, parts)
         self.offsets = array("q") if offsets else None
         self.capture = open_capture(path, offsets=self.offsets)
@@ -209,7 +209,7 @@ class Planner:
         (ENTRY integers each); None once the file is planned."""
         if self.done:
             return None
-        decode, streams, ids, offsets = self.decode, self.streams, self.ids, self.offsets
+        headers, streams, ids, offsets = self.headers, self.streams, self.ids, self.offsets
         known = len(ids)
         convs, rows = array("q"), array("q")        # this chunk: per frame, its conversation id; its entry
         structure = [] if offsets is not None else None
@@ -228,7 +228,7 @@ class Planner:
                 n += 1
                 if self.first_ns is None:
                     self.first_ns = frame.ts_ns
-                d = decode(frame)
+                d = headers(frame)
                 key = _conversation(d)
                 convs.append(-1 if key is None else ids.setdefault(key, len(ids)))
                 rows.extend((n, where, -1 if streams is None else streams.of(d), prev))
@@ -281,6 +281,54 @@ class Planner:
 
     def close(self) -> None:
         self.capture.close()
+
+
+class _Headers:
+    """What the planning pass reads of a plain Ethernet/IPv4/TCP or UDP frame (what StreamNumbers and
+    `_conversation` read of a capture.decode.Decoded), without the rest of a decode."""
+
+    __slots__ = ("frame", "src", "dst", "sport", "dport", "transport", "seq", "flags", "window", "payload_offset",
+                 "icmp")
+
+
+# Ethernet, IPv4 without options, the ports; then TCP's sequence number, offset and flags, window
+_EIP = struct.Struct("!12xHBxHxxHxBxx4s4sHH").unpack_from
+_TCP = struct.Struct("!I4xHH").unpack_from
+
+
+def plan_headers():
+    """frame -> what the plan needs of it: capture.decode's own Decoded, but for a plain Ethernet/IPv4 frame
+    (no options, no fragment, no trailer) of TCP or UDP, whose fields are read with two unpacks: the values
+    decode gives there (tests/test_jobs.py checks them on every frame of the bundled captures)."""
+    from .capture.decode import decode
+    from .capture.network import v4_cached, v4_text
+    new = object.__new__
+
+    def headers(frame):
+        data = frame.data
+        if frame.linktype == 1 and len(data) >= 42:
+            etype, vihl, tlen, frag, proto, src, dst, sport, dport = _EIP(data)
+            if etype == 0x0800 and vihl == 0x45 and not frag & 0x3FFF and tlen + 14 == len(data) <= frame.length:
+                if proto == 6 and tlen >= 40:
+                    seq, offflags, window = _TCP(data, 38)
+                    hl = (offflags >> 12) << 2
+                    if 20 <= hl <= tlen - 20:
+                        h = new(_Headers)
+                        h.transport, h.seq, h.flags, h.window, h.payload_offset = "tcp", seq, offflags & 0x0FFF, \
+                            window, 34 + hl
+                    else:
+                        return decode(frame)
+                elif proto == 17 and 8 <= ((data[38] << 8) | data[39]) <= tlen - 20:
+                    h = new(_Headers)
+                    h.transport, h.seq, h.flags, h.window, h.payload_offset = "udp", None, None, None, 42
+                else:
+                    return decode(frame)
+                h.frame, h.sport, h.dport, h.icmp = frame, sport, dport, None
+                h.src = v4_cached(src) or v4_text(src)
+                h.dst = v4_cached(dst) or v4_text(dst)
+                return h
+        return decode(frame)
+    return headers
 
 
 BACKWARDS_NS = 1_000_000_000       # frames earlier than a frame before them by more than this: see StreamNumbers

@@ -365,3 +365,22 @@ def test_a_budget_share_says_the_whole():
     budget.share(3)
     assert budget.limit == 333 and budget.configured() == 1000
     assert not budget.take(334) and budget.take(333)
+
+
+def test_the_plans_header_reading_is_decodes(bundled, many):
+    """The planning pass reads plain Ethernet/IPv4 TCP and UDP headers with two unpacks (api/shards.py
+    plan_headers): what it reads is what capture.decode gives, on every frame of every bundled capture (bad
+    ones included) and of the replay."""
+    from protodump.capture.decode import decode
+    from protodump.capture.files import open_capture
+    from protodump.shards import _Headers, plan_headers
+    headers = plan_headers()
+    fast = 0
+    for path in (bundled, many):
+        for frame in open_capture(str(path)):
+            ours, theirs = headers(frame), decode(frame)
+            fast += type(ours) is _Headers
+            for name in ("src", "dst", "sport", "dport", "transport", "seq", "flags", "window", "payload_offset",
+                         "icmp"):
+                assert getattr(ours, name) == getattr(theirs, name), (path.name, frame.number, name)
+    assert fast > 1000
