@@ -335,15 +335,14 @@ def test_workers_seek_to_pcapng_frames_of_several_sections_and_interfaces(sectio
     same(*mode, sections)
 
 
-def test_time_that_runs_back_after_the_look_stops_the_workers(tmp_path):
-    """Found while the workers already run: they are stopped and one process reads the file."""
+def test_time_that_runs_back_after_the_look_stops_the_workers(bundled, many, tmp_path):
+    """Found while the workers already run (the bundled captures, then the replay, which is older): they are
+    stopped, nothing is written, and one process reads the file."""
     path = tmp_path / "cat.pcapng"
-    files = [CAPTURES_DIR / f for f in ("freeblox-session.pcap", "rutentoy-sctp.pcap", "iceball-tcp-all.pcap",
-                                        "freeblox-plain.pcap")]
-    subprocess.run([*PROTODUMP, "--concatenate", "-w", str(path), *map(str, files)], check=True, timeout=120)
-    out = subprocess.run([*PROTODUMP, "--jobs", "2", "-V", str(path)], capture_output=True, timeout=300,
-                         env={**ENV, "PROTODUMP_JOBS_PLAN": "8,8"})
-    assert "one process (time runs back at frame" in out.stderr.decode()
+    subprocess.run([*PROTODUMP, "--concatenate", "-w", str(path), str(bundled), str(many)], check=True, timeout=120)
+    out = subprocess.run([*PROTODUMP, "--jobs", "2", "-V", str(path)], capture_output=True, timeout=300, env=STREAMED)
+    said = out.stderr.decode()
+    assert "one process (time runs back at frame" in said and int(said.split("frame ")[1].split(")")[0]) > 64
     assert out.stdout == run("-V", path, jobs=1).stdout
 
 
