@@ -131,6 +131,13 @@ class _Stream:
     def compressed(self) -> bool:
         return self.gunzip is not None
 
+    def jump(self, jumps, offset: int) -> int | None:
+        """Where a reader given `jumps` (offsets of the records to read) reads next, sought to; None: no more."""
+        at = next(jumps, None)
+        if at is not None and at != offset:
+            self.file.seek(at)
+        return at
+
     def error(self, message: str, offset: int) -> CaptureError:
         g = self.gunzip
         if g is not None and g.error:

@@ -52,12 +52,9 @@ def read(s, head: bytes, offsets=None, jumps=None):
     number = 0
     while True:
         if jumps is not None:
-            at = next(jumps, None)
-            if at is None:
+            offset = s.jump(jumps, offset)
+            if offset is None:
                 return
-            if at != offset:
-                s.file.seek(at)
-                offset = at
         hdr = read(hsize)
         if len(hdr) < hsize:
             if hdr or (s.gunzip is not None and (s.gunzip.truncated or s.gunzip.error)):

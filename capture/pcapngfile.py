@@ -103,12 +103,9 @@ def read(s, head: bytes, offsets=None, jumps=None):
     first = True
     while True:
         if jumps is not None and not first:
-            at = next(jumps, None)
-            if at is None:
+            offset = s.jump(jumps, offset)
+            if offset is None:
                 return
-            if at != offset:
-                s.file.seek(at)
-                offset = at
         hdr = head if first else read(8)
         if first:
             hdr += read(4)
