@@ -283,6 +283,7 @@ class _Parent:
         gc.freeze()                    # the workers' collections leave the parent's objects (and pages) alone
         self.forked_cpu = time.process_time()
         self.procs, self.inboxes, plans = [], [], []
+        ran = False
         try:
             for k in range(planner.parts):
                 out_r, out_w = os.pipe()
@@ -309,6 +310,7 @@ class _Parent:
                 return False
             _say(self.jobs, ", ".join(f"shard {k}: {n} frames" for k, n in enumerate(planner.frames)))
             self.owner, self.total, self.error = planner.owner, planner.n, planner.error
+            ran = True
             run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
             self._merge()
         except WorkerDied as exc:
@@ -321,7 +323,8 @@ class _Parent:
             self._stop()
             for inbox in self.inboxes:
                 os.close(inbox.fd)
-            run.source.finish()
+            if ran:                                     # (else the one-process path runs with it)
+                run.source.finish()
         return True
 
     def _plan(self, plans: list, chunk: list) -> None:

@@ -334,6 +334,10 @@ def test_time_that_runs_back_after_the_look_stops_the_workers(bundled, many, tmp
     out = subprocess.run([*PROTODUMP, "--jobs", "2", "-V", str(path)], capture_output=True, timeout=300, env=STREAMED)
     said = out.stderr.decode()
     assert "one process (time runs back at frame" in said and int(said.split("frame ")[1].split(")")[0]) > 64
+    for jobs in (1, 2):                        # -w: the file is opened by the run that reads
+        subprocess.run([*PROTODUMP, "--jobs", str(jobs), "-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng",
+                        path], check=True, timeout=300, env=STREAMED)
+    assert (tmp_path / "out1.pcapng").read_bytes() == (tmp_path / "out2.pcapng").read_bytes()
     assert out.stdout == run("-V", path, jobs=1).stdout
 
 
