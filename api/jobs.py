@@ -64,6 +64,8 @@ AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one proce
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
 LOOK = 2048                    # frames planned before forking: one process when one conversation has most of them
+LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
+ONE = "one conversation has most frames"
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
 PIPE_BYTES = 1 << 20
 
@@ -239,6 +241,12 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
         look, chunk = map(int, os.environ["PROTODUMP_JOBS_PLAN"].split(","))
     first = planner.step(look)
     why = _one_process(planner, numbers)
+    size = os.path.getsize(run.path)
+    while why == ONE and not planner.done and planner.position * LOOK_SHARE < size:
+        # one conversation so far: look on, up to a share of the file, before saying so (a capture may start
+        # with one session before the others join)
+        first = [a + b for a, b in zip(first, planner.step(look))]
+        why = _one_process(planner, numbers)
     if why is not None:
         planner.close()
         _say(jobs, f"one process ({why})")
@@ -252,7 +260,7 @@ def _one_process(planner, numbers) -> str | None:
         return numbers.unsplittable
     frames = planner.frames
     if sum(1 for n in frames if n) < 2 or max(frames) > MOST * planner.n:
-        return "one conversation has most frames"
+        return ONE
     return None
 
 

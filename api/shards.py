@@ -201,6 +201,7 @@ class Planner:
         self.n = 0
         self.prev = NO_TIME
         self.first_ns = None
+        self.position = 0                       # with offsets: the byte offset of the last frame planned
         self.error: str | None = None           # a cut file: where planning stopped
         self.done = False
 
@@ -243,6 +244,8 @@ class Planner:
         if limit is not None and n >= limit:
             self.done = True
         self.n, self.prev = n, prev
+        if offsets is not None and rows:
+            self.position = rows[-3]
         return self._share(known, convs, rows, structure)
 
     def _share(self, known: int, convs, rows, structure) -> list:

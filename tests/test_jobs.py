@@ -378,3 +378,22 @@ def test_the_plans_header_reading_is_decodes(bundled, many):
                          "icmp"):
                 assert getattr(ours, name) == getattr(theirs, name), (path.name, frame.number, name)
     assert fast > 1000
+
+
+def test_a_capture_that_starts_with_one_conversation_is_still_shared_out(many, tmp_path):
+    """One conversation for its first frames, then many: the plan looks on (up to a twentieth of the file) before
+    it says one process."""
+    import dpkt
+    from protodump.capture.files import open_capture
+    path = tmp_path / "late.pcap"
+    first = [f for _, f in zip(range(40), open_capture(str(CAPTURES_DIR / "blank-server-session.pcap")))]
+    rest = list(open_capture(str(many)))
+    with open(path, "wb") as out:
+        writer = dpkt.pcap.Writer(out, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, frame in enumerate(first):         # just before the replay's first frame
+            writer.writepkt(frame.data, ts=rest[0].ts_ns / 1e9 - 1 + i / 1000)
+        for frame in rest:
+            writer.writepkt(frame.data, ts=frame.ts_ns / 1e9)
+    env = {**ENV, "PROTODUMP_JOBS_PLAN": "32,50"}
+    out = same("-T", "fields", "-e", "frame.number", "-e", "udp.stream", "-e", "tcp.stream", path, env=env)
+    assert len(out.stdout.splitlines()) == 40 + len(rest)
