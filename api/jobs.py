@@ -12,8 +12,9 @@ The plan is streamed: the first LOOK frames are planned before forking (one proc
 most of them, and still has up to a twentieth of the file: a capture of one conversation costs that look only);
 the workers then start on them while the parent plans the rest a chunk at a time and sends each worker its frames
 (number, byte offset, stream number, previous frame's time): a worker seeks to its own frames, reading no other
-(pcapng: and the section headers and interface descriptions it needs; gzip cannot be sought: read through). If the plan later finds that one process must read
-the file (time running back, too many live conversations), the workers are stopped before anything is written.
+(pcapng: and the section headers and interface descriptions it needs; gzip cannot be sought: read through). If
+the plan later finds that one process must read the file (time running back, too many live conversations), the
+workers are stopped before anything is written.
 
 Moving results: plain pipes (widened to 1 MB), length-prefixed. A worker sends, per chunk of frames (about 1 MB),
 each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never packet
