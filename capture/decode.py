@@ -185,11 +185,18 @@ class Decoded:
             self._layers = build(self)
         return self._layers
 
-    def layers_for(self, roots) -> list[Layer]:
-        """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached."""
+    def layers_for(self, roots, names=None) -> list[Layer]:
+        """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached. `names`:
+        the fields it reads; when those of the frame are only capture-record facts (frame.number ...), the frame
+        layer holds only them (capture.layers.frame.frame_fields_layer)."""
         if self._layers is not None:
             return self._layers
         from .layers import build
+        if names is not None and "frame" in roots and not self.frame.comments:
+            from .layers.frame import LIGHT_FIELDS, frame_fields_layer
+            asked = {n for n in names if n == "frame" or n.startswith("frame.")}
+            if asked <= LIGHT_FIELDS:
+                return [frame_fields_layer(self, asked), *build(self, roots - {"frame"})]
         return build(self, roots)
 
     def __repr__(self) -> str:
