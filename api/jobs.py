@@ -1,28 +1,36 @@
 """-j N: one capture decoded by N processes, conversation by conversation, merged back in frame order.
 
-Everything protodump keeps state for lives in a conversation, so a file is cut into shards of whole conversations
-(api/shards.py `split_file`), each decoded by a forked worker process. What tshark numbers across conversations in
-frame order is decided once, by the planning pass that reads the frame headers: `tcp.stream`/`udp.stream`
+Everything protodump keeps state for lives in a conversation, so a file is shared out by whole conversations, each
+worker (a forked process) decoding its own. What tshark numbers across conversations in frame order is decided
+once, by the planning pass over the frame headers (api/shards.py `Planner`): `tcp.stream`/`udp.stream`
 (shards.StreamNumbers; the workers' TCP and UDP tables take each frame's number from the plan instead of counting),
-the previous captured frame's time (the worker reads every frame's header, decodes only its own), and the capture's
-first frame. The previous *displayed* frame depends on the other shards' display decisions when a display filter is
-on: the worker then renders `frame.time_delta_displayed` (and `-t dd`) as a marker value that the parent, which sees
-every displayed frame in order, replaces with the real delta.
+the previous captured frame's time, and the capture's first frame. The previous *displayed* frame depends on the
+other shards' display decisions when a display filter is on: the worker then renders `frame.time_delta_displayed`
+(and `-t dd`) as a marker value that the parent, which sees every displayed frame in order, replaces.
 
-Moving results: a worker sends, per chunk of frames (about 1 MB), each frame's output as encoded bytes with one
-small record (frame number, time, length; -1: not displayed), never packet trees (lazily built, sharing frozen
-subtrees and memos: they are the worker's). Measured on 10,000 frames of -T json (90 MB): the parent's whole
-merge takes 0.1 s of CPU, and the workers together 4 % more than one process. A sender thread keeps the worker
-decoding while the parent is busy with another worker's frames. The parent knows from the plan which
-worker owns each frame, so the merge is a walk over frame numbers, not a heap. Writers need no change: a worker's
-writer renders its first displayed frame twice (the first rendering has the writer's header: "[", the fields
-header, the PSML preamble), and the parent uses that one only for the frame displayed first overall; the trailer is
-the one of a worker that wrote.
+The plan is streamed: the first LOOK frames are planned before forking (one process when one conversation has
+most of them, and still has up to a twentieth of the file: a capture of one conversation costs that look only);
+the workers then start on them while the parent plans the rest a chunk at a time and sends each worker its frames
+(number, byte offset, stream number, previous frame's time): a worker seeks to its own frames, reading no other
+(pcapng: and the section headers and interface descriptions it needs; gzip cannot be sought: read through). If
+the plan later finds that one process must read the file (time running back, too many live conversations), the
+workers are stopped before anything is written.
 
-Statistics are each worker's tap state, merged as for --dask (shards.merge_taps). Whatever cannot be cut this
-way runs in one process, silently: -2, live capture, standard input, capture sets, follow and other statistics
-that do not merge, --export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself,
-and a capture of one conversation (nothing to share out).
+Moving results: plain pipes (widened to 1 MB), length-prefixed. A worker sends, per chunk of frames (about 1 MB),
+each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never packet
+trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a sender
+thread so the worker goes on decoding. The parent reads each chunk into a buffer of its own per worker (no
+pickling, no copy but the pipe's), and as it knows from the plan which worker owns each frame, it writes a run of
+one worker's consecutive frames as one slice (frame by frame under -Y or -w). Measured on 20,000 frames of -T json
+(45 MB): the parent's merge takes 0.06 s of CPU. Writers need no change: a worker's writer renders its first
+displayed frame twice (the first rendering has the writer's header: "[", the fields header, the PSML preamble), and
+the parent uses that one only for the frame displayed first overall; the trailer is the one of a worker that wrote.
+
+Statistics are each worker's tap state, merged as for --dask (shards.merge_taps). The byte budgets
+(reassembly/budget.py) are shared: each worker holds 1/N. Whatever cannot be cut this way runs in one process,
+silently: -2, live capture, standard input, capture sets, follow and other statistics that do not merge,
+--export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself, and a capture of one
+conversation (nothing to share out).
 
 Standard library only (multiprocessing with fork: the workers inherit the parsed options, filter and taps).
 """
@@ -30,11 +38,14 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
+import struct
 import sys
 import threading
 import time
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 
 from .capture.clock import FrameClock
@@ -42,6 +53,7 @@ from .capture.conversations import UdpTable
 from .capture.files import CaptureError, open_capture
 from .capture.sctp import TsnTable
 from .capture.tcp_analysis import MAX_CONNECTIONS, Connection, TcpTable
+from .shards import NO_TIME
 
 # frame.time_delta_displayed rendered by a worker under a display filter: replaced by the parent. No real delta
 # between two frames of one capture is 246 years and these exact nanoseconds.
@@ -52,6 +64,11 @@ QUEUE_CHUNKS = 64              # chunks a worker keeps ready while the parent is
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
+LOOK = 2048                    # frames planned before forking: one process when one conversation has most of them
+LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
+ONE = "one conversation has most frames"
+CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
+PIPE_BYTES = 1 << 20
 
 
 def default_jobs() -> int:
@@ -123,26 +140,47 @@ def planned_tables(first_ns: int, filtering: bool):
     return PlannedTcpTable(), TsnTable(), PlannedClock(first_ns, filtering), PlannedUdpTable()
 
 
-def planned_frames(path, picks, streams, tables, stop: int | None = None):
-    """The frames of `path` at the 0-based indexes `picks` (in order), each announced to the tables with its
-    plan numbers; every frame's time is read, so each knows the previous captured frame's."""
+def planned_frames(path, chunks, tables, seek: bool = True):
+    """The frames of `path` that a shard's plan names, each announced to the tables with its plan numbers.
+    `chunks`: arrays of planned frames (api/shards.py Planner, ENTRY integers each), in order; `seek`: their
+    places are byte offsets, read by seeking (else the file is read through, as a gzip file must be). Entries of
+    frame number 0 are pcapng blocks the reader needs (interface descriptions, section headers)."""
     tcp, _, clock, udp = tables
-    capture = open_capture(path)
+    if seek:
+        todo: deque = deque()
+
+        def jumps():
+            for chunk in chunks:
+                it = iter(chunk)
+                for number, where, stream, prev in zip(it, it, it, it):
+                    if number:
+                        todo.append((number, stream, prev))
+                    yield where
+        capture = open_capture(path, jumps=jumps())
+        frames = capture
+    else:
+        capture = open_capture(path)
+
+        def frames():
+            reader = iter(capture)
+            for chunk in chunks:
+                it = iter(chunk)
+                for number, _, stream, prev in zip(it, it, it, it):
+                    if number:
+                        todo.append((number, stream, prev))
+                        for frame in reader:
+                            if frame.number == number:
+                                yield frame
+                                break
+        todo = deque()
+        frames = frames()
     try:
-        if not picks:
-            return
-        j, last, prev = 0, picks[-1], None
-        want = picks[0]
-        for i, frame in enumerate(capture):
-            if i == want:
-                clock.prev_ns = prev
-                tcp.number = udp.number = streams[j]
-                j += 1
-                yield frame
-                if i == last:
-                    return
-                want = picks[j]
-            prev = frame.ts_ns
+        for frame in frames:
+            number, stream, prev = todo.popleft()
+            frame.number = number
+            clock.prev_ns = None if prev == NO_TIME else prev
+            tcp.number = udp.number = stream
+            yield frame
     finally:
         capture.close()
 
@@ -187,59 +225,51 @@ def unsplittable(jobs, path, *, two_pass=False, live=False, exporter=None, line_
 
 def run(jobs: int, run: Run, explicit: bool) -> bool:
     """Run the command on `jobs` processes; False (nothing done) when one process should run it: a small file
-    under the default -j, or a capture whose conversations cannot be shared out."""
+    under the default -j, or a capture whose conversations cannot be shared out.
+
+    The plan's first LOOK frames are planned before forking: when one shard would have most of them (one
+    conversation), or what one process numbers cannot be planned, one process reads the file, at the cost of
+    that look only. The workers then start on the first chunk while the parent plans the rest (api/shards.py
+    Planner), a chunk at a time, and sends each its frames' places, so a worker seeks to its own frames."""
     if not explicit and os.path.getsize(run.path) < AUTO_MIN_BYTES:
         return False
-    if one_conversation(run.path, run.count):
-        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):
-            print(f"protodump: -j {jobs}: one process (one conversation has most frames)", file=sys.stderr)
-        return False
-    from .shards import StreamNumbers, split_file
-    errors = []
+    from .shards import Planner, StreamNumbers
     numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)
-    shards = split_file(run.path, min(jobs, MAX_JOBS), on_error=lambda _p, why: errors.append(why),
-                        count=run.count, streams=numbers)
-    total = sum(len(s.picks[0]) for s in shards)
-    split = len(shards) >= 2 and max(len(s.picks[0]) for s in shards) <= MOST * total and not numbers.unsplittable
-    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests check
-        how = (", ".join(f"shard {s.index}: {len(s.picks[0])} frames" for s in shards) if split else
-               f"one process ({numbers.unsplittable or 'one conversation has most frames'})")
-        print(f"protodump: -j {jobs}: {how}", file=sys.stderr)
-    if not split:
-        return False
-    _Parent(run, shards, total, errors[0] if errors else None).go()
-    return True
-
-
-def one_conversation(path, count=None) -> bool:
-    """Does one conversation have most of the frames? A first look at the raw headers only (IPv4 over Ethernet:
-    addresses and ports where they lie, about a microsecond a frame against five for the planning pass), so that
-    a capture of one conversation costs -j next to nothing. Frames it cannot read that way count as other
-    conversations; a file it cannot read at all is left to the planning pass."""
-    sizes: dict = {}
-    n = 0
     try:
-        capture = open_capture(path)
+        planner = Planner(run.path, min(jobs, MAX_JOBS), streams=numbers, count=run.count, offsets=True)
     except (CaptureError, OSError):
         return False
-    try:
-        for frame in capture:
-            n += 1
-            data = frame.data
-            key = None
-            if frame.linktype == 1 and data[12:14] == b"\x08\x00" and len(data) >= 38:
-                at = 14 + (data[14] & 15) * 4
-                a, b = data[26:30] + data[at:at + 2], data[30:34] + data[at + 2:at + 4]
-                key = (data[23], a, b) if a <= b else (data[23], b, a)
-            sizes[key] = sizes.get(key, 0) + 1
-            if count is not None and n >= count:
-                break
-    except CaptureError:
-        pass
-    finally:
-        capture.close()
-    sizes.pop(None, None)
-    return n > 0 and max(sizes.values(), default=0) > MOST * n
+    look, chunk = LOOK, CHUNK_PLAN
+    if os.environ.get("PROTODUMP_JOBS_PLAN"):          # "LOOK,CHUNK": the tests' small chunks
+        look, chunk = map(int, os.environ["PROTODUMP_JOBS_PLAN"].split(","))
+    first = planner.step(look)
+    why = _one_process(planner, numbers)
+    size = os.path.getsize(run.path)
+    while why == ONE and not planner.done and planner.position * LOOK_SHARE < size:
+        # one conversation so far: look on, up to a share of the file, before saying so (a capture may start
+        # with one session before the others join)
+        first = [a + b for a, b in zip(first, planner.step(look))]
+        why = _one_process(planner, numbers)
+    if why is not None:
+        planner.close()
+        _say(jobs, f"one process ({why})")
+        return False
+    return _Parent(run, planner, numbers, jobs, chunk).go(first)
+
+
+def _one_process(planner, numbers) -> str | None:
+    """Why the plan so far says one process should read the file (None: share it out)."""
+    if numbers.unsplittable:
+        return numbers.unsplittable
+    frames = planner.frames
+    if sum(1 for n in frames if n) < 2 or max(frames) > MOST * planner.n:
+        return ONE
+    return None
+
+
+def _say(jobs: int, what: str) -> None:
+    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests check
+        print(f"protodump: -j {jobs}: {what}", file=sys.stderr)
 
 
 class WorkerDied(Exception):
@@ -247,136 +277,219 @@ class WorkerDied(Exception):
 
 
 class _Parent:
-    def __init__(self, run: Run, shards, total: int, error: str | None):
-        self.run, self.shards, self.total, self.error = run, shards, total, error
-        self.owner = bytearray(total)           # frame number - 1 -> its shard
-        for k, s in enumerate(shards):
-            for i in s.picks[0]:
-                self.owner[i] = k
+    def __init__(self, run: Run, planner, numbers, jobs: int, chunk: int):
+        self.run, self.planner, self.numbers, self.jobs = run, planner, numbers, jobs
+        self.chunk_frames = chunk          # frames planned per chunk sent
         self.filtering = run.shows is not None
         self.sends_frames = not run.quiet or run.source.write_path is not None
 
-    def go(self) -> None:
+    def go(self, first: list) -> bool:
+        """Fork the workers, plan the rest of the file as they decode, merge; False (the workers stopped,
+        nothing written) when the plan finds that one process must read the file after all."""
+        import gc
         import multiprocessing as mp
         ctx = mp.get_context("fork")
-        run = self.run
-        run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
+        run, planner = self.run, self.planner
         sys.stdout.flush()
+        gc.freeze()                    # the workers' collections leave the parent's objects (and pages) alone
         self.forked_cpu = time.process_time()
-        self.procs, self.conns = [], []
-        for shard in self.shards:
-            recv, send = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(run, shard, send, self.filtering), daemon=True,
-                            name=f"protodump-shard-{shard.index}")
-            p.start()
-            send.close()
-            self.procs.append(p)
-            self.conns.append(recv)
+        self.procs, self.inboxes, plans = [], [], []
+        ran = False
         try:
+            for k in range(planner.parts):
+                out_r, out_w = os.pipe()
+                plan_r, plan_w = os.pipe()
+                for fd in (out_r, plan_w):
+                    _widen(fd)
+                # the worker closes what it inherits of the other workers' pipes (else a dead peer's pipe stays open)
+                theirs = [i.fd for i in self.inboxes] + plans + [out_r, plan_w]
+                p = ctx.Process(target=_worker, args=(run, k, planner.parts, planner.first_ns, planner.seekable,
+                                                      plan_r, out_w, self.filtering, theirs), daemon=True,
+                                name=f"protodump-shard-{k}")
+                p.start()
+                os.close(out_w)
+                os.close(plan_r)
+                self.procs.append(p)
+                self.inboxes.append(_Inbox(out_r))
+                plans.append(plan_w)
+            self._plan(plans, first)
+            self.planned_cpu = time.process_time()
+            why = _one_process(planner, self.numbers) if self.numbers.unsplittable else None
+            if why is not None:
+                self._stop()
+                _say(self.jobs, f"one process ({why})")
+                return False
+            _say(self.jobs, ", ".join(f"shard {k}: {n} frames" for k, n in enumerate(planner.frames)))
+            self.owner, self.total, self.error = planner.owner, planner.n, planner.error
+            ran = True
+            run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
             self._merge()
         except WorkerDied as exc:
             sys.stdout.flush()
             print(f"protodump: -j: {exc}", file=sys.stderr)
             sys.exit(2)
         finally:
-            for p in self.procs:
-                if p.is_alive():
-                    p.kill()
-                p.join()
-            run.source.finish()
+            gc.unfreeze()
+            planner.close()
+            self._stop()
+            for inbox in self.inboxes:
+                os.close(inbox.fd)
+            if ran:                                     # (else the one-process path runs with it)
+                run.source.finish()
+        return True
+
+    def _plan(self, plans: list, chunk: list) -> None:
+        """Send each worker its frames, a chunk of the plan at a time (a worker that died is found by the merge)."""
+        planner = self.planner
+        live = list(plans)
+        while chunk is not None:
+            for k, entries in enumerate(chunk):
+                if entries and live[k] is not None:
+                    try:
+                        _send(live[k], [_SIZE.pack(len(entries) * entries.itemsize), entries])
+                    except OSError:
+                        live[k] = None
+            if self.numbers.unsplittable:
+                break
+            chunk = planner.step(self.chunk_frames)
+        for fd in plans:
+            try:
+                _send(fd, [_SIZE.pack(0)])               # the end of the plan
+            except OSError:
+                pass
+            os.close(fd)
+
+    def _stop(self) -> None:
+        for p in self.procs:
+            if p.is_alive():
+                p.kill()
+            p.join()
+        self.procs = []
 
     # --- receiving ----------------------------------------------------------------------------------------------
     def _receive(self, k: int):
-        """The next message of worker k; WorkerDied when it ended without saying it was done."""
+        """The next message of worker k (see _Sender); WorkerDied when it ended without saying it was done, or
+        failed."""
         try:
-            return self.conns[k].recv()
+            msg = self.inboxes[k].read()
         except (EOFError, OSError):
-            pass
+            msg = None
+        if msg is not None and msg[0] == _ERROR:
+            raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
+        if msg is not None:
+            return msg
         p = self.procs[k]
         p.join(5)
-        shard = self.shards[k]
-        picks = shard.picks[0]
         how = (f"killed by signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
                else f"exit code {p.exitcode}")
-        raise WorkerDied(f"the worker of shard {shard.index} ({len(picks)} frames from frame {picks[0] + 1}, "
-                         f"{shard.conversations} conversations of {shard.paths[0]}) died ({how}): "
-                         "the output is incomplete")
+        raise WorkerDied(f"the worker of {self._shard(k)} died ({how}): the output is incomplete")
+
+    def _shard(self, k: int) -> str:
+        """The shard, for a message: its frames, from which frame, its conversations, its file."""
+        planner = self.planner
+        first = planner.owner.find(bytes([k])) + 1
+        return (f"shard {k} ({planner.frames[k]} frames from frame {first}, {planner.conversations[k]} "
+                f"conversations of {os.path.abspath(self.run.path)})")
 
     def _merge(self) -> None:
+        """Every frame's output in frame order. Without a display filter or -w, a run of consecutive frames of one
+        worker is one slice of its chunk (the plan says who owns each frame); else frame by frame."""
         run = self.run
-        out = sys.stdout.buffer
-        k_n = len(self.shards)
-        chunks = [None] * k_n          # per worker: (numbers, times, lengths, blob, first) being read, position
-        pos = [0] * k_n
-        offset = [0] * k_n
-        ends = [None] * k_n            # per worker: its end message
-        firsts = [None] * k_n
-        written_first = False
+        self.out = _Out()
+        k_n = len(self.inboxes)
+        self.chunks = [None] * k_n          # per worker: the chunk being read (times, head, blob, ends: _Inbox)
+        self.pos = [0] * k_n                # ... and the next frame in it
+        ends = [None] * k_n                 # per worker: its end message
+        if self.sends_frames:
+            if self.filtering or run.source.dump is not None or run.quiet:
+                self._frame_by_frame()
+            else:
+                self._runs()
+        for k in range(k_n):
+            while ends[k] is None:
+                msg = self._receive(k)
+                if msg[0] == _END:
+                    ends[k] = msg[1]
+        self.out.flush()
+        # the trailer: a worker that wrote has the writer's state of a run that wrote
+        trailers = [e[0] for e in ends if e[1]] or [ends[0][0]]
+        if not run.quiet:
+            sys.stdout.buffer.write(trailers[0])
+        sys.stdout.flush()
+        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):    # CPU seconds: what two idle cores would take (tools/bench.py)
+            print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, planned {self.planned_cpu:.3f} s, "
+                  f"parent {time.process_time():.3f} s, workers {' '.join(f'{e[3]:.3f}' for e in ends)} s",
+                  file=sys.stderr)
+        self._finish([e[2] for e in ends])
+
+    def _chunk(self, k: int):
+        """Worker k's next chunk of frames (what is pending is written first: it may lie in k's buffer)."""
+        self.out.flush()
+        msg = self._receive(k)
+        if msg[0] != _FRAMES:
+            raise WorkerDied(f"{self._shard(k)} ended early")
+        chunk = self.chunks[k] = msg[1:]
+        self.pos[k] = 0
+        return chunk
+
+    def _runs(self) -> None:
+        out, chunks, pos, chunk_of = self.out, self.chunks, self.pos, self._chunk
+        first = True
+        for run in _RUNS.finditer(self.owner):
+            k = run.group()[0]
+            count = run.end() - run.start()
+            while count:
+                chunk = chunks[k]
+                if chunk is None or pos[k] == len(chunk[0]):
+                    chunk = chunk_of(k)
+                i = pos[k]
+                take = min(count, len(chunk[0]) - i)
+                ends = chunk[3]
+                if first:               # the writer's first form of the first frame (the header with it)
+                    first = False
+                    out.add(chunk[1])
+                    i += 1
+                    take -= 1
+                    count -= 1
+                    pos[k] += 1
+                if take:
+                    out.add(chunk[2][ends[i]:ends[i + take]])
+                pos[k] += take
+                count -= take
+
+    def _frame_by_frame(self) -> None:
+        run, out, chunks, pos, chunk_of, owner = self.run, self.out, self.chunks, self.pos, self._chunk, self.owner
+        quiet, filtering = run.quiet, self.filtering
+        first = not quiet
         prev_shown = None
-        pending, size = [], 0
         dump = run.source.dump
         frames = open_capture(run.path) if dump is not None else None
         try:
             frame_iter = iter(frames) if frames is not None else None
-            if self.sends_frames:
-                for n in range(self.total):
-                    k = self.owner[n]
-                    chunk = chunks[k]
-                    while chunk is None or pos[k] >= len(chunk[0]):
-                        msg = self._receive(k)
-                        if msg[0] == "end":
-                            raise WorkerDied(f"shard {self.shards[k].index} ended early")
-                        if msg[0] == "error":
-                            raise _failure(self.shards[k], msg[1])
-                        chunk = chunks[k] = msg[1:]
-                        pos[k] = offset[k] = 0
-                        if chunk[4] is not None:
-                            firsts[k] = chunk[4]
-                    numbers, times, lengths, blob, _ = chunk
-                    i = pos[k]
-                    pos[k] += 1
-                    length = lengths[i]
-                    frame = next(frame_iter) if frame_iter is not None else None
-                    if length < 0:
-                        continue
-                    start = offset[k]
-                    offset[k] = start + length
-                    ts = times[i]
-                    text = blob[start:start + length]
-                    if not written_first and not run.quiet:
-                        written_first = True
-                        text = firsts[k]
-                    if self.filtering:
-                        text = _patch(text, ts - prev_shown if prev_shown is not None else 0)
+            for n in range(self.total):
+                k = owner[n]
+                chunk = chunks[k]
+                if chunk is None or pos[k] == len(chunk[0]):
+                    chunk = chunk_of(k)
+                times, head, blob, ends = chunk
+                i = pos[k]
+                pos[k] = i + 1
+                frame = next(frame_iter) if frame_iter is not None else None
+                ts = times[i]
+                if ts == NO_TIME:              # not displayed
+                    continue
+                if not quiet:
+                    text = head if first else blob[ends[i]:ends[i + 1]]
+                    first = False
+                    if filtering:
+                        text = _patch(bytes(text), ts - prev_shown if prev_shown is not None else 0)
                         prev_shown = ts
-                    if text:
-                        pending.append(text)
-                        size += len(text)
-                        if size >= CHUNK_BYTES:
-                            out.write(b"".join(pending))
-                            pending, size = [], 0
-                    if dump is not None:
-                        run.source.passed(_Passed(frame), sys.stdout)
-            for k in range(k_n):
-                while ends[k] is None:
-                    msg = self._receive(k)
-                    if msg[0] == "error":
-                        raise _failure(self.shards[k], msg[1])
-                    if msg[0] == "end":
-                        ends[k] = msg
-            out.write(b"".join(pending))
+                    out.add(text)
+                if dump is not None:
+                    run.source.passed(_Passed(frame), sys.stdout)
         finally:
             if frames is not None:
                 frames.close()
-        # the trailer: a worker that wrote has the writer's state of a run that wrote
-        trailers = [e[1] for e in ends if e[2]] or [ends[0][1]]
-        if not run.quiet:
-            out.write(trailers[0])
-        out.flush()
-        if os.environ.get("PROTODUMP_JOBS_VERBOSE"):    # CPU seconds: what two idle cores would take (tools/bench.py)
-            print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, parent "
-                  f"{time.process_time():.3f} s, workers {' '.join(f'{e[4]:.3f}' for e in ends)} s", file=sys.stderr)
-        self._finish([e[3] for e in ends])
 
     def _finish(self, taps) -> None:
         from .output import stats_out
@@ -396,10 +509,6 @@ class _Passed:
 
     def __init__(self, frame):
         self.frame = frame
-
-
-def _failure(shard, text: str) -> WorkerDied:
-    return WorkerDied(f"the worker of shard {shard.index} ({shard.paths[0]}) failed: {text}")
 
 
 def _patch(text: bytes, delta_ns: int) -> bytes:
@@ -446,35 +555,141 @@ class _Text:
         pass
 
 
-def _worker(run: Run, shard, conn, filtering: bool) -> None:
-    """A forked process: decode the shard, send its frames' output in chunks, then its trailer and statistics."""
+def _worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: int, out: int, filtering: bool,
+            theirs: list) -> None:
+    """A forked process: decode the shard as the parent plans it (`plan`: its frames, chunk by chunk), send its
+    frames' output in chunks, then its trailer and statistics."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides
-    sender = _Sender(conn)
+    for fd in theirs:
+        os.close(fd)
+    from .reassembly.budget import PENDING, STATE
+    for budget in (PENDING, STATE):                  # all the workers hold no more than one process would
+        budget.share(workers)
+    sender = _Sender(out)
     try:
-        _decode(run, shard, sender, filtering)
+        tables = planned_tables(first_ns, filtering)
+        _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan), tables, seek), tables, sender)
     except BaseException as exc:       # anything: the parent names the shard; never a silent hole
         import traceback
-        sender.put(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
+        sender.put((_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
     sender.close()
     os._exit(0)
+
+
+# --- between the processes: plain pipes, length-prefixed messages ---------------------------------------------------
+#
+# A chunk of a worker's output is: a header (_HEAD: _FRAMES, frames n, bytes of the head, bytes of the blob), then
+# n + 1 offsets into the blob where each frame's output ends (int64), each frame's time (int64; NO_TIME: not
+# displayed), the head (the writer's first form of the worker's first displayed frame, or nothing), the blob. The
+# parent reads it into a buffer of its own per worker, reused from chunk to chunk, and writes slices of it: no
+# pickling, no copy but the pipe's. The end (trailer, statistics) and a failure are pickled (_END, _ERROR).
+
+_FRAMES, _END, _ERROR = 1, 2, 3
+_HEAD = struct.Struct("<qqqq")
+_SIZE = struct.Struct("<q")
+_RUNS = re.compile(rb"(.)\1*", re.S)     # runs of frames of one worker, in the plan's owner bytes
+
+
+def _send(fd: int, parts: list) -> None:
+    """Write every part (bytes-like) to the pipe."""
+    for at in range(0, len(parts), 1000):           # (IOV_MAX is 1024)
+        group = parts[at:at + 1000]
+        done = os.writev(fd, group)
+        total = sum(memoryview(p).nbytes for p in group)
+        if done < total:                            # (a signal, or a non-blocking pipe)
+            rest = memoryview(b"".join(group))[done:]
+            while rest:
+                rest = rest[os.write(fd, rest):]
+
+
+def _read_into(fd: int, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = os.readv(fd, [view[got:]])
+        if n == 0:
+            raise EOFError
+        got += n
+
+
+def _read(fd: int, n: int) -> bytes:
+    buf = bytearray(n)
+    _read_into(fd, memoryview(buf))
+    return bytes(buf)
+
+
+class _Inbox:
+    """One worker's messages, as the parent reads them."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = bytearray()
+
+    def read(self):
+        import pickle
+        kind, n, head, blob = _HEAD.unpack(_read(self.fd, _HEAD.size))
+        if kind != _FRAMES:
+            return kind, pickle.loads(_read(self.fd, blob))
+        need = 16 * n + 8 + head + blob
+        if len(self.buf) < need:       # (the old buffer may still be exported: a new one)
+            self.buf = bytearray(max(need, 2 * len(self.buf)))
+        view = memoryview(self.buf)[:need]
+        _read_into(self.fd, view)
+        at = 8 * (n + 1)
+        ends, times = view[:at].cast("q"), view[at:at + 8 * n].cast("q")
+        at += 8 * n
+        return _FRAMES, times, bytes(view[at:at + head]), view[at + head:], ends
+
+
+class _Out:
+    """The parent's output: slices gathered, then written at once (writev: no joining)."""
+
+    def __init__(self):
+        self.parts, self.size = [], 0
+        try:
+            self.fd = sys.stdout.fileno()
+        except (AttributeError, OSError, ValueError):   # (not a real file)
+            self.fd = None
+
+    def add(self, data) -> None:
+        if data:
+            self.parts.append(data)
+            self.size += len(data)
+            if self.size >= CHUNK_BYTES:
+                self.flush()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        if self.fd is None:
+            sys.stdout.buffer.write(b"".join(self.parts))
+        else:
+            _send(self.fd, self.parts)
+        self.parts, self.size = [], 0
 
 
 class _Sender:
     """Sends from a thread: the worker goes on decoding while the parent reads the other workers."""
 
-    def __init__(self, conn):
-        self.conn = conn
+    def __init__(self, fd: int):
+        self.fd = fd
         self.queue: queue.Queue = queue.Queue(QUEUE_CHUNKS)
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
     def _loop(self):
+        import pickle
         while True:
             msg = self.queue.get()
             if msg is None:
                 return
+            if msg[0] == _FRAMES:
+                _, ends, times, head, pieces = msg
+                parts = [_HEAD.pack(_FRAMES, len(times), len(head), ends[-1]), ends, times, head, *pieces]
+            else:
+                data = pickle.dumps(msg[1], pickle.HIGHEST_PROTOCOL)
+                parts = [_HEAD.pack(msg[0], 0, 0, len(data)), data]
             try:
-                self.conn.send(msg)
+                _send(self.fd, parts)
             except OSError:             # the parent is gone (a closed pipe, a failed run)
                 os._exit(0)
 
@@ -484,33 +699,65 @@ class _Sender:
     def close(self) -> None:
         self.queue.put(None)
         self.thread.join()
-        self.conn.close()
+        os.close(self.fd)
 
 
-def _decode(run: Run, shard, sender: _Sender, filtering: bool) -> None:
+def _plan_chunks(fd: int):
+    """The worker's plan as the parent sends it: read by a thread, so the parent never waits for a worker busy
+    decoding (or blocked sending to the parent, which is still planning)."""
+    chunks: queue.Queue = queue.Queue()
+
+    def receive():
+        try:
+            while True:
+                (size,) = _SIZE.unpack(_read(fd, _SIZE.size))
+                if not size:
+                    break
+                chunks.put(_read(fd, size))
+        except (EOFError, OSError):             # the parent is gone
+            os._exit(0)
+        chunks.put(None)
+    threading.Thread(target=receive, daemon=True).start()
+    while True:
+        data = chunks.get()
+        if data is None:
+            return
+        entries = array("q")
+        entries.frombytes(data)
+        yield entries
+
+
+def _widen(fd: int) -> None:
+    """A pipe that holds a chunk of output (or a worker's whole plan) in one write: fewer wake-ups either side."""
+    import fcntl
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, AttributeError):       # over the user's pipe quota, or not Linux: the default size
+        pass
+
+
+def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
     from .session import packets_from_frames
     from .shards import _FRAME, _phs_record, _prepare, _state
     encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"
     text = _Text()
     writer = run.make_writer(text)
-    writer.first_ns = shard.first_ns
+    writer.first_ns = first_ns
     text.take()                                     # what the writer writes when made: the parent's did
     taps = run.taps
     for tap in taps:
-        _prepare(tap, shard.first_ns)
+        _prepare(tap, first_ns)
     from .shards import FirstSeen
     phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
     shows, quiet = run.shows, run.quiet
     records = not quiet or run.source.write_path is not None
-    tables = planned_tables(shard.first_ns, filtering)
-    frames = planned_frames(shard.paths[0], shard.picks[0], shard.streams[0], tables)
-    numbers, times, lengths, blobs = array("q"), array("q"), array("q"), []
+    hidden = NO_TIME
+    ends, times, pieces = array("q", (0,)), array("q"), []
     size = 0
-    first = None
+    head = b""
     wrote = False
     for packet in packets_from_frames(frames, dispatcher=run.dispatcher, tables=tables):
-        number = packet.number
-        _FRAME.number = number
+        _FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):
             tap.add(packet)
             if paths is not None:
@@ -518,27 +765,26 @@ def _decode(run: Run, shard, sender: _Sender, filtering: bool) -> None:
         shown = shows is None or shows(packet)
         if not records:
             continue
-        numbers.append(number)
-        times.append(packet.frame.ts_ns)
         if not shown:
-            lengths.append(-1)
+            times.append(hidden)
+            ends.append(size)
             continue
-        data = b""
+        times.append(packet.frame.ts_ns)
         if not quiet:
             writer.write(packet)
             if not wrote:            # the writer's first form (its header), then the form of every other frame
                 wrote = True
-                first = text.take().encode(encoding, errors)
+                head = text.take().encode(encoding, errors)
                 writer.write(packet)
             data = text.take().encode(encoding, errors)
-        lengths.append(len(data))
-        blobs.append(data)
-        size += len(data)
-        if size >= CHUNK_BYTES or len(numbers) >= CHUNK_FRAMES:
-            sender.put(("frames", numbers, times, lengths, b"".join(blobs), first))
-            numbers, times, lengths, blobs, size, first = array("q"), array("q"), array("q"), [], 0, None
-    if numbers:
-        sender.put(("frames", numbers, times, lengths, b"".join(blobs), first))
+            pieces.append(data)
+            size += len(data)
+        ends.append(size)
+        if size >= CHUNK_BYTES or len(times) >= CHUNK_FRAMES:
+            sender.put((_FRAMES, ends, times, head, pieces))
+            ends, times, pieces, size, head = array("q", (0,)), array("q"), [], 0, b""
+    if times:
+        sender.put((_FRAMES, ends, times, head, pieces))
     writer.close()
     trailer = text.take().encode(encoding, errors)
     states = []
@@ -547,4 +793,4 @@ def _decode(run: Run, shard, sender: _Sender, filtering: bool) -> None:
         if paths is not None:
             state["paths"] = paths
         states.append((tap.kind, state, tap.result()))
-    sender.put(("end", trailer, wrote, states, time.process_time()))
+    sender.put((_END, (trailer, wrote, states, time.process_time())))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import io
 import os
+import struct
 import threading
 from array import array
 from collections.abc import Callable
@@ -149,50 +150,188 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, stream
     to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
     planned and the cut is named through on_error ("... after N packets", as the read command says it).
     count: only the first `count` frames (-c). streams: a `StreamNumbers`, to give each pick its stream number."""
-    from .capture.decode import decode
-    conv_of = array("q")                # per frame: its conversation's id, -1 for none
-    numbers = array("q")                # per frame: its tcp.stream / udp.stream (numbered)
-    ids: dict = {}
-    sizes: list[int] = []
-    first_ns = None
-    numbered = streams is not None
-    capture = open_capture(path)
-    try:
-        for frame in capture:
-            if first_ns is None:
-                first_ns = frame.ts_ns
-            d = decode(frame)
-            key = _conversation(d)
-            cid = -1 if key is None else ids.setdefault(key, len(ids))
-            if cid == len(sizes):
-                sizes.append(0)
-            if cid >= 0:
-                sizes[cid] += 1
-            conv_of.append(cid)
-            if streams is not None:
-                numbers.append(streams.of(d))
-            if count is not None and len(conv_of) >= count:
-                break
-    except CaptureError as exc:
-        if on_error is not None:
-            on_error(str(path), f"{exc} after {len(conv_of)} packets")
-    finally:
-        capture.close()
-    loads = [0] * max(1, min(parts, len(sizes)))
-    convs = [0] * len(loads)
-    target = {}
-    for cid in sorted(range(len(sizes)), key=lambda c: -sizes[c]):
-        k = loads.index(min(loads))
-        target[cid] = k
-        loads[k] += sizes[cid]
-        convs[k] += 1
-    picks = [array("q") for _ in loads]
-    for i, cid in enumerate(conv_of):
-        picks[target.get(cid, 0)].append(i)
+    planner = Planner(path, parts, streams=streams, count=count)
+    picks = [array("q") for _ in range(planner.parts)]
+    numbers = [array("q") for _ in picks]
+    while True:
+        entries = planner.step(None)
+        if entries is None:
+            break
+        for k, e in enumerate(entries):
+            picks[k].extend(e[0::ENTRY])                 # (frame numbers: the indexes are one less)
+            numbers[k].extend(e[2::ENTRY])
+    if planner.error is not None and on_error is not None:
+        on_error(str(path), planner.error)
     full = os.path.abspath(path)
-    return [Shard(k, [full], [array("q", (i + 1 for i in p))], first_ns, [p],
-                  [array("q", (numbers[i] for i in p))] if numbered else None, convs[k])
+    return [Shard(k, [full], [p], planner.first_ns, [array("q", (i - 1 for i in p))],
+                  [numbers[k]] if streams is not None else None, planner.conversations[k])
             for k, p in enumerate(picks) if p]
+
+
+ENTRY = 4              # a planned frame: (frame number, where it is, tcp.stream / udp.stream, previous frame's time)
+NO_TIME = -(1 << 63)   # the previous frame's time of the first frame
+
+
+class Planner:
+    """The planning pass over one file, a chunk of frames at a time (`step`), so that -j's workers can start on
+    the first chunks while the rest is planned (api/jobs.py). Each frame goes to the shard of its conversation;
+    a conversation first seen in a chunk goes, largest (in the chunk) first, to the shard with the fewest frames
+    so far (with a single chunk: largest conversation first to the lightest shard). Frames of no conversation go
+    with the first shard.
+
+    A planned frame is ENTRY integers: its number; where it is (`offsets=True`: its byte offset, for a reader
+    that seeks; else its 0-based index); its tcp.stream / udp.stream (with `streams`, a StreamNumbers; else -1);
+    the time of the frame before it in the file (NO_TIME for the first). With `offsets`, the pcapng blocks a
+    reader needs to read a packet block (section headers and interface descriptions after the first section
+    header) are given to every shard, in file order, as entries of number 0 at their offsets."""
+
+    def __init__(self, path, parts: int, streams=None, count: int | None = None, offsets: bool = False):
+        self.headers, self.streams, self.count = plan_headers(), streams, count
+        self.parts = max(1, parts)
+        self.offsets = array("q") if offsets else None
+        self.capture = open_capture(path, offsets=self.offsets)
+        self.reader = iter(self.capture)
+        self.seekable = offsets and not self.capture.compressed
+        self.ids: dict = {}                     # conversation -> its id
+        self.target: list[int] = []             # per conversation id: its shard
+        self.loads = [0] * self.parts           # per shard: frames so far (placing conversations)
+        self.frames = [0] * self.parts          # per shard: frames so far (planned)
+        self.conversations = [0] * self.parts   # per shard: conversations
+        self.owner = bytearray()                # per frame: its shard
+        self.n = 0
+        self.prev = NO_TIME
+        self.first_ns = None
+        self.position = 0                       # with offsets: the byte offset of the last frame planned
+        self.error: str | None = None           # a cut file: where planning stopped
+        self.done = False
+
+    def step(self, frames: int | None):
+        """Plan up to `frames` more frames (None: all the rest): per shard, the array of its planned frames
+        (ENTRY integers each); None once the file is planned."""
+        if self.done:
+            return None
+        headers, streams, ids, offsets = self.headers, self.streams, self.ids, self.offsets
+        known = len(ids)
+        convs, rows = array("q"), array("q")        # this chunk: per frame, its conversation id; its entry
+        structure = [] if offsets is not None else None
+        limit = self.count
+        n, prev = self.n, self.prev
+        end = None if frames is None else n + frames
+        try:
+            for frame in self.reader:
+                if offsets is not None:
+                    if len(offsets) > 1:                    # pcapng blocks read before this frame
+                        structure.append((len(rows) // ENTRY, offsets[:-1]))
+                    where = offsets[-1]
+                    del offsets[:]
+                else:
+                    where = n
+                n += 1
+                if self.first_ns is None:
+                    self.first_ns = frame.ts_ns
+                d = headers(frame)
+                key = _conversation(d)
+                convs.append(-1 if key is None else ids.setdefault(key, len(ids)))
+                rows.extend((n, where, -1 if streams is None else streams.of(d), prev))
+                prev = frame.ts_ns
+                if n == limit or n == end:
+                    break
+            else:
+                self.done = True
+        except CaptureError as exc:
+            self.error = f"{exc} after {n} packets"
+            self.done = True
+        if limit is not None and n >= limit:
+            self.done = True
+        self.n, self.prev = n, prev
+        if offsets is not None and rows:
+            self.position = rows[-3]
+        return self._share(known, convs, rows, structure)
+
+    def _share(self, known: int, convs, rows, structure) -> list:
+        """The chunk's frames per shard; its new conversations placed first. (Balanced by frames: weighing a
+        frame by its bytes balanced the workers' time no better on the replays.)"""
+        loads, target = self.loads, self.target
+        chunk = {}
+        for cid in convs:
+            if cid >= known:
+                chunk[cid] = chunk.get(cid, 0) + 1
+            elif cid >= 0:                              # frames of conversations placed before
+                loads[target[cid]] += 1
+            else:
+                loads[0] += 1
+        target.extend([0] * (len(self.ids) - known))
+        for cid in sorted(chunk, key=lambda c: -chunk[c]):
+            k = loads.index(min(loads))
+            target[cid] = k
+            loads[k] += chunk[cid]
+            self.conversations[k] += 1
+        out = [array("q") for _ in loads]
+        owner, frames = self.owner, self.frames
+        marks = iter(structure or ())
+        mark = next(marks, None)
+        for i, cid in enumerate(convs):
+            while mark is not None and mark[0] == i:    # pcapng structure blocks: every shard reads them
+                for block in mark[1]:
+                    for e in out:
+                        e.extend((0, -1 - block, 0, 0))
+                mark = next(marks, None)
+            k = target[cid] if cid >= 0 else 0
+            frames[k] += 1
+            out[k].extend(rows[i * ENTRY:(i + 1) * ENTRY])
+            owner.append(k)
+        return out
+
+    def close(self) -> None:
+        self.capture.close()
+
+
+class _Headers:
+    """What the planning pass reads of a plain Ethernet/IPv4/TCP or UDP frame (what StreamNumbers and
+    `_conversation` read of a capture.decode.Decoded), without the rest of a decode."""
+
+    __slots__ = ("frame", "src", "dst", "sport", "dport", "transport", "seq", "flags", "window", "payload_offset",
+                 "icmp")
+
+
+# Ethernet, IPv4 without options, the ports; then TCP's sequence number, offset and flags, window
+_EIP = struct.Struct("!12xHBxHxxHxBxx4s4sHH").unpack_from
+_TCP = struct.Struct("!I4xHH").unpack_from
+
+
+def plan_headers():
+    """frame -> what the plan needs of it: capture.decode's own Decoded, but for a plain Ethernet/IPv4 frame
+    (no options, no fragment, no trailer) of TCP or UDP, whose fields are read with two unpacks: the values
+    decode gives there (tests/test_jobs.py checks them on every frame of the bundled captures)."""
+    from .capture.decode import decode
+    from .capture.network import v4_cached, v4_text
+    new = object.__new__
+
+    def headers(frame):
+        data = frame.data
+        if frame.linktype == 1 and len(data) >= 42:
+            etype, vihl, tlen, frag, proto, src, dst, sport, dport = _EIP(data)
+            if etype == 0x0800 and vihl == 0x45 and not frag & 0x3FFF and tlen + 14 == len(data) <= frame.length:
+                if proto == 6 and tlen >= 40:
+                    seq, offflags, window = _TCP(data, 38)
+                    hl = (offflags >> 12) << 2
+                    if 20 <= hl <= tlen - 20:
+                        h = new(_Headers)
+                        h.transport, h.seq, h.flags, h.window, h.payload_offset = "tcp", seq, offflags & 0x0FFF, \
+                            window, 34 + hl
+                    else:
+                        return decode(frame)
+                elif proto == 17 and 8 <= ((data[38] << 8) | data[39]) <= tlen - 20:
+                    h = new(_Headers)
+                    h.transport, h.seq, h.flags, h.window, h.payload_offset = "udp", None, None, None, 42
+                else:
+                    return decode(frame)
+                h.frame, h.sport, h.dport, h.icmp = frame, sport, dport, None
+                h.src = v4_cached(src) or v4_text(src)
+                h.dst = v4_cached(dst) or v4_text(dst)
+                return h
+        return decode(frame)
+    return headers
 
 
 BACKWARDS_NS = 1_000_000_000       # frames earlier than a frame before them by more than this: see StreamNumbers

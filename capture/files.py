@@ -131,6 +131,13 @@ class _Stream:
     def compressed(self) -> bool:
         return self.gunzip is not None
 
+    def jump(self, jumps, offset: int) -> int | None:
+        """Where a reader given `jumps` (offsets of the records to read) reads next, sought to; None: no more."""
+        at = next(jumps, None)
+        if at is not None and at != offset:
+            self.file.seek(at)
+        return at
+
     def error(self, message: str, offset: int) -> CaptureError:
         g = self.gunzip
         if g is not None and g.error:
@@ -170,7 +177,7 @@ def _open_stream(source) -> _Stream:
 class Capture:
     """An open capture: iterate it for `RawFrame`s. Also a context manager (closes the file)."""
 
-    def __init__(self, path):
+    def __init__(self, path, offsets=None, jumps=None):
         from . import pcapfile, pcapngfile  # the two record readers
         self.path = str(path) if isinstance(path, (str, bytes)) or not hasattr(path, "read") else "<stream>"
         self.is_stdin = path == STDIN
@@ -181,9 +188,9 @@ class Capture:
                 raise self._s.error(f"not a pcap or pcapng file (only {len(head)} bytes)", 0)
             (magic,) = struct.unpack(">I", head)
             if pcapfile.is_magic(magic):
-                self.format, self._frames = "pcap", pcapfile.read(self._s, head)
+                self.format, self._frames = "pcap", pcapfile.read(self._s, head, offsets, jumps)
             elif magic == pcapngfile.SHB_TYPE:
-                self.format, self._frames = "pcapng", pcapngfile.read(self._s, head)
+                self.format, self._frames = "pcapng", pcapngfile.read(self._s, head, offsets, jumps)
             else:
                 raise self._s.error(f"not a pcap or pcapng file (magic 0x{magic:08x})", 0)
             next(self._frames)  # runs the file-header checks now, so open_capture fails on a non-capture
@@ -216,7 +223,7 @@ class Capture:
         self.close()
 
 
-def open_capture(path) -> Capture:
+def open_capture(path, offsets=None, jumps=None) -> Capture:
     """Open a pcap/pcapng file (gzip or not); iterate the result for RawFrames.
 
     path: a file name, "-" for the standard input, an open binary file object (a pipe is fine: nothing seeks),
@@ -224,5 +231,8 @@ def open_capture(path) -> Capture:
 
     Raises CaptureError at once for a file that is not a capture; a damaged file raises it during iteration,
     after all frames before the damage.
+
+    offsets, jumps: record where each frame is, or read only the frames at given offsets (seeking: not for gzip);
+    see capture/pcapfile.py and pcapngfile.py `read` (-j: api/shards.py Planner, api/jobs.py planned_frames).
     """
-    return path if isinstance(path, Capture) else Capture(path)
+    return path if isinstance(path, Capture) else Capture(path, offsets, jumps)

@@ -28,8 +28,10 @@ def is_magic(magic: int) -> bool:
     return magic in _MICRO
 
 
-def read(s, head: bytes):
-    """Generator: yields None once the file header is good, then RawFrames; raises CaptureError."""
+def read(s, head: bytes, offsets=None, jumps=None):
+    """Generator: yields None once the file header is good, then RawFrames; raises CaptureError.
+    offsets: an array to which each frame's record offset is appended (the planning pass of -j, api/shards.py).
+    jumps: an iterator of record offsets: only those records are read, seeking to each (a -j worker)."""
     (magic,) = struct.unpack(">I", head)
     order, ns_per_tick = _MICRO[magic]
     rest = s.read(20)
@@ -49,6 +51,10 @@ def read(s, head: bytes):
     offset = 24
     number = 0
     while True:
+        if jumps is not None:
+            offset = s.jump(jumps, offset)
+            if offset is None:
+                return
         hdr = read(hsize)
         if len(hdr) < hsize:
             if hdr or (s.gunzip is not None and (s.gunzip.truncated or s.gunzip.error)):
@@ -64,5 +70,7 @@ def read(s, head: bytes):
             raise s.error(f"truncated pcap record for frame {number + 1}: {len(data)} of {caplen}"
                           f" data bytes", offset)
         number += 1
+        if offsets is not None:
+            offsets.append(offset)
         yield RawFrame(number, sec * 1_000_000_000 + frac * ns_per_tick, caplen, length, linktype, 0, data, prec)
         offset += hsize + caplen

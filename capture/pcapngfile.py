@@ -83,8 +83,13 @@ def _epb_options(frame: RawFrame, body: bytes, p: int, end: int, order: str) -> 
     frame.comments = tuple(comments)
 
 
-def read(s, head: bytes):
-    """Generator: yields None once the first section header is good, then RawFrames; raises CaptureError."""
+def read(s, head: bytes, offsets=None, jumps=None):
+    """Generator: yields None once the first section header is good, then RawFrames; raises CaptureError.
+    offsets: an array to which each packet block's offset is appended, and -1 - offset for every block a reader
+    needs to read packet blocks after the first section header (later section headers, interface descriptions),
+    in file order (the planning pass of -j, api/shards.py).
+    jumps: an iterator of block offsets (packet blocks, and those others): after the first section header, only
+    those blocks are read, seeking to each (a -j worker)."""
     read = s.read
     offset = 0
     number = 0
@@ -97,6 +102,10 @@ def read(s, head: bytes):
     section = 0                   # 1-based number of the current section
     first = True
     while True:
+        if jumps is not None and not first:
+            offset = s.jump(jumps, offset)
+            if offset is None:
+                return
         hdr = head if first else read(8)
         if first:
             hdr += read(4)
@@ -141,6 +150,8 @@ def read(s, head: bytes):
                 raise s.error(f"pcapng packet for undefined interface {iid}", offset)
             i = ifaces[iid]
             number += 1
+            if offsets is not None:
+                offsets.append(offset)
             frame = RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
                              i.linktype, base + iid, body[20:20 + caplen], i.prec, i.info)
             opts = 20 + caplen + (-caplen % 4)
@@ -157,6 +168,8 @@ def read(s, head: bytes):
             if i.snaplen:
                 caplen = min(caplen, i.snaplen)
             number += 1
+            if offsets is not None:
+                offsets.append(offset)
             yield RawFrame(number, 0, caplen, length, i.linktype, base, body[4:4 + caplen], i.prec, i.info)
         elif btype == _PB:
             iid = struct.unpack_from(order + "H", body)[0]
@@ -165,9 +178,13 @@ def read(s, head: bytes):
                 raise s.error("corrupt pcapng packet block", offset)
             i = ifaces[iid]
             number += 1
+            if offsets is not None:
+                offsets.append(offset)
             yield RawFrame(number, ((ts_hi << 32 | ts_lo) * i.mul) // i.div + i.offset_ns, caplen, length,
                            i.linktype, base + iid, body[20:20 + caplen], i.prec, i.info)
         elif btype == _IDB:
+            if offsets is not None:
+                offsets.append(-1 - offset)
             try:
                 ifaces.append(_parse_idb(hdr[:8] + body, order, section))
             except (dpkt.Error, struct.error, IndexError) as e:
@@ -179,6 +196,8 @@ def read(s, head: bytes):
             base += len(ifaces)
             ifaces = []
             section += 1
+            if offsets is not None and not first:
+                offsets.append(-1 - offset)
             if first:
                 first = False
                 yield None

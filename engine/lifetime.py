@@ -85,7 +85,7 @@ class Lifetimes:
     def over_budget(self) -> Iterator:
         """The pairs to free, oldest first (ended ones, then the least recently seen), while the heavy state is
         over the budget; each is noted for its next packet. The caller frees (and release()s) each one."""
-        why = f"conversation state over {STATE.limit} bytes: protodump.state_budget"
+        why = f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
         while self.used > STATE.limit and (self.live or self.ending):
             yield self._drop(why)
 
@@ -122,7 +122,7 @@ class Lifetimes:
             if len(live) + len(ending) > self.cap:
                 why = f"more than {self.cap} live conversations: protodump.max_conversations"
             elif self.used > STATE.limit:
-                why = f"conversation state over {STATE.limit} bytes: protodump.state_budget"
+                why = f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
             else:
                 break
             yield self._drop(why)

@@ -16,10 +16,20 @@ PIECE_OVERHEAD = 160           # what Python spends per stored piece besides its
 
 
 class Budget:
-    __slots__ = ("limit", "used")
+    __slots__ = ("limit", "used", "total")
 
     def __init__(self, limit: int = DEFAULT_BUDGET):
         self.limit, self.used = limit, 0
+        self.total: int | None = None       # set by share(): the limit as configured, for messages
+
+    def share(self, parts: int) -> None:
+        """One of `parts` processes that decode one capture between them (-j N: api/jobs.py): each holds its
+        share, so all of them together hold no more than one process; messages still say the whole."""
+        self.total = self.limit
+        self.limit = self.limit // parts
+
+    def configured(self) -> int:
+        return self.limit if self.total is None else self.total
 
     def fits(self, n: int) -> bool:
         return self.used + n <= self.limit
@@ -36,7 +46,7 @@ class Budget:
 
 def over_budget() -> str:
     """The expert text of a refused piece (the plugin's twin: rt_enet.lua's pending_refused)."""
-    return (f"Pending reassembly exceeds the budget of {PENDING.limit} bytes (protodump.reassembly_budget): "
+    return (f"Pending reassembly exceeds the budget of {PENDING.configured()} bytes (protodump.reassembly_budget): "
             "piece not stored")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -29,9 +30,10 @@ def run(*args, jobs=2, stdin=None) -> subprocess.CompletedProcess:
                           env=ENV, stdin=stdin)
 
 
-def same(*args, split=True):
+def same(*args, split=True, env=ENV):
     """-j 2 and -j 1: the same bytes on stdout and stderr, the same exit code; -j 2 ran on two processes."""
-    one, two = run(*args, jobs=1), run(*args, jobs=2)
+    one = run(*args, jobs=1)
+    two = subprocess.run([*PROTODUMP, "--jobs", "2", *map(str, args)], capture_output=True, timeout=300, env=env)
     said = two.stderr.decode()
     assert split is None or ("shard 1:" in said) == split, said
     lines = [line for line in said.splitlines(keepends=True)
@@ -220,3 +222,178 @@ def test_check_runs_captures_at_once_and_reports_in_order(tmp_path):
                                capture_output=True, timeout=300) for j in (1, 2))
     assert two.stdout == one.stdout and two.returncode == one.returncode == 1
     assert b"CHANGED  " in one.stdout and one.stdout.count(b"\nOK ") + one.stdout.startswith(b"OK ") == 5
+
+
+# --- the plan streamed to the workers: small chunks (PROTODUMP_JOBS_PLAN=LOOK,CHUNK), so a worker starts on the first
+# frames while the parent plans the rest, and seeks to each of its frames
+
+STREAMED = {**ENV, "PROTODUMP_JOBS_PLAN": "64,50"}
+
+
+def same_streamed(*args, split=True):
+    """As `same`, the -j 2 run planned 64 frames before forking, then 50 at a time."""
+    return same(*args, split=split, env=STREAMED)
+
+
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-T", "json"), ("-x",), ("-Y", "tcp.len > 0 || enet", "-t", "dd"),
+                                  ("-c", "777", "-T", "ek"), ("-q", "-z", "conv,udp", "-z", "io,phs"),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream")],
+                         ids=lambda m: " ".join(m) or "summary")
+def test_a_streamed_plan_gives_the_same_output(many, mode):
+    same_streamed(*mode, many)
+
+
+def test_a_streamed_plan_of_the_bundled_captures(bundled):
+    same_streamed("-V", bundled)
+    same_streamed("-T", "fields", "-e", "frame.number", "-e", "tcp.stream", "-e", "udp.stream", "-e",
+                  "frame.interface_id", "-e", "frame.time_delta", bundled)
+
+
+def test_a_streamed_plan_of_a_gzip_file_reads_it_through(many, tmp_path):
+    """A gzip file cannot be sought: each worker reads it through and takes its own frames."""
+    import gzip
+    packed = tmp_path / "many.pcap.gz"
+    packed.write_bytes(gzip.compress(many.read_bytes()))
+    same_streamed("-T", "json", packed)
+    cut = tmp_path / "cut.pcap.gz"
+    cut.write_bytes(gzip.compress(many.read_bytes())[:packed.stat().st_size * 2 // 3])
+    assert same_streamed("-V", cut).returncode == 1
+
+
+def _pcapng_block(kind: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    return struct.pack("<II", kind, len(body) + 12) + body + struct.pack("<I", len(body) + 12)
+
+
+def _pcapng_option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + value + b"\0" * (-len(value) % 4)
+
+
+@pytest.fixture(scope="module")
+def sections(many, tmp_path_factory) -> Path:
+    """The replay as a pcapng of three sections, each with its own three interfaces (microsecond, nanosecond and
+    millisecond stamps, names), packets on all of them with comments and flags, a simple packet block, and
+    blocks a reader skips (name resolution, interface statistics, custom) between them."""
+    from protodump.capture.files import open_capture
+    frames = list(open_capture(str(many)))
+    out = b""
+    resols = (6, 9, 3)
+    third = len(frames) // 3
+    for section in range(3):
+        out += _pcapng_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)
+                             + _pcapng_option(1, f"section {section}".encode()) + _pcapng_option(0, b""))
+        for i, resol in enumerate(resols):
+            out += _pcapng_block(1, struct.pack("<HHI", 1, 0, 0) + _pcapng_option(2, f"eth{section}{i}".encode())
+                                 + _pcapng_option(9, bytes([resol])) + _pcapng_option(0, b""))
+        for n, frame in enumerate(frames[section * third:(section + 1) * third if section < 2 else None]):
+            iface = n % 3
+            ticks = frame.ts_ns // 10 ** (9 - resols[iface])
+            opts = b""
+            if n % 7 == 0:
+                opts += _pcapng_option(1, f"comment {section}/{n}".encode())
+            if n % 11 == 0:
+                opts += _pcapng_option(2, struct.pack("<I", 1 + n % 2))
+            data = frame.data
+            if n == 0 and section == 0:          # a simple packet block (interface 0, no time: first)
+                out += _pcapng_block(3, struct.pack("<I", len(data)) + data)
+                continue
+            out += _pcapng_block(6, struct.pack("<IIIII", iface, ticks >> 32, ticks & 0xFFFFFFFF, len(data),
+                                                frame.length) + data + b"\0" * (-len(data) % 4)
+                                 + (opts + _pcapng_option(0, b"") if opts else b""))
+            if n % 50 == 25:
+                out += _pcapng_block(4, struct.pack("<HH", 0, 0))                      # name resolution
+                out += _pcapng_block(5, struct.pack("<III", iface, 0, 0))              # interface statistics
+                out += _pcapng_block(0x00000BAD, struct.pack("<I", 32473) + b"opaque")  # custom
+    path = tmp_path_factory.mktemp("jobs") / "sections.pcapng"
+    path.write_bytes(out)
+    return path
+
+
+@pytest.mark.parametrize("mode", [("-V",), ("-T", "json"),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "frame.interface_id", "-e",
+                                   "frame.interface_name", "-e", "frame.section_number", "-e", "frame.comment",
+                                   "-e", "frame.p2p_dir", "-e", "frame.time_epoch", "-e", "udp.stream")],
+                         ids=lambda m: " ".join(m))
+def test_workers_seek_to_pcapng_frames_of_several_sections_and_interfaces(sections, mode):
+    """A worker seeking to its packet blocks still reads every section header and interface description before
+    them (given to each worker in file order by the plan), so interfaces, time stamp resolutions, sections and
+    comments come out as one process reads them."""
+    out = same_streamed(*mode, sections)
+    assert b"comment 2/7" in out.stdout or "fields" not in mode
+    if "fields" in mode:
+        rows = [line.split("\t") for line in out.stdout.decode().splitlines()]
+        assert {r[3] for r in rows} == {"1", "2", "3"} and {r[1] for r in rows} == {str(i) for i in range(9)}
+    same(*mode, sections)
+
+
+def test_time_that_runs_back_after_the_look_stops_the_workers(bundled, many, tmp_path):
+    """Found while the workers already run (the bundled captures, then the replay, which is older): they are
+    stopped, nothing is written, and one process reads the file."""
+    path = tmp_path / "cat.pcapng"
+    subprocess.run([*PROTODUMP, "--concatenate", "-w", str(path), str(bundled), str(many)], check=True, timeout=120)
+    out = subprocess.run([*PROTODUMP, "--jobs", "2", "-V", str(path)], capture_output=True, timeout=300, env=STREAMED)
+    said = out.stderr.decode()
+    assert "one process (time runs back at frame" in said and int(said.split("frame ")[1].split(")")[0]) > 64
+    for jobs in (1, 2):                        # -w: the file is opened by the run that reads
+        subprocess.run([*PROTODUMP, "--jobs", str(jobs), "-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng",
+                        path], check=True, timeout=300, env=STREAMED)
+    assert (tmp_path / "out1.pcapng").read_bytes() == (tmp_path / "out2.pcapng").read_bytes()
+    assert out.stdout == run("-V", path, jobs=1).stdout
+
+
+def test_the_workers_share_the_byte_budgets(bundled):
+    """-j N: each worker holds 1/N of the reassembly (and state) budget, so all of them hold no more than one
+    process would; the expert note still names the budget as set. (The output is -j 1's as long as no budget
+    is reached: here one process stays under 20,000 bytes of pending reassembly, a worker's half does not.)"""
+    budget = ("-o", "protodump.reassembly_budget:20000", "-V")
+    one, two = run(*budget, bundled, jobs=1), run(*budget, bundled, jobs=2)
+    assert "shard 1:" in two.stderr.decode()
+    assert b"exceeds the budget" not in one.stdout
+    assert two.stdout.count(b"Pending reassembly exceeds the budget of 20000 bytes (protodump.reassembly_budget)") > 5
+    same("-o", "protodump.reassembly_budget:40000", "-o", "protodump.state_budget:2000000", "-V", bundled)
+
+
+def test_a_budget_share_says_the_whole():
+    from protodump.reassembly.budget import Budget
+    budget = Budget(1000)
+    budget.share(3)
+    assert budget.limit == 333 and budget.configured() == 1000
+    assert not budget.take(334) and budget.take(333)
+
+
+def test_the_plans_header_reading_is_decodes(bundled, many):
+    """The planning pass reads plain Ethernet/IPv4 TCP and UDP headers with two unpacks (api/shards.py
+    plan_headers): what it reads is what capture.decode gives, on every frame of every bundled capture (bad
+    ones included) and of the replay."""
+    from protodump.capture.decode import decode
+    from protodump.capture.files import open_capture
+    from protodump.shards import _Headers, plan_headers
+    headers = plan_headers()
+    fast = 0
+    for path in (bundled, many):
+        for frame in open_capture(str(path)):
+            ours, theirs = headers(frame), decode(frame)
+            fast += type(ours) is _Headers
+            for name in ("src", "dst", "sport", "dport", "transport", "seq", "flags", "window", "payload_offset",
+                         "icmp"):
+                assert getattr(ours, name) == getattr(theirs, name), (path.name, frame.number, name)
+    assert fast > 1000
+
+
+def test_a_capture_that_starts_with_one_conversation_is_still_shared_out(many, tmp_path):
+    """One conversation for its first frames, then many: the plan looks on (up to a twentieth of the file) before
+    it says one process."""
+    import dpkt
+    from protodump.capture.files import open_capture
+    path = tmp_path / "late.pcap"
+    first = [f for _, f in zip(range(40), open_capture(str(CAPTURES_DIR / "blank-server-session.pcap")))]
+    rest = list(open_capture(str(many)))
+    with open(path, "wb") as out:
+        writer = dpkt.pcap.Writer(out, linktype=dpkt.pcap.DLT_EN10MB)
+        for i, frame in enumerate(first):         # just before the replay's first frame
+            writer.writepkt(frame.data, ts=rest[0].ts_ns / 1e9 - 1 + i / 1000)
+        for frame in rest:
+            writer.writepkt(frame.data, ts=frame.ts_ns / 1e9)
+    env = {**ENV, "PROTODUMP_JOBS_PLAN": "32,50"}
+    out = same("-T", "fields", "-e", "frame.number", "-e", "udp.stream", "-e", "tcp.stream", path, env=env)
+    assert len(out.stdout.splitlines()) == 40 + len(rest)

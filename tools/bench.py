@@ -426,6 +426,7 @@ def jobs(args) -> int:
     ensure_capture(one, args.jobs, False, "real")
     pd = protodump_cmd()
     only = args.only.split(",") if args.only != ",".join(PAIRS) else list(JOBS_MODES)
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     rows = []
     for label, path in (("many conversations", many), ("one conversation", one)):
         n, size, _ = capture_stats(path)
@@ -446,16 +447,19 @@ def jobs(args) -> int:
     for label, name, t1, t2, c1, c2, idle in rows:
         print(f"| {label} | {name} | {t1:.2f} s | {t2:.2f} s | {c1:.2f} s | {c2:.2f} s | {idle:.2f} s | "
               f"**{c1 / idle:.2f}x** |")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
 
 def _timed_jobs(argv: list[str]) -> tuple[float, tuple[float, float | None]]:
     """(wall, (cpu of the whole run, the run's critical path in cpu seconds or None)) of one protodump run.
 
-    The critical path is what two idle cores would take: the parent's work before the workers start, then the
-    slower worker, or half of all the work if that is more (PROTODUMP_JOBS_VERBOSE prints the figures). On a
-    shared machine the kernel's autogroup scheduling gives one session's processes one share of the CPU however
-    many there are, so the wall time of -j 2 there says little; the CPU accounting does not depend on it."""
+    The critical path is what two idle cores would take: the parent's work before the workers start (start-up and
+    the plan's first look), then the slower worker, or the rest of all the work (the parent's plan and merge, which
+    run beside the workers, and the workers') shared by two cores if that is more. PROTODUMP_JOBS_VERBOSE prints
+    the figures. On a shared machine the kernel's autogroup scheduling gives one session's processes one share of
+    the CPU however many there are, so the wall time of -j 2 there says little; the CPU accounting does not
+    depend on it (though two busy cores each run a little slower than one: shared caches)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
                             env={**os.environ, "PROTODUMP_JOBS_VERBOSE": "1"})
@@ -466,9 +470,10 @@ def _timed_jobs(argv: list[str]) -> tuple[float, tuple[float, float | None]]:
     path = None
     for line in err.splitlines():
         if line.startswith("protodump: -j cpu:"):
+            # before the workers X s, planned Y s, parent Z s, workers A B ... s
             nums = [float(x) for x in line.replace(",", " ").split() if x.replace(".", "").isdigit()]
-            before, parent, workers = nums[0], nums[1], nums[2:]
-            path = max(before + max(workers), (parent + sum(workers)) / 2)
+            before, parent, workers = nums[0], nums[2], nums[3:]
+            path = before + max(max(workers), (parent - before + sum(workers)) / 2)
     return wall, (cpu, path)
 
 
