@@ -290,13 +290,13 @@ class _Headers:
     """What the planning pass reads of a plain Ethernet/IPv4/TCP or UDP frame (what StreamNumbers and
     `_conversation` read of a capture.decode.Decoded), without the rest of a decode."""
 
-    __slots__ = ("frame", "src", "dst", "sport", "dport", "transport", "seq", "flags", "window", "payload_offset",
+    __slots__ = ("frame", "src", "dst", "sport", "dport", "transport", "seq", "ack", "flags", "window", "payload_offset",
                  "icmp")
 
 
-# Ethernet, IPv4 without options, the ports; then TCP's sequence number, offset and flags, window
+# Ethernet, IPv4 without options, the ports; then TCP's sequence and acknowledgement numbers, offset and flags, window
 _EIP = struct.Struct("!12xHBxHxxHxBxx4s4sHH").unpack_from
-_TCP = struct.Struct("!I4xHH").unpack_from
+_TCP = struct.Struct("!IIHH").unpack_from
 
 
 def plan_headers():
@@ -313,17 +313,17 @@ def plan_headers():
             etype, vihl, tlen, frag, proto, src, dst, sport, dport = _EIP(data)
             if etype == 0x0800 and vihl == 0x45 and not frag & 0x3FFF and tlen + 14 == len(data) <= frame.length:
                 if proto == 6 and tlen >= 40:
-                    seq, offflags, window = _TCP(data, 38)
+                    seq, ack, offflags, window = _TCP(data, 38)
                     hl = (offflags >> 12) << 2
                     if 20 <= hl <= tlen - 20:
                         h = new(_Headers)
-                        h.transport, h.seq, h.flags, h.window, h.payload_offset = "tcp", seq, offflags & 0x0FFF, \
-                            window, 34 + hl
+                        h.transport, h.seq, h.ack, h.flags, h.window, h.payload_offset = "tcp", seq, ack, \
+                            offflags & 0x0FFF, window, 34 + hl
                     else:
                         return decode(frame)
                 elif proto == 17 and 8 <= ((data[38] << 8) | data[39]) <= tlen - 20:
                     h = new(_Headers)
-                    h.transport, h.seq, h.flags, h.window, h.payload_offset = "udp", None, None, None, 42
+                    h.transport, h.seq, h.ack, h.flags, h.window, h.payload_offset = "udp", None, None, None, None, 42
                 else:
                     return decode(frame)
                 h.frame, h.sport, h.dport, h.icmp = frame, sport, dport, None

@@ -374,7 +374,7 @@ def test_the_plans_header_reading_is_decodes(bundled, many):
         for frame in open_capture(str(path)):
             ours, theirs = headers(frame), decode(frame)
             fast += type(ours) is _Headers
-            for name in ("src", "dst", "sport", "dport", "transport", "seq", "flags", "window", "payload_offset",
+            for name in ("src", "dst", "sport", "dport", "transport", "seq", "ack", "flags", "window", "payload_offset",
                          "icmp"):
                 assert getattr(ours, name) == getattr(theirs, name), (path.name, frame.number, name)
     assert fast > 1000
