@@ -2,9 +2,10 @@
 may instead be a function of a field, FUNC(FIELD)[FILTER] with FUNC one of COUNT SUM MIN MAX AVG LOAD.
 
 The interval arithmetic is tshark's (ui/cli/tap-iostat.c): times in microseconds relative to the first
-frame; an interval of 0 or longer than the capture means one row for the whole capture; the duration is
-rounded to the printed precision (the number of decimals given in INTERVAL, or chosen from the duration's
-magnitude for a whole-capture row), and the last row ends at that rounded duration.
+frame; an interval of 0 or longer than the capture means one row for the whole capture; the duration is moved up
+to the next printed digit (the number of decimals given in INTERVAL, or chosen from the duration's magnitude for a
+whole-capture row) only when it is past half of one; the rows cover that duration, the last one ends at it (a
+LOAD there is over its span), and a frame past it is in no row.
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ class IoStat(Tap):
             if fn is not None:
                 if match is None or match(packet):
                     idx = rel // self.interval if self.interval else 0
-                    fn.add(packet, idx, self.interval or 1)
+                    fn.add(packet, idx, self.interval or WHOLE)     # interval 0: tshark's G_MAXUINT64
                 continue
             if match is None or match(packet):
                 # a whole-capture table (interval 0) bins by row later: keep one bin per microsecond index 0
@@ -101,15 +102,16 @@ class IoStat(Tap):
         else:
             prec = self.prec
         dv = 10 ** (6 - prec)
-        rounded = duration + 5 * (dv // 10)          # tshark 4.0 rounds up by half a printed digit
+        half = 5 * (dv // 10)
+        rounded = duration + half          # tshark 4.0 rounds up by half a printed digit
+        # iostat_draw's own `duration`: moved up to the next printed digit only when past half of one, else the
+        # real end; the last row's LOAD is over it (a whole-capture row: all of it)
+        end = duration if duration % dv <= half else rounded // dv * dv
         if whole:
-            interval = rounded
-        n = (rounded // interval + (1 if rounded % interval else 0)) if interval else 0
-        rows = IoRows(self.bins, n, interval, rounded, whole)
-        shown_end = rounded // dv * dv     # the last row's end as printed (the rounded duration, cut to the precision)
-        last_span = shown_end - (n - 1) * interval if n else 0
-        if last_span <= 0 or prec == 0:      # an integral interval: the last row runs to the real end
-            last_span = duration - (n - 1) * interval if n else 0
+            interval = end
+        n = (end // interval + (1 if end % interval else 0)) if interval else 0
+        rows = IoRows(self.bins, n, interval, end, whole)
+        last_span = max(end - (n - 1) * interval, 1) if n else 0
         funcs = [None if fn is None else fn.table(interval, n, last_span) for fn in self.functions]
         return {"kind": self.kind, "duration_us": duration, "rounded_duration_us": rounded,
                 "interval_us": interval, "whole_capture": whole, "precision": prec,
@@ -140,8 +142,6 @@ class IoRows:
     def _cell(self, bins, i: int) -> tuple[int, int]:
         if self.whole:
             return tuple(sum(v[k] for v in bins.values()) for k in (0, 1))
-        if i == self.n - 1:       # the last row also takes frames binned past the rounded end
-            return tuple(sum(v[k] for j, v in bins.items() if j >= i) for k in (0, 1))
         return tuple(bins.get(i, (0, 0)))
 
     def row(self, i: int) -> dict:
@@ -158,7 +158,8 @@ class IoRows:
         bins = self.bins[column]
         if not self.n:
             return 0, 0
-        cells = [self._cell(bins, i) for i in {min(i, self.n - 1) for i in bins} | {self.n - 1}]
+        # a bin past the last row is printed nowhere but widens the column (tshark tracks widths as it taps)
+        cells = [self._cell(bins, i) for i in {*bins, self.n - 1}]
         return max(c[0] for c in cells), max(c[1] for c in cells)
 
     def to_json(self) -> list:
@@ -173,6 +174,7 @@ RELATIVE_TIME = frozenset(("frame.time_delta", "frame.time_delta_displayed", "fr
                            "frame.offset_shift", "udp.time_relative", "udp.time_delta", "tcp.time_relative",
                            "tcp.time_delta", "tcp.analysis.ack_rtt", "tcp.analysis.initial_rtt"))
 NS = 1_000_000_000
+WHOLE = 2 ** 64 - 1       # the interval tshark taps a whole-capture table with (a LOAD value stays in its row)
 
 
 def function_column(spec: str):
@@ -313,16 +315,9 @@ class IoFunction:
 
     def text(self, i: int, last: bool, interval_us: int, last_span: int) -> str:
         cells = self.cells
-        c = cells.get(i)
-        if last:                  # the last row takes the cells binned past the rounded end, as frames do
-            for j in [j for j in cells if j > i]:
-                extra = cells[j]
-                c = list(c or [0, 0, 0, 0.0])
-                c[0] += extra[0]
-                c[1] += extra[1]
-                c[2] += extra[2]
-                c[3] += extra[3]
-        frames, num, counter, fcounter = c or (0, 0, 0, 0.0)
+        # a frame past the last row (at the very end when the duration is a whole number of intervals) is in
+        # no row, as tshark prints only the first n items of a column
+        frames, num, counter, fcounter = cells.get(i) or (0, 0, 0, 0.0)
         func, kind = self.func, self.kind or "int"
         if func == "COUNT":
             return str(counter)
