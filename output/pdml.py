@@ -46,6 +46,8 @@ def showname(item) -> str:
         text = f.labeler(item) if f.labeler else tv.label(f, item.value)
     elif item.generated and text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
+        if len(text) >= LABEL_LENGTH:      # a formatted label (a reassembly's): cut to the buffer, no mark
+            return text.encode()[:LABEL_LENGTH - 1].decode("utf-8", "ignore")
     if f is not None and len(text) >= LABEL_LENGTH // 4:
         text = fit_label(text, f.name)
     return text
@@ -120,7 +122,9 @@ class _Writer:
         if kids:
             for child in kids:
                 self.node(child, level + 1, item.offset, src)
-            add(ind + ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
+            # print.c takes back the wrapper's level before closing: a wrapped field closes one level out
+            add((_ind(level) if top_field else ind) +
+                ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
         if top_field:
             add(_ind(level) + "</proto>\n")
 
@@ -182,14 +186,23 @@ def packet_text(packet) -> str:
     w.geninfo()
     # a Lua dissector call: the first layer of each call to a plugin protocol (not the C dissectors it emulates)
     calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
+    # the plugin's heuristics that ran and said no: a fake item each, before the layer made next (or, when none
+    # was, before the data layer of the payload nobody took, else at the end)
+    tried: dict[int, list[int]] = {}
+    for layer, at, names in packet.tries or ():
+        tried.setdefault(id(layer.item) if layer is not None else 0, []).extend([at] * len(names))
     for layer in packet.layers():
         top = layer.item
+        for at in tried.pop(id(top), ()) or (tried.pop(0, ()) if layer.proto == "data" else ()):
+            w.fake(at)
         if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
             # buffer was called on the segment's payload (the plugin reassembles inside the call)
             over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
                 and layer.proto in TCP_CALLED     # not freeblox: websocket calls it on a buffer of its own
             w.fake(packet.decoded.payload_offset if over_tcp else top.offset)
         w.node(top, 0, None, top.source)
+    for at in [at for ats in tried.values() for at in ats]:
+        w.fake(at)
     w.fake(0)
     w.out.append("</packet>\n\n\n")     # print.c's "</packet>\n\n", then tshark's own "\n"
     return "".join(w.out)
