@@ -344,6 +344,7 @@ class WebSocket:
         msg = b"".join(parts)
         plain = psrc == ctx.source        # the frame was not masked: its payload is in the frame's own buffer
         single = len(parts) == 1
+        reassembled = None
         if len(parts) > 1:
             # Wireshark's fragment tree (reassemble.c show_fragment_tree), on the top level of the tree after the
             # websocket layer: each fragment (several may share a frame) as "#frame(bytes)" and "payload: first-last"
@@ -352,13 +353,19 @@ class WebSocket:
                 shares.append((frame, pos, len(part)))
                 pos += len(part)
             listed = ", ".join(f"#{frame}({n})" for frame, _, n in shares)
-            node = ctx.top_level(Item(f["fragments"], None, at, 0, f"[{len(parts)} Reassembled websocket Fragments "
-                                      f"({len(msg)} bytes): {listed}]", True, ctx.source))
+            # tshark reassembles when the last frame has a payload (process_reassembled_data): the items span the
+            # fragments in its "Reassembled Message" buffer
+            if parts[-1]:
+                reassembled = ctx.new_source("Reassembled Message", msg)
+            src = ctx.source if reassembled is None else reassembled
+            where = (lambda first, n: (at, 0)) if reassembled is None else (lambda first, n: (first, n))
+            node = ctx.top_level(Item(f["fragments"], None, *where(0, len(msg)), f"[{len(parts)} Reassembled "
+                                      f"websocket Fragments ({len(msg)} bytes): {listed}]", True, src))
             for frame, first, n in shares:
-                node.add(Item(f["fragment"], frame, at, 0, f"Frame: {frame}, payload: {first}-{first + n - 1} "
-                              f"({n} byte{'s' if n != 1 else ''})", True, ctx.source))
-            node.add(Item(f["frag_count"], len(parts), at, 0, None, True, ctx.source))
-            node.add(Item(f["reassembled"], len(msg), at, 0, None, True, ctx.source))
+                node.add(Item(f["fragment"], frame, *where(first, n), f"Frame: {frame}, payload: {first}-"
+                              f"{first + n - 1} ({n} byte{'s' if n != 1 else ''})", True, src))
+            node.add(Item(f["frag_count"], len(parts), *where(0, 0), None, True, src))
+            node.add(Item(f["reassembled"], len(msg), *where(0, 0), None, True, src))
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             msg, error = self.inflater(ctx).inflate(msg)
             if msg is None:
@@ -369,6 +376,8 @@ class WebSocket:
             name = "Unmasked data" if not plain else "Reassembled WebSocket message"
         if single:            # this frame's payload, where it is (the frame, or its unmasked buffer)
             data, start, source = (ctx.data, base, psrc) if plain else (msg, 0, psrc)
+        elif reassembled is not None and name != "Decompressed payload":
+            data, start, source = msg, 0, reassembled
         else:
             data, start, source = msg, 0, ctx.new_source(name, msg)
         if not msg:

@@ -67,8 +67,9 @@ class Packet:
         self._info, self.protocol, self.sources = info, protocol, sources
         self._index = None
         self.demand = demand          # engine.demand.Demand: index() holds only the layers it reads
-        # Lua heuristics tried before the one that took a payload, or in vain: (the game layer made next or None,
-        # offset of the payload in its data source, their names); -T pdml shows each one's call (a fake item)
+        # calls of the plugin that made no layer: its heuristics tried before the one that took a payload, or in
+        # vain, and a stream dissector that kept a segment's bytes: (the game layer made next or None, offset of
+        # the payload in its data source, their names); -T pdml shows each call (wslua's fake item)
         self.tries = None
 
     @property
