@@ -402,6 +402,8 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
     taps = stats.make_taps(job.stats)
     for tap in taps:
         _prepare(tap, shard.first_ns)
+        if hasattr(tap, "prime"):      # io,stat functions: the fields a filter of the run names (as one process)
+            tap.prime([job.filter, *job.stats])
     phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
     writer = fields_out.make_writer(io.StringIO(), job.fields, job.field_options, PROTOCOLS) if job.fields else None
     rower = None
@@ -544,6 +546,9 @@ def _merge_phs(tap, states):
 def _merge_io(tap, states):
     _first_ns(tap, states)
     tap.last_us = max(s["last_us"] for s in states)
+    for column, fn in enumerate(tap.functions):      # COUNT() SUM() MIN() MAX() AVG() LOAD() columns
+        if fn is not None:
+            fn.merge([s["functions"][column] for s in states])
     for column, bins in enumerate(tap.bins):
         for s in states:
             for idx, (f, b) in s["bins"][column].items():

@@ -224,7 +224,7 @@ class WebSocket:
             if raw:
                 self.control(ctx, pl, opcode, payload, base, psrc)
             return info
-        self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, base, psrc, info)
+        self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, (base, psrc, key is None), info)
         return info
 
     @staticmethod
@@ -307,9 +307,10 @@ class WebSocket:
         return ctx.new_source("Unmasked data", payload)
 
     # --- messages ------------------------------------------------------------------------------------------------
-    def data_frame(self, ctx, pl, opcode, fin, rsv, payload, at, base, psrc, info) -> None:
-        """A data frame's payload (unmasked: at `base` of data source `psrc`; `at`: its offset in the frame) into
-        its direction's message."""
+    def data_frame(self, ctx, pl, opcode, fin, rsv, payload, at, where, info) -> None:
+        """A data frame's payload into its direction's message; `at`: its offset in the frame; `where`: (offset, data
+        source, plain) of its unmasked bytes (plain: the frame was not masked, they are the frame's own)."""
+        base, psrc, _ = where
         states = ctx.conv.setdefault("messages", {})
         state = states.get(ctx.direction)
         if opcode == 0:
@@ -336,13 +337,13 @@ class WebSocket:
         if not fin:
             return
         del states[ctx.direction]
-        self.message(ctx, pl, state, at, base, psrc, info)
+        self.message(ctx, pl, state, at, where, info)
 
-    def message(self, ctx, pl, state, at, base, psrc, info) -> None:
+    def message(self, ctx, pl, state, at, where, info) -> None:
         """A complete message: reassembled, inflated, handed up (or shown as data)."""
         parts, f = state["parts"], self.f
         msg = b"".join(parts)
-        plain = psrc == ctx.source        # the frame was not masked: its payload is in the frame's own buffer
+        base, psrc, plain = where
         single = len(parts) == 1
         reassembled = None
         if len(parts) > 1:
