@@ -48,7 +48,7 @@ class IoStat(Tap):
         self.interval, self.prec = parse_interval(args[0])
         self.filters = args[1:] or [""]
         self.functions = [function_column(f) for f in self.filters]    # None: a frames-and-bytes column
-        self.matchers = [compile_optional(f if fn is None else fn.filter)
+        self.matchers = [compile_optional(f if fn is None else fn.filter, "io,stat")
                          for f, fn in zip(self.filters, self.functions)]
         self.bins = [dict() for _ in self.filters]      # column -> {interval index: [frames, bytes]}
         self.first_ns = None

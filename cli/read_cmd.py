@@ -334,4 +334,8 @@ def stats_taps(args) -> list:
         unknown = exc.unknown
         if unknown is not None:
             errors.statistic(unknown, stats_base.TAPS)
+        if exc.report is not None:          # tshark's own words for its statistic
+            text, to_stdout = exc.report
+            click.echo(text, err=not to_stdout)
+            sys.exit(1)
         errors.fail(str(exc))

@@ -110,3 +110,30 @@ def test_io_stat_functions_in_json(protodump_run):
     (table,) = json.loads(run.stdout)["statistics"]
     assert table["functions"] == [{"name": "AVG", "values": ["0.000977", "0.001081", "0.001079"]},
                                   {"name": "COUNT", "values": ["0", "0", "0"]}]
+
+
+BAD_FILTERS = ["bogus == 1", "blank.bogus == 1", "bogus ==", "1 == 2", '"abc" == udp.port', "bogus contains 1",
+               'bogus ~ "x"', "bogus eq 1", "bogus[0] == 1", "host 1.2.3.4", "udp.port ==", "(udp", "bogus && udp",
+               "len(bogus) == 1", "upper(1) == 1", 'string(bogus) == "1"', "max(bogus, udp.port) == 1",
+               "abs(bogus) == 1", "udp.port == 1 || bogus"]
+
+
+@pytest.mark.parametrize("flt", BAD_FILTERS)
+def test_bad_display_filter_is_tsharks(protodump_run, standard_run, flt):
+    """tshark 4.0's words (a syntax error before a name error; "Left side of ..." for an unknown name compared;
+    a function's argument), its caret, its note when the text is a capture filter (libpcap's answer), exit 2."""
+    ours, theirs = protodump_run("-r", "blank-bad.pcap", "-Y", flt), standard_run("-r", "blank-bad.pcap", "-Y", flt)
+    assert theirs.returncode == ours.returncode == 2
+    assert ours.stderr == theirs.stderr.replace("tshark: ", "protodump: ", 1)
+
+
+@pytest.mark.parametrize("z", ["io,phs,(", "io,stat,1,(", "io,stat,0,COUNT(frame.len)bogus.field",
+                               "conv,udp,blank.seq ==", "endpoints,ip,frame ~", "expert,(", "expert,warn,bogus =="])
+def test_bad_filter_in_a_statistic_is_tsharks(protodump_run, standard_run, z):
+    """A -z argument's bad filter: the tap's registration error as tshark 4.0 words it (io,stat's after a blank
+    line, expert's on standard output), exit 1."""
+    args = ("-q", "-r", "blank-bad.pcap", "-z", z)
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert theirs.returncode == ours.returncode == 1
+    assert ours.stdout == theirs.stdout
+    assert ours.stderr == theirs.stderr.replace("tshark: ", "protodump: ", 1)

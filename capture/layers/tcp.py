@@ -374,7 +374,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
         vals["payload"] = payload
         at = hl * 4
         for i, size in enumerate(pdus):
-            if size.__class__ is tuple:    # a PDU in a reassembled buffer (source, offset): tshark's item spans it there
+            if size.__class__ is tuple:    # a PDU in a reassembled buffer (source, offset): its item spans it there
                 size, src, pos = size
                 vals[f"pdu{i}"], vals[f"pdusrc{i}"], vals[f"pduat{i}"], vals[f"pdulen{i}"] = size, src, pos - off, size
             else:
