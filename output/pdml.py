@@ -180,30 +180,40 @@ def _frame_time(packet) -> str:
     return time.strftime("%b %d, %Y %H:%M:%S", time.gmtime(ts // 1_000_000_000)) + f".{ts % 1_000_000_000:09d} UTC"
 
 
+def lua_calls(packet) -> list[tuple]:
+    """(layer, offsets) for each layer of the packet, then (None, offsets) for the end of the tree: the offsets of
+    the `_ws.lua.fake` items wslua adds before it, one per plugin call (-T pdml, -T ek). A call: the first layer of
+    each call to a plugin protocol (not the C dissectors it emulates), at the start of the tvb it was called with;
+    a heuristic of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the
+    layer made next (or, when none was, before the data layer of the payload nobody took, else at the end); the
+    postdissector's at 0, last."""
+    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
+    tried: dict[int, list[int]] = {}
+    for layer, at, names in packet.tries or ():
+        tried.setdefault(id(layer.item) if layer is not None else 0, []).extend([at] * len(names))
+    out = []
+    for layer in packet.layers():
+        top = layer.item
+        fakes = list(tried.pop(id(top), ()) or (tried.pop(0, ()) if layer.proto == "data" else ()))
+        if id(top) in calls:       # a layer in a reassembled buffer was called on the segment's payload (the
+            # plugin reassembles inside the call); not freeblox: websocket calls it on a buffer of its own
+            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
+                and layer.proto in TCP_CALLED
+            fakes.append(packet.decoded.payload_offset if over_tcp else top.offset)
+        out.append((layer, fakes))
+    out.append((None, [at for ats in tried.values() for at in ats] + [0]))
+    return out
+
+
 def packet_text(packet) -> str:
     w = _Writer(packet)
     w.out.append("<packet>\n")
     w.geninfo()
-    # a Lua dissector call: the first layer of each call to a plugin protocol (not the C dissectors it emulates)
-    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
-    # the plugin's heuristics that ran and said no: a fake item each, before the layer made next (or, when none
-    # was, before the data layer of the payload nobody took, else at the end)
-    tried: dict[int, list[int]] = {}
-    for layer, at, names in packet.tries or ():
-        tried.setdefault(id(layer.item) if layer is not None else 0, []).extend([at] * len(names))
-    for layer in packet.layers():
-        top = layer.item
-        for at in tried.pop(id(top), ()) or (tried.pop(0, ()) if layer.proto == "data" else ()):
+    for layer, fakes in lua_calls(packet):
+        for at in fakes:
             w.fake(at)
-        if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
-            # buffer was called on the segment's payload (the plugin reassembles inside the call)
-            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
-                and layer.proto in TCP_CALLED     # not freeblox: websocket calls it on a buffer of its own
-            w.fake(packet.decoded.payload_offset if over_tcp else top.offset)
-        w.node(top, 0, None, top.source)
-    for at in [at for ats in tried.values() for at in ats]:
-        w.fake(at)
-    w.fake(0)
+        if layer is not None:
+            w.node(layer.item, 0, None, layer.item.source)
     w.out.append("</packet>\n\n\n")     # print.c's "</packet>\n\n", then tshark's own "\n"
     return "".join(w.out)
 
