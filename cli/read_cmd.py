@@ -260,7 +260,7 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
     names = json_filter or json_filter_all
     if names is not None and output_format not in ("json", "jsonraw", "ek"):
         fail("-j and -J only work with -T json, jsonraw or ek", 1)
-    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw"):
+    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
         fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
     if fields_e or output_format == "fields":
         try:
@@ -272,7 +272,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
     if output_format == "psml":
         return PsmlWriter(out, creator=CREATOR)
     if output_format == "pdml":
-        return PdmlWriter(out, creator=CREATOR, capture_file=capture_file)
+        return PdmlWriter(out, creator=CREATOR, capture_file=capture_file, fields=fields_e or None,
+                          values_of=fields_out.field_values)
     if output_format == "ek":
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
         return ek.EkWriter(out, flt, fields=fields_e or None, values_of=fields_out.field_values, hexdump=hexdump)

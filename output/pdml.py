@@ -221,8 +221,9 @@ def packet_text(packet) -> str:
 class PdmlWriter:
     """The PDML document: preamble (on the first packet, or at the end when there is none), packets, end."""
 
-    def __init__(self, out, creator: str, capture_file: str | None):
+    def __init__(self, out, creator: str, capture_file: str | None, *, fields=None, values_of=None):
         self.out, self.creator, self.capture_file = out, creator, capture_file
+        self.fields, self.values_of = fields, values_of      # -e: only these fields (print.c, FORMAT_XML)
         self.started = False
         self.first_ns: int | None = None
 
@@ -239,7 +240,21 @@ class PdmlWriter:
     def write(self, packet) -> None:
         if not self.started:
             self._start()
-        self.out.write(packet_text(packet))
+        if self.fields:
+            self.out.write(self.fields_text(packet))
+        else:
+            self.out.write(packet_text(packet))
+
+    def fields_text(self, packet) -> str:
+        """-T pdml -e: the geninfo block, then `<field name value/>` for each value of each field asked for."""
+        w = _Writer(packet)
+        w.out.append("<packet>\n")
+        w.geninfo()
+        for name in self.fields:
+            for value in self.values_of(packet, name, self.first_ns):
+                w.out.append(f'  <field name="{xml_escape(name)}" value="{xml_escape(value)}"/>\n')
+        w.out.append("</packet>\n\n\n")
+        return "".join(w.out)
 
     def close(self) -> None:
         if not self.started:

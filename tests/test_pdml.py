@@ -56,3 +56,13 @@ def test_pdml_without_packets(protodump_run, standard_run):
     theirs = standard_run("-T", "pdml", "-Y", "frame.number == 0", "-r", "blank-bad.pcap")
     assert head(ours.stdout) + "</pdml>\n" == head(theirs.stdout) + "</pdml>\n"
     assert ours.stdout.endswith('">\n</pdml>\n') and theirs.stdout.endswith('">\n</pdml>\n')
+
+
+@pytest.mark.parametrize("name", ["rutentoy-sctp.pcap", "freeblox-plain.pcap", "blank-server-session.pcap"])
+def test_pdml_with_fields_is_tsharks(protodump_run, standard_run, name):
+    """-T pdml -e: the geninfo block, then one `<field name value/>` per value of each field (print.c)."""
+    args = ("-T", "pdml", "-e", "frame.number", "-e", "ip.addr", "-e", "_ws.col.Info", "-e", "blank.seq",
+            "-e", "tcp.port", "-r", name)
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert ours.returncode == 0, ours.stderr
+    assert packets(ours.stdout) == packets(theirs.stdout) and len(packets(ours.stdout)) > 20
