@@ -47,10 +47,27 @@ def check_arity(call: Call) -> None:
         raise FilterError(f"Function {call.name}() needs at least one argument.", call.pos, call.length)
 
 
+def check_arguments(call: Call) -> None:
+    """A literal where a field (or a call) must be: tshark 4.0's words for each function."""
+    for arg in call.args:
+        if hasattr(arg, "name") or isinstance(arg, Call):
+            continue
+        if call.name in ("upper", "lower"):
+            message = f"Only string type fields can be used as parameter for {call.name}()"
+        elif call.name == "abs":
+            message = "Need a field or field-like value on the LHS."
+        elif call.name in ("max", "min"):
+            message = f"Argument '{arg.text}' is not valid for {call.name}()"
+        else:
+            message = f"Only fields can be used as parameter for {call.name}()"
+        raise FilterError(message, arg.pos, arg.length)
+
+
 def call_getter(call: Call, getter, items_getter):
     """(values(p, ix), kind, spec) of a call. getter(arg) is filter._getter (a field's values, kind, spec);
     items_getter(arg) the tree items of a plain field argument."""
     check_arity(call)
+    check_arguments(call)
     spec = lambda kind: Spec(f"{call.name}()", kind, None, kind)    # noqa: E731
     if call.name == "count":
         get = getter(call.args[0])[0]

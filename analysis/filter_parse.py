@@ -41,6 +41,8 @@ class Parser:
         self.text, self.is_field = text, is_field
         self.tokens = tokenize(text)
         self.i = 0
+        # a name error found while parsing: tshark 4.0 parses the whole text first, so a syntax error after it wins
+        self.deferred: FilterError | None = None
 
     def parse(self):
         if self.peek().kind == "EOF":
@@ -49,7 +51,13 @@ class Parser:
         tok = self.peek()
         if tok.kind != "EOF":
             raise self.unexpected(tok)
+        if self.deferred is not None:
+            raise self.deferred
         return node
+
+    def defer(self, error: FilterError) -> None:
+        if self.deferred is None:
+            self.deferred = error
 
     # -- token helpers
     def peek(self) -> Token:
@@ -62,7 +70,7 @@ class Parser:
 
     def unexpected(self, tok: Token) -> FilterError:
         if tok.kind == "EOF":
-            return FilterError("Unexpected end of filter expression.", tok.pos)
+            return FilterError("Unexpected end of filter expression.")      # tshark 4.0 points at nothing
         shown = f'"{tok.text}"' if tok.kind == "STRING" else self.text[tok.pos:tok.pos + tok.length]
         return FilterError(f'"{shown}" was unexpected in this context.' if tok.kind != "STRING"
                            else f"{shown} was unexpected in this context.", tok.pos, tok.length)
@@ -92,8 +100,7 @@ class Parser:
             node = self.expr()
             close = self.peek()
             if close.kind != ")":
-                raise (FilterError('Missing closing parenthesis.', tok.pos) if close.kind == "EOF"
-                       else self.unexpected(close))
+                raise self.unexpected(close)       # at the end: tshark 4.0's "Unexpected end of filter expression."
             self.next()
             return node
         return self.test()
@@ -146,18 +153,29 @@ class Parser:
             return self.call(tok)
         if tok.kind != "WORD":
             if tok.kind in ("STRING", "CHAR") and self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN"):
-                raise self.left_side(tok)
+                self.defer(self.left_side(tok))
+                self.next()
+                return Field(tok.text, None, tok.pos, tok.length)
             raise self.unexpected(tok)
         if not self.is_field(tok.text):
-            if self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN") and not _name_like(tok.text):
-                raise self.left_side(tok)
-            raise FilterError(f"{tok.text} is neither a field nor a protocol name.", tok.pos, tok.length)
+            after = self.tokens[self.i + 1].kind
+            if after in ("WORD", "STRING", "CHAR"):      # a syntax error: reported before any name error
+                raise self.unexpected(self.tokens[self.i + 1])
+            if after == "SLICE":
+                self.defer(FilterError(f"Range is not supported for entity {tok.text}", tok.pos, tok.length))
+            elif after in ("OP", "CONTAINS", "MATCHES") or after == "IN" and not _name_like(tok.text):
+                self.defer(self.left_side(tok))
+            else:
+                self.defer(FilterError(f"{tok.text} is neither a field nor a protocol name.", tok.pos, tok.length))
         self.next()
         return self.sliced(tok)
 
     def left_side(self, tok: Token) -> FilterError:
+        """tshark 4.0: a comparison's operator in quotes, contains / matches / ~ bare."""
         op = self.tokens[self.i + 1]
-        return FilterError(f'Left side of "{self.text[op.pos:op.pos + op.length]}" expression must be a field, '
+        text = self.text[op.pos:op.pos + op.length]
+        shown = f'"{text}"' if op.kind == "OP" else text
+        return FilterError(f"Left side of {shown} expression must be a field or function, "
                            f"not {self.text[tok.pos:tok.pos + tok.length]}.", tok.pos, tok.length)
 
     def sliced(self, tok: Token) -> Field:

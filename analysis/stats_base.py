@@ -10,11 +10,11 @@ from __future__ import annotations
 
 class StatsError(ValueError):
     """A bad -z argument (the CLI turns it into one clear line, exit code 1); `unknown`: the argument, when it
-    names no statistic."""
+    names no statistic; `report`: (exact text, on standard output?) where tshark words the error its own way."""
 
-    def __init__(self, message: str, unknown: str | None = None):
+    def __init__(self, message: str, unknown: str | None = None, report: tuple[str, bool] | None = None):
         super().__init__(message)
-        self.unknown = unknown
+        self.unknown, self.report = unknown, report
 
 
 class Tap:

@@ -45,7 +45,7 @@ class _Table(Tap):
         self.type = args[0]
         self.name = f"{self.verb},{self.type}"
         self.filter = ",".join(args[1:])
-        self.match = compile_optional(self.filter)
+        self.match = compile_optional(self.filter, self.verb)
         self.first_ns = None
 
     def standard_only(self) -> bool:

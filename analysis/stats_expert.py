@@ -86,7 +86,7 @@ class Expert(Tap):
             self.min_severity = self.LEVELS[args[0]]
             args = args[1:]
         self.filter = ",".join(args)
-        self.match = compile_optional(self.filter)
+        self.match = compile_optional(self.filter, "expert")
         self.items: dict[int, dict] = {sev: {} for sev, _ in SECTIONS}
 
     def add(self, packet):

@@ -4,11 +4,25 @@ from __future__ import annotations
 from .stats_base import StatsError
 
 
-def compile_filter(text: str):
-    """A predicate packet -> bool for a display filter; StatsError (one line) when it does not compile."""
+# how tshark 4.0 reports a bad filter of its own statistics (the tap's registration error), by statistic:
+# (the tap's name in "Couldn't register NAME tap", a blank line first?), and expert's line on standard output
+REGISTERED = {"io,phs": ("io,phs", False), "conv": ("conversations", False), "endpoints": ("endpoint", False),
+              "io,stat": ("io,stat", True)}
+
+
+def compile_filter(text: str, tap: str | None = None):
+    """A predicate packet -> bool for a display filter; StatsError (one line) when it does not compile, in
+    tshark's words for its statistic `tap` (io,phs, conv, endpoints, io,stat, expert)."""
     from .filter import FilterError, compile_filter as compile_display_filter
     try:
         return compile_display_filter(text)
     except FilterError as exc:
         first = str(exc).splitlines()[0] if str(exc) else repr(exc)
-        raise StatsError(f"-z filter {text!r}: {first}") from None
+        invalid = f'Filter "{text}" is invalid - {first}'
+        report = None
+        if tap == "expert":
+            report = (f"Expert tap error ({invalid})!", True)
+        elif tap in REGISTERED:
+            name, blank = REGISTERED[tap]
+            report = (("\n" if blank else "") + f"protodump: Couldn't register {name} tap: {invalid}", False)
+        raise StatsError(f"-z filter {text!r}: {first}", report=report) from None

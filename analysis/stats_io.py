@@ -2,9 +2,10 @@
 may instead be a function of a field, FUNC(FIELD)[FILTER] with FUNC one of COUNT SUM MIN MAX AVG LOAD.
 
 The interval arithmetic is tshark's (ui/cli/tap-iostat.c): times in microseconds relative to the first
-frame; an interval of 0 or longer than the capture means one row for the whole capture; the duration is
-rounded to the printed precision (the number of decimals given in INTERVAL, or chosen from the duration's
-magnitude for a whole-capture row), and the last row ends at that rounded duration.
+frame; an interval of 0 or longer than the capture means one row for the whole capture; the duration is moved up
+to the next printed digit (the number of decimals given in INTERVAL, or chosen from the duration's magnitude for a
+whole-capture row) only when it is past half of one; the rows cover that duration, the last one ends at it (a
+LOAD there is over its span), and a frame past it is in no row.
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ class IoStat(Tap):
         self.interval, self.prec = parse_interval(args[0])
         self.filters = args[1:] or [""]
         self.functions = [function_column(f) for f in self.filters]    # None: a frames-and-bytes column
-        self.matchers = [compile_optional(f if fn is None else fn.filter)
+        self.matchers = [compile_optional(f if fn is None else fn.filter, "io,stat")
                          for f, fn in zip(self.filters, self.functions)]
         self.bins = [dict() for _ in self.filters]      # column -> {interval index: [frames, bytes]}
         self.first_ns = None
@@ -82,7 +83,7 @@ class IoStat(Tap):
             if fn is not None:
                 if match is None or match(packet):
                     idx = rel // self.interval if self.interval else 0
-                    fn.add(packet, idx, self.interval or 1)
+                    fn.add(packet, idx, self.interval or WHOLE)     # interval 0: tshark's G_MAXUINT64
                 continue
             if match is None or match(packet):
                 # a whole-capture table (interval 0) bins by row later: keep one bin per microsecond index 0
@@ -101,15 +102,16 @@ class IoStat(Tap):
         else:
             prec = self.prec
         dv = 10 ** (6 - prec)
-        rounded = duration + 5 * (dv // 10)          # tshark 4.0 rounds up by half a printed digit
+        half = 5 * (dv // 10)
+        rounded = duration + half          # tshark 4.0 rounds up by half a printed digit
+        # iostat_draw's own `duration`: moved up to the next printed digit only when past half of one, else the
+        # real end; the last row's LOAD is over it (a whole-capture row: all of it)
+        end = duration if duration % dv <= half else rounded // dv * dv
         if whole:
-            interval = rounded
-        n = (rounded // interval + (1 if rounded % interval else 0)) if interval else 0
-        rows = IoRows(self.bins, n, interval, rounded, whole)
-        shown_end = rounded // dv * dv     # the last row's end as printed (the rounded duration, cut to the precision)
-        last_span = shown_end - (n - 1) * interval if n else 0
-        if last_span <= 0 or prec == 0:      # an integral interval: the last row runs to the real end
-            last_span = duration - (n - 1) * interval if n else 0
+            interval = end
+        n = (end // interval + (1 if end % interval else 0)) if interval else 0
+        rows = IoRows(self.bins, n, interval, end, whole)
+        last_span = max(end - (n - 1) * interval, 1) if n else 0
         funcs = [None if fn is None else fn.table(interval, n, last_span) for fn in self.functions]
         return {"kind": self.kind, "duration_us": duration, "rounded_duration_us": rounded,
                 "interval_us": interval, "whole_capture": whole, "precision": prec,
@@ -140,8 +142,6 @@ class IoRows:
     def _cell(self, bins, i: int) -> tuple[int, int]:
         if self.whole:
             return tuple(sum(v[k] for v in bins.values()) for k in (0, 1))
-        if i == self.n - 1:       # the last row also takes frames binned past the rounded end
-            return tuple(sum(v[k] for j, v in bins.items() if j >= i) for k in (0, 1))
         return tuple(bins.get(i, (0, 0)))
 
     def row(self, i: int) -> dict:
@@ -158,7 +158,8 @@ class IoRows:
         bins = self.bins[column]
         if not self.n:
             return 0, 0
-        cells = [self._cell(bins, i) for i in {min(i, self.n - 1) for i in bins} | {self.n - 1}]
+        # a bin past the last row is printed nowhere but widens the column (tshark tracks widths as it taps)
+        cells = [self._cell(bins, i) for i in {*bins, self.n - 1}]
         return max(c[0] for c in cells), max(c[1] for c in cells)
 
     def to_json(self) -> list:
@@ -173,6 +174,7 @@ RELATIVE_TIME = frozenset(("frame.time_delta", "frame.time_delta_displayed", "fr
                            "frame.offset_shift", "udp.time_relative", "udp.time_delta", "tcp.time_relative",
                            "tcp.time_delta", "tcp.analysis.ack_rtt", "tcp.analysis.initial_rtt"))
 NS = 1_000_000_000
+WHOLE = 2 ** 64 - 1       # the interval tshark taps a whole-capture table with (a LOAD value stays in its row)
 
 
 def function_column(spec: str):
@@ -201,7 +203,11 @@ def magnitude_of(value: int) -> int:
 class IoFunction:
     """One function column, as ui/cli/tap-iostat.c of tshark 4.0 computes it: per interval `frames` (frames the
     column's filter passes), `num` (values, for AVG), `counter` (integers; relative times in ns, LOAD in µs) or
-    `fcounter` (floats); the widest value for the column width is tracked after every frame, as tshark does."""
+    `fcounter` (floats); the widest value for the column width is tracked after every frame, as tshark does.
+
+    A cell also keeps what merging shards (--dask, -j) needs to give the one-process result: the number of its
+    first frame, whether that frame had a value (MIN starts from it, or from 0), the smallest value, and the
+    largest tracked width value of the cell."""
 
     def __init__(self, func: str, field: str, flt: str):
         self.func, self.field, self.filter = func, field, flt
@@ -232,8 +238,8 @@ class IoFunction:
 
     def cell(self, idx: int) -> list:
         c = self.cells.get(idx)
-        if c is None:
-            c = self.cells[idx] = [0, 0, 0, 0.0]
+        if c is None:      # frames, num, counter, fcounter, first frame, first had a value, smallest value, width
+            c = self.cells[idx] = [0, 0, 0, 0.0, 0, False, None, 0]
             self.last = max(self.last, idx)
         return c
 
@@ -243,6 +249,8 @@ class IoFunction:
         c = self.cell(idx)
         c[0] += 1
         values = self._values(packet)
+        if c[0] == 1:
+            c[4], c[5] = packet.frame.number, bool(values)
         func, floats = self.func, self.kind == "float"
         if func == "COUNT":
             c[2] += len(values)
@@ -253,6 +261,8 @@ class IoFunction:
                 k = 3 if floats else 2
                 if (c[0] == 1 and i == 0) or v < c[k]:
                     c[k] = v
+                if c[6] is None or v < c[6]:
+                    c[6] = v
             elif func == "MAX":
                 k = 3 if floats else 2
                 if v > c[k]:
@@ -277,21 +287,60 @@ class IoFunction:
         self._track(c)
 
     def _track(self, c) -> None:
+        q = self._width_value(c)
+        if q > c[7]:
+            c[7] = q
+            if q > self.max_val:
+                self.max_val = q
+
+    def _width_value(self, c) -> int:
+        """What tshark keeps of a cell for the column's width (its max_vals)."""
         func, kind = self.func, self.kind
         if func in ("COUNT", "LOAD"):
-            self.max_val = max(self.max_val, c[2])
-        elif func == "AVG":
-            if c[1]:
-                if kind == "float":
-                    self.max_val = max(self.max_val, int(c[3]) // c[1])
-                elif kind == "time":
-                    self.max_val = max(self.max_val, (c[2] // c[1] + 500_000_000) // NS)
+            return c[2]
+        if func == "AVG":
+            if not c[1]:
+                return 0
+            if kind == "float":
+                return int(c[3]) // c[1]
+            if kind == "time":
+                return (c[2] // c[1] + 500_000_000) // NS
+            return c[2] // c[1]
+        if kind == "float":
+            return int(c[3] + 0.5)
+        return c[2]
+
+    def merge(self, parts: list[IoFunction]) -> None:
+        """The shards' columns (each over some conversations of the same run) into this one, as one process would
+        have computed it. Exact but for one case: AVG's width where several shards share an interval (tshark
+        tracks the running mean frame by frame; the merged width is the larger of the final mean and each
+        shard's own running maximum of a cell it alone fills)."""
+        self.primed = any(p.primed for p in parts)
+        self.last = max([self.last, *(p.last for p in parts)])
+        floats = self.kind == "float"
+        for idx in sorted({i for p in parts for i in p.cells}):
+            have = sorted((p.cells[idx] for p in parts if idx in p.cells), key=lambda c: c[4])
+            c = self.cell(idx)
+            c[0], c[1] = sum(h[0] for h in have), sum(h[1] for h in have)
+            first = have[0]
+            c[4], c[5] = first[4], first[5]
+            mins = [h[6] for h in have if h[6] is not None]
+            c[6] = min(mins) if mins else None
+            if self.func == "MIN":      # from the interval's first frame's value, or from 0 when it had none
+                low = min(mins) if mins else 0
+                value = low if first[5] else min(low, 0)
+                if floats:
+                    c[3] = float(value)
                 else:
-                    self.max_val = max(self.max_val, c[2] // c[1])
-        elif kind == "float":
-            self.max_val = max(self.max_val, int(c[3] + 0.5))
-        else:
-            self.max_val = max(self.max_val, c[2])
+                    c[2] = value
+                c[7] = first[7]         # the running minimum starts at its first value: its widest
+            elif self.func == "MAX":
+                c[2], c[3] = max(h[2] for h in have), max(h[3] for h in have)
+                c[7] = self._width_value(c)
+            else:
+                c[2], c[3] = sum(h[2] for h in have), sum(h[3] for h in have)
+                c[7] = have[0][7] if len(have) == 1 else self._width_value(c)
+            self.max_val = max(self.max_val, c[7])
 
     def table(self, interval_us: int, n: int, last_span: int) -> dict:
         """What the renderer needs: the column's width and a formatter of the value of row i."""
@@ -309,20 +358,13 @@ class IoFunction:
             width = magnitude_of(self.max_val) + 7
         else:
             width = max(len(func), magnitude_of(self.max_val))
-        return FunctionTable(func, width, lambda i, last=False: self.text(i, last, interval_us, last_span), n)
+        return FunctionTable(func, width, self, (interval_us, last_span), n)
 
     def text(self, i: int, last: bool, interval_us: int, last_span: int) -> str:
         cells = self.cells
-        c = cells.get(i)
-        if last:                  # the last row takes the cells binned past the rounded end, as frames do
-            for j in [j for j in cells if j > i]:
-                extra = cells[j]
-                c = list(c or [0, 0, 0, 0.0])
-                c[0] += extra[0]
-                c[1] += extra[1]
-                c[2] += extra[2]
-                c[3] += extra[3]
-        frames, num, counter, fcounter = c or (0, 0, 0, 0.0)
+        # a frame past the last row (at the very end when the duration is a whole number of intervals) is in
+        # no row, as tshark prints only the first n items of a column
+        frames, num, counter, fcounter = (cells.get(i) or (0, 0, 0, 0.0))[:4]
         func, kind = self.func, self.kind or "int"
         if func == "COUNT":
             return str(counter)
@@ -344,15 +386,17 @@ class IoFunction:
 
 class FunctionTable:
     """A function column for the renderer: ["name"], ["width"], ["value"](row, last) -> its text; in JSON its
-    name and values."""
+    name and values. Picklable (a -j worker sends its tables to the parent)."""
 
-    def __init__(self, name: str, width: int, value, rows: int):
-        self.fields = {"name": name, "width": width, "value": value}
-        self.rows = rows
+    def __init__(self, name: str, width: int, column: IoFunction, spans: tuple[int, int], rows: int):
+        self.fields = {"name": name, "width": width, "value": self.value}
+        self.column, self.spans, self.rows = column, spans, rows
+
+    def value(self, i: int, last: bool = False) -> str:
+        return self.column.text(i, last, *self.spans)
 
     def __getitem__(self, key):
         return self.fields[key]
 
     def to_json(self) -> dict:
-        value = self.fields["value"]
-        return {"name": self.fields["name"], "values": [value(i, i == self.rows - 1) for i in range(self.rows)]}
+        return {"name": self.fields["name"], "values": [self.value(i, i == self.rows - 1) for i in range(self.rows)]}

@@ -58,7 +58,7 @@ class ProtocolHierarchy(Tap):
 
     def __init__(self, args):
         self.filter = ",".join(args)
-        self.match = compile_optional(self.filter)
+        self.match = compile_optional(self.filter, "io,phs")
         self.root: dict = {}          # name -> [frames, bytes, children]; dicts keep first-seen order
         self.paths: dict = {}         # a path (tuple) -> its nodes
 
@@ -95,9 +95,9 @@ class ProtocolHierarchy(Tap):
         return {"kind": self.kind, "filter": self.filter, "protocols": tree(self.root)}
 
 
-def compile_optional(text: str):
-    """A display filter for a statistic, or None. Uses analysis.filter when it is there."""
+def compile_optional(text: str, tap: str | None = None):
+    """A display filter for a statistic (`tap`: tshark's, for its words on a bad one), or None."""
     if not text:
         return None
     from .stats_filter import compile_filter
-    return compile_filter(text)
+    return compile_filter(text, tap)

@@ -26,6 +26,7 @@ import struct
 import threading
 from array import array
 from collections.abc import Callable
+from itertools import repeat
 from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
@@ -62,6 +63,7 @@ class Shard:
     picks: list | None = None               # per file: the 0-based indexes of the frames to decode (None: all)
     streams: list | None = None             # per file: each pick's tcp.stream / udp.stream (StreamNumbers)
     conversations: int = 0                  # how many (split_file)
+    prevs: list | None = None               # per file: each pick's previous frame's time in set order (NO_PREV: none)
 
     def __str__(self) -> str:
         return f"shard {self.index} ({', '.join(self.paths)})"
@@ -102,10 +104,12 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
     files = expand([paths] if isinstance(paths, (str, bytes)) or not hasattr(paths, "__iter__") else paths)
     streams = StreamNumbers(_lifetimes(prefs))
     if len(files) == 1:
-        return split_file(files[0], max(1, split), on_error, streams=streams)
+        return split_file(files[0], max(1, split), on_error, streams=streams, prevs=True)
     capture_set = CaptureSet(files, concatenate=concatenate, on_error=on_error)
     numbers = [array("q") for _ in files]
     stream_numbers = [array("q") for _ in files]
+    prevs = [array("q") for _ in files]        # frame.time_delta: the previous frame of the set may be another file's
+    prev = NO_PREV
     group = list(range(len(files)))            # union-find over files
     owner: dict = {}                           # conversation -> a file that has it
     first_ns = None
@@ -121,6 +125,8 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
         if first_ns is None:
             first_ns = frame.ts_ns
         numbers[index].append(n)
+        prevs[index].append(prev)
+        prev = frame.ts_ns
         d = decode(frame)
         stream_numbers[index].append(streams.of(d))
         key = _conversation(d)
@@ -134,7 +140,7 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
         if capture_set.counts[i]:
             shards.setdefault(root(i), []).append(i)
     return [Shard(k, [os.path.abspath(files[i]) for i in members], [numbers[i] for i in members], first_ns,
-                  streams=[stream_numbers[i] for i in members])
+                  streams=[stream_numbers[i] for i in members], prevs=[prevs[i] for i in members])
             for k, members in enumerate(shards.values())]
 
 
@@ -145,14 +151,17 @@ def _lifetimes(prefs: dict | None):
     return Dispatcher(PROTOCOLS, Settings(dict(prefs or {}), {})).lifetimes
 
 
-def split_file(path, parts: int, on_error=None, count: int | None = None, streams=None) -> list[Shard]:
+def split_file(path, parts: int, on_error=None, count: int | None = None, streams=None,
+               prevs: bool = False) -> list[Shard]:
     """One file as up to `parts` shards of whole conversations, balanced by frames (largest conversation first
     to the lightest shard); frames of no conversation go with the first shard. A cut file's readable frames are
     planned and the cut is named through on_error ("... after N packets", as the read command says it).
-    count: only the first `count` frames (-c). streams: a `StreamNumbers`, to give each pick its stream number."""
+    count: only the first `count` frames (-c). streams: a `StreamNumbers`, to give each pick its stream number.
+    prevs: give each pick its previous frame's time (Shard.prevs; -j's workers read it from the file instead)."""
     planner = Planner(path, parts, streams=streams, count=count)
     picks = [array("q") for _ in range(planner.parts)]
     numbers = [array("q") for _ in picks]
+    times = [array("q") for _ in picks]
     while True:
         entries = planner.step(None)
         if entries is None:
@@ -160,16 +169,19 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, stream
         for k, e in enumerate(entries):
             picks[k].extend(e[0::ENTRY])                 # (frame numbers: the indexes are one less)
             numbers[k].extend(e[2::ENTRY])
+            if prevs:
+                times[k].extend(e[3::ENTRY])
     if planner.error is not None and on_error is not None:
         on_error(str(path), planner.error)
     full = os.path.abspath(path)
     return [Shard(k, [full], [p], planner.first_ns, [array("q", (i - 1 for i in p))],
-                  [numbers[k]] if streams is not None else None, planner.conversations[k])
+                  [numbers[k]] if streams is not None else None, planner.conversations[k],
+                  [times[k]] if prevs else None)
             for k, p in enumerate(picks) if p]
 
 
 ENTRY = 4              # a planned frame: (frame number, where it is, tcp.stream / udp.stream, previous frame's time)
-NO_TIME = -(1 << 63)   # the previous frame's time of the first frame
+NO_PREV = NO_TIME = -(1 << 63)   # the previous frame's time of the first frame (Shard.prevs, a planned entry)
 
 
 class Planner:
@@ -524,15 +536,17 @@ def _frames(shard: Shard, job: Job, result: ShardResult, tables=None):
     files = [_file_frames(p, n, k, job.count, result) for p, n, k in zip(shard.paths, shard.numbers, picks)]
     if tables is None:
         return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
-    numbered = [zip(f, s) for f, s in zip(files, shard.streams)]
+    prevs = shard.prevs or [repeat(NO_PREV) for _ in files]
+    numbered = [zip(f, s, t) for f, s, t in zip(files, shard.streams, prevs)]
     pairs = numbered[0] if len(numbered) == 1 else heapq.merge(*numbered, key=lambda pair: pair[0].number)
     return _announced(pairs, tables)
 
 
 def _announced(pairs, tables):
-    tcp, _, _, udp = tables
-    for frame, stream in pairs:
+    tcp, _, clock, udp = tables
+    for frame, stream, prev in pairs:
         tcp.number = udp.number = stream
+        clock.prev_ns = None if prev == NO_PREV else prev
         yield frame
 
 
@@ -551,6 +565,8 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
     taps = stats.make_taps(job.stats)
     for tap in taps:
         _prepare(tap, shard.first_ns)
+        if hasattr(tap, "prime"):      # io,stat functions: the fields a filter of the run names (as one process)
+            tap.prime([job.filter, *job.stats])
     phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
     writer = fields_out.make_writer(io.StringIO(), job.fields, job.field_options, PROTOCOLS) if job.fields else None
     rower = None
@@ -559,10 +575,10 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
         rower = row_maker(job.rows, job.per_pdu)
     tables = None
     if shard.streams is not None:          # tcp.stream / udp.stream as one process numbers them
-        from .capture.clock import FrameClock
         from .capture.sctp import TsnTable
-        from .jobs import PlannedTcpTable, PlannedUdpTable
-        tables = (PlannedTcpTable(), TsnTable(), FrameClock(), PlannedUdpTable())
+        from .jobs import PlannedClock, PlannedTcpTable, PlannedUdpTable
+        # frame.time_relative and frame.time_delta from the set's first frame and each frame's previous one
+        tables = (PlannedTcpTable(), TsnTable(), PlannedClock(shard.first_ns, False), PlannedUdpTable())
     for packet in packets_from_frames(_frames(shard, job, result, tables), dispatcher=dispatcher, tables=tables):
         result.frames += 1
         _FRAME.number = packet.number
@@ -693,6 +709,9 @@ def _merge_phs(tap, states):
 def _merge_io(tap, states):
     _first_ns(tap, states)
     tap.last_us = max(s["last_us"] for s in states)
+    for column, fn in enumerate(tap.functions):      # COUNT() SUM() MIN() MAX() AVG() LOAD() columns
+        if fn is not None:
+            fn.merge([s["functions"][column] for s in states])
     for column, bins in enumerate(tap.bins):
         for s in states:
             for idx, (f, b) in s["bins"][column].items():

@@ -171,7 +171,12 @@ def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
                 top = Item(f.sctp, None, c.offset, off + length - c.offset)
                 layers.append(Layer("sctp", top))
             seen_data = True
-        top.add(chunk_item(data, c, bases, fragments.get(i)))
+        item = top.add(chunk_item(data, c, bases, fragments.get(i)))
+        if c.kind == DATA and c.length > 16:
+            # tshark hands the user data to the layer above: the chunk's item, and the sctp item holding it, end
+            # at the chunk's 16-byte header (packet-sctp.c proto_item_set_len)
+            item.length = 16
+            top.length = c.offset + 16 - top.offset
     return layers
 
 
@@ -238,11 +243,13 @@ def _fragments(item: Item, pieces: list) -> None:
     """tshark's summary of a message reassembled from DATA chunks, in the chunk that completed it. tshark 4.0
     numbers the pieces' payload bytes from the message length on (not from 0): kept as it prints them."""
     total = sum(n for _, n in pieces)
-    top = item.add(Item(f.sctp_fragments, None, item.offset, 0,
+    # measured: the summary spans this chunk's user data; each piece claims bytes [at, at + n) of the frame
+    # (PDML shows them past its end: "field length invalid!")
+    top = item.add(Item(f.sctp_fragments, None, item.offset + 16, pieces[-1][1],
                         f"Reassembled SCTP Fragments ({total} bytes, {len(pieces)} fragments): "))
     at = total
     for frame, n in pieces:
-        top.add(Item(f.sctp_fragment, frame, item.offset, 0, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)"))
+        top.add(Item(f.sctp_fragment, frame, at, n, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)"))
         at += n
 
 

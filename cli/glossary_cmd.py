@@ -108,7 +108,10 @@ def glossary(report, prefs):
     if report == "fields":
         lines = field_lines()
     elif report == "protocols":
-        lines = [f"{name}\t{short}\t{abbrev}" for abbrev, name, short in protocol_names()]
+        # tshark lists the protocols registered last first: the plugin's (in reverse order), then its own
+        plugin = [p.name for p in reversed(PROTOCOLS) if getattr(p, "lua", True) is not False]
+        rows = sorted(protocol_names(), key=lambda row: plugin.index(row[0]) if row[0] in plugin else len(plugin))
+        lines = [f"{name}\t{short}\t{abbrev}" for abbrev, name, short in rows]
     elif report == "decodes":
         lines = decode_lines()
     else:

@@ -260,7 +260,7 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
     names = json_filter or json_filter_all
     if names is not None and output_format not in ("json", "jsonraw", "ek"):
         fail("-j and -J only work with -T json, jsonraw or ek", 1)
-    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw"):
+    if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
         fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
     if fields_e or output_format == "fields":
         try:
@@ -276,7 +276,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         writer.time_format = time_format
         return writer
     if output_format == "pdml":
-        return PdmlWriter(out, creator=CREATOR, capture_file=capture_file)
+        return PdmlWriter(out, creator=CREATOR, capture_file=capture_file, fields=fields_e or None,
+                          values_of=fields_out.field_values)
     if output_format == "ek":
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
         return ek.EkWriter(out, flt, fields=fields_e or None, hexdump=hexdump,
@@ -339,4 +340,8 @@ def stats_taps(args) -> list:
         unknown = exc.unknown
         if unknown is not None:
             errors.statistic(unknown, stats_base.TAPS)
+        if exc.report is not None:          # tshark's own words for its statistic
+            text, to_stdout = exc.report
+            click.echo(text, err=not to_stdout)
+            sys.exit(1)
         errors.fail(str(exc))

@@ -201,12 +201,16 @@ class WebSocket:
         fin, rsv, opcode, masked = b0 & 0x80, (b0 >> 4) & 7, b0 & 0x0F, b1 & 0x80
         deflate = ctx.conv.get("deflate")
         at, size, key, rsv_item, op_item = self.header(ctx, b0, b1, deflate is not None)
+        tree.length = at - pos           # tshark's websocket item spans the frame's header only
         raw = data[at:ctx.end]
         payload = unmask(raw, key) if key else raw
-        if key and raw:
+        if key and raw:       # a masked payload: its items are in a buffer of its own, as tshark's tvb_unmasked
             tree.add(Item(self.f["masked"], None, at, len(raw), None, False, src))
+            psrc, base = self.unmasked_source(ctx, payload), 0
+        else:
+            psrc, base = src, at
         # tshark shows no payload items for an empty payload; experts then go on the frame's item
-        pl = tree.add(Item(self.f["payload"], None, at, len(raw), None, False, src)) if raw else tree
+        pl = tree.add(Item(self.f["payload"], None, base, len(raw), None, False, psrc)) if raw else tree
         self.check_header(ctx, rsv_item, op_item, rsv, opcode, fin, masked, size, deflate)
         # tshark 4.0's columns, spaces included: " %s" opcode, " [FIN]" or "[FRAGMENT] ", " [MASKED]" or " "
         info = f"WebSocket {OPCODES.get(opcode, 'Unknown Opcode')}{' [FIN]' if fin else '[FRAGMENT] '}" \
@@ -215,9 +219,9 @@ class WebSocket:
             if opcode == 8:
                 self.closing(ctx)
             if raw:
-                self.control(ctx, pl, opcode, payload, at, src if not key else None)
+                self.control(ctx, pl, opcode, payload, base, psrc)
             return info
-        self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, key is None, info)
+        self.data_frame(ctx, pl, opcode, fin, rsv, payload, at, (base, psrc, key is None), info)
         return info
 
     @staticmethod
@@ -235,7 +239,8 @@ class WebSocket:
         on the frame's standard decode."""
         d = ctx.stack.d if ctx.stack is not None else None
         if d is not None and d.transport == "tcp":
-            d.pdu_sizes = [*(d.pdu_sizes or ()), ctx.end - ctx.pos]
+            size = ctx.end - ctx.pos        # a PDU in a reassembled buffer: its place there too
+            d.pdu_sizes = [*(d.pdu_sizes or ()), (size, ctx.source, ctx.pos) if ctx.source else size]
 
     def header(self, ctx, b0: int, b1: int, deflate: bool):
         """The header items (tshark's fields and order); returns (payload offset, length, key, rsv and opcode
@@ -277,10 +282,8 @@ class WebSocket:
             ctx.expert(op_item, "unexpected", "Frame from the client not masked" if from_client
                        else "Frame from the server masked")
 
-    def control(self, ctx, pl, opcode, payload, at, src) -> None:
-        """Close (status code and reason), ping, pong: shown in the payload item."""
-        src = ctx.source if src is not None else self.unmasked_source(ctx, payload)
-        base = at if src == ctx.source else 0
+    def control(self, ctx, pl, opcode, payload, base, src) -> None:
+        """Close (status code and reason), ping, pong: shown in the payload item (payload at `base` of `src`)."""
         f = self.f
         if opcode == 8:
             close = pl.add(Item(f["close"], None, base, len(payload), None, False, src))
@@ -301,7 +304,10 @@ class WebSocket:
         return ctx.new_source("Unmasked data", payload)
 
     # --- messages ------------------------------------------------------------------------------------------------
-    def data_frame(self, ctx, pl, opcode, fin, rsv, payload, at, plain, info) -> None:
+    def data_frame(self, ctx, pl, opcode, fin, rsv, payload, at, where, info) -> None:
+        """A data frame's payload into its direction's message; `at`: its offset in the frame; `where`: (offset, data
+        source, plain) of its unmasked bytes (plain: the frame was not masked, they are the frame's own)."""
+        base, psrc, _ = where
         states = ctx.conv.setdefault("messages", {})
         state = states.get(ctx.direction)
         if opcode == 0:
@@ -312,8 +318,7 @@ class WebSocket:
             if payload and not (fin and state["parts"]):
                 # tshark puts it on the top level of the tree, after the websocket layer (the frame completing a
                 # fragmented message shows the reassembly instead)
-                ctx.top_level(Item(self.f["continue"], payload, at if plain else 0, len(payload), None, False,
-                                   ctx.source if plain else self.unmasked_source(ctx, payload)))
+                ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
         else:
             if state is not None:
                 ctx.expert(pl, "unexpected", "New message before the previous one was finished: it is dropped")
@@ -329,13 +334,15 @@ class WebSocket:
         if not fin:
             return
         del states[ctx.direction]
-        self.message(ctx, pl, state, at, plain, info)
+        self.message(ctx, pl, state, at, where, info)
 
-    def message(self, ctx, pl, state, at, plain, info) -> None:
+    def message(self, ctx, pl, state, at, where, info) -> None:
         """A complete message: reassembled, inflated, handed up (or shown as data)."""
         parts, f = state["parts"], self.f
         msg = b"".join(parts)
-        single = len(parts) == 1 and plain
+        base, psrc, plain = where
+        single = len(parts) == 1
+        reassembled = None
         if len(parts) > 1:
             # Wireshark's fragment tree (reassemble.c show_fragment_tree), on the top level of the tree after the
             # websocket layer: each fragment (several may share a frame) as "#frame(bytes)" and "payload: first-last"
@@ -344,13 +351,19 @@ class WebSocket:
                 shares.append((frame, pos, len(part)))
                 pos += len(part)
             listed = ", ".join(f"#{frame}({n})" for frame, _, n in shares)
-            node = ctx.top_level(Item(f["fragments"], None, at, 0, f"[{len(parts)} Reassembled websocket Fragments "
-                                      f"({len(msg)} bytes): {listed}]", True, ctx.source))
+            # tshark reassembles when the last frame has a payload (process_reassembled_data): the items span the
+            # fragments in its "Reassembled Message" buffer
+            if parts[-1]:
+                reassembled = ctx.new_source("Reassembled Message", msg)
+            src = ctx.source if reassembled is None else reassembled
+            where = (lambda first, n: (at, 0)) if reassembled is None else (lambda first, n: (first, n))
+            node = ctx.top_level(Item(f["fragments"], None, *where(0, len(msg)), f"[{len(parts)} Reassembled "
+                                      f"websocket Fragments ({len(msg)} bytes): {listed}]", True, src))
             for frame, first, n in shares:
-                node.add(Item(f["fragment"], frame, at, 0, f"Frame: {frame}, payload: {first}-{first + n - 1} "
-                              f"({n} byte{'s' if n != 1 else ''})", True, ctx.source))
-            node.add(Item(f["frag_count"], len(parts), at, 0, None, True, ctx.source))
-            node.add(Item(f["reassembled"], len(msg), at, 0, None, True, ctx.source))
+                node.add(Item(f["fragment"], frame, *where(first, n), f"Frame: {frame}, payload: {first}-"
+                              f"{first + n - 1} ({n} byte{'s' if n != 1 else ''})", True, src))
+            node.add(Item(f["frag_count"], len(parts), *where(0, 0), None, True, src))
+            node.add(Item(f["reassembled"], len(msg), *where(0, 0), None, True, src))
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             msg, error = self.inflater(ctx).inflate(msg)
             if msg is None:
@@ -359,8 +372,10 @@ class WebSocket:
             single, name = False, "Decompressed payload"
         else:
             name = "Unmasked data" if not plain else "Reassembled WebSocket message"
-        if single:
-            data, start, source = ctx.data, at, ctx.source
+        if single:            # this frame's payload, where it is (the frame, or its unmasked buffer)
+            data, start, source = (ctx.data, base, psrc) if plain else (msg, 0, psrc)
+        elif reassembled is not None and name != "Decompressed payload":
+            data, start, source = msg, 0, reassembled
         else:
             data, start, source = msg, 0, ctx.new_source(name, msg)
         if not msg:

@@ -60,13 +60,17 @@ class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
 
-    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand")
+    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand", "tries")
 
     def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources, demand=None):
         self.frame, self.decoded, self.games = frame, decoded, games
         self._info, self.protocol, self.sources = info, protocol, sources
         self._index = None
         self.demand = demand          # engine.demand.Demand: index() holds only the layers it reads
+        # calls of the plugin that made no layer: its heuristics tried before the one that took a payload, or in
+        # vain, and a stream dissector that kept a segment's bytes: (the game layer made next or None, offset of
+        # the payload in its data source, their names); -T pdml shows each call (wslua's fake item)
+        self.tries = None
 
     @property
     def game(self) -> Layer | None:
@@ -152,7 +156,7 @@ class PlainPacket(Packet):
 
     def __init__(self, frame, decoded):
         self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
-        self._info, self.demand = None, None
+        self._info, self.demand, self.tries = None, None, None
 
     @property
     def protocol(self) -> str:
@@ -179,7 +183,7 @@ class Stack:
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
     __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
-                 "ended", "now", "dropped", "notes")
+                 "ended", "now", "dropped", "notes", "tries")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -194,6 +198,15 @@ class Stack:
         self.now = 0.0                   # the frame's capture time (seconds)
         self.dropped = False             # this frame's pair was freed while it was being dissected (state budget)
         self.notes: list = []            # (protocol name, note) for the first layer of that protocol
+        self.tries: list[tuple[int, int, list[str]]] = []   # (layers made before, payload offset, Lua heuristics)
+
+    def lookup(self, table: str, keys, payload: bytes, offset: int):
+        """Dispatcher.lookup, noting the Lua heuristics it tried in vain on the payload at `offset`."""
+        tried: list[str] = []
+        proto = self.dispatcher.lookup(table, keys, payload, self.conversation, tried)
+        if tried:
+            self.tries.append((len(self.layers), offset, tried))
+        return proto
 
     @property
     def direction(self) -> str:
@@ -253,13 +266,20 @@ class Stack:
                 meta: dict) -> str | None:
         if self.depth >= MAX_DEPTH or start >= end:
             return None
-        proto = self.dispatcher.lookup(table, keys, data[start:end], self.conversation)
+        proto = self.lookup(table, keys, data[start:end], start)
         if proto is None:
             return None
         self.dissect(proto, data, start, end, source, direction, meta)
         return proto.name
 
     def packet(self) -> Packet:
+        packet = self._packet()
+        if self.tries:
+            layers = self.layers
+            packet.tries = [(layers[i] if i < len(layers) else None, at, names) for i, at, names in self.tries]
+        return packet
+
+    def _packet(self) -> Packet:
         d = self.d
         if not self.layers:
             protocol = d.protocol_column()
@@ -298,7 +318,13 @@ class Dispatcher:
                 for key in keys:
                     self.tables.setdefault(table, {}).setdefault(key, p)
             for name, match in getattr(p, "heuristics", {}).items():
-                self.heuristic_lists.setdefault(name, []).append((p, match))
+                entries = self.heuristic_lists.setdefault(name, [])
+                # Wireshark prepends each registration: the plugin's (registered after every C dissector, in
+                # table order) come first, the last registered first; Wireshark's own (emulated) after them
+                if getattr(p, "lua", True) is not False:
+                    entries.insert(0, (p, match))
+                else:
+                    entries.append((p, match))
         for p in protocols:          # a port preference (-o freeblox.ws_port:8765) registers its key first
             for pname, table in getattr(p, "port_prefs", {}).items():
                 value = self.settings.prefs.get(f"{p.name}.{pname}", "")
@@ -361,7 +387,7 @@ class Dispatcher:
         if self.streams is not None:
             self.streams.connections.pop(pair, None)
 
-    def lookup(self, table: str, keys, payload: bytes, conv_of=None) -> Protocol | None:
+    def lookup(self, table: str, keys, payload: bytes, conv_of=None, tried: list | None = None) -> Protocol | None:
         """The protocol for a payload: decode-as (table, key), then the table's registrations, then the
         heuristic list named by the table's first part ("udp.port" -> "udp"). A protocol whose heuristic decides
         per connection (`heuristic_wants_conv`) is given its conversation dict: conv_of(proto) -> dict."""
@@ -377,12 +403,18 @@ class Dispatcher:
                 p = registered.get(key)
                 if p is not None:
                     return p
-        for p, match in self.heuristic_lists.get(table.split(".")[0], ()):
+        entries = self.heuristic_lists.get(table.split(".")[0], ())
+        for i, (p, match) in enumerate(entries):
             if getattr(p, "heuristic_wants_conv", False) and conv_of is not None:
-                if match(payload, conv_of(p)):
-                    return p
-            elif match(payload):
+                took = match(payload, conv_of(p))
+            else:
+                took = match(payload)
+            if took:
+                if i:      # packet.c: the heuristic that took a packet moves to the front of its list
+                    entries.insert(0, entries.pop(i))
                 return p
+            if tried is not None and getattr(p, "lua", True) is not False:
+                tried.append(p.name)       # the plugin's heuristic ran (wslua adds its fake item) and said no
         return None
 
     def dissect(self, frame, d) -> Packet:
@@ -478,7 +510,7 @@ class Dispatcher:
         proto = self.claimed.get(key)
         if proto is not None:
             return proto
-        proto = self.lookup("udp.port", (d.sport, d.dport), d.payload, stack.conversation)
+        proto = stack.lookup("udp.port", (d.sport, d.dport), d.payload, d.payload_offset)
         if proto is not None and getattr(proto, "heuristic_claims", False) and \
                 not any(proto is self.tables.get("udp.port", {}).get(port) for port in (d.sport, d.dport)):
             self.claimed[key] = proto

@@ -102,7 +102,7 @@ class Streams:
         until one claims it, every payload is offered to the heuristics), then kept."""
         if conn.proto is None and payload:
             ports = (d.sport, d.dport) if d.sport <= d.dport else (d.dport, d.sport)
-            conn.proto = stack.dispatcher.lookup(table, ports, payload, stack.conversation)
+            conn.proto = stack.lookup(table, ports, payload, d.payload_offset)
         return conn.proto
 
     # --- TCP ------------------------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ class Streams:
                 if h.seg_offset is None and cutter.source is not None and getattr(proto, "lua", True) is False:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
-                    d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data)]
+                    d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source)]
                 elif (cutter.kept_from and h.seg_offset is not None and not d.reassembled
                       and getattr(proto, "lua", True) is False):
                     # PDUs of this segment, then the start of one it does not hold: tshark's TCP shows those
@@ -148,6 +148,7 @@ class Streams:
         if proto is not None and d.payload and not made and not _resent(d):
             if getattr(proto, "lua", True) is not False:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
+                stack.tries.append((len(stack.layers), d.payload_offset, [proto.name]))   # its call (-T pdml)
             else:
                 d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
 

@@ -48,14 +48,15 @@ class Slot:
     """One item of a template: `field` (None: a text item), `label` a %-format of the values, `value` the key of
     its value (None: no value), `at`/`length` its bytes relative to the layer's base offset (either may be the
     key of a value: a payload's length, a PDU's place), its item class
-    (Item, HiddenItem, TextItem), whether it is generated, and its children (slots or static items)."""
+    (Item, HiddenItem, TextItem), whether it is generated, its children (slots or static items), and `source`: the
+    key of its data source index (None: the frame)."""
 
-    __slots__ = ("field", "label", "value", "at", "length", "generated", "cls", "kids")
+    __slots__ = ("field", "label", "value", "at", "length", "generated", "cls", "kids", "source")
 
     def __init__(self, field, label: str | None, value: str | None = None, at: int | str = 0, length: int | str = 0,
-                 generated: bool = False, cls=Item, kids: tuple = ()):
+                 generated: bool = False, cls=Item, kids: tuple = (), source: str | None = None):
         self.field, self.label, self.value, self.at, self.length = field, label, value, at, length
-        self.generated, self.cls, self.kids = generated, cls, tuple(kids)
+        self.generated, self.cls, self.kids, self.source = generated, cls, tuple(kids), source
 
 
 class Template:
@@ -82,6 +83,8 @@ def _items(nodes, vals: dict, base: int) -> list[Item]:
         at = vals[n.at] if n.at.__class__ is str else n.at
         item = n.cls(n.field, vals[n.value] if n.value is not None else None, base + at, length,
                      n.label % vals if n.label is not None else None, n.generated)
+        if n.source is not None:
+            item.source = vals[n.source]
         if n.kids:
             item.children = _items(n.kids, vals, base)
         out.append(item)

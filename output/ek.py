@@ -18,6 +18,7 @@ import time
 
 from ..engine.tree import MALFORMED, TextItem
 from . import json_forms, json_out
+from .pdml import lua_calls
 from . import tshark_values as tv
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -27,9 +28,18 @@ def _key(name: str) -> str:
     return _dumps(name.replace(".", "_"))
 
 
+# tshark 4.0's TCP options are protocols in name only (proto_register_protocol_in_name_only, FT_BYTES): no parent,
+# so their EK key is the abbrev alone ("tcp_options_mss"; their fields keep the prefix: "tcp_tcp_options_mss_val")
+NAME_ONLY_PROTOCOLS = frozenset(f"tcp.options.{name}" for name in (
+    "nop", "eol", "timestamp", "mss", "wscale", "sack_perm", "sack", "echo", "echoreply", "cc", "md5", "qs",
+    "user_to", "tfo", "experimental", "unknown"))
+
+
 def parent_protocol(abbrev: str, layer: str) -> str | None:
     """The protocol a field is registered under (hfinfo->parent): the layer's for its own fields, `_ws.expert`,
     `_ws.lua` ... for Wireshark's, else the abbrev's first part. None for a protocol or a text item."""
+    if abbrev in NAME_ONLY_PROTOCOLS:
+        return None
     if abbrev.startswith(layer + "."):
         return layer
     if abbrev.startswith("_ws."):
@@ -99,9 +109,10 @@ def _nodes(kids, layer: str, packet, source: int = 0) -> list:
 
 
 def iso_time(ts_ns: int) -> str:
-    """FT_ABSOLUTE_TIME in EK: strftime("%FT%T") in UTC, then "." and the nanoseconds as %u (not zero-padded)."""
+    """FT_ABSOLUTE_TIME in EK: strftime("%FT%T") in UTC, then "." and the nine digits of the nanoseconds
+    (measured: 1 ms is ".001000000Z")."""
     secs, ns = divmod(ts_ns, 1_000_000_000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ns}Z"
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{ns:09d}Z"
 
 
 class ProtocolFilter:
@@ -177,13 +188,18 @@ def _value(node, flt, out: list) -> None:
 
 
 def layer_nodes(packet) -> list:
-    """The packet's layers as EK nodes (a layer is a protocol node; `_ws.lua.fake` is a value-less field)."""
+    """The packet's layers as EK nodes (a layer is a protocol node; `_ws.lua.fake`, wslua's item for each plugin
+    call, a value-less field: ek_fill_attr gathers them all, `[null,null]`, where the first one is)."""
     out = []
-    for layer in packet.layers():
+    fake = tv.LUA_FAKE_KEY
+    for layer, fakes in lua_calls(packet):
+        out.extend(_Node(fake, "none", None, [], _name(fake, fake)) for _ in fakes)
+        if layer is None:
+            break
         kids = _nodes(layer.item.children, layer.proto, packet, layer.item.source)
         if layer.proto == tv.LUA_FAKE_KEY:
             out.append(_Node(layer.proto, "none", None, [], _name(layer.proto, layer.proto)))
-        elif layer.item.field is not None and layer.item.field.ftype not in ("none", "protocol"):
+        elif layer.item.field is not None and layer.item.field.ftype != "protocol":
             out.extend(_nodes([layer.item], layer.proto, packet, layer.item.source))   # a field item on the top level
         else:
             top = layer.item

@@ -66,13 +66,26 @@ def raw_hex(item, packet, source: int = 0) -> str:
     sources = packet.sources if packet.sources else ()
     index = item.source or source
     data = sources[index].data if index < len(sources) else packet.frame.data
-    return data[item.offset:item.offset + item_length(item)].hex()
+    length = item_length(item)
+    if item.offset + length > len(data):       # print.c: an item past its buffer's end
+        return "field length invalid!"
+    return data[item.offset:item.offset + length].hex()
+
+
+# the type tshark 4.0 registers where protodump's field table keeps a simpler one (an address as its text, a
+# 24-bit OUI in 32 bits, a frame reference as a number): the last member of their _raw
+RAW_FTENUM = {"eth.dst": 29, "eth.src": 29, "eth.addr": 29, "eth.dst.oui": 6, "eth.src.oui": 6,
+              "eth.addr.oui": 6, "ip.src": 32, "ip.dst": 32, "ip.addr": 32, "tcp.segment": 35,
+              "sctp.fragment": 35}
 
 
 def _raw(item, packet, source: int = 0) -> Raw:
     f = item.field
-    return Raw([raw_hex(item, packet, source), item.offset, item_length(item), f.mask if f is not None else 0,
-                FTENUM.get(f.ftype, 0) if f is not None else 1])
+    if f is None:
+        return Raw([raw_hex(item, packet, source), item.offset, item_length(item), 0, 1])
+    mask = 0 if f.abbrev in PICTURE_ONLY_MASK else f.mask
+    return Raw([raw_hex(item, packet, source), item.offset, item_length(item), mask,
+                RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
 
 
 def _expert_members(info) -> list:

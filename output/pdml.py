@@ -46,6 +46,8 @@ def showname(item) -> str:
         text = f.labeler(item) if f.labeler else tv.label(f, item.value)
     elif item.generated and text.startswith("[") and text.endswith("]"):
         text = text[1:-1]
+        if len(text) >= LABEL_LENGTH:      # a formatted label (a reassembly's): cut to the buffer, no mark
+            return text.encode()[:LABEL_LENGTH - 1].decode("utf-8", "ignore")
     if f is not None and len(text) >= LABEL_LENGTH // 4:
         text = fit_label(text, f.name)
     return text
@@ -120,7 +122,9 @@ class _Writer:
         if kids:
             for child in kids:
                 self.node(child, level + 1, item.offset, src)
-            add(ind + ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
+            # print.c takes back the wrapper's level before closing: a wrapped field closes one level out
+            add((_ind(level) if top_field else ind) +
+                ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
         if top_field:
             add(_ind(level) + "</proto>\n")
 
@@ -176,21 +180,40 @@ def _frame_time(packet) -> str:
     return time.strftime("%b %d, %Y %H:%M:%S", time.gmtime(ts // 1_000_000_000)) + f".{ts % 1_000_000_000:09d} UTC"
 
 
+def lua_calls(packet) -> list[tuple]:
+    """(layer, offsets) for each layer of the packet, then (None, offsets) for the end of the tree: the offsets of
+    the `_ws.lua.fake` items wslua adds before it, one per plugin call (-T pdml, -T ek). A call: the first layer of
+    each call to a plugin protocol (not the C dissectors it emulates), at the start of the tvb it was called with;
+    a heuristic of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the
+    layer made next (or, when none was, before the data layer of the payload nobody took, else at the end); the
+    postdissector's at 0, last."""
+    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
+    tried: dict[int, list[int]] = {}
+    for layer, at, names in packet.tries or ():
+        tried.setdefault(id(layer.item) if layer is not None else 0, []).extend([at] * len(names))
+    out = []
+    for layer in packet.layers():
+        top = layer.item
+        fakes = list(tried.pop(id(top), ()) or (tried.pop(0, ()) if layer.proto == "data" else ()))
+        if id(top) in calls:       # a layer in a reassembled buffer was called on the segment's payload (the
+            # plugin reassembles inside the call); not freeblox: websocket calls it on a buffer of its own
+            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
+                and layer.proto in TCP_CALLED
+            fakes.append(packet.decoded.payload_offset if over_tcp else top.offset)
+        out.append((layer, fakes))
+    out.append((None, [at for ats in tried.values() for at in ats] + [0]))
+    return out
+
+
 def packet_text(packet) -> str:
     w = _Writer(packet)
     w.out.append("<packet>\n")
     w.geninfo()
-    # a Lua dissector call: the first layer of each call to a plugin protocol (not the C dissectors it emulates)
-    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
-    for layer in packet.layers():
-        top = layer.item
-        if id(top) in calls:       # at the start of the tvb the dissector is called with: a layer in a reassembled
-            # buffer was called on the segment's payload (the plugin reassembles inside the call)
-            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
-                and layer.proto in TCP_CALLED     # not freeblox: websocket calls it on a buffer of its own
-            w.fake(packet.decoded.payload_offset if over_tcp else top.offset)
-        w.node(top, 0, None, top.source)
-    w.fake(0)
+    for layer, fakes in lua_calls(packet):
+        for at in fakes:
+            w.fake(at)
+        if layer is not None:
+            w.node(layer.item, 0, None, layer.item.source)
     w.out.append("</packet>\n\n\n")     # print.c's "</packet>\n\n", then tshark's own "\n"
     return "".join(w.out)
 
@@ -198,8 +221,9 @@ def packet_text(packet) -> str:
 class PdmlWriter:
     """The PDML document: preamble (on the first packet, or at the end when there is none), packets, end."""
 
-    def __init__(self, out, creator: str, capture_file: str | None):
+    def __init__(self, out, creator: str, capture_file: str | None, *, fields=None, values_of=None):
         self.out, self.creator, self.capture_file = out, creator, capture_file
+        self.fields, self.values_of = fields, values_of      # -e: only these fields (print.c, FORMAT_XML)
         self.started = False
         self.first_ns: int | None = None
 
@@ -216,7 +240,21 @@ class PdmlWriter:
     def write(self, packet) -> None:
         if not self.started:
             self._start()
-        self.out.write(packet_text(packet))
+        if self.fields:
+            self.out.write(self.fields_text(packet))
+        else:
+            self.out.write(packet_text(packet))
+
+    def fields_text(self, packet) -> str:
+        """-T pdml -e: the geninfo block, then `<field name value/>` for each value of each field asked for."""
+        w = _Writer(packet)
+        w.out.append("<packet>\n")
+        w.geninfo()
+        for name in self.fields:
+            for value in self.values_of(packet, name, self.first_ns):
+                w.out.append(f'  <field name="{xml_escape(name)}" value="{xml_escape(value)}"/>\n')
+        w.out.append("</packet>\n\n\n")
+        return "".join(w.out)
 
     def close(self) -> None:
         if not self.started:

@@ -220,10 +220,11 @@ def hex_columns(chunk: bytes) -> tuple[str, str]:
 def hexdump(data: bytes) -> list[str]:
     """-x: tshark 4.0's packet bytes (print.c/hex_dump_buffer): sixteen bytes single-spaced, then the ASCII."""
     lines = []
+    digits = max(4, len(f"{len(data) - 1:x}"))      # as many offset digits as the last offset needs, at least 4
     for off in range(0, len(data), 16):
         chunk = data[off:off + 16]
         text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
-        lines.append(f"{off:04x}  {chunk.hex(' '):<47}   {text}")
+        lines.append(f"{off:0{digits}x}  {chunk.hex(' '):<47}   {text}")
     return lines
 
 
@@ -234,7 +235,8 @@ def hex_lines(packet) -> list[str]:
         return hexdump(packet.frame.data)
     out = []
     for source in sources:       # one after the other, no blank line between them (tshark 4.0)
-        out.append(f"{source.name} ({len(source.data)} bytes):")
+        n = len(source.data)
+        out.append(f"{source.name} ({n} byte{'' if n == 1 else 's'}):")
         out.extend(hexdump(source.data))
     return out
 

@@ -20,6 +20,20 @@ def test_io_stat_functions_are_tsharks(protodump_run, standard_run, name, interv
     assert ours.stdout == theirs.stdout
 
 
+@pytest.mark.parametrize("name,interval", [("enet-plain.pcap", "0"), ("blank-server-session.pcap", "0"),
+                                           ("rutentoy-sctp.pcap", "0.001"), ("enet-plain.pcap", "0.01")])
+def test_io_stat_last_row_is_tsharks(protodump_run, standard_run, name, interval):
+    """The last row ends at tshark's own duration: moved to the next printed digit only when past half of one
+    (enet-plain's 0.678680 s: LOAD over 0.679000, 0.999528; blank-server-session's 8.011280 s: over itself,
+    1.000000), so a frame at exactly a whole number of intervals is in no row (rutentoy-sctp at 0.001) and
+    enet-plain at 0.01 has 68 rows, not 69."""
+    args = ("-q", "-Y", NAMES, "-z", f"io,stat,{interval},LOAD(frame.time_delta),SUM(frame.time_delta),"
+            "COUNT(frame.time_delta),,udp", "-r", name)
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+
+
 @pytest.mark.parametrize("name", ["iceball-tcp-session.pcap", "blank-sequence.pcap"])
 def test_io_stat_functions_of_fields_no_filter_names(protodump_run, standard_run, name):
     """No filter names the fields: tshark 4.0 counts nothing (all zero), and so does protodump; a column filter
@@ -47,7 +61,7 @@ def test_io_stat_over_years_streams_rows(protodump_run):
 
     tap = IoStat(["1"])
     year = 365 * 24 * 3600 * 10 ** 9
-    for ts, n in ((0, 60), (10 ** 9 // 2, 70), (3 * year, 80)):
+    for ts, n in ((0, 60), (10 ** 9 // 2, 70), (3 * year + 10 ** 8, 80)):
         tap.add(Packet(ts, n))
     rows = tap.result()["rows"]
     assert len(rows) == 3 * 365 * 24 * 3600 + 1
@@ -96,3 +110,30 @@ def test_io_stat_functions_in_json(protodump_run):
     (table,) = json.loads(run.stdout)["statistics"]
     assert table["functions"] == [{"name": "AVG", "values": ["0.000977", "0.001081", "0.001079"]},
                                   {"name": "COUNT", "values": ["0", "0", "0"]}]
+
+
+BAD_FILTERS = ["bogus == 1", "blank.bogus == 1", "bogus ==", "1 == 2", '"abc" == udp.port', "bogus contains 1",
+               'bogus ~ "x"', "bogus eq 1", "bogus[0] == 1", "host 1.2.3.4", "udp.port ==", "(udp", "bogus && udp",
+               "len(bogus) == 1", "upper(1) == 1", 'string(bogus) == "1"', "max(bogus, udp.port) == 1",
+               "abs(bogus) == 1", "udp.port == 1 || bogus"]
+
+
+@pytest.mark.parametrize("flt", BAD_FILTERS)
+def test_bad_display_filter_is_tsharks(protodump_run, standard_run, flt):
+    """tshark 4.0's words (a syntax error before a name error; "Left side of ..." for an unknown name compared;
+    a function's argument), its caret, its note when the text is a capture filter (libpcap's answer), exit 2."""
+    ours, theirs = protodump_run("-r", "blank-bad.pcap", "-Y", flt), standard_run("-r", "blank-bad.pcap", "-Y", flt)
+    assert theirs.returncode == ours.returncode == 2
+    assert ours.stderr == theirs.stderr.replace("tshark: ", "protodump: ", 1)
+
+
+@pytest.mark.parametrize("z", ["io,phs,(", "io,stat,1,(", "io,stat,0,COUNT(frame.len)bogus.field",
+                               "conv,udp,blank.seq ==", "endpoints,ip,frame ~", "expert,(", "expert,warn,bogus =="])
+def test_bad_filter_in_a_statistic_is_tsharks(protodump_run, standard_run, z):
+    """A -z argument's bad filter: the tap's registration error as tshark 4.0 words it (io,stat's after a blank
+    line, expert's on standard output), exit 1."""
+    args = ("-q", "-r", "blank-bad.pcap", "-z", z)
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert theirs.returncode == ours.returncode == 1
+    assert ours.stdout == theirs.stdout
+    assert ours.stderr == theirs.stderr.replace("tshark: ", "protodump: ", 1)

@@ -246,3 +246,34 @@ def test_dask_followed_by_a_file_is_a_clear_usage_error():
     got = run("-q", "-z", "io,phs", "--dask", SET[0], timeout=60)
     assert got.returncode == 2
     assert f"--dask local {SET[0]}" in got.stderr
+
+
+IO_FUNCTIONS = "io,stat,2,COUNT(blank.seq)blank,SUM(udp.length)udp,MIN(udp.length),MAX(frame.time_delta)," \
+               "AVG(udp.length),LOAD(frame.time_delta),MIN(frame.time_delta)udp,AVG(frame.time_delta),,udp"
+NAMED = ("-Y", "udp.length || frame.time_delta || blank.seq")      # tshark fills a function's field only then
+
+
+def test_io_stat_functions_merge_as_the_local_run(cluster, tmp_path):
+    """COUNT SUM MIN MAX AVG LOAD columns, computed per shard and merged (api/shards.py, IoFunction.merge), equal
+    the local run: over the files of a set and over one file cut into conversations, on the cluster and with
+    -j 2 (the same merge). MIN is the subtle one: it starts from the interval's first frame, whichever shard had
+    it."""
+    files = _big_set(tmp_path, files=2, rounds=2)
+    (tmp_path / "one").mkdir()
+    (one,) = _big_set(tmp_path / "one", files=1, rounds=3)
+    for interval in ("2", "0.5", "0"):
+        z = IO_FUNCTIONS.replace("io,stat,2,", f"io,stat,{interval},")
+        for inputs in (files, [one]):
+            want = run("-q", *NAMED, "-z", z, *inputs)
+            assert want.returncode == 0, want.stderr
+            assert "| MIN |" in want.stdout and want.stdout.count("|") > 60
+            got = run("--dask", cluster.address, "-q", *NAMED, "-z", z, *inputs)
+            assert got.returncode == 0, got.stderr
+            assert got.stdout == want.stdout, (interval, inputs)
+        jobs = run("-j", "2", "-q", *NAMED, "-z", z, one)        # -j: the same merge
+        assert jobs.returncode == 0 and jobs.stderr == "", jobs.stderr
+        assert jobs.stdout == run("-q", *NAMED, "-z", z, one).stdout, interval
+    # the times these columns read: each shard's frames know the set's first frame and their previous frame
+    times = ("-T", "fields", "-e", "frame.number", "-e", "frame.time_delta", "-e", "frame.time_relative")
+    for inputs in (files, [one]):
+        assert run("--dask", cluster.address, *times, *inputs).stdout == run(*times, *inputs).stdout

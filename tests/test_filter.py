@@ -168,6 +168,9 @@ def test_bad_filters_rejected_by_both(tshark_results):
         with pytest.raises(FilterError) as info:
             compile_filter(text)
         err = info.value
+        if err.message == "Unexpected end of filter expression.":     # tshark 4.0 shows no caret for it
+            assert err.position is None
+            continue
         assert err.position is not None and 0 <= err.position <= len(text), (text, err.position)
 
 
@@ -213,11 +216,14 @@ def test_cli_fields_filtered():
 
 
 @pytest.mark.parametrize("text,caret_at", [("blank.foo == 1", 0), ("blank.seq == \"abc\"", 13),
-                                           ("blank.seq == 1 &&", 17), ("ip.src == 1.2.3.4/40", 10)])
+                                           ("blank.seq == 1 &&", None), ("ip.src == 1.2.3.4/40", 10)])
 def test_cli_bad_filter(text, caret_at):
     proc = run("-Y", text, "blank-bad.pcap")
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.splitlines()
+    if caret_at is None:        # the end of the text: tshark 4.0 prints the message alone
+        assert lines == ["protodump: Unexpected end of filter expression."]
+        return
     assert "Traceback" not in proc.stderr and len(lines) == 3, proc.stderr
     assert lines[0].startswith("protodump: ") and lines[1] == "    " + text
     assert lines[2].index("^") == 4 + caret_at

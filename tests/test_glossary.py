@@ -40,6 +40,9 @@ def test_protocols_and_decodes():
     mine = ours("-G", "protocols")
     assert {line for line in mine if line.endswith(GAMES)} <= theirs
     assert set(mine) <= theirs
+    # in tshark's order: the protocols registered last first (the plugin's, the last one first)
+    games = [line for line in tsharks("protocols") if line.endswith(tuple("\t" + g for g in GAMES))]
+    assert mine[:len(games)] == games and len(games) == 5
     assert set(ours("-G", "decodes")) <= set(tsharks("decodes"))
     assert len(ours("-G", "decodes")) == 6
 

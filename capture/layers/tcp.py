@@ -371,7 +371,8 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, "seglen")]
     for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
         # each over its PDU's bytes, as tcp_dissect_pdus adds it (empty when the PDU runs past the segment)
-        nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G))
+        nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G,
+                          source=f"pdusrc{i}"))
     t = d.tcp
     if t is not None and "retransmission" in t.flags and "spurious_retransmission" not in t.flags:
         # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector
@@ -622,8 +623,12 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
         vals["payload"] = payload
         at = hl * 4
         for i, size in enumerate(pdus):
-            vals[f"pdu{i}"], vals[f"pduat{i}"] = size, at
-            vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
+            if size.__class__ is tuple:    # a PDU in a reassembled buffer (source, offset): its item spans it there
+                size, src, pos = size
+                vals[f"pdu{i}"], vals[f"pdusrc{i}"], vals[f"pduat{i}"], vals[f"pdulen{i}"] = size, src, pos - off, size
+            else:
+                vals[f"pdu{i}"], vals[f"pduat{i}"], vals[f"pdusrc{i}"] = size, at, 0
+                vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
             at += size
         segn = _segment_data_length(d)
         if segn:
@@ -665,20 +670,21 @@ def _flag_expert(bit: Item, mask: int, fl: int, t) -> None:
         _tcp_expert(bit, "tcp.connection.rst")
 
 
-def tcp_segments_layer(pieces, whole: bytes) -> Layer:
-    """tshark's summary of a PDU reassembled from segments, shown in the frame that completed it."""
+def tcp_segments_layer(pieces, whole: bytes, source: int = 0) -> Layer:
+    """tshark's summary of a PDU reassembled from segments, shown in the frame that completed it: its items span
+    their bytes in the reassembled buffer (data source `source`), each segment its own share."""
     parts = ", ".join(f"#{frame}({length})" for frame, length in pieces)
-    top = Item(f.tcp_segments, None, 0, 0, f"[{len(pieces)} Reassembled TCP Segments ({len(whole)} bytes): {parts}]",
-               generated=True)
+    n = len(whole)
+    top = Item(f.tcp_segments, None, 0, n, f"[{len(pieces)} Reassembled TCP Segments ({n} bytes): {parts}]",
+               True, source)
     at = 0
     for frame, length in pieces:
-        top.add(Item(f.tcp_segment, frame, 0, 0, f"[Frame: {frame}, payload: {at}-{at + length - 1} ({length} bytes)]",
-                     generated=True))
+        top.add(Item(f.tcp_segment, frame, at, length,
+                     f"[Frame: {frame}, payload: {at}-{at + length - 1} ({length} bytes)]", True, source))
         at += length
-    top.add(Item(f.tcp_segment_count, len(pieces), 0, 0, f"[Segment count: {len(pieces)}]", generated=True))
-    top.add(Item(f.tcp_reassembled_length, len(whole), 0, 0, f"[Reassembled TCP length: {len(whole)}]",
-                 generated=True))
-    top.add(Item(f.tcp_reassembled_data, whole, 0, 0, None, generated=True))     # tshark's bytes label (cut)
+    top.add(Item(f.tcp_segment_count, len(pieces), 0, 0, f"[Segment count: {len(pieces)}]", True, source))
+    top.add(Item(f.tcp_reassembled_length, n, 0, 0, f"[Reassembled TCP length: {n}]", True, source))
+    top.add(Item(f.tcp_reassembled_data, whole, 0, n, None, True, source))     # tshark's bytes label (cut)
     return Layer("tcp.segments", top)
 
 
