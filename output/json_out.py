@@ -50,12 +50,12 @@ def _format_of(f):
     return fmt
 
 
-def _string(v: str, esc=tv.JSON_ESCAPES) -> str:
+def _string(v: str) -> str:
     """A string field's JSON text (tv.json_value + tv.json_escape in one step): cut at a NUL, escaped (a NUL is
     not printable: a printable string without quote or backslash is its own text)."""
     if v.isprintable() and '"' not in v and "\\" not in v:
         return v
-    return (v if "\0" not in v else v[:v.index("\0")]).translate(esc)
+    return tv.json_escape(v if "\0" not in v else v[:v.index("\0")])
 
 
 def object_text(item, depth: int) -> str:

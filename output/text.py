@@ -61,11 +61,37 @@ def item_label(item: Item) -> str:
     if text is None:
         if f is None:
             text = ""
+        elif f.labeler:
+            text = f.labeler(item)
         else:
-            text = f.labeler(item) if f.labeler else tv.label(f, item.value)
+            text = (_LABEL_MAKERS.get(f) or _label_maker(f))(item.value)
     if f is not None and len(text) >= LABEL_LENGTH // 4:
         text = fit_label(text, f.name)
     return "[" + text + "]" if item.generated and not text.startswith("[") else text
+
+
+_LABEL_MAKERS: dict = {}     # FieldInfo -> its label maker
+
+
+def _label_maker(f):
+    """tv.label(f, value) specialised once per field for the common integer fields; a string is cut before it is
+    escaped to what a label can show (fit_label keeps at most 239 bytes: every character is at least one)."""
+    t, values, prefix = f.ftype, f.values, f.name + ": "
+    if t in ("uint8", "uint16", "uint32") and not f.mask and f.base in ("DEC", "HEX"):
+        if f.base == "DEC":
+            num = str
+        else:
+            num = ("0x%0" + str(2 * int(t[4:]) // 8) + "x").__mod__
+        if values is None:
+            make = lambda v: prefix + num(v & 0xFFFFFFFF)       # noqa: E731
+        else:
+            make = lambda v: prefix + values.get(v & 0xFFFFFFFF, "Unknown") + " (" + num(v & 0xFFFFFFFF) + ")"  # noqa
+    elif t == "string":
+        make = lambda v: tv.label(f, v[:LABEL_LENGTH])        # noqa: E731
+    else:
+        make = lambda v: tv.label(f, v)                       # noqa: E731
+    _LABEL_MAKERS[f] = make
+    return make
 
 
 def fit_label(text: str, name: str) -> str:
