@@ -63,16 +63,20 @@ def frame_layer(d):
     fr = d.frame
     protocols = ":".join(d.protocols)      # a snapshot: the tree is built after the dissectors named theirs
     iface, flags = fr.iface, fr.flags
-    ikey = None if iface is None else (iface.section, fr.interface, iface.name, iface.description)
-    key = (fr.linktype, ikey, fr.interface if iface is None else None, flags)
+    if iface is None and flags is None:
+        key = (fr.linktype, fr.interface)
+    else:
+        key = (fr.linktype, fr.interface, flags, None if iface is None else
+               (iface.section, iface.name, iface.description))
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
         tpl = TEMPLATES.get(key, lambda: _frame_nodes(fr))
-    rel, delta, shown = times_of(fr.ts_ns, getattr(d, "times", None))
     length, caplen, ts_ns = fr.length, fr.caplen, fr.ts_ns
-    vals = {"arrival": arrival_text(ts_ns), "ts": ns_text(ts_ns), "delta": ns_text(delta), "shown": ns_text(shown),
-            "rel": ns_text(rel), "number": fr.number, "len": length, "len8": length * 8, "caplen": caplen,
-            "caplen8": caplen * 8, "protocols": protocols}
+    rel, delta, shown = times_of(ts_ns, getattr(d, "times", None))
+    delta_text = ns_text(delta)
+    vals = {"arrival": arrival_text(ts_ns), "ts": ns_text(ts_ns), "delta": delta_text,
+            "shown": delta_text if shown == delta else ns_text(shown), "rel": ns_text(rel), "number": fr.number,
+            "len": length, "len8": length * 8, "caplen": caplen, "caplen8": caplen * 8, "protocols": protocols}
     label = (f"Frame {fr.number}: {length} bytes on wire ({length * 8} bits), {caplen} bytes captured "
              f"({caplen * 8} bits)")
     if iface is not None:
