@@ -244,6 +244,11 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             if frame.comments:
                 _comment_problems(d)
             return d
+        if (etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF
+                and 40 <= tlen and tlen + 14 == len(data) <= frame.length):
+            d = _tcp_fast(frame, data, tlen, src, dst, tcp_table, clock)
+            if d is not None:
+                return d
     d = Decoded(frame)
     if frame.comments:
         _comment_problems(d)
@@ -266,6 +271,50 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         udp_table.analyze(d)
     elif udp_table is not None and d.icmp is not None:
         udp_table.icmp(d)
+    return d
+
+
+_TCP = struct.Struct("!HHIIHH").unpack_from
+_EIT_SPANS = (("eth", 0, 14), ("ip", 14, 20))
+
+
+def _tcp_fast(frame: RawFrame, data: bytes, tlen: int, src: bytes, dst: bytes, tcp_table, clock) -> Decoded | None:
+    """decode's fast path for Ethernet + IPv4 without options + TCP, every check of the general decoders passed
+    (None: take the general path). Fills each slot once, as the UDP one."""
+    sport, dport, seq, ack, offflags, win = _TCP(data, 34)
+    hl = (offflags >> 12) << 2
+    if not 20 <= hl <= tlen - 20:
+        return None
+    d = _new(Decoded)
+    d.frame = frame
+    d.error = None
+    d.network = "ip"
+    d.src = v4_cached(src) or v4_text(src)
+    d.dst = v4_cached(dst) or v4_text(dst)
+    d.ip_proto = 6
+    d.fragment = False
+    d.transport = "tcp"
+    d.sport = sport
+    d.dport = dport
+    d.seq = seq
+    d.ack = ack
+    d.flags = flags = offflags & 0x0FFF
+    d.window = win
+    d.payload = data[34 + hl:]
+    d.payload_offset = 34 + hl
+    d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
+        d.pdu_sizes = d.icmp = None
+    d.unclaimed = False
+    d.segment_data = d.segment_data_at = 0
+    d.protocols = ["eth", "ethertype", "ip", "tcp"]
+    d.spans = [*_EIT_SPANS, ("tcp", 34, hl)]
+    d.problems = []
+    if frame.comments:
+        _comment_problems(d)
+    d.clock = clock
+    d.times = clock.stamp(frame.ts_ns) if clock is not None else None
+    if tcp_table is not None:
+        tcp_table.analyze(d, _wscale(d, data) if flags & 0x02 else None)
     return d
 
 
