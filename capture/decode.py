@@ -181,21 +181,29 @@ class Decoded:
         Built on first call and cached. The frame.protocols item is made from `protocols` at that moment.
         """
         if self._layers is None:
-            from .layers import build
-            self._layers = build(self)
+            self._layers = (_BUILD or _layer_builder())(self)
         return self._layers
 
     def layers_for(self, roots) -> list[Layer]:
         """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached."""
         if self._layers is not None:
             return self._layers
-        from .layers import build
-        return build(self, roots)
+        return (_BUILD or _layer_builder())(self, roots)
 
     def __repr__(self) -> str:
         return (f"Decoded(#{self.frame.number} {self.src}:{self.sport} -> {self.dst}:{self.dport}"
                 f" {self.transport} payload={len(self.payload)}@{self.payload_offset}"
                 f"{' error=' + repr(self.error) if self.error else ''})")
+
+
+_BUILD = None      # capture.layers.build, imported on first use (a summary never builds a tree)
+
+
+def _layer_builder():
+    global _BUILD
+    from .layers import build
+    _BUILD = build
+    return build
 
 
 # The common case in one unpack: Ethernet + IPv4 without options + UDP header (42 bytes).

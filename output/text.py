@@ -159,7 +159,11 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
                 f"{SEVERITY_NAMES[info.severity]}]\n{inner}[Group: {GROUP_NAMES[info.group]}]\n")
             continue
         text = item.label
-        if text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
+        if text is None and not item.generated and (f := item.field) is not None and not f.labeler:
+            text = (_LABEL_MAKERS.get(f) or _label_maker(f))(item.value)     # item_label's common case, inline
+            if len(text) >= LABEL_LENGTH // 4:
+                text = fit_label(text, f.name)
+        elif text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
             text = item_label(item)      # made from the field, bracketed, or cut: else the label is the line
         add(pad + text + "\n")
         if item.children:
@@ -287,6 +291,9 @@ class TextWriter:
             out.write(summary_line(packet, self.time_format) + "\n")
             return
         if self.console is None:
+            if not self.hexdump:
+                out.write(detail_text(packet, self.only) + "\n")
+                return
             out.write(detail_text(packet, self.only))
         else:
             for depth, line, style in layer_lines(packet, self.only):
