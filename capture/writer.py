@@ -10,14 +10,16 @@ from __future__ import annotations
 import sys
 from typing import Self
 
-import dpkt.pcap as dpcap
-from dpkt import pcapng
-
 _LE = sys.byteorder == "little"             # dpkt's Writer writes the host's byte order and checks blocks for it
-_IDB = pcapng.InterfaceDescriptionBlockLE if _LE else pcapng.InterfaceDescriptionBlock
-_EPB = pcapng.EnhancedPacketBlockLE if _LE else pcapng.EnhancedPacketBlock
-_OPT = pcapng.PcapngOptionLE if _LE else pcapng.PcapngOption
 SNAPLEN = 262144
+
+
+def _dpkt():
+    """dpkt's pcap and pcapng modules, imported on first use (dpkt is a tenth of the start-up of a run that
+    writes nothing)."""
+    import dpkt.pcap
+    import dpkt.pcapng
+    return dpkt.pcap, dpkt.pcapng
 
 
 STDOUT = "-"
@@ -86,6 +88,7 @@ class PcapWriter(_Output):
         self._file = _open_output(path)
         self._nano = nano
         self._linktype = None
+        dpcap = _dpkt()[0]
         self._record = dpcap.LEPktHdr if _LE else dpcap.PktHdr
         self.written = 0
         if linktype is not None:
@@ -93,6 +96,7 @@ class PcapWriter(_Output):
 
     def _header(self, linktype: int) -> None:
         self._linktype = linktype
+        dpcap = _dpkt()[0]
         magic = dpcap.TCPDUMP_MAGIC_NANO if self._nano else dpcap.TCPDUMP_MAGIC
         header = (dpcap.LEFileHdr if _LE else dpcap.FileHdr)(magic=magic, snaplen=SNAPLEN, linktype=linktype)
         self._file.write(bytes(header))
@@ -116,13 +120,16 @@ class PcapWriter(_Output):
 
 def _idb(linktype: int, name: str | None, prec: int = 9, description: str | None = None):
     """An interface block: time stamps in units of 10^-prec s (the frames' precision, as tshark keeps it)."""
-    opts = [_OPT(code=pcapng.PCAPNG_OPT_IF_TSRESOL, data=bytes([prec]))]
+    pcapng = _dpkt()[1]
+    option = pcapng.PcapngOptionLE if _LE else pcapng.PcapngOption
+    opts = [option(code=pcapng.PCAPNG_OPT_IF_TSRESOL, data=bytes([prec]))]
     if name:
-        opts.append(_OPT(code=pcapng.PCAPNG_OPT_IF_NAME, data=name.encode()))
+        opts.append(option(code=pcapng.PCAPNG_OPT_IF_NAME, data=name.encode()))
     if description:
-        opts.append(_OPT(code=pcapng.PCAPNG_OPT_IF_DESCRIPTION, data=description.encode()))
-    opts.append(_OPT(code=pcapng.PCAPNG_OPT_ENDOFOPT))
-    return _IDB(linktype=linktype, snaplen=SNAPLEN, opts=opts)
+        opts.append(option(code=pcapng.PCAPNG_OPT_IF_DESCRIPTION, data=description.encode()))
+    opts.append(option(code=pcapng.PCAPNG_OPT_ENDOFOPT))
+    block = pcapng.InterfaceDescriptionBlockLE if _LE else pcapng.InterfaceDescriptionBlock
+    return block(linktype=linktype, snaplen=SNAPLEN, opts=opts)
 
 
 class PcapngWriter(_Output):
@@ -139,6 +146,8 @@ class PcapngWriter(_Output):
         self._units: list[int] = []           # per written interface: nanoseconds per time stamp tick
         self._name = interface_name
         self.written = 0
+        pcapng = _dpkt()[1]
+        self._epb = pcapng.EnhancedPacketBlockLE if _LE else pcapng.EnhancedPacketBlock
         if linktype is not None:
             self._interface(0, linktype)
 
@@ -152,7 +161,7 @@ class PcapngWriter(_Output):
             idb = _idb(linktype, name, prec, info.description if info is not None else None)
             self._units.append(10 ** (9 - prec))
             if self._writer is None:
-                self._writer = pcapng.Writer(self._file, idb=idb)
+                self._writer = _dpkt()[1].Writer(self._file, idb=idb)
             else:
                 self._file.write(bytes(idb))
             self._ids[key] = len(self._ids)
@@ -162,7 +171,7 @@ class PcapngWriter(_Output):
         iface = self._interface(frame.interface, frame.linktype, frame)
         ts = frame.ts_ns // self._units[iface]
         # Written as bytes, not with Writer.writepkt, which would replace a zero timestamp with the time now.
-        self._file.write(bytes(_EPB(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF,
+        self._file.write(bytes(self._epb(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF,
                                     caplen=len(frame.data), pkt_len=frame.length, pkt_data=frame.data)))
         self.written += 1
 
