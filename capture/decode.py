@@ -158,7 +158,7 @@ class Decoded:
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
-        if self.tcp is None:
+        if self.tcp is None or not self.tcp.flags:      # no analysis flag: no tag (and no import)
             return ""
         from .layers.tcp import info_prefix
         return info_prefix(self)

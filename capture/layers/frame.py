@@ -21,8 +21,14 @@ MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", 
 def arrival_text(ts_ns: int) -> str:
     """frame.time as tshark 4.0 prints it: local time with the zone's abbreviation, whatever -t says
     ("Nov 21, 2026 18:30:57.531900000 UTC"; to_str.c's "%s %2d, %d %02d:%02d:%02d")."""
-    head, zone = _second(ts_ns // 1_000_000_000)
-    return f"{head}.{ts_ns % 1_000_000_000:09d} {zone}"
+    return _times(ts_ns)[0]
+
+
+def _times(ts_ns: int) -> tuple[str, str]:
+    """(frame.time, frame.time_epoch) of a time in nanoseconds (one division for both)."""
+    secs, frac = divmod(ts_ns, 1_000_000_000)
+    head, zone = _second(secs)
+    return "%s.%09d %s" % (head, frac, zone), "%d.%09d" % (secs, frac) if secs >= 0 else ns_text(ts_ns)
 
 
 @lru_cache(maxsize=256)          # frames come in time order: one second's text serves many
@@ -74,7 +80,8 @@ def frame_layer(d):
     length, caplen, ts_ns = fr.length, fr.caplen, fr.ts_ns
     rel, delta, shown = times_of(ts_ns, getattr(d, "times", None))
     delta_text = ns_text(delta)
-    vals = {"arrival": arrival_text(ts_ns), "ts": ns_text(ts_ns), "delta": delta_text,
+    arrival, epoch = _times(ts_ns)
+    vals = {"arrival": arrival, "ts": epoch, "delta": delta_text,
             "shown": delta_text if shown == delta else ns_text(shown), "rel": ns_text(rel), "number": fr.number,
             "len": length, "len8": length * 8, "caplen": caplen, "caplen8": caplen * 8, "protocols": protocols}
     label = (f"Frame {fr.number}: {length} bytes on wire ({length * 8} bits), {caplen} bytes captured "
