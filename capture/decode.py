@@ -225,26 +225,13 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         if (etype == 0x0800 and vihl == 0x45 and proto == 17 and not frag & 0x3FFF
                 and 28 <= tlen and tlen + 14 == len(data) <= frame.length     # no trailer: link.trailer
                 and 8 <= ulen <= tlen - 20):
-            d = _new(Decoded)
-            d.frame = frame
-            d.error = None
-            d.network = "ip"
-            d.src = v4_cached(src) or v4_text(src)
-            d.dst = v4_cached(dst) or v4_text(dst)
-            d.ip_proto = 17
-            d.fragment = False
+            d = _fast_decoded(frame, src, dst, 17, sport, dport)
             d.transport = "udp"
-            d.sport = sport
-            d.dport = dport
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
-            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
-                d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = d.icmp = None
-            d.unclaimed = False
-            d.segment_data = d.segment_data_at = 0
+            d.seq = d.ack = d.flags = d.window = None
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
-            d.problems = []
             d.clock = clock
             d.times = clock.stamp(frame.ts_ns) if clock is not None else None
             if udp_table is not None:
@@ -282,6 +269,26 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     return d
 
 
+def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport: int, dport: int) -> Decoded:
+    """The slots the fast paths fill alike (an IPv4 datagram, not a fragment, with no problem so far)."""
+    d = _new(Decoded)
+    d.frame = frame
+    d.error = None
+    d.network = "ip"
+    d.src = v4_cached(src) or v4_text(src)
+    d.dst = v4_cached(dst) or v4_text(dst)
+    d.ip_proto = ip_proto
+    d.fragment = False
+    d.sport = sport
+    d.dport = dport
+    d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
+        d.pdu_sizes = d.icmp = None
+    d.unclaimed = False
+    d.segment_data = d.segment_data_at = 0
+    d.problems = []
+    return d
+
+
 _TCP = struct.Struct("!HHIIHH").unpack_from
 _EIT_SPANS = (("eth", 0, 14), ("ip", 14, 20))
 
@@ -293,30 +300,16 @@ def _tcp_fast(frame: RawFrame, data: bytes, tlen: int, src: bytes, dst: bytes, t
     hl = (offflags >> 12) << 2
     if not 20 <= hl <= tlen - 20:
         return None
-    d = _new(Decoded)
-    d.frame = frame
-    d.error = None
-    d.network = "ip"
-    d.src = v4_cached(src) or v4_text(src)
-    d.dst = v4_cached(dst) or v4_text(dst)
-    d.ip_proto = 6
-    d.fragment = False
+    d = _fast_decoded(frame, src, dst, 6, sport, dport)
     d.transport = "tcp"
-    d.sport = sport
-    d.dport = dport
     d.seq = seq
     d.ack = ack
     d.flags = flags = offflags & 0x0FFF
     d.window = win
     d.payload = data[34 + hl:]
     d.payload_offset = 34 + hl
-    d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
-        d.pdu_sizes = d.icmp = None
-    d.unclaimed = False
-    d.segment_data = d.segment_data_at = 0
     d.protocols = ["eth", "ethertype", "ip", "tcp"]
     d.spans = [*_EIT_SPANS, ("tcp", 34, hl)]
-    d.problems = []
     if frame.comments:
         _comment_problems(d)
     d.clock = clock
