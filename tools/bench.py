@@ -528,7 +528,8 @@ def main(argv=None) -> int:
     rows, cpu_rows = [], []
     for name in args.only.split(","):
         p_args, t_args = PAIRS[name]
-        p_argv, t_argv = [*pd, *p_args, str(args.capture)], [*ts, "-r", str(args.capture), *t_args]
+        # one process, as tshark (a file of 4 MB or more would be split over every core: api/jobs.py)
+        p_argv, t_argv = [*pd, "--jobs", "1", *p_args, str(args.capture)], [*ts, "-r", str(args.capture), *t_args]
         print(f"[{name}] protodump ...", end="", flush=True)
         p_best, p_all, p_rc, p_cpu = time_cmd(p_argv, args.runs)
         print(f" {p_best:.2f}s; tshark ...", end="", flush=True)
