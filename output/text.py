@@ -176,11 +176,16 @@ _FROZEN = FrozenText(_detail_fresh)
 def detail_text(packet, only: set[str] | None = None) -> str:
     """A packet's -V tree as plain text (what layer_lines gives, joined)."""
     out: list[str] = []
+    add = out.append
     for layer in packet.layers():
         if layer.__class__ is SlotLayer and layer.materialized is None:
-            out.append(layer.label + "\n")
+            add(layer.label + "\n")
             if only is None or layer.proto in only:
-                _template_detail(layer, out)
+                compiled = layer.template.compiled.get("detail")      # _template_detail's common case, inline
+                if compiled is None:
+                    _template_detail(layer, out)
+                else:
+                    add(compiled[0] % compiled[1](layer.vals))
             continue
         top = layer.item
         out.append(_layer_head(top, layer.proto) + "\n")
