@@ -87,7 +87,12 @@ def _label_maker(f):
         else:
             make = lambda v: prefix + values.get(v & 0xFFFFFFFF, "Unknown") + " (" + num(v & 0xFFFFFFFF) + ")"  # noqa
     elif t == "string":
-        make = lambda v: tv.label(f, v[:LABEL_LENGTH])        # noqa: E731
+        def make(v):
+            v = v[:LABEL_LENGTH]
+            return prefix + tv.format_text(v if "\0" not in v else v[:v.index("\0")])
+    elif t == "bytes":
+        def make(v):    # tshark shows at most 36 bytes, then an ellipsis
+            return (prefix + (v.hex() if len(v) <= 36 else v[:36].hex() + "\u2026")) if v else prefix + "<MISSING>"
     else:
         make = lambda v: tv.label(f, v)                       # noqa: E731
     _LABEL_MAKERS[f] = make
