@@ -16,7 +16,8 @@ SECTIONS = ((ERROR, "Errors"), (WARN, "Warns"), (NOTE, "Notes"), (CHAT, "Chats")
 SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": "Ethernet", "frame": "Frame",
                "sll": "SLL", "vlan": "VLAN", "sctp": "SCTP", "http": "HTTP", "websocket": "WebSocket",
                "icmp": "ICMP", "icmpv6": "ICMPv6", "tcp.segments": "TCP", "ipv6.hopopts": "IPv6 Hop-by-Hop",
-               "ipv6.dstopts": "IPv6 Destination", "_ws.malformed": "Malformed", "ethertype": "Ethertype",
+               "ipv6.dstopts": "IPv6 Destination", "ipv6.routing": "IPv6 Routing", "ipv6.fraghdr": "IPv6 Fragment",
+               "_ws.malformed": "Malformed", "ethertype": "Ethertype",
                "arp": "ARP"}
 
 
@@ -27,10 +28,16 @@ def short_name(proto: str) -> str:
 def packet_experts(packet):
     """(protocol, ExpertInfo) of every expert item of a packet, in tree order."""
     d = packet.decoded
-    if d.transport in ("tcp", "sctp") or _group_source(d):
+    if d.transport in ("tcp", "sctp") or _group_source(d) or _tree_experts(d):
         for layer in d.layers():
+            if layer.proto == "ipv6":          # an extension header's experts are its own protocol's
+                yield from _ipv6_experts(layer.item)
+                continue
             for item in layer.item.walk():
                 if item.expert_info is not None:
+                    if layer.proto == "_ws.malformed":    # an exception: counted under the protocol it ended
+                        yield next((p for p, i in d.problems if i is item.expert_info), layer.proto), item.expert_info
+                        continue
                     yield layer.proto, item.expert_info
     else:
         for proto, info in d.problems:
@@ -41,6 +48,23 @@ def packet_experts(packet):
         for item in layer.item.walk():
             if item.expert_info is not None:
                 yield layer.proto, item.expert_info
+
+
+def _tree_experts(d) -> bool:
+    """IPv4 options or an IPv6 routing header (their experts are on the tree only: capture/layers/ipopt.py,
+    ipv6_routing.py)."""
+    return any(s[0] == "ip" and s[2] > 20 or s[0] == "ipv6.ext" and s[3] == 43 for s in d.spans)
+
+
+def _ipv6_experts(top):
+    for ext in top.children:
+        proto = ext.field.abbrev if ext.field is not None and ext.field.abbrev in EXT_HEADERS else "ipv6"
+        for item in ext.walk():
+            if item.expert_info is not None:
+                yield proto, item.expert_info
+
+
+EXT_HEADERS = {"ipv6.hopopts", "ipv6.routing", "ipv6.dstopts", "ipv6.fraghdr"}
 
 
 def _group_source(d) -> bool:

@@ -60,6 +60,7 @@ class ProtocolHierarchy(Tap):
         self.filter = ",".join(args)
         self.match = compile_optional(self.filter)
         self.root: dict = {}          # name -> [frames, bytes, children]; dicts keep first-seen order
+        self.paths: dict = {}         # a path (tuple) -> its nodes
 
     def demand(self):
         names = of_filter(self.filter or None)      # the layers' presence, and what _continues reads
@@ -68,12 +69,24 @@ class ProtocolHierarchy(Tap):
     def add(self, packet):
         if self.match is not None and not self.match(packet):
             return
-        level, size = self.root, packet.frame.length
-        for proto in protocol_path(packet):
-            node = level.setdefault(proto, [0, 0, {}])
+        size = packet.frame.length
+        for node in self.nodes(protocol_path(packet)):
             node[0] += 1
             node[1] += size
-            level = node[2]
+
+    def nodes(self, path: list[str]) -> list:
+        """The tree's nodes along a path, made on first use (the same few paths recur in every capture)."""
+        key = tuple(path)
+        hit = self.paths.get(key)
+        if hit is None:
+            hit, level = [], self.root
+            for proto in path:
+                node = level.setdefault(proto, [0, 0, {}])
+                hit.append(node)
+                level = node[2]
+            if len(self.paths) < 4096:
+                self.paths[key] = hit
+        return hit
 
     def result(self):
         def tree(level):

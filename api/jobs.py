@@ -71,9 +71,11 @@ class PlannedTcpTable(TcpTable):
 
     number = -1
 
-    def _connection(self, key: frozenset, ts: int, syn_only: bool) -> Connection:
+    def _connection(self, key: frozenset, ts: int, me: tuple, syn_seq: int | None) -> Connection:
         conn = self.connections.get(key)
+        self.reused = False
         if conn is None or conn.stream != self.number:
+            self.reused = syn_seq is not None and conn is not None and self._reuses(conn, me, syn_seq)
             if conn is None and len(self.connections) >= MAX_CONNECTIONS:
                 self.connections.pop(next(iter(self.connections)))
             conn = self.connections[key] = Connection(self.number, ts)

@@ -64,10 +64,9 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
 
 def _forget_tcp(tcp_table: TcpTable, pair) -> None:
     """Eviction hook for capture.tcp_analysis (its own table is bounded by entries): a connection that ended (FIN
-    both ways or RST) and has been freed by engine.lifetime drops its analysis state too; a new SYN on the same
-    endpoints would start a new tcp.stream there anyway."""
-    key = frozenset(_endpoint(text) for text in pair)
-    tcp_table.connections.pop(key, None)
+    both ways or RST) and has been freed by engine.lifetime drops its analysis state too (a new connection on the
+    same endpoints before that restarts their lifetime instead: engine.dispatch)."""
+    tcp_table.forget(frozenset(_endpoint(text) for text in pair))
 
 
 def _endpoint(text: str) -> tuple[str, int]:

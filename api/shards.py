@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
 from .capture.sets import CaptureSet, expand
-from .capture.tcp_analysis import ACK, C_FIN, C_RST, FIN, RST, SYN
+from .capture.tcp_analysis import FIN, RST
 
 
 @dataclass
@@ -202,8 +202,9 @@ class StreamNumbers:
     """tcp.stream and udp.stream of every frame as one process numbers them, from the headers alone: the planning
     pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned* tables take
     these numbers). The same tables count (capture/tcp_analysis.py, capture/conversations.py: first seen, a SYN
-    after FIN/RST, the tables' bounds), and the same conversation lifetimes (engine/lifetime.py) free a TCP
-    connection a few seconds after FIN both ways or RST (api/session.py's ended hook), as one process does.
+    with a new initial sequence number, the tables' bounds), and the same conversation lifetimes
+    (engine/lifetime.py) free a TCP connection a few seconds after FIN both ways or RST (api/session.py's ended
+    hook; a SYN reusing the ports restarts it instead), as one process does.
     `lifetimes`: the run's engine.lifetime.Lifetimes settings (None: no game dissection, nothing is freed)."""
 
     def __init__(self, lifetimes=None):
@@ -229,24 +230,28 @@ class StreamNumbers:
         transport, number = d.transport, -1
         if transport == "tcp":
             if d.window is not None and d.payload_offset:
-                fl = d.flags
-                conn = self.tcp._connection(frozenset(((d.src, d.sport), (d.dst, d.dport))), d.frame.ts_ns,
-                                            fl & (SYN | ACK) == SYN)
-                conn.completeness |= (C_FIN if fl & FIN else 0) | (C_RST if fl & RST else 0)
-                number = conn.stream
+                number = self.tcp.stream_of(d)
         elif transport == "udp":
             number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
+        elif (transport != "sctp" and d.icmp is not None and d.icmp.quoted_tcp is not None
+              and d.icmp.quoted_tcp[0] + 20 <= d.payload_offset + len(d.payload)):
+            number = self.tcp.quoted_stream(d)        # (capture.decode: TcpTable.quoted)
         elif transport != "sctp" and d.icmp is not None and d.icmp.quoted_udp is not None:
             _, src, sport, dst, dport = d.icmp.quoted_udp
             number = self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]
         if self.lifetimes is not None and transport in ("udp", "tcp", "sctp"):
-            self._live(d)
+            self._live(d, number >= 0 and transport == "tcp" and self.tcp.reused)
         return number
 
-    def _live(self, d) -> None:
-        """engine.dispatch.Dispatcher.dissect's part in this: what it frees before the frame, and whether the
-        frame ends its TCP connection (engine.streams: RST, or FIN with FIN seen both ways)."""
+    def _live(self, d, reused: bool) -> None:
+        """engine.dispatch.Dispatcher.dissect's part in this: what it frees before the frame (not the pair of a
+        SYN that reuses its ports: `reused`), and whether the frame ends its TCP connection (engine.streams: RST,
+        or FIN with FIN seen both ways)."""
         lifetimes, fins = self.lifetimes, self.fins
+        if reused:
+            pair = self._pair(d)[0]
+            lifetimes.restart(pair)
+            fins.pop(pair, None)
         ns = d.frame.ts_ns
         if self.last_ns is None or ns > self.last_ns:
             self.last_ns = ns
@@ -262,12 +267,7 @@ class StreamNumbers:
                 fins.pop(gone, None)
                 if lifetimes.ended_last:
                     self.forget_tcp(self.tcp, gone)
-        ends = (d.src, d.sport, d.dst, d.dport)
-        known = self.pairs.get(ends)
-        if known is None:
-            a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
-            known = self.pairs[ends] = ((a, b) if a < b else (b, a), a)
-        pair, a = known
+        pair, a = self._pair(d)
         lifetimes.touch(pair, now)
         if d.transport != "tcp" or d.seq is None:
             return
@@ -283,6 +283,16 @@ class StreamNumbers:
             seen[a] = False
         if fl & RST or (fl & FIN and len(seen) == 2 and all(seen.values())):
             lifetimes.end(pair, now)
+
+    def _pair(self, d) -> tuple:
+        """(pair, sender) of the frame, as engine.dispatch.Stack names them."""
+        ends = (d.src, d.sport, d.dst, d.dport)
+        known = self.pairs.get(ends)
+        if known is None:
+            a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
+            known = self.pairs[ends] = ((a, b) if a < b else (b, a), a)
+        return known
+
 
 
 # --- first-seen order ---------------------------------------------------------------------------------------------

@@ -89,6 +89,10 @@ class Decoded:
             return f"[Malformed: {self.error}]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
+                if proto == "tcp":              # a short segment: TCP's Info as far as it got
+                    from .layers.tcp import info
+                    why = self.exception_reason(proto)
+                    return info(self) + (f"[Malformed Packet: {why}]" if why else "[Malformed Packet]")
                 return EXCEPTION_INFO.get(proto, "") + "[Malformed Packet]"
             if problem.abbrev == "ip.bogus_header_length":
                 return problem.message
@@ -151,10 +155,25 @@ class Decoded:
         return f"IPv6 fragment (off={(fo >> 3) * 8} more={'y' if fo & 1 else 'n'} ident=0x{ident:08x} nxt={nxt})"
 
     def no_dissector(self) -> None:
-        """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector."""
-        if self.transport == "udp" and self.payload and not self.error:
-            self.unclaimed = True
-            self.protocols.append("data")
+        """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector, and a
+        TCP one too unless TCP's analysis calls the segment retransmitted or out of order (decode_tcp_ports), or
+        it went into a reassembly ("TCP segment data")."""
+        if not self.payload or self.error:
+            return
+        if self.transport == "tcp":
+            t = self.tcp
+            if (t is None or self.segment_data or self.reassembled or "retransmission" in t.flags
+                    or "out_of_order" in t.flags):
+                return
+        elif self.transport != "udp":
+            return
+        self.unclaimed = True
+        self.protocols.append("data")
+
+    def exception_reason(self, proto: str) -> str:
+        """The text of the exception that ended `proto`'s decode, when tshark shows one (a short TCP segment's
+        ContainedBoundsError), else ""."""
+        return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4]), "")
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
@@ -184,11 +203,19 @@ class Decoded:
             self._layers = (_BUILD or _layer_builder())(self)
         return self._layers
 
-    def layers_for(self, roots) -> list[Layer]:
-        """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached."""
+    def layers_for(self, roots, names=None) -> list[Layer]:
+        """The standard layers a run reading fields under `roots` needs (capture.layers.build), uncached. `names`:
+        the fields it reads; when those of the frame are only capture-record facts (frame.number ...), the frame
+        layer holds only them (capture.layers.frame.frame_fields_layer)."""
         if self._layers is not None:
             return self._layers
-        return (_BUILD or _layer_builder())(self, roots)
+        build = _BUILD or _layer_builder()
+        if names is not None and "frame" in roots and not self.frame.comments:
+            from .layers.frame import LIGHT_FIELDS, frame_fields_layer
+            asked = {n for n in names if n == "frame" or n.startswith("frame.")}
+            if asked <= LIGHT_FIELDS:
+                return [frame_fields_layer(self, asked), *build(self, roots - {"frame"})]
+        return build(self, roots)
 
     def __repr__(self) -> str:
         return (f"Decoded(#{self.frame.number} {self.src}:{self.sport} -> {self.dst}:{self.dport}"
@@ -258,14 +285,20 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     if tcp_table is not None and d.transport == "tcp" and d.window is not None and d.payload_offset:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
     elif (tcp_table is not None and d.transport == "tcp" and d.problems
-          and d.problems[-1][1].abbrev == "tcp.bogus_header_length"):
-        tcp_table.header_only(d)         # tshark still finds the conversation
+          and d.problems[-1][1].abbrev in ("tcp.bogus_header_length", "_ws.malformed.expert")):
+        # tshark still finds the conversation (a bogus data offset, or a short segment)
+        tcp_table.header_only(d, d.problems[-1][1].abbrev != "tcp.bogus_header_length")
     elif tsn_table is not None and d.transport == "sctp":
         tsn_table.analyze(d, data)
     elif udp_table is not None and d.transport == "udp":
         udp_table.analyze(d)
-    elif udp_table is not None and d.icmp is not None:
-        udp_table.icmp(d)
+    elif d.icmp is not None:
+        info = d.icmp
+        if (tcp_table is not None and info.quoted_tcp is not None
+                and info.quoted_tcp[0] + 20 <= d.payload_offset + len(d.payload)):
+            tcp_table.quoted(d)          # tshark's TCP finds the quoted segment's conversation
+        if udp_table is not None:
+            udp_table.icmp(d)
     return d
 
 

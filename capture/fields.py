@@ -130,6 +130,27 @@ ip_version = F("ip.version", "Version", "uint8", mask=0xF0)
 ip_hdr_len = F("ip.hdr_len", "Header Length", "uint8", mask=0x0F)
 ip_dsfield = F("ip.dsfield", "Differentiated Services Field", "uint8", "HEX")
 ip_dscp = F("ip.dsfield.dscp", "Differentiated Services Codepoint", "uint8", mask=0xFC)
+# IPv4 options (capture/layers/ipopt.py)
+ip_option_eol = F("ip.options.eol", "End of Options List (EOL)", "bytes")
+ip_option_nop = F("ip.options.nop", "No Operation (NOP)", "bytes")
+ip_option_record_route = F("ip.options.record_route", "Record Route", "bytes")
+ip_option_timestamp = F("ip.options.timestamp", "Time Stamp", "bytes")
+ip_option_routeralert = F("ip.options.routeralert", "Router Alert", "bytes")
+ip_opt_type = F("ip.opt.type", "Type", "uint8")
+ip_opt_type_copy = F("ip.opt.type.copy", "Copy on fragmentation", "bool", mask=0x80, bits=8)
+ip_opt_type_class = F("ip.opt.type.class", "Class", "uint8", mask=0x60)
+ip_opt_type_number = F("ip.opt.type.number", "Number", "uint8", mask=0x1F)
+ip_opt_len = F("ip.opt.len", "Length", "uint8")
+ip_opt_ptr = F("ip.opt.ptr", "Pointer", "uint8")
+ip_opt_ra = F("ip.opt.ra", "Router Alert", "uint16")
+ip_rec_rt = F("ip.rec_rt", "Recorded Route", "string")
+ip_rec_rt_host = F("ip.rec_rt_host", "Recorded Route Host", "string")
+ip_empty_rt = F("ip.empty_rt", "Empty Route", "string")
+ip_empty_rt_host = F("ip.empty_rt_host", "Empty Route Host", "string")
+ip_opt_overflow = F("ip.opt.overflow", "Overflow", "uint8", mask=0xF0)
+ip_opt_flag = F("ip.opt.flag", "Flag", "uint8", "HEX", mask=0x0F)
+ip_opt_time_stamp = F("ip.opt.time_stamp", "Time stamp", "uint32")
+ip_opt_time_stamp_addr = F("ip.opt.time_stamp_addr", "Address", "string")
 ip_ecn = F("ip.dsfield.ecn", "Explicit Congestion Notification", "uint8", mask=0x03)
 ip_len = F("ip.len", "Total Length", "uint16")
 ip_id = F("ip.id", "Identification", "uint16", "HEX_DEC")
@@ -176,6 +197,16 @@ ipv6_ext = {0: F("ipv6.hopopts", "IPv6 Hop-by-Hop Option", "protocol"),
 ipv6_ext_fields = {kind: (F(f"{p}.nxt", "Next Header", "uint8", values=IP_PROTOS), F(f"{p}.len", "Length", "uint8"),
                           F(f"{p}.len_oct", "Length", "uint16"))
                    for kind, p in ((0, "ipv6.hopopts"), (43, "ipv6.routing"), (60, "ipv6.dstopts"))}
+ipv6_routing_type = F("ipv6.routing.type", "Type", "uint8")
+ipv6_routing_segleft = F("ipv6.routing.segleft", "Segments Left", "uint8")
+ipv6_routing_src_reserved = F("ipv6.routing.src.reserved", "Reserved", "bytes")
+ipv6_routing_src_addr = F("ipv6.routing.src.addr", "Address", "string")
+ipv6_routing_mipv6_reserved = F("ipv6.routing.mipv6.reserved", "Reserved", "bytes")
+ipv6_routing_mipv6_home_address = F("ipv6.routing.mipv6.home_address", "Home Address", "string")
+ipv6_routing_srh_last_entry = F("ipv6.routing.srh.last_entry", "Last Entry", "uint8")
+ipv6_routing_srh_flags = F("ipv6.routing.srh.flags", "Flags", "uint8", "HEX")
+ipv6_routing_srh_tag = F("ipv6.routing.srh.tag", "Tag", "bytes")
+ipv6_routing_srh_addr = F("ipv6.routing.srh.addr", "Address", "string")
 ipv6_ext_fields[51] = (F("ah.next_header", "Next header", "uint8", values=IP_PROTOS), F("ah.length", "Length", "uint8"),
                        F("ah.length_oct", "Length", "uint16"))
 ipv6_fraghdr_nxt = F("ipv6.fraghdr.nxt", "Next header", "uint8", values=IP_PROTOS)
@@ -268,12 +299,22 @@ tcp_analysis_initial_rtt = F("tcp.analysis.initial_rtt", "iRTT", "string")
 tcp_analysis_bytes_in_flight = F("tcp.analysis.bytes_in_flight", "Bytes in flight", "uint32")
 tcp_analysis_push_bytes_sent = F("tcp.analysis.push_bytes_sent", "Bytes sent since last PSH flag", "uint32")
 tcp_analysis_flags = F("tcp.analysis.flags", "TCP Analysis Flags", "none")
+tcp_analysis_rto = F("tcp.analysis.rto", "The RTO for this segment was", "string")
+tcp_analysis_rto_frame = F("tcp.analysis.rto_frame", "RTO based on delta from frame", "uint32")
+tcp_analysis_duplicate_ack = F("tcp.analysis.duplicate_ack", "Duplicate ACK", "none")
+tcp_analysis_duplicate_ack_num = F("tcp.analysis.duplicate_ack_num", "Duplicate ACK #", "uint32")
+tcp_analysis_duplicate_ack_frame = F("tcp.analysis.duplicate_ack_frame", "Duplicate to the ACK in frame", "uint32")
 TCP_OPTIONS = {0: ("tcp.options.eol", "End of Option List (EOL)"), 1: ("tcp.options.nop", "No-Operation (NOP)"),
                2: ("tcp.options.mss", "Maximum segment size"), 3: ("tcp.options.wscale", "Window scale"),
                4: ("tcp.options.sack_perm", "SACK permitted"), 5: ("tcp.options.sack", "SACK"),
                8: ("tcp.options.timestamp", "Timestamps")}
 tcp_option = {kind: F(abbrev, name, "bytes") for kind, (abbrev, name) in TCP_OPTIONS.items()}
 tcp_option_unknown = F("tcp.options.unknown", "Unknown", "bytes")
+tcp_sack_le = F("tcp.options.sack_le", "TCP SACK Left Edge", "uint32")
+tcp_sack_re = F("tcp.options.sack_re", "TCP SACK Right Edge", "uint32")
+tcp_sack_count = F("tcp.options.sack.count", "TCP SACK Count", "uint8")
+tcp_dsack_le = F("tcp.options.sack.dsack_le", "TCP D-SACK Left Edge", "uint32")
+tcp_dsack_re = F("tcp.options.sack.dsack_re", "TCP D-SACK Right Edge", "uint32")
 tcp_option_unknown_payload = F("tcp.options.unknown.payload", "Payload", "bytes")
 # a PDU reassembled from several segments (tshark's top-level "tcp.segments" tree in the completing frame)
 tcp_segments = F("tcp.segments", "Reassembled TCP Segments", "none")
@@ -286,6 +327,7 @@ tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes"
 icmp = F("icmp", "Internet Control Message Protocol", "protocol")
 icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
 icmp_unused = F("icmp.unused", "Unused", "bytes")
+icmp_mtu = F("icmp.mtu", "MTU of next hop", "uint16")
 icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
 icmpv6_ns_target = F("icmpv6.nd.ns.target_address", "Target Address", "string")
 icmpv6_na_target = F("icmpv6.nd.na.target_address", "Target Address", "string")
@@ -295,6 +337,30 @@ ICMPV6_NA_FLAGS = [(F("icmpv6.nd.na.flag.r", "Router", "bool", mask=1 << 31, bit
                    (F("icmpv6.nd.na.flag.o", "Override", "bool", mask=1 << 29, bits=32), 1 << 29, "Override"),
                    (F("icmpv6.nd.na.flag.rsv", "Reserved", "uint32", mask=0x1FFFFFFF), 0x1FFFFFFF, "Reserved")]
 icmpv6_opt = F("icmpv6.opt", "ICMPv6 Option", "none")
+icmpv6_ra_cur_hop_limit = F("icmpv6.nd.ra.cur_hop_limit", "Cur hop limit", "uint8")
+icmpv6_ra_flag = F("icmpv6.nd.ra.flag", "Flags", "uint8", "HEX")
+ICMPV6_RA_FLAGS = [(F("icmpv6.nd.ra.flag.m", "Managed address configuration", "bool", mask=0x80, bits=8), 0x80),
+                   (F("icmpv6.nd.ra.flag.o", "Other configuration", "bool", mask=0x40, bits=8), 0x40),
+                   (F("icmpv6.nd.ra.flag.h", "Home Agent", "bool", mask=0x20, bits=8), 0x20),
+                   (F("icmpv6.nd.ra.flag.prf", "Prf (Default Router Preference)", "uint8", mask=0x18,
+                      values={0: "Medium", 1: "High", 2: "Reserved", 3: "Low"}), 0x18),
+                   (F("icmpv6.nd.ra.flag.p", "Proxy", "bool", mask=0x04, bits=8), 0x04),
+                   (F("icmpv6.nd.ra.flag.rsv", "Reserved", "uint8", mask=0x03), 0x03)]
+icmpv6_ra_router_lifetime = F("icmpv6.nd.ra.router_lifetime", "Router lifetime (s)", "uint16")
+icmpv6_ra_reachable_time = F("icmpv6.nd.ra.reachable_time", "Reachable time (ms)", "uint32")
+icmpv6_ra_retrans_timer = F("icmpv6.nd.ra.retrans_timer", "Retrans timer (ms)", "uint32")
+icmpv6_opt_reserved = F("icmpv6.opt.reserved", "Reserved", "none")
+icmpv6_opt_mtu = F("icmpv6.opt.mtu", "MTU", "uint32")
+icmpv6_opt_prefix_length = F("icmpv6.opt.prefix.length", "Prefix Length", "uint8")
+icmpv6_opt_prefix_flag = F("icmpv6.opt.prefix.flag", "Flag", "uint8", "HEX")
+ICMPV6_PREFIX_FLAGS = [(F("icmpv6.opt.prefix.flag.l", "On-link flag(L)", "bool", mask=0x80, bits=8), 0x80),
+                       (F("icmpv6.opt.prefix.flag.a", "Autonomous address-configuration flag(A)", "bool", mask=0x40,
+                          bits=8), 0x40),
+                       (F("icmpv6.opt.prefix.flag.r", "Router address flag(R)", "bool", mask=0x20, bits=8), 0x20),
+                       (F("icmpv6.opt.prefix.flag.reserved", "Reserved", "uint8", mask=0x1F), 0x1F)]
+icmpv6_opt_prefix_valid_lifetime = F("icmpv6.opt.prefix.valid_lifetime", "Valid Lifetime", "uint32")
+icmpv6_opt_prefix_preferred_lifetime = F("icmpv6.opt.prefix.preferred_lifetime", "Preferred Lifetime", "uint32")
+icmpv6_opt_prefix = F("icmpv6.opt.prefix", "Prefix", "string")
 icmpv6_opt_type = F("icmpv6.opt.type", "Type", "uint8")
 icmpv6_opt_length = F("icmpv6.opt.length", "Length", "uint8")
 icmpv6_opt_linkaddr = F("icmpv6.opt.linkaddr", "Link-layer address", "string")
@@ -402,6 +468,22 @@ TCP_EXPERTS = {
                                              "This frame is a (suspected) spurious retransmission"),
     "tcp.analysis.ack_lost_segment": ("SEQUENCE", "WARN",
                                       "ACKed segment that wasn't captured (common at capture start)"),
+    "tcp.analysis.fast_retransmission": ("SEQUENCE", "NOTE", "This frame is a (suspected) fast retransmission"),
+    "tcp.analysis.window_update": ("SEQUENCE", "CHAT", "TCP window update"),
+    "tcp.analysis.window_full": ("SEQUENCE", "WARN", "TCP window specified by the receiver is now completely full"),
+    "tcp.analysis.keep_alive": ("SEQUENCE", "NOTE", "TCP keep-alive segment"),
+    "tcp.analysis.keep_alive_ack": ("SEQUENCE", "NOTE", "ACK to a TCP keep-alive segment"),
+    "tcp.analysis.duplicate_ack": ("SEQUENCE", "NOTE", "Duplicate ACK (#{})"),
+    "tcp.analysis.zero_window_probe": ("SEQUENCE", "NOTE", "TCP Zero Window Probe"),
+    "tcp.analysis.zero_window": ("SEQUENCE", "WARN", "TCP Zero Window segment"),
+    "tcp.analysis.zero_window_probe_ack": ("SEQUENCE", "NOTE", "ACK to a TCP Zero Window Probe"),
+    "tcp.analysis.reused_ports": ("SEQUENCE", "NOTE",
+                                  "A new tcp session is started with the same ports as an earlier session in this trace"),
+    "tcp.suboption_malformed": ("MALFORMED", "ERROR", "suboption would go past end of option"),
+    "tcp.options.sack.dsack": ("SEQUENCE", "WARN", "D-SACK Sequence"),
+    "tcp.ack.nonzero": ("PROTOCOL", "NOTE", "The acknowledgment number field is nonzero while the ACK flag is not set"),
+    "tcp.short_segment": ("MALFORMED", "WARN", "Short segment. Segment/fragment does not contain a full TCP header "
+                                               "(might be NMAP or someone else deliberately sending unusual packets)"),
     # malformed headers and options (tshark 4.0's messages; "{}": the message says which option and why)
     "tcp.bogus_header_length": ("PROTOCOL", "ERROR", "Bogus TCP header length ({}, must be at least 20)"),
     "tcp.option.len.invalid": ("SEQUENCE", "NOTE", "{}"),
@@ -423,6 +505,8 @@ EXPERTS = {
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
     "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
     "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",
-    **{abbrev: message.replace(": server port {}", "") for abbrev, (_, _, message) in TCP_EXPERTS.items()},
+    **{abbrev: message.replace(": server port {}", "").replace(" (#{})", "") for abbrev, (_, _, message)
+       in TCP_EXPERTS.items()},
     "tcp.bogus_header_length": "Bogus TCP header length", "tcp.option.len.invalid": "Invalid length for option",
+    "tcp.short_segment": "Short segment",
 }

@@ -40,7 +40,7 @@ class IcmpInfo:
     """One ICMP(v6) message: header values, the quoted datagram's place, the echo request it answers."""
 
     __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
-                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed")
+                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed", "quoted_tcp", "tcp")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
@@ -49,6 +49,8 @@ class IcmpInfo:
         self.ident = self.seq = self.ttl = None
         self.quoted = None          # (offset, length) of the quoted IPv4 header and what follows
         self.quoted_udp = None      # (offset, src, sport, dst, dport) of a quoted UDP header
+        self.quoted_tcp = None      # (offset, src, sport, dst, dport) of a quoted TCP header (its ports at least)
+        self.tcp = None             # its capture.tcp_analysis.TcpInfo (a whole header: tshark finds its conversation)
         self.request_in = self.resptime_ns = self.udp_stream = None
         self.data_at = None         # where the echo data / the quoted payload starts
         self.handed = False         # the quoted payload went to a game dissector (engine.dispatch): no data layer
@@ -130,6 +132,15 @@ def _quoted(d, info: IcmpInfo, data: bytes, q: int, end: int) -> None:
     if version:
         info.quoted = (q, end - q)
         d.protocols.append(version)
+    if proto == 6 and q + hl + 4 <= end:
+        # tshark's TCP on a quoted segment (in_error_pkt): its ports and raw sequence number; with a whole header,
+        # its conversation too (capture.tcp_analysis.TcpTable.quoted) and any payload as data
+        d.protocols.append("tcp")
+        t = q + hl
+        info.quoted_tcp = (t, src, *struct.unpack_from("!H", data, t), dst, *struct.unpack_from("!H", data, t + 2))
+        if t + 20 <= end and 20 <= (data[t + 12] >> 4) * 4 < end - t:
+            d.protocols.append("data")
+        return
     if proto != 17 or q + hl + 4 > end:
         return
     d.protocols.append("udp")

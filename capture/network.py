@@ -160,6 +160,11 @@ def ipv6(d, data: bytes, off: int) -> None:
                 d.bad("ipv6", f"IPv6 {_EXT[nh]} header length {ln} runs past the payload", "_ws.malformed")
                 return
             d.spans.append(("ipv6.ext", p, ln, nh))
+            if nh == 43 and ln >= 8:          # the Destination column and the conversation: the route's end
+                from .layers.ipv6_routing import final_destination
+                last = final_destination(data, p, ln)
+                if last is not None:
+                    d.dst = v6_cached(last) or v6_text(last)
             p += ln
         nh = nxt
     d.ip_proto = nh
@@ -239,11 +244,24 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
         d.spans.append(("tcp", off, 20, end - off))     # the segment's length: tshark's [TCP Segment Len] counts from it
         d.bad("tcp", f"Bogus TCP header length ({hl}, must be at least 20)", "tcp.bogus_header_length")
         return
-    if off + hl > end or len(data) < off + hl:
+    if off + hl > end:
+        # tshark's "Short segment": the header and the options it can read, then an exception (Malformed)
+        from .layers.tcp import short_exception
+        there = min(end, len(data))
+        d.spans.append(("tcp", off, there - off, None, short_exception(data, off + 20, off + hl, there)))
+        d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                             "Malformed Packet (Exception occurred)")))
+        return
+    if len(data) < off + hl:
         d.spans.append(("tcp", off, max(20, min(end, len(data)) - off)))
         short(d, "tcp", "TCP options", hl, off, end)
         return
     d.spans.append(("tcp", off, hl))
+    if hl > 20 and 5 in data[off + 20:off + hl]:
+        from .layers.tcp import sack_throws
+        if sack_throws(data, off + 20, off + hl):
+            d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                                 "Malformed Packet (Exception occurred)")))
     d.payload_offset = off + hl
     d.payload = data[off + hl:end]
 

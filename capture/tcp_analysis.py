@@ -9,11 +9,22 @@ TCP_MAX_UNACKED_SEGMENTS).
 """
 from __future__ import annotations
 
+import struct
+
 MAX_CONNECTIONS = 4096
 MAX_UNACKED = 1000
+RETIRED_LIMIT = 65536        # forgotten connections whose base sequence numbers are kept (TcpTable.retired)
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 M32 = 0xFFFFFFFF
 OOO_THRESHOLD_NS = 3_000_000          # tshark's out-of-order threshold when no iRTT is known
+
+# the analysis flags in the order tshark prints them (tcp_print_sequence_number_analysis): experts in this order,
+# Info tags each put in front of the column, so in the reverse order
+# ("spurious_retransmission" comes with "retransmission", its second expert: protodump's mark that tshark hands
+# the segment to no subdissector)
+PRINT_ORDER = ["reused_ports", "spurious_retransmission", "retransmission", "fast_retransmission", "out_of_order",
+               "lost_segment", "ack_lost_segment", "window_update", "window_full", "keep_alive", "keep_alive_ack",
+               "duplicate_ack", "zero_window_probe", "zero_window", "zero_window_probe_ack"]
 
 # completeness bits (tcp.completeness)
 C_SYN, C_SYNACK, C_ACK, C_DATA, C_FIN, C_RST = 1, 2, 4, 8, 16, 32
@@ -31,8 +42,9 @@ def _lt(a: int, b: int) -> bool:
 class Flow:
     """One direction of a connection."""
 
-    __slots__ = ("base", "nextseq", "nextseq_ns", "maxseqtobeacked", "segments", "win_scale", "push_bytes",
-                 "push_last", "valid_bif", "lastack")
+    __slots__ = ("base", "nextseq", "nextseq_ns", "nextseq_frame", "maxseqtobeacked", "segments", "win_scale",
+                 "push_bytes", "push_last", "valid_bif", "lastack", "lastack_ns", "window", "dupacks", "nondup_frame",
+                 "lastflags", "first_ack")
 
     def __init__(self):
         self.base: int | None = None
@@ -45,6 +57,13 @@ class Flow:
         self.push_last = False
         self.valid_bif = True
         self.lastack: int | None = None
+        self.lastack_ns = 0
+        self.nextseq_frame = 0
+        self.window: int | None = None      # the raw window of its last segment
+        self.dupacks = 0                    # duplicate ACKs in a row (-1: one that acked unseen data came first)
+        self.nondup_frame = 0               # the last frame whose ACK moved on
+        self.lastflags: tuple = ()          # the analysis flags of its last segment
+        self.first_ack = False              # a SYN seen, no pure ACK yet: the window is not scaled yet
 
 
 class Connection:
@@ -67,13 +86,45 @@ class TcpInfo:
     """What tshark shows for one segment beyond its header (filled in decode order)."""
 
     __slots__ = ("stream", "completeness", "seq", "nxtseq", "ack", "win_scale", "window", "rel_ns", "delta_ns",
-                 "acks_frame", "ack_rtt_ns", "irtt_ns", "bif", "push", "flags", "fin_role", "server_port")
+                 "acks_frame", "ack_rtt_ns", "irtt_ns", "bif", "push", "flags", "fin_role", "server_port",
+                 "rto_ns", "rto_frame", "dupack_num", "dupack_frame")
 
     def __init__(self):
         self.acks_frame = self.ack_rtt_ns = self.irtt_ns = self.bif = self.push = None
+        self.rto_ns = self.rto_frame = None  # a retransmission: the time since the segment it repeats, its frame
+        self.dupack_num = self.dupack_frame = None
         self.flags: list[str] = []          # analysis flags: "lost_segment", "out_of_order", "ack_lost_segment"
         self.fin_role: str | None = None    # "active" / "passive"
         self.server_port: int | None = None
+
+
+class _Quoted:
+    """The header values of a quoted TCP segment, as header_only reads them from a Decoded."""
+
+    __slots__ = ("frame", "src", "sport", "dst", "dport", "flags", "seq", "ack", "window", "tcp")
+
+    def __init__(self, frame, src, sport, dst, dport, flags, seq, ack, window):
+        self.frame, self.src, self.sport, self.dst, self.dport = frame, src, sport, dst, dport
+        self.flags, self.seq, self.ack, self.window, self.tcp = flags, seq, ack, window, None
+
+
+def _flows(conn: Connection, me: tuple, peer: tuple, fl: int, seq: int, ack: int) -> tuple[Flow, Flow]:
+    """The sender's and the peer's flows of `conn`, with their base sequence numbers set as tshark sets them: a
+    SYN's (or SYN/ACK's) own, else the first segment's minus one; the peer's from the first ACK."""
+    flows = conn.flows
+    fwd = flows.get(me)
+    if fwd is None:
+        fwd = flows[me] = Flow()
+    rev = flows.get(peer)
+    if rev is None:
+        rev = flows[peer] = Flow()
+    if fl & SYN:
+        fwd.base = seq
+    elif fwd.base is None:
+        fwd.base = (seq - 1) & M32
+    if fl & ACK and rev.base is None:
+        rev.base = (ack - 1) & M32
+    return fwd, rev
 
 
 def _scale(flow: Flow, rev: Flow, win: int, syn: bool) -> tuple[int, int]:
@@ -90,15 +141,67 @@ class TcpTable:
     def __init__(self):
         self.connections: dict[frozenset, Connection] = {}
         self.streams = 0
+        # endpoints of connections freed after their end (forget) -> each sender's base sequence number: a SYN
+        # there with another initial sequence number is still "TCP Port numbers reused", as tshark says
+        self.retired: dict[frozenset, dict] = {}
+        self.reused = False          # the last _connection call started a new connection on reused ports
 
-    def _connection(self, key: frozenset, ts: int, syn_only: bool) -> Connection:
+    def _connection(self, key: frozenset, ts: int, me: tuple, syn_seq: int | None) -> Connection:
+        """The connection of a segment from `me`; `syn_seq`: the sequence number of a SYN without ACK (else None).
+        As tshark 4.0 (dissect_tcp): a SYN whose sequence number is not its sender's base sequence number starts
+        a new connection on the same endpoints (a SYN sent again keeps the connection)."""
         conn = self.connections.get(key)
-        if conn is None or (syn_only and conn.completeness & (C_FIN | C_RST)):
-            if len(self.connections) >= MAX_CONNECTIONS:
-                self.connections.pop(next(iter(self.connections)))
-            conn = self.connections[key] = Connection(self.streams, ts)
-            self.streams += 1
+        if conn is not None and not (syn_seq is not None and self._reuses(conn, me, syn_seq)):
+            self.reused = False
+            return conn
+        self.reused = self._reopens(conn, key, me, syn_seq)
+        if conn is None and len(self.connections) >= MAX_CONNECTIONS:
+            self.connections.pop(next(iter(self.connections)))
+        conn = self.connections[key] = Connection(self.streams, ts)
+        self.streams += 1
         return conn
+
+    @staticmethod
+    def _reuses(conn: Connection, me: tuple, syn_seq: int) -> bool:
+        """Whether a SYN from `me` starts a new connection where `conn` was: its sender's base sequence number
+        is known and another."""
+        fwd = conn.flows.get(me)
+        return fwd is not None and fwd.base is not None and fwd.base != syn_seq
+
+    def _reopens(self, conn: Connection | None, key: frozenset, me: tuple, syn_seq: int | None) -> bool:
+        """Whether the new connection of endpoints `key` reuses them (tshark's "TCP Port numbers reused"): `conn`
+        was there (a SYN with a new sequence number replaces it), or one was forgotten there (`forget`) whose
+        sender had another base sequence number."""
+        if conn is not None:
+            return True
+        bases = self.retired.pop(key, None) if self.retired else None
+        return syn_seq is not None and bases is not None and bases.get(me) not in (None, syn_seq)
+
+    def forget(self, key: frozenset) -> None:
+        """Free a connection's state (engine.lifetime freed its endpoints after its end): its senders' base
+        sequence numbers are kept (bounded) to tell a later SYN there reuses the ports."""
+        conn = self.connections.pop(key, None)
+        if conn is not None:
+            self.retired[key] = {ep: flow.base for ep, flow in conn.flows.items()}
+            if len(self.retired) > RETIRED_LIMIT:
+                self.retired.pop(next(iter(self.retired)))
+
+    def stream_of(self, d) -> int:
+        """Only the stream index of segment `d` (and the base sequence numbers that decide it): the planning
+        pass of -j (api/shards.py) numbers connections as analyze does."""
+        me, peer = (d.src, d.sport), (d.dst, d.dport)
+        fl = d.flags
+        conn = self._connection(frozenset((me, peer)), d.frame.ts_ns, me, d.seq if fl & (SYN | ACK) == SYN else None)
+        _flows(conn, me, peer, fl, d.seq, d.ack)
+        return conn.stream
+
+    def quoted_stream(self, d) -> int:
+        """Only the stream index of the TCP segment an ICMP error quotes (a whole header), as quoted finds it."""
+        t, src, sport, dst, dport = d.icmp.quoted_tcp
+        seq, offflags = struct.unpack_from("!I4xH", d.frame.data, t + 4)
+        me = (src, sport)
+        syn = offflags & (SYN | ACK) == SYN
+        return self._connection(frozenset((me, (dst, dport))), d.frame.ts_ns, me, seq if syn else None).stream
 
     def analyze(self, d, wscale: int | None) -> None:
         """Record tshark's view of TCP segment `d` (capture.decode.Decoded) as `d.tcp`. `wscale`: the window scale
@@ -106,22 +209,15 @@ class TcpTable:
         ts = d.frame.ts_ns
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq, ack = d.flags, d.seq, d.ack
-        conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
-        flows = conn.flows
-        fwd = flows.get(me)
-        if fwd is None:
-            fwd = flows[me] = Flow()
-        rev = flows.get(peer)
-        if rev is None:
-            rev = flows[peer] = Flow()
-        info = TcpInfo()
+        conn = self._connection(frozenset((me, peer)), ts, me, seq if fl & (SYN | ACK) == SYN else None)
+        fwd, rev = _flows(conn, me, peer, fl, seq, ack)
+        info = self._info(conn)
         info.stream = conn.stream
         info.completeness = conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         conn.last_ns = ts
         seglen = len(d.payload)
         if fl & SYN:
-            fwd.base = seq
             fwd.win_scale = wscale if wscale is not None else -2
             if fl & ACK:
                 if rev.win_scale == -1:
@@ -131,10 +227,6 @@ class TcpTable:
                 conn.syn_ns = ts
                 conn.server_port = d.dport
             info.server_port = conn.server_port
-        if fwd.base is None:
-            fwd.base = (seq - 1) & M32
-        if fl & ACK and rev.base is None:
-            rev.base = (ack - 1) & M32
         info.seq = (seq - fwd.base) & M32
         nextseq = (seq + seglen + (1 if fl & (SYN | FIN) else 0)) & M32
         info.nxtseq = (nextseq - fwd.base) & M32
@@ -148,77 +240,143 @@ class TcpTable:
         self._complete(conn, fl, seglen)
         d.tcp = info
 
-    def header_only(self, d) -> None:
-        """A segment whose header tshark gives up on (a bogus data offset): it still finds or opens the connection
-        (stream index, completeness, times) and shows the sequence number relative to it; nothing else changes."""
+    def _info(self, conn: Connection) -> TcpInfo:
+        info = TcpInfo()
+        if self.reused:
+            # tshark flags the SYN and opens the new conversation as SYN_SENT at once (its completeness shows 1)
+            info.flags.append("reused_ports")
+            if not conn.seen:
+                conn.completeness, conn.seen = C_SYN, True
+        return info
+
+    def header_only(self, d, short: bool = False) -> None:
+        """A segment whose header tshark gives up on: it still finds or opens the connection (stream index,
+        completeness, times). A bogus data offset (under 5 words) shows the sequence number relative to the
+        connection and changes nothing else; a short segment (the data offset past its end) shows raw sequence
+        numbers and the raw window, and counts for the conversation's completeness."""
         ts = d.frame.ts_ns
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl, seq = d.flags, d.seq
-        conn = self._connection(frozenset((me, peer)), ts, fl & (SYN | ACK) == SYN)
+        conn = self._connection(frozenset((me, peer)), ts, me, seq if fl & (SYN | ACK) == SYN else None)
         fwd = conn.flows.get(me)
-        info = TcpInfo()
+        info = self._info(conn)
         info.stream, info.completeness = conn.stream, conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         conn.last_ns = ts
-        base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
-        info.seq = (seq - base) & M32
         info.ack, info.window = d.ack, d.window      # the Info column's (tshark reads no further)
+        if short:
+            info.seq = seq
+            rev = conn.flows.get(peer)
+            if fl & SYN:
+                info.win_scale = -3
+            elif fwd is None:
+                info.win_scale = -1
+            else:
+                info.win_scale = -2 if fwd.win_scale >= 0 and rev is not None and rev.win_scale == -2 \
+                    else fwd.win_scale
+            if fl & FIN:
+                if conn.fin_by is None:
+                    conn.fin_by = me
+                info.fin_role = "active" if conn.fin_by == me else "passive"
+            self._complete(conn, fl, 0)
+        else:
+            base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
+            info.seq = (seq - base) & M32
         d.tcp = info
+
+    def quoted(self, d) -> None:
+        """The TCP segment an ICMP error quotes (a whole header): tshark finds or opens its conversation and shows
+        it as for a short segment (raw numbers, no analysis); the result goes to d.icmp.tcp."""
+        info = d.icmp
+        t, src, sport, dst, dport = info.quoted_tcp
+        data = d.frame.data
+        seq, ack, offflags, win = struct.unpack_from("!IIHH", data, t + 4)
+        q = _Quoted(d.frame, src, sport, dst, dport, offflags & 0x0FFF, seq, ack, win)
+        self.header_only(q, short=True)
+        info.tcp = q.tcp
 
     @staticmethod
     def _complete(conn: Connection, fl: int, seglen: int) -> None:
-        # measured on tshark 4.0 with every order of the handshake: a SYN counts only as the conversation's first
-        # frame, and the first frame counts for nothing else (a SYN-ACK before the SYN, an ACK or data starting
-        # the capture); later, a SYN-ACK, a pure ACK, data, FIN and RST count
+        # as tshark 4.0 (dissect_tcp): a pure SYN counts only as a new conversation's first frame (with TCP Fast
+        # Open data, DATA too), and the first frame counts for nothing else (a SYN-ACK before the SYN, an ACK or
+        # data starting the capture); later, a SYN-ACK, an ACK with data or without, FIN-ACK and RST count
         first, conn.seen = not conn.seen, True
         if first:
             if fl & (SYN | ACK) == SYN:
-                conn.completeness |= C_SYN
+                conn.completeness |= C_SYN | (C_DATA if seglen else 0)
             return
-        if fl & SYN:
-            if fl & ACK:
-                conn.completeness |= C_SYNACK
-        elif fl & ACK and not seglen:
-            conn.completeness |= C_ACK
-        if seglen:
-            conn.completeness |= C_DATA
-        if fl & FIN:
+        syn_ack = fl & (SYN | ACK)
+        if syn_ack == SYN | ACK:
+            conn.completeness |= C_SYNACK
+        elif syn_ack == ACK:
+            conn.completeness |= C_DATA if seglen else C_ACK
+        if fl & (FIN | ACK) == FIN | ACK:
             conn.completeness |= C_FIN
         if fl & RST:
             conn.completeness |= C_RST
 
     def _sequence(self, d, conn, fwd: Flow, rev: Flow, info: TcpInfo, seq, ack, nextseq, seglen, ts) -> None:
-        fl = d.flags
-        if fwd.nextseq is not None and _gt(seq, fwd.nextseq) and not fl & RST:
-            info.flags.append("lost_segment")
-            fwd.valid_bif = False
-        if (seglen or fl & (SYN | FIN)) and fwd.nextseq is not None and _lt(seq, fwd.nextseq):
-            threshold = conn.irtt_ns if conn.irtt_ns is not None else OOO_THRESHOLD_NS
-            if ts - fwd.nextseq_ns < threshold and fwd.nextseq != nextseq:
-                info.flags.append("out_of_order")
+        """tcp_analyze_sequence_number (tshark 4.0), in its order; `info.flags` then sorted as tshark prints them."""
+        fl, win, flags = d.flags, d.window, info.flags
+        plain = not fl & (SYN | FIN | RST)
+        same = seq == fwd.nextseq and ack == fwd.lastack and not seglen and plain
+        frame = d.frame.number
+        if seglen == 1 and seq == fwd.nextseq and rev.window == 0:
+            flags.append("zero_window_probe")
+        else:
+            if win == 0 and plain:
+                flags.append("zero_window")
+            if fwd.nextseq is not None and _gt(seq, fwd.nextseq) and not fl & RST:
+                flags.append("lost_segment")
+                fwd.valid_bif = False
+            if seglen < 2 and fwd.nextseq is not None and seq == (fwd.nextseq - 1) & M32 and plain:
+                flags.append("keep_alive")
+            if same and win and win != fwd.window:
+                flags.append("window_update")
+            if seglen and rev.win_scale != -1 and plain:
+                shift = 0 if rev.first_ack or rev.win_scale == -2 else rev.win_scale
+                edge = (rev.lastack or 0) + (((M32 if rev.window is None else rev.window) << shift) & M32)
+                if (seq + seglen) & M32 == edge & M32:
+                    flags.append("window_full")
+            if same and win and win == fwd.window and "keep_alive" in rev.lastflags:
+                flags.append("keep_alive_ack")
+            elif same and win == 0 and fwd.window == 0 and "zero_window_probe" in rev.lastflags:
+                flags.append("zero_window_probe_ack")
+            elif same and win and win == fwd.window:
+                fwd.dupacks = 1 if fwd.dupacks == -1 else fwd.dupacks + 1
+                flags.append("duplicate_ack")
+                info.dupack_num, info.dupack_frame = fwd.dupacks, fwd.nondup_frame
+        if ack != fwd.lastack:
+            fwd.nondup_frame, fwd.dupacks = frame, 0
+        if rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked):
+            if rev.nextseq is not None and _lt(rev.maxseqtobeacked, rev.nextseq):
+                rev.maxseqtobeacked = rev.nextseq
+                flags.append("ack_lost_segment")
             else:
-                if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
-                    info.flags.append("spurious_retransmission")
-                info.flags.append("retransmission")
-        elif seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
-            # data the peer has acknowledged already, though new to us (the segment came late): tshark 4.0 calls
-            # it a spurious retransmission (and a retransmission), and hands it to no subdissector
-            info.flags += ["spurious_retransmission", "retransmission"]
-        if (rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked)):
-            info.flags.append("ack_lost_segment")
-            rev.maxseqtobeacked = rev.nextseq
+                if rev.dupacks == 0:
+                    flags.append("ack_lost_segment")
+                rev.dupacks = -1
+        if (seglen or fl & (SYN | FIN)) and "keep_alive" not in flags:
+            self._resent(conn, fwd, rev, info, seq, nextseq, seglen, ts)
         if (seglen or fl & (SYN | FIN)) and len(fwd.segments) < MAX_UNACKED:
-            fwd.segments.append([seq, nextseq, d.frame.number, ts])
-        if fwd.nextseq is None or _gt(nextseq, fwd.nextseq):
-            fwd.nextseq, fwd.nextseq_ns = nextseq, ts
-        if fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked:
+            fwd.segments.append([seq, nextseq, frame, ts])
+        probe = "zero_window_probe" in flags
+        if (fwd.nextseq is None or _gt(nextseq, fwd.nextseq)) and not probe:
+            fwd.nextseq, fwd.nextseq_ns, fwd.nextseq_frame = nextseq, ts, frame
+        if (fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked) and not probe:
             fwd.maxseqtobeacked = fwd.nextseq     # the highest continuous sequence number seen
+        fwd.window, fwd.lastack, fwd.lastack_ns, fwd.lastflags = win, ack, ts, tuple(flags)
         if fl & ACK:
             self._acked(rev, info, ack, ts)
-            fwd.lastack = ack
             if (conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN
                     and conn.completeness & C_SYNACK):
                 conn.irtt_ns = ts - conn.syn_ns
+        if fl & SYN:
+            fwd.first_ack = True
+        elif fl & ACK:
+            fwd.first_ack = False
+        if len(flags) > 1:
+            flags.sort(key=PRINT_ORDER.index)
         info.irtt_ns = conn.irtt_ns
         if seglen and fwd.segments and fwd.valid_bif:
             base = fwd.base
@@ -237,11 +395,38 @@ class TcpTable:
             info.push = fwd.push_bytes
 
     @staticmethod
+    def _resent(conn, fwd: Flow, rev: Flow, info: TcpInfo, seq, nextseq, seglen, ts) -> None:
+        """A segment with data (or SYN/FIN) that does not move the sequence on: spurious (the peer has ACKed it
+        already), fast (after two duplicate ACKs, within 20 ms), out of order (within the iRTT), or else a
+        retransmission (with the time since the oldest unacknowledged segment)."""
+        flags = info.flags
+        behind = fwd.nextseq is not None and _lt(seq, fwd.nextseq)
+        if seglen > 1 and fwd.nextseq is not None and (fwd.nextseq - 1) & M32 == seq:
+            behind = False
+        if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+            # (data the peer has acknowledged already, even though new to us: tshark hands it to no subdissector)
+            flags += ["spurious_retransmission", "retransmission"]
+            return
+        if behind and rev.dupacks >= 2 and rev.lastack == seq and ts - rev.lastack_ns < 20_000_000:
+            flags.append("fast_retransmission")
+            return
+        threshold = conn.irtt_ns if conn.irtt_ns is not None else OOO_THRESHOLD_NS
+        if behind and ts - fwd.nextseq_ns < threshold and fwd.nextseq != nextseq:
+            flags.append("out_of_order")
+            return
+        if behind:
+            flags.append("retransmission")
+            info.rto_ns, info.rto_frame = ts - fwd.nextseq_ns, fwd.nextseq_frame
+            if fwd.segments:
+                info.rto_ns, info.rto_frame = ts - fwd.segments[0][3], fwd.segments[0][2]
+
+    @staticmethod
     def _acked(rev: Flow, info: TcpInfo, ack: int, ts: int) -> None:
         keep = []
         for seg in rev.segments:
             if ack == seg[1]:
-                info.acks_frame, info.ack_rtt_ns = seg[2], ts - seg[3]
+                if info.acks_frame is None:       # tshark walks newest first: the oldest match is the one shown
+                    info.acks_frame, info.ack_rtt_ns = seg[2], ts - seg[3]
             elif _gt(ack, seg[0]) and not _gt(ack, seg[1]):
                 seg[0] = ack
                 keep.append(seg)

@@ -3,7 +3,8 @@ readable by tshark and by protodump. "-" writes to the standard output (a pipe: 
 
 One interface description block per (interface, link type) met, written just before its first frame (pcapng
 allows that anywhere in a section), so a filtered copy of a multi-interface pcapng keeps each link type.
-Timestamps keep nanoseconds (if_tsresol = 9) and frames keep their on-the-wire length.
+Timestamps keep nanoseconds (if_tsresol = 9) and frames keep their on-the-wire length, their comments (opt_comment)
+and flags (epb_flags).
 """
 from __future__ import annotations
 
@@ -146,8 +147,9 @@ class PcapngWriter(_Output):
         self._units: list[int] = []           # per written interface: nanoseconds per time stamp tick
         self._name = interface_name
         self.written = 0
-        pcapng = _dpkt()[1]
+        pcapng = self._ng = _dpkt()[1]
         self._epb = pcapng.EnhancedPacketBlockLE if _LE else pcapng.EnhancedPacketBlock
+        self._option = pcapng.PcapngOptionLE if _LE else pcapng.PcapngOption
         if linktype is not None:
             self._interface(0, linktype)
 
@@ -171,7 +173,13 @@ class PcapngWriter(_Output):
         iface = self._interface(frame.interface, frame.linktype, frame)
         ts = frame.ts_ns // self._units[iface]
         # Written as bytes, not with Writer.writepkt, which would replace a zero timestamp with the time now.
-        self._file.write(bytes(self._epb(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF,
+        option = self._option
+        opts = [option(code=self._ng.PCAPNG_OPT_COMMENT, data=c.encode()) for c in frame.comments]
+        if frame.flags is not None:          # epb_flags (as tshark -w keeps them)
+            opts.append(option(code=2, data=frame.flags.to_bytes(4, sys.byteorder)))
+        if opts:
+            opts.append(option(code=self._ng.PCAPNG_OPT_ENDOFOPT))
+        self._file.write(bytes(self._epb(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF, opts=opts,
                                     caplen=len(frame.data), pkt_len=frame.length, pkt_data=frame.data)))
         self.written += 1
 

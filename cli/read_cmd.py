@@ -266,20 +266,25 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         try:
             fields_out.check_fields(fields_e, fields_out.known_fields(PROTOCOLS))
             if output_format == "fields":
-                return fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
+                writer = fields_out.make_writer(out, fields_e, fields_opts, PROTOCOLS)
+                writer.time_format = time_format
+                return writer
         except ValueError as exc:
             fail(str(exc), 1)
     if output_format == "psml":
-        return PsmlWriter(out, creator=CREATOR)
+        writer = PsmlWriter(out, creator=CREATOR)
+        writer.time_format = time_format
+        return writer
     if output_format == "pdml":
         return PdmlWriter(out, creator=CREATOR, capture_file=capture_file)
     if output_format == "ek":
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
-        return ek.EkWriter(out, flt, fields=fields_e or None, values_of=fields_out.field_values, hexdump=hexdump)
+        return ek.EkWriter(out, flt, fields=fields_e or None, hexdump=hexdump,
+                           values_of=lambda p, n, first: fields_out.field_values(p, n, first, time_format))
     if output_format in ("json", "jsonraw"):
         if fields_e:
             return json_forms.JsonFormWriter(out, lambda p, first_ns: json_forms.fields_text(
-                p, fields_e, lambda pk, name: fields_out.field_values(pk, name, first_ns)))
+                p, fields_e, lambda pk, name: fields_out.field_values(pk, name, first_ns, time_format)))
         if output_format == "json" and not hexdump and names is None:
             return JsonWriter(out)
         opts = json_forms.Options(text=output_format == "json", raw=hexdump or output_format == "jsonraw",

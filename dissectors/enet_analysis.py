@@ -25,6 +25,8 @@ SECOND_PASS = "_second_pass.enet_acked_in"    # the prefs key under which a seco
 
 
 def dissect_datagram(p, ctx: Ctx, prefs: dict):
+    if ctx.demand is not None and not ctx.demand:
+        return scan_datagram(p, ctx, prefs)
     checksum_on = prefs.get("enet.checksum", "off") == "on"
     first = ctx.pos
     if not read_header(p, ctx, checksum_on):
@@ -46,6 +48,56 @@ def dissect_datagram(p, ctx: Ctx, prefs: dict):
             return "Malformed (range coder)"
     names = walk_commands(p, ctx, prefs, body, start, end, source)
     return lambda: " ".join([", ".join(names) or "No command", *ctx.notes])
+
+
+def scan_datagram(p, ctx: Ctx, prefs: dict) -> str:
+    """A run that reads nothing of ENet but its presence (engine.demand; Wireshark's NULL tree): the commands'
+    values and everything they keep (CONNECT, acknowledgements, fragments) and hand up, no items, no experts."""
+    values, first = ctx.scopes[0], ctx.pos
+    try:
+        p.header.scan(ctx)
+        if values["sent_time_flag"]:
+            p.sent_time.scan(ctx)
+        if prefs.get("enet.checksum", "off") == "on":
+            p.checksum.scan(ctx)
+    except Truncated:
+        return ""
+    source = ctx.source
+    if values["compressed"]:
+        body = range_decode(ctx.data[ctx.pos:ctx.end], MTU_MAX - (ctx.pos - first))
+        if body is None:
+            return ""
+        source = ctx.new_source("Decompressed ENet", body)
+        start, end = 0, len(body)
+    else:
+        body, start, end = ctx.data, ctx.pos, ctx.end
+    kept = values.setdefault("commands", [])
+    sub = Ctx(body, start, end, ctx.tree, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
+    sub.source, sub.prefs = source, ctx.prefs
+    header, commands, scopes = p.command_header, p.commands, sub.scopes
+    while sub.pos < end:
+        scope: dict = {}
+        scopes.append(scope)
+        kept.append(scope)
+        try:
+            header.scan(sub)
+            kind = scope["type"]
+            packet = commands.get(kind)
+            if packet is None:
+                break
+            packet.scan(sub)
+            analyse(p, ctx, prefs, sub, None, kind, scope, body, source)
+        except Truncated:
+            break
+        finally:
+            scopes.pop()
+    return ""
+
+
+def shown(ctx: Ctx, *infos) -> bool:
+    """Whether items of these fields are read: always, unless the run reads only some fields (Ctx.asked)."""
+    asked = ctx.asked
+    return asked is None or any(info.abbrev in asked for info in infos)
 
 
 def read_header(p, ctx: Ctx, checksum_on: bool) -> bool:
@@ -72,6 +124,9 @@ def show_range_coded(p, ctx: Ctx, coded: bytes, body: bytes | None) -> int | Non
     """The range-coded bytes, then (when they decode) the decompressed buffer as a data source of its own, its
     length and the compression ratio. Returns the source index, None when the data does not decode."""
     g, tree = p.generated, ctx.tree
+    if not shown(ctx, g.compressed_data, g.decompressed_length, g.ratio):
+        ctx.pos = ctx.end
+        return None if body is None else ctx.new_source("Decompressed ENet", body)
     item = tree.add(Item(g.compressed_data, coded, ctx.pos, len(coded), None, False, ctx.source))
     ctx.pos = ctx.end
     if body is None:
@@ -105,6 +160,8 @@ def show_connection(p, ctx: Ctx) -> None:
     if connect is None or connect["frame"] >= ctx.frame:
         return
     g = p.generated
+    if not shown(ctx, g.connection, g.conn_frame, g.conn_data, g.conn_channels, g.conn_mtu):
+        return
     at, src = ctx.pos, ctx.source
     node = ctx.tree.add(Item(g.connection, None, at, 0, f"Connection (CONNECT in frame {connect['frame']})", True,
                              src))
@@ -119,7 +176,7 @@ def walk_commands(p, ctx: Ctx, prefs: dict, body: bytes, start: int, end: int, s
     g, names = p.generated, []
     kept = ctx.scopes[0].setdefault("commands", [])      # each command's values (the Python API, tests)
     sub = Ctx(body, start, end, ctx.tree, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-    sub.source, sub.prefs = source, ctx.prefs
+    sub.source, sub.prefs, sub.asked = source, ctx.prefs, ctx.asked     # the commands: items for the asked fields
     while sub.pos < sub.end:
         at = sub.pos
         item = ctx.tree.add(Item(g.command, None, at, 0, "Command", False, source))
@@ -182,7 +239,7 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
     if kind == 1:
         acknowledge(g, ctx, item, scope)
     learnt = prefs.get(SECOND_PASS)
-    if learnt and scope["acknowledge"]:          # tshark -2 / a GUI click: the reverse link of the ack, learnt later
+    if learnt and scope["acknowledge"] and item is not None:   # tshark -2 / a GUI click: the ack's reverse link
         frame = learnt.get((ctx.frame, scope["channel"], scope["reliable_seq"]))
         if frame is not None:
             item.add(Item(g.acked_in, frame, item.offset, 0, f"Acknowledged in frame {frame}", True))
@@ -207,6 +264,8 @@ def acknowledge(g, ctx: Ctx, item: Item, scope: dict) -> None:
     frame, then = sent
     bounded_put(ctx.conv.setdefault("enet_acked_in", {}), (frame, scope["channel"], scope["received_reliable_seq"]),
                 ctx.frame, ACKED_IN_LIMIT)
+    if item is None or not shown(ctx, g.acked_frame, g.rtt):      # a NULL tree (scan_datagram), or not read
+        return
     item.add(Item(g.acked_frame, frame, item.offset, 0, f"Acknowledges frame {frame}", True))
     now = getattr(ctx, "time", None)
     if now is not None and then is not None:
@@ -242,10 +301,10 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     offset, piece = scope["fragment_offset"], scope["data"]
     problem = fragment_problem(count, number, total, offset, len(piece))
     if problem:
-        ctx.expert(item, "malformed", problem)
+        _expert(ctx, item, "malformed", problem)
         return
     if count > FRAGMENT_LIMIT:
-        ctx.expert(item, "reassembly", f"Not reassembled: {count} fragments exceed the limit of {FRAGMENT_LIMIT}")
+        _expert(ctx, item, "reassembly", f"Not reassembled: {count} fragments exceed the limit of {FRAGMENT_LIMIT}")
         return
     key = (ctx.direction, scope["channel"], scope["start_seq"])
     if kind == 12:
@@ -254,20 +313,21 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     entry = messages.get(key)
     if entry is not None and (entry[1], entry[2]) != (count, total):
         if not entry[0].done:
-            ctx.expert(item, "reassembly", f"Fragment count {count} / total {total} differ from the message's "
-                       f"{entry[1]} / {entry[2]}")
+            _expert(ctx, item, "reassembly", f"Fragment count {count} / total {total} differ from the message's "
+                    f"{entry[1]} / {entry[2]}")
             return
         entry = None                    # a finished message's key in use again (sequence wrap): a new message
     if entry is None:
         if not PENDING.fits(len(piece) + PIECE_OVERHEAD):    # a new message refused outright: no entry kept
-            ctx.expert(item, "reassembly", over_budget())
+            _expert(ctx, item, "reassembly", over_budget())
             return
         entry = (OffsetReassembly(total, MESSAGE_MAX), count, total, set())
         bounded_put(messages, key, entry, MESSAGE_LIMIT)
     message, numbers = entry[0], entry[3]
     if message.done:
-        item.add(Item(g.reassembled_in, message.done, item.offset, 0, f"Reassembled in frame {message.done}",
-                      True))
+        if item is not None and shown(ctx, g.reassembled_in):
+            item.add(Item(g.reassembled_in, message.done, item.offset, 0, f"Reassembled in frame {message.done}",
+                          True))
         return
     if number in numbers:               # a fragment number seen before: ignored, as libenet does (and the
         return                          # pieces a message holds stay at most its fragment count)
@@ -275,11 +335,16 @@ def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> No
     try:
         whole = message.add(offset, piece, ctx.frame)
     except OutOfRange as exc:           # the global reassembly budget is spent (reassembly/budget.py)
-        ctx.expert(item, "reassembly", str(exc))
+        _expert(ctx, item, "reassembly", str(exc))
         numbers.discard(number)
         return
     if whole is not None:
         show_message(g, ctx, prefs, item, whole, message.frames(), scope)
+
+
+def _expert(ctx: Ctx, item: Item | None, kind: str, message: str) -> None:
+    if item is not None:                # None: a NULL tree (scan_datagram), no experts
+        ctx.expert(item, kind, message)
 
 
 def fragment_problem(count: int, number: int, total: int, offset: int, length: int) -> str | None:
@@ -297,7 +362,11 @@ def fragment_problem(count: int, number: int, total: int, offset: int, length: i
     return None
 
 
-def show_message(g, ctx: Ctx, prefs: dict, item: Item, whole: bytes, frames: list[int], scope: dict) -> None:
+def show_message(g, ctx: Ctx, prefs: dict, item: Item | None, whole: bytes, frames: list[int],
+                 scope: dict) -> None:
+    if item is None or not shown(ctx, g.reassembled, g.reassembled_frame, g.reassembled_length):
+        hand_up(ctx, prefs, whole, 0, len(whole), ctx.new_source("Reassembled ENet", whole), scope)
+        return
     label = f"Reassembled from frames {', '.join(map(str, frames))} ({len(whole)} bytes)"
     node = item.add(Item(g.reassembled, None, item.offset, 0, label, True))
     for frame in frames:

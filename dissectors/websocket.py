@@ -19,7 +19,7 @@ import zlib
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
 from ..engine.tree import bit_picture, Item
-from ..reassembly.budget import INFLATE_COST, STATE
+from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
 
 OPCODES = {0: "Continuation", 1: "Text", 2: "Binary", 8: "Connection Close", 9: "Ping", 10: "Pong"}
@@ -82,16 +82,13 @@ class Inflater:
     """permessage-deflate for one direction: one raw-DEFLATE context kept across messages (context takeover),
     or a fresh one per message (`fresh`). Output bounded by MESSAGE_LIMIT."""
 
-    COST = INFLATE_COST   # charged to engine.lifetime's state budget (the plugin's rt.state_charge too)
+    COST = INFLATE_COST   # charged to the conversation's state budget (Ctx.charge_state; the plugin's
+                          # rt.state_charge), given back when the conversation is freed
 
     def __init__(self, fresh: bool):
         self.fresh = fresh
         self.z = None
         self.broken = False
-        STATE.charge(self.COST)
-
-    def __del__(self, _give=STATE.give) -> None:       # bound early: safe at interpreter exit too
-        _give(self.COST)
 
     def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
         if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
@@ -388,6 +385,7 @@ class WebSocket:
             side = "client" if ctx.direction == ctx.conv.get("client") else "server"
             fresh = f"{side}_no_context_takeover" in (ctx.conv.get("deflate") or {})
             inf = inflaters[ctx.direction] = Inflater(fresh)
+            ctx.charge_state(Inflater.COST)
         return inf
 
     def show_unclaimed(self, ctx, pl, opcode, data, start, n, source, info) -> None:

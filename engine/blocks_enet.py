@@ -53,6 +53,11 @@ class BitSplit(Field):
             scope[p.name] = value
             item.add(Item(p.info, bool(value) if p.is_bool else value, offset, self.size))
 
+    def store(self, scope, raw):
+        scope[self.name] = raw
+        for p in self.parts:
+            scope[p.name] = (raw & p.mask) >> p.shift
+
     def encode(self, values, out):
         raw = values.get(self.name)
         if raw is None:

@@ -27,7 +27,7 @@ class Ctx:
     """
 
     __slots__ = ("data", "pos", "end", "tree", "scopes", "proto", "conv", "direction", "frame", "sources",
-                 "source", "notes", "stack", "meta", "time", "demand", "prefs")
+                 "source", "notes", "stack", "meta", "time", "demand", "prefs", "asked")
 
     def __init__(self, data: bytes, pos: int, end: int, tree: Item | None, proto, conv=None, direction=0,
                  frame: int = 0, sources: list[DataSource] | None = None):
@@ -47,6 +47,8 @@ class Ctx:
         self.meta: dict = {}           # facts a lower layer passes up with a handoff (ENet's channel, ...)
         self.time: float | None = None # the frame's capture time, as wslua's pinfo.abs_ts (secs + nsecs / 1e9)
         self.demand = None             # the abbrevs a run reads of this protocol (engine.demand); None: all
+        self.asked = None              # the same when they are all plain fields of its tables: the table words
+                                       # make items only for those (engine.fields), the others' values only
         self.prefs: dict = NO_PREFS    # -o values ("blank.block_map" -> "TRUE"): fields a preference guards read it
 
     def new_source(self, name: str, data: bytes) -> int:
@@ -87,6 +89,12 @@ class Ctx:
             layer.after = []
         layer.after.append(item)
         return item
+
+    def charge_state(self, n: int) -> None:
+        """This conversation now holds n more bytes of heavy state (an inflate window): counted against
+        protodump.state_budget (engine.dispatch.Dispatcher.charge; outside a frame's stack, nothing counts)."""
+        if self.stack is not None:
+            self.stack.dispatcher.charge(self.stack, n)
 
     def end_conversation(self) -> None:
         """The conversation ends with this packet (ENet DISCONNECT, ...): its state is freed shortly after

@@ -32,6 +32,7 @@ class Demand:
     def __init__(self, names=()):
         self.names = frozenset(names)
         self._of: dict[str, frozenset] = {}
+        self._plain: dict[str, frozenset | None] = {}
         # the protocols the names belong to ("ip.src" -> "ip", aliases' parts too): the layers index() builds
         self.roots = frozenset(n.split(".")[0] for n in self.names)
 
@@ -40,6 +41,17 @@ class Demand:
         if hit is None:
             prefix = proto + "."
             hit = self._of[proto] = frozenset(n for n in self.names if n.startswith(prefix))
+        return hit
+
+    def plain(self, proto, asked: frozenset):
+        """`asked` (what is read of `proto`) when every name in it is a field `proto`'s tables register, so its
+        table words may build items for those alone (Ctx.asked); None when some name is an expert's, a
+        protocol's or a wildcard (those read items that only the full tree has)."""
+        hit = self._plain.get(proto.name, False)
+        if hit is False:
+            fields = getattr(proto, "fields", None) or {}
+            experts = {f"{proto.name}.{kind}" for kind in getattr(proto, "experts", ())}
+            hit = self._plain[proto.name] = asked if asked <= fields.keys() and asked.isdisjoint(experts) else None
         return hit
 
 

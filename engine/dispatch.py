@@ -115,10 +115,11 @@ class Packet:
                     _index_all(index, layer)
             else:
                 names = demand.names
-                for layer in [*self.decoded.layers_for(demand.roots), *_with_top_items(self.games)]:
+                for layer in [*self.decoded.layers_for(demand.roots, names), *_with_top_items(self.games)]:
                     index.setdefault(layer.proto, []).append(layer.item)
                     root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
-                    if root in demand.roots:     # else only its presence is read
+                    # else only its presence is read (an ICMP error nests the quoted IP, UDP, TCP: always walked)
+                    if root in demand.roots or root in ("icmp", "icmpv6"):
                         for item in layer.item.walk():
                             f = item.field
                             if f is not None:
@@ -178,7 +179,7 @@ class Stack:
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
     __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
-                 "ended")
+                 "ended", "now", "dropped", "notes")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -190,6 +191,9 @@ class Stack:
         self.pair = (a, b) if a < b else (b, a)
         self.depth = 0
         self.ended = False               # a layer saw the conversation end (Ctx.end_conversation)
+        self.now = 0.0                   # the frame's capture time (seconds)
+        self.dropped = False             # this frame's pair was freed while it was being dissected (state budget)
+        self.notes: list = []            # (protocol name, note) for the first layer of that protocol
 
     @property
     def direction(self) -> str:
@@ -203,6 +207,11 @@ class Stack:
         if conv is None:
             conv = conversations[key] = {}
             self.dispatcher.pair_keys.setdefault(self.pair, []).append(key)
+            if self.dropped:             # freed earlier in this frame: live again, with the note (rt.conversation)
+                self.dropped = False
+                note = self.dispatcher.lifetimes.touch(self.pair, self.now)
+                if note is not None:
+                    self.notes.append((proto.name, note))
         return conv
 
     def dissect(self, proto: Protocol, data: bytes, start: int, end: int, source: int = 0,
@@ -224,6 +233,8 @@ class Stack:
         if meta:
             ctx.meta = meta
         ctx.demand = asked
+        if asked:
+            ctx.asked = demand.plain(proto, asked)
         slot = len(self.infos)               # infos in layer order: the layers this one hands up come after it
         self.infos.append((proto.name, ""))
         self.depth += 1
@@ -345,6 +356,7 @@ class Dispatcher:
         """Free every piece of state the conversation between `pair`'s endpoints holds."""
         for key in self.pair_keys.pop(pair, ()):
             self.conversations.pop(key, None)
+        self.lifetimes.release(pair)
         self.claimed.pop(pair, None)
         if self.streams is not None:
             self.streams.connections.pop(pair, None)
@@ -384,20 +396,28 @@ class Dispatcher:
             return stack.packet()
         lifetimes, ns = self.lifetimes, frame.ts_ns
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
-        for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
-            self.forget(pair)
-            if lifetimes.ended_last:
-                for hook in self.ended_hooks:
-                    hook(pair)
+        t = d.tcp
+        if t is not None and t.flags and t.flags[0] == "reused_ports":
+            # a new TCP connection on the same endpoints (capture.tcp_analysis): the earlier one's state goes now,
+            # and its end no longer frees the pair (the Lua twin: rt.conversation on a new tcp.stream)
+            lifetimes.restart(stack.pair)
+            self.forget(stack.pair)
+        if lifetimes.due(now):
+            for pair in lifetimes.expired(now):     # this frame's own conversation too: its state is stale
+                self.forget(pair)
+                if lifetimes.ended_last:
+                    for hook in self.ended_hooks:
+                        hook(pair)
         note = lifetimes.touch(stack.pair, now)
+        stack.now = now
         if d.transport == "udp":
             if d.payload:                 # tshark hands no empty payload to a sub-dissector
                 proto = self.udp_protocol(stack, d)
                 if proto is not None:
                     start = d.payload_offset
                     stack.dissect(proto, frame.data, start, start + len(d.payload))
-        elif d.transport in ("tcp", "sctp"):
-            if self.streams is None:
+        elif d.transport in ("tcp", "sctp") and not (d.problems and d.problems[-1][1].abbrev == "_ws.malformed.expert"):
+            if self.streams is None:     # (an exception in the TCP header: tshark hands its payload to no one)
                 from .streams import Streams
                 self.streams = Streams(self)
             self.streams.dissect(stack, d)
@@ -407,9 +427,28 @@ class Dispatcher:
             if proto is not None and "sequence" in proto.experts:
                 group, severity = proto.experts["sequence"]
                 layer.item.expert(ExpertInfo(f"{proto.name}.sequence", group, severity, note))
-        if stack.ended:
+        for name, text in stack.notes:          # a conversation freed by a charge during this frame (charge())
+            layer = next((layer for layer in stack.layers if layer.proto == name), None)
+            proto = self.protocols.get(name)
+            if layer is not None and "sequence" in proto.experts:
+                group, severity = proto.experts["sequence"]
+                layer.item.expert(ExpertInfo(f"{name}.sequence", group, severity, text))
+        if stack.ended and lifetimes.tracks(stack.pair):
             lifetimes.end(stack.pair, now)
         return stack.packet()
+
+    def charge(self, stack: Stack, n: int) -> None:
+        """The frame's conversation now holds n more bytes of heavy state (an inflate window: Ctx.charge_state).
+        Over protodump.state_budget, the oldest conversations are freed at once, this one too if it is the
+        oldest, as the plugin's rt.state_charge does: a layer after this one in the frame starts it again, and
+        notes it."""
+        lifetimes = self.lifetimes
+        if not lifetimes.charge(stack.pair, n):
+            return
+        for pair in lifetimes.over_budget():
+            self.forget(pair)
+            if pair == stack.pair:
+                stack.dropped = True
 
 
     def _quoted(self, frame, d) -> Packet:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import struct
+from functools import cache
 from math import gcd
 
 from .context import Ctx, Truncated
@@ -96,6 +97,20 @@ class Field:
     def take(self, ctx: Ctx, parent: Item, offset: int, raw) -> None:
         raise NotImplementedError
 
+    # --- NULL tree (engine.demand): the values into the scope, as decode/take put them, and no items or experts
+    def scan(self, ctx: Ctx) -> None:
+        """Read this field's values into the scope and move on, building nothing (Wireshark's NULL tree). The
+        fallback decodes into a throwaway item; the common words do it without one."""
+        size = self.size
+        if self.codes is not None and ctx.pos + size <= ctx.end and _stores(self):
+            raw = struct.unpack_from(self.endian + "".join(self.codes), ctx.data, ctx.pos)
+            self.store(ctx.scopes[-1], raw[0] if len(raw) == 1 else raw)
+            ctx.pos += size
+            return
+        self.decode(ctx, Item(None))
+
+    store = None     # store(scope, raw): what take() puts into the scope, on the words that define both
+
     def encode(self, values: dict, out: bytearray) -> None:
         value = values.get(self.name, self.default())
         out += struct.pack(self.endian + "".join(self.codes), *(value if len(self.codes) > 1 else (value,)))
@@ -118,6 +133,14 @@ class Field:
     def infos(self):
         if self.info is not None:
             yield self.info
+
+    def abbrevs(self) -> frozenset:
+        """The abbrevs of every item this field (and any field in it) can make: a run reading none of them
+        (Ctx.asked) needs only its values (scan)."""
+        known = self.__dict__.get("_abbrevs")
+        if known is None:
+            known = self.__dict__["_abbrevs"] = frozenset(i.abbrev for i in self.infos() if i is not None)
+        return known
 
 
 def _stateful(value) -> bool:
@@ -169,6 +192,9 @@ class Number(Field):
     def register(self, b):
         self.info = b.field(self.abbrev, self.label, self.ftype, base=self.base, values=self.values,
                             description=self.description)
+
+    def store(self, scope, raw):
+        scope[self.name] = raw
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
@@ -232,6 +258,9 @@ class Flags(Field):
                                 bits=self.size * 8)
         return bound
 
+    def store(self, scope, raw):
+        scope[self.name] = raw
+
     def take(self, ctx, parent, offset, raw):
         self.number.take(ctx, parent, offset, raw)
         item = parent.children[-1]
@@ -257,6 +286,9 @@ class Padding(Field):
 
     def register(self, b):
         self.info = b.field(self.abbrev, "Padding", "bytes")
+
+    def store(self, scope, raw):
+        scope[self.name] = raw
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
@@ -323,6 +355,9 @@ class Bytes(Field):
     def register(self, b):
         self.info = b.field(self.abbrev, self.label, "bytes")
 
+    def store(self, scope, raw):
+        scope[self.name] = raw
+
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
         parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
@@ -340,6 +375,13 @@ class Bytes(Field):
         self.take(ctx, parent, ctx.pos, raw)
         ctx.pos += n
 
+    def scan(self, ctx):
+        if self.size is not None or self.length is None:
+            return Field.scan(self, ctx)
+        n = min(ctx.lookup(self.length), ctx.end - ctx.pos)
+        ctx.scopes[-1][self.name] = ctx.data[ctx.pos:ctx.pos + n]
+        ctx.pos += n
+
     def encode(self, values, out):
         out += values.get(self.name, b"")
 
@@ -355,7 +397,7 @@ class Bytes(Field):
 class Run:
     """Consecutive fixed fields of one byte order, read with one precompiled struct.unpack_from."""
 
-    __slots__ = ("fields", "fmt", "size", "spans")
+    __slots__ = ("fields", "fmt", "size", "spans", "stores", "plans")
 
     def __init__(self, fields: list[Field]):
         self.fields = fields
@@ -368,6 +410,8 @@ class Run:
             self.spans.append((f, offset, index, len(f.codes)))
             offset += f.size
             index += len(f.codes)
+        self.stores = all(_stores(f) for f in fields)
+        self.plans: dict = {}    # Ctx.asked -> spans with whether each field's items are read (None: none is)
 
     def decode(self, ctx: Ctx, parent: Item) -> None:
         pos = ctx.pos
@@ -375,10 +419,65 @@ class Run:
             for f in self.fields:     # read what fits, then stop with a Malformed expert
                 f.decode(ctx, parent)
             return
+        asked = ctx.asked
+        if asked is not None:
+            return self.decode_asked(ctx, parent, asked)
         raw = self.fmt.unpack_from(ctx.data, pos)
         for f, offset, index, count in self.spans:
             f.take(ctx, parent, pos + offset, raw[index] if count == 1 else raw[index:index + count])
         ctx.pos = pos + self.size
+
+    def decode_asked(self, ctx: Ctx, parent: Item, asked: frozenset) -> None:
+        """Items only for the fields a run reads (Ctx.asked); the others' values go into the scope."""
+        plan = self.plans.get(asked, False)
+        if plan is False:
+            plan = [(f, offset, index, count, not f.abbrevs().isdisjoint(asked), _stores(f))
+                    for f, offset, index, count in self.spans]
+            if not any(read for *_, read, _ in plan) and self.stores:
+                plan = None
+            if len(self.plans) < 64:
+                self.plans[asked] = plan
+        if plan is None:
+            return self.scan(ctx)
+        pos = ctx.pos
+        raw = self.fmt.unpack_from(ctx.data, pos)
+        scope, spare = ctx.scopes[-1], None
+        for f, offset, index, count, read, stores in plan:
+            value = raw[index] if count == 1 else raw[index:index + count]
+            if read:
+                f.take(ctx, parent, pos + offset, value)
+            elif stores:
+                f.store(scope, value)
+            else:                     # a block whose take() does more than store: its items are let go
+                if spare is None:
+                    spare = Item(None)
+                f.take(ctx, spare, pos + offset, value)
+        ctx.pos = pos + self.size
+
+    def scan(self, ctx: Ctx) -> None:
+        pos = ctx.pos
+        if pos + self.size > ctx.end or not self.stores:
+            self.decode(ctx, Item(None))      # the short read and its Truncated, as decode does them
+            return
+        raw = self.fmt.unpack_from(ctx.data, pos)
+        scope = ctx.scopes[-1]
+        for f, _offset, index, count in self.spans:
+            f.store(scope, raw[index] if count == 1 else raw[index:index + count])
+        ctx.pos = pos + self.size
+
+
+def _stores(f: Field) -> bool:
+    return _stores_class(type(f))
+
+
+@cache
+def _stores_class(cls) -> bool:
+    """Whether store() puts into the scope exactly what take() does: the nearest class that defines either
+    defines both (a block that overrides take() alone is decoded, not stored)."""
+    for klass in cls.__mro__:
+        if "take" in klass.__dict__ or "store" in klass.__dict__:
+            return "take" in klass.__dict__ and "store" in klass.__dict__
+    return False
 
 
 def _runs(fields: list[Field]) -> list:
@@ -428,6 +527,9 @@ class Struct(Field):
         return bound
 
     def decode(self, ctx, parent):
+        asked = ctx.asked
+        if asked is not None and asked.isdisjoint(self.abbrevs()):
+            return self.scan(ctx)        # nothing under it is read (Ctx.asked): its values only
         if self.label is None:
             for step in self.steps:
                 step.decode(ctx, parent)
@@ -444,6 +546,20 @@ class Struct(Field):
             item.length = ctx.pos - item.offset
             if self.summary:
                 item.label = format_template(self.summary, scope)
+
+    def scan(self, ctx):
+        if self.label is None:
+            for step in self.steps:
+                step.scan(ctx)
+            return
+        scope: dict = {}
+        ctx.scopes[-1][self.name] = scope
+        ctx.scopes.append(scope)
+        try:
+            for step in self.steps:
+                step.scan(ctx)
+        finally:
+            ctx.scopes.pop()
 
     def encode(self, values, out):
         scope = values if self.label is None else values.get(self.name, {})
@@ -483,8 +599,15 @@ class Packet(Struct):
         return bound
 
     def decode(self, ctx, parent):
+        asked = ctx.asked
+        if asked is not None and asked.isdisjoint(self.abbrevs()):
+            return self.scan(ctx)
         for step in self.steps:
             step.decode(ctx, parent)
+
+    def scan(self, ctx):
+        for step in self.steps:
+            step.scan(ctx)
 
     def encode(self, values, out):
         for f in self.fields:

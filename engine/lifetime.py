@@ -1,6 +1,7 @@
 """Conversation lifetime: how long the state of one pair of endpoints (every protocol's conversation dict, the
 stream connection, a heuristic's claim) is kept. Freed when the conversation ends (ENet DISCONNECT, TCP FIN
-both ways or RST: a dissector calls Ctx.end_conversation) after a short linger, when it has been idle for a while
+both ways or RST: a dissector calls Ctx.end_conversation) after a short linger (unless a new connection starts
+there first: a SYN reusing the ports frees the old state at once and lives on, `restart`), when it has been idle for a while
 in CAPTURE time, or, beyond a cap on live conversations, oldest idle first; the next packet of a conversation
 dropped by the cap gets an expert note (its analysis starts again there).
 
@@ -35,7 +36,7 @@ PREFERENCES = {          # name: (description, default)
 class Lifetimes:
     """Which pairs of endpoints hold state, in order of last activity; says which to free."""
 
-    __slots__ = ("cap", "ended_last", "ending", "forgotten", "linger", "live", "timeout")
+    __slots__ = ("cap", "charged", "ended_last", "ending", "forgotten", "linger", "live", "timeout", "used")
 
     def __init__(self, timeout: float = IDLE_TIMEOUT, cap: int = MAX_LIVE, linger: float = ENDED_LINGER):
         self.timeout, self.cap, self.linger = timeout, max(1, cap), linger
@@ -43,6 +44,8 @@ class Lifetimes:
         self.ending: OrderedDict = OrderedDict()     # pair -> capture time of its end (oldest first)
         self.forgotten: OrderedDict = OrderedDict()  # pair -> why its state was dropped (by the cap)
         self.ended_last = False                      # the pair expired() gave last had ended (not idle, not cap)
+        self.charged: dict = {}                      # pair -> bytes of heavy state it holds (charge())
+        self.used = 0                                # their sum, against STATE.limit (protodump.state_budget)
 
     def touch(self, pair, now: float) -> str | None:
         """A packet of `pair` at capture time `now`; the note to show when its state was dropped by the cap."""
@@ -56,10 +59,54 @@ class Lifetimes:
         live[pair] = now
         return self.forgotten.pop(pair, None) if self.forgotten else None
 
+    def restart(self, pair) -> None:
+        """A new connection between the same endpoints (a TCP SYN reusing the ports): the earlier one's end no
+        longer frees them (the next touch makes the pair live again)."""
+        self.ending.pop(pair, None)
+        self.live.pop(pair, None)
+
     def end(self, pair, now: float) -> None:
         if pair not in self.ending:
             self.live.pop(pair, None)
             self.ending[pair] = now
+
+    def charge(self, pair, n: int) -> bool:
+        """`pair` now holds n more bytes of heavy state (an inflate window); True when that puts the total over
+        the state budget (the caller frees conversations at once, over_budget(), as the plugin's rt.state_charge
+        does)."""
+        self.charged[pair] = self.charged.get(pair, 0) + n
+        self.used += n
+        return self.used > STATE.limit
+
+    def release(self, pair) -> None:
+        """The pair's state is freed: its heavy state's bytes are given back."""
+        self.used -= self.charged.pop(pair, 0)
+
+    def over_budget(self) -> Iterator:
+        """The pairs to free, oldest first (ended ones, then the least recently seen), while the heavy state is
+        over the budget; each is noted for its next packet. The caller frees (and release()s) each one."""
+        why = f"conversation state over {STATE.limit} bytes: protodump.state_budget"
+        while self.used > STATE.limit and (self.live or self.ending):
+            yield self._drop(why)
+
+    def _drop(self, why: str):
+        pair = (self.ending or self.live).popitem(last=False)[0]
+        self.forgotten[pair] = f"Conversation state was dropped ({why}): its analysis starts again here"
+        if len(self.forgotten) > FORGOTTEN_LIMIT:
+            self.forgotten.popitem(last=False)
+        return pair
+
+    def tracks(self, pair) -> bool:
+        return pair in self.live or pair in self.ending
+
+    def due(self, now: float) -> bool:
+        """Whether expired(now) has anything to give (a cheap test made on every frame)."""
+        ending, live = self.ending, self.live
+        if len(live) + len(ending) > self.cap or self.used > STATE.limit:
+            return True
+        if ending and next(iter(ending.values())) < now - self.linger:
+            return True
+        return bool(live) and next(iter(live.values())) < now - self.timeout
 
     def expired(self, now: float) -> Iterator:
         """The pairs to free now (ended and lingered, idle too long, beyond the cap or the state budget): the
@@ -74,12 +121,8 @@ class Lifetimes:
         while live or ending:
             if len(live) + len(ending) > self.cap:
                 why = f"more than {self.cap} live conversations: protodump.max_conversations"
-            elif STATE.used > STATE.limit:
+            elif self.used > STATE.limit:
                 why = f"conversation state over {STATE.limit} bytes: protodump.state_budget"
             else:
                 break
-            pair = (ending or live).popitem(last=False)[0]
-            self.forgotten[pair] = f"Conversation state was dropped ({why}): its analysis starts again here"
-            if len(self.forgotten) > FORGOTTEN_LIMIT:
-                self.forgotten.popitem(last=False)
-            yield pair
+            yield self._drop(why)

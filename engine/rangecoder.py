@@ -13,14 +13,29 @@ would pass the caller's limit (it never truncates), and for a stream that ends b
 `decompress` raises RangeCoderError in each case instead. libenet's normalisation loop would spin forever if
 the range ever shifted out to 0; that needs low + range to pass 2^32 with equal top bytes, and the only decode
 that can push low + range past 2^32 (a corrupt order-0 one) leaves range < 2^24, so the top bytes differ. The
-decoders check for a 0 range anyway, so that no input can hang them.
+Python and Lua decoders check for a 0 range anyway, so that no input can hang them (libenet relies on the above).
 
 ENet decompresses a datagram into a 4096-byte buffer (ENET_PROTOCOL_MAXIMUM_MTU) after its header: a receiver's
 `limit` is RECEIVE_BUFFER minus the header (2 or 4 bytes, plus 4 with checksums on).
+
+Why libenet itself runs when it can: this decoder is one adaptive-model update and one range-coder step per output
+byte, and even flattened into one loop over parallel lists CPython does about 1 MB/s, some 25 to 35x slower
+than libenet's C (tools/bench_rangecoder.py; README, "The range decoder"). A well-kept library already does the job, bit for bit: when the system has
+libenet (Debian's libenet7), `decompress` calls its enet_range_coder_decompress through ctypes, and
+`decompress_python` (the code below) is the fallback when it is missing (or PROTODUMP_RANGECODER=python). The two
+give the same bytes and the same errors on every input: libenet's only answer to a failure is 0 bytes, so on a
+failure, and for what libenet cannot be asked (a limit above RECEIVE_BUFFER, a limit that is not a positive int),
+`decompress` runs the Python decoder, which says why (tests/test_rangecoder.py runs both paths on the same inputs).
+The Python decoder stays the reference and the twin of the Lua one.
 """
 from __future__ import annotations
 
-__all__ = ["RECEIVE_BUFFER", "RangeCoderError", "compress", "decompress"]
+import ctypes
+import ctypes.util
+import os
+import threading
+
+__all__ = ["RECEIVE_BUFFER", "RangeCoderError", "compress", "decompress", "decompress_python", "load_libenet"]
 
 TOP = 1 << 24  # ENET_RANGE_CODER_TOP
 BOTTOM = 1 << 16  # ENET_RANGE_CODER_BOTTOM
@@ -151,53 +166,162 @@ class _Model:
         self.total[ctx] = (total + e + 256 * minimum) & 0xFFFF
 
 
+class ENetBuffer(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("dataLength", ctypes.c_size_t)]
+
+
+def load_libenet():
+    """libenet (Debian's libenet7) with the range coder's prototypes, or None."""
+    for name in ("libenet.so.7", ctypes.util.find_library("enet")):
+        if not name:
+            continue
+        try:
+            lib = ctypes.CDLL(name)
+            lib.enet_range_coder_create.restype = ctypes.c_void_p
+        except (OSError, AttributeError):
+            continue
+        lib.enet_range_coder_destroy.argtypes = [ctypes.c_void_p]
+        lib.enet_range_coder_compress.argtypes = [ctypes.c_void_p, ctypes.POINTER(ENetBuffer), ctypes.c_size_t,
+                                                  ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+        lib.enet_range_coder_compress.restype = ctypes.c_size_t
+        lib.enet_range_coder_decompress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                                    ctypes.c_char_p, ctypes.c_size_t]
+        lib.enet_range_coder_decompress.restype = ctypes.c_size_t
+        return lib
+    return None
+
+
+def _libenet_decoder():
+    """A function (data: bytes, limit: 1..RECEIVE_BUFFER) -> libenet's output (b"" for its failure), or None when
+    libenet is missing or PROTODUMP_RANGECODER=python. A coder holds libenet's model (and ctypes drops the GIL
+    during the call), so each thread gets its own coder and output buffer."""
+    if os.environ.get("PROTODUMP_RANGECODER") == "python":
+        return None
+    lib = load_libenet()
+    if lib is None:
+        return None
+    run, create, destroy = lib.enet_range_coder_decompress, lib.enet_range_coder_create, lib.enet_range_coder_destroy
+    local = threading.local()
+
+    class Coder:
+        __slots__ = ("ctx", "out")
+
+        def __init__(self):
+            self.ctx = create()
+            if not self.ctx:
+                raise MemoryError("enet_range_coder_create failed")
+            self.out = ctypes.create_string_buffer(RECEIVE_BUFFER)
+
+        def __del__(self):
+            destroy(self.ctx)
+
+    def decode(data: bytes, limit: int) -> bytes:
+        try:
+            coder = local.coder
+        except AttributeError:
+            coder = local.coder = Coder()
+        out = coder.out
+        return out[:run(coder.ctx, data, len(data), out, limit)]
+
+    return decode
+
+
+_native = None  # the libenet decoder once looked for (False: not there)
+
+
 def decompress(data: bytes, limit: int) -> bytes:
     """enet_range_coder_decompress(data, len(data), out, limit): the decoded bytes, or RangeCoderError where
-    libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
+    libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet. libenet's own decoder
+    when the system has it, else (and for any failure, to say why) decompress_python: see the module docstring."""
+    global _native
+    native = _native
+    if native is None:
+        native = _native = _libenet_decoder() or False
+    if native and type(limit) is int and limit > 0 and data:
+        out = native(data if type(data) is bytes else bytes(data), min(limit, RECEIVE_BUFFER))
+        if out:
+            return out
+    return decompress_python(data, limit)
 
-    One long function on purpose: the model updates (ENET_CONTEXT_ENCODE, ENET_SYMBOL_CREATE, the total bumps)
-    are inlined, as in libenet's macros, because a call per symbol halves the speed in Python.
+
+def decompress_python(data: bytes, limit: int) -> bytes:
+    """enet_range_coder_decompress(data, len(data), out, limit) in Python: the decoded bytes, or RangeCoderError
+    where libenet returns 0. Output never exceeds `limit` bytes: more is an error, as in libenet.
+
+    One long function on purpose, shaped for CPython's speed: libenet's macros (ENET_CONTEXT_TRY_DECODE / _ROOT_
+    DECODE / _ENCODE, ENET_SYMBOL_CREATE, the total bumps) are inlined, as a call per symbol halves the speed;
+    constants are literals; the coder is normalised before each READ rather than after each DECODE (nothing in
+    between uses it), with a cheap test first; the output limit bounds the symbol loop.
 
     The model's uint16/uint8 members are not masked here, because they provably never wrap: a context's total
     is escapes + its counts (+ 256 in the order-0 context), is rescaled as soon as it passes 65280, and bounds
-    every `under` and `after`; a count is rescaled as soon as it passes 251. What does wrap on garbage is masked:
-    the uint32 coder state, the uint16 `code` read from it and the uint8 value of a new order-0 symbol."""
+    every `under` and `after`; a count is rescaled as soon as it passes 251. What does wrap on garbage is masked
+    (only when it does: a test is cheaper than a mask on CPython's 2-digit ints): the uint32 coder state, the
+    uint16 `code` read from it and the uint8 value of a new order-0 symbol. range * count needs no mask: a
+    context's total is the sum of its escapes and counts (plus the minimums), so count <= total and the product is
+    at most the range before READ divided it."""
     n = len(data)
     if n <= 0:
         raise RangeCoderError("no compressed data")
     m = _Model()
     values, counts, unders, lefts, rights, symbols, escapes, totals, parents = m.lists()
-    size = len(values)
     nxt = m.next
-    # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0).
+    # A symbol creates at most 3 symbols (order 0, 1, 2): the lists grow, or the model restarts, between symbols.
+    bound = min(len(values) - 3, SYMBOLS - ORDER)
+    # ENET_RANGE_CODER_SEED: the first four bytes (missing ones read as 0). `code` is libenet's decodeCode minus
+    # decodeLow (mod 2^32), the number ENET_RANGE_CODER_READ divides: kept as such, it is updated like both.
     code = int.from_bytes(bytes(data[:4]).ljust(4, b"\0"), "big")
-    pos, low, rng = min(4, n), 0, M32
+    pos, low, rng = min(4, n), 0, 0xFFFFFFFF
     data = bytes(data) + b"\0"  # one sentinel 0: reads past the end give 0, as libenet's guarded reads do
-    out = bytearray()
+    out = []
     predicted = order = 0
 
-    while True:
-        # Escape down from the order-2/1 contexts until one holds the symbol; an escape from the order-0 context
-        # (index 0) ends the data.
+    # One symbol per turn; limit + 1 turns: the last one's symbol would pass the limit (its end escape would not).
+    for _ in range(max(limit, 0) + 1):
+        # Escape down from the order-2/1 contexts (sub > 0) until one holds the symbol; an escape from the order-0
+        # context (sub = 0) ends the data.
         sub = predicted
         while True:
-            e = escapes[sub]
-            total = totals[sub]
-            if sub and (e <= 0 or e >= total):
-                sub = parents[sub]
-                continue
+            if sub:
+                e = escapes[sub]
+                total = totals[sub]
+                if e <= 0 or e >= total:
+                    sub = parents[sub]
+                    continue
+            else:
+                e = escapes[0]
+                total = totals[0]
+            # ENET_RANGE_CODER_NORMALIZE of the previous DECODE, done here, before the READ that needs it (the
+            # seed needs none): shift out settled top bytes (and, below 2^16, cut the range to the next 2^16
+            # boundary of low). A range >= 2^24 without a carry out of low + range settles it at once.
+            while rng < 0x1000000 or low + rng > 0xFFFFFFFF:
+                if (low ^ ((low + rng) & 0xFFFFFFFF)) >= 0x1000000:
+                    if rng >= 0x10000:
+                        break
+                    rng = -low & 0xFFFF
+                code = ((code << 8) & 0xFFFFFFFF) | data[pos]
+                if pos < n:
+                    pos += 1
+                rng = (rng << 8) & 0xFFFFFFFF
+                low = (low << 8) & 0xFFFFFFFF
+                if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
+                    raise RangeCoderError("range coder state collapsed")
             rng //= total  # ENET_RANGE_CODER_READ
-            c = (((code - low) & M32) // rng) & 0xFFFF
-            escaped = c < e
-            if escaped:
+            c = code // rng
+            if c > 0xFFFF:
+                c &= 0xFFFF
+            if c < e:  # ENET_RANGE_CODER_DECODE(0, escapes, total)
                 if not sub:
                     if not out:
                         raise RangeCoderError("no data before the end symbol")
                     return bytes(out)
-                under, count = 0, e
-            elif sub:
-                c -= e  # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error
-                under = 0
+                rng *= e
+                sub = parents[sub]
+                continue
+            if sub:
+                # ENET_CONTEXT_TRY_DECODE, minimum 0: a symbol not in the tree is an error. `under` starts at the
+                # escapes, so `after - count` is the symbol's place in the whole context.
+                under = e
                 node = symbols[sub]
                 if not node:
                     raise RangeCoderError("symbol missing from an empty context")
@@ -208,156 +332,148 @@ def decompress(data: bytes, limit: int) -> bytes:
                         under = after
                         node = rights[node]
                     else:
-                        before = counts[node]
-                        if c >= after - before:
+                        count = counts[node]
+                        if c >= after - count:
                             break
-                        unders[node] = u + SUB_DELTA
+                        unders[node] = u + 2
                         node = lefts[node]
                     if not node:
                         raise RangeCoderError("symbol missing from a context")
-                value, count = values[node], before
-                unders[node] = u + SUB_DELTA
-                counts[node] = before + SUB_DELTA
-                under = e + after - before
+                value = values[node]
+                unders[node] = u + 2
+                counts[node] = count + 2
+                under = (after - count) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
+                t = totals[sub] = total + 2
+                if count > 251 or t > 65280:
+                    m.rescale(sub, 0)
             else:
-                c -= e  # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol
-                under, count = 0, ROOT_MIN
+                # ENET_CONTEXT_ROOT_DECODE, minimum 1: a value not in the tree is a new symbol.
+                c -= e
+                under, count = 0, 1
                 node = symbols[0]
                 while node:
                     u = unders[node]
-                    after = under + u + values[node] + 1
+                    v = values[node]
+                    after = under + u + v + 1
                     if c >= after:
                         under += u
-                        if rights[node]:
-                            node = rights[node]
+                        child = rights[node]
+                        if child:
+                            node = child
                             continue
-                        value, under = (values[node] + 1 + c - after) & 0xFF, c
+                        value, under = (v + 1 + c - after) & 0xFF, c
                         rights[node] = nxt
                     else:
-                        before = counts[node] + ROOT_MIN
+                        before = counts[node] + 1
+                        unders[node] = u + 3
                         if c < after - before:
-                            unders[node] = u + ROOT_DELTA
-                            if lefts[node]:
-                                node = lefts[node]
+                            child = lefts[node]
+                            if child:
+                                node = child
                                 continue
-                            value, under = (values[node] - 1 - (after - before - c - 1)) & 0xFF, c
+                            value, under = (v - after + before + c) & 0xFF, c
                             lefts[node] = nxt
                         else:
-                            value, count = values[node], before
+                            value, count = v, before
                             under = after - before
-                            unders[node] = u + ROOT_DELTA
-                            counts[node] = before - ROOT_MIN + ROOT_DELTA
+                            counts[node] = before + 2
                             break
                     node = 0  # a new symbol: created below
                     break
                 else:
                     value, under = c & 0xFF, c
                     symbols[0] = nxt
-                if not node:  # ENET_SYMBOL_CREATE
-                    if nxt >= size:
-                        m.grow()
-                        size = len(values)
-                    node, nxt = nxt, nxt + 1
+                if not node:  # ENET_SYMBOL_CREATE (the links of a free symbol are 0 already)
+                    node = nxt
+                    nxt += 1
                     values[node] = value
-                    counts[node] = unders[node] = ROOT_DELTA
-                    lefts[node] = rights[node] = symbols[node] = escapes[node] = totals[node] = parents[node] = 0
-                under += e
-            # ENET_RANGE_CODER_DECODE(under, count, total)
-            low = (low + under * rng) & M32
-            rng = (rng * count) & M32
-            while True:
-                if (low ^ ((low + rng) & M32)) >= TOP:
-                    if rng >= BOTTOM:
-                        break
-                    rng = -low & (BOTTOM - 1)
-                code = ((code << 8) & M32) | data[pos]
-                if pos < n:
-                    pos += 1
-                rng = (rng << 8) & M32
-                low = (low << 8) & M32
-                if not rng:  # unreachable by the argument in the module docstring; a guard against spinning
-                    raise RangeCoderError("range collapsed to 0 (libenet would loop forever)")
-            if escaped:
-                sub = parents[sub]
-                continue
-            bottom = node
-            if sub:
-                t = totals[sub] = totals[sub] + SUB_DELTA
-                if count > SUB_RESCALE_COUNT or t > RESCALE_TOTAL:
-                    m.rescale(sub, 0)
-            else:
-                t = totals[0] = totals[0] + ROOT_DELTA
-                if count > ROOT_RESCALE_COUNT or t > RESCALE_TOTAL:
-                    m.rescale(0, ROOT_MIN)
+                    counts[node] = unders[node] = 3
+                under = (under + e) * rng  # ENET_RANGE_CODER_DECODE(escapes + under, count, total)
+                t = totals[0] = total + 3
+                if count > 250 or t > 65280:
+                    m.rescale(0, 1)
+            low += under
+            if low > 0xFFFFFFFF:
+                low &= 0xFFFFFFFF
+            code -= under
+            if code < 0:
+                code &= 0xFFFFFFFF
+            rng *= count
             break
 
-        # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
-        # becomes the context of the next order: `link` is where its index goes (-1: `predicted`).
-        link = -1
-        patch = predicted
-        while patch != sub:
-            count = 0
-            node = symbols[patch]
-            if node:
-                while True:
-                    v = values[node]
-                    if value < v:
-                        unders[node] += SUB_DELTA
-                        if lefts[node]:
-                            node = lefts[node]
-                            continue
-                        lefts[node] = nxt
-                    elif value > v:
-                        if rights[node]:
-                            node = rights[node]
-                            continue
-                        rights[node] = nxt
-                    else:
-                        count = counts[node]
-                        unders[node] += SUB_DELTA
-                        counts[node] = count + SUB_DELTA
+        if predicted != sub:
+            # patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
+            # becomes the context of the next order: `link` is where its index goes (-1: `predicted`).
+            bottom = node
+            link = -1
+            patch = predicted
+            while patch != sub:
+                count = 0
+                node = symbols[patch]
+                if node:
+                    while True:
+                        v = values[node]
+                        if value < v:
+                            unders[node] += 2
+                            child = lefts[node]
+                            if child:
+                                node = child
+                                continue
+                            lefts[node] = nxt
+                        elif value > v:
+                            child = rights[node]
+                            if child:
+                                node = child
+                                continue
+                            rights[node] = nxt
+                        else:
+                            count = counts[node]
+                            unders[node] += 2
+                            counts[node] = count + 2
+                            break
+                        node = 0
                         break
-                    node = 0
-                    break
-            else:
-                symbols[patch] = nxt
-            if not node:
-                if nxt >= size:
-                    m.grow()
-                    size = len(values)
-                node, nxt = nxt, nxt + 1
-                values[node] = value
-                counts[node] = unders[node] = SUB_DELTA
-                lefts[node] = rights[node] = symbols[node] = escapes[node] = totals[node] = parents[node] = 0
-            if link < 0:
-                predicted = node
-            else:
-                parents[link] = node
-            link = node
-            if count <= 0:
-                escapes[patch] += SUB_ESC_DELTA
-                t = totals[patch] = totals[patch] + SUB_ESC_DELTA + SUB_DELTA
-            else:
-                t = totals[patch] = totals[patch] + SUB_DELTA
-            if count > SUB_RESCALE_COUNT or t > RESCALE_TOTAL:
-                m.rescale(patch, 0)
-            patch = parents[patch]
-        if link < 0:
-            predicted = bottom
-        else:
+                else:
+                    symbols[patch] = nxt
+                if not node:
+                    node = nxt
+                    nxt += 1
+                    values[node] = value
+                    counts[node] = unders[node] = 2
+                if link < 0:
+                    predicted = node
+                else:
+                    parents[link] = node
+                link = node
+                if count <= 0:
+                    escapes[patch] += 5
+                    t = totals[patch] = totals[patch] + 7
+                else:
+                    t = totals[patch] = totals[patch] + 2
+                if count > 251 or t > 65280:
+                    m.rescale(patch, 0)
+                patch = parents[patch]
             parents[link] = bottom
+        else:
+            predicted = node
 
-        if len(out) >= limit:
-            raise RangeCoderError(f"decompressed data longer than {limit} bytes")
-        out.append(value)
-        if order >= ORDER:
+        out.append(value)  # ENET_RANGE_CODER_OUTPUT
+        if order >= 2:
             predicted = parents[predicted]
         else:
             order += 1
-        if nxt >= SYMBOLS - ORDER:  # ENET_RANGE_CODER_FREE_SYMBOLS
+        if nxt >= bound:
+            if nxt < SYMBOLS - ORDER:
+                m.grow()
+                bound = min(len(values) - 3, SYMBOLS - ORDER)
+                continue
+            # ENET_RANGE_CODER_FREE_SYMBOLS; free symbols' links must read 0
+            for links in (lefts, rights, symbols, escapes, totals, parents):
+                links[:nxt] = bytes(nxt)
             m.restart()
             nxt = m.next
             predicted = order = 0
+    raise RangeCoderError(f"decompressed data longer than {limit} bytes")
 
 
 def compress(data: bytes) -> bytes:

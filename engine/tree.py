@@ -21,10 +21,11 @@ SEVERITY_NAMES = {COMMENT: "Comment", CHAT: "Chat", NOTE: "Note", WARN: "Warning
 CHECKSUM, SEQUENCE, RESPONSE_CODE, REQUEST_CODE = 0x01000000, 0x02000000, 0x03000000, 0x04000000
 UNDECODED, REASSEMBLE, MALFORMED, DEBUG, PROTOCOL = 0x05000000, 0x06000000, 0x07000000, 0x08000000, 0x09000000
 COMMENTS_GROUP = 0x0b000000        # PI_COMMENTS_GROUP: a pcapng packet comment
+DEPRECATED = 0x0e000000            # PI_DEPRECATED
 GROUP_NAMES = {
     CHECKSUM: "Checksum", SEQUENCE: "Sequence", RESPONSE_CODE: "Response", REQUEST_CODE: "Request",
     UNDECODED: "Undecoded", REASSEMBLE: "Reassemble", MALFORMED: "Malformed", DEBUG: "Debug",
-    PROTOCOL: "Protocol", COMMENTS_GROUP: "Comment",
+    PROTOCOL: "Protocol", COMMENTS_GROUP: "Comment", DEPRECATED: "Deprecated",
 }
 
 @lru_cache(maxsize=4096)   # the same few (value, mask) pairs recur in every packet

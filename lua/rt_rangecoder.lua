@@ -67,7 +67,8 @@ do
     local values, counts, unders, lefts, rights = m.value, m.count, m.under, m.left, m.right
     local symbols, escapes, totals, parents = m.symbols, m.escapes, m.total, m.parent
     local nxt = m.next
-    local b1, b2, b3, b4 = byte(s, 1, 4)   -- ENET_RANGE_CODER_SEED
+    -- ENET_RANGE_CODER_SEED. `code` is libenet's decodeCode minus decodeLow (mod 2^32), the number READ divides.
+    local b1, b2, b3, b4 = byte(s, 1, 4)
     local code = (b1 or 0) * 16777216 + (b2 or 0) * 65536 + (b3 or 0) * 256 + (b4 or 0)
     local pos = 5
     local low, rng = 0, M32 - 1
@@ -77,99 +78,15 @@ do
     while true do
       -- Escape down from the order-2/1 contexts until one holds the symbol; an escape from the order-0 context
       -- (symbol 1) ends the data.
-      local sub, value, node, bottom = predicted, 0, 0, 0
+      local sub, value, node = predicted, 0, 0
       while true do
         local e, total = escapes[sub], totals[sub]
         if sub ~= 1 and (e <= 0 or e >= total) then
           sub = parents[sub]
         else
-          rng = floor(rng / total)                                  -- ENET_RANGE_CODER_READ
-          local c = floor(((code - low) % M32) / rng) % 65536
-          local escaped = c < e
-          local under, cnt
-          if escaped then
-            if sub == 1 then
-              if nout == 0 then return nil, "no data before the end symbol" end
-              local parts = {}
-              for i = 1, nout, 4096 do
-                parts[#parts + 1] = char(table.unpack(out, i, math.min(i + 4095, nout)))
-              end
-              return concat(parts)
-            end
-            under, cnt = 0, e
-          elseif sub ~= 1 then                  -- ENET_CONTEXT_TRY_DECODE: a symbol not in the tree is an error
-            c = c - e
-            under, node = 0, symbols[sub]
-            if node == 0 then return nil, "symbol missing from an empty context" end
-            local u, after, before
-            while true do
-              u = unders[node]
-              after = under + u
-              if c >= after then
-                under = after
-                node = rights[node]
-              else
-                before = counts[node]
-                if c >= after - before then break end
-                unders[node] = u + SUB_DELTA
-                node = lefts[node]
-              end
-              if node == 0 then return nil, "symbol missing from a context" end
-            end
-            value, cnt = values[node], before
-            unders[node] = u + SUB_DELTA
-            counts[node] = before + SUB_DELTA
-            under = e + after - before
-          else                                  -- ENET_CONTEXT_ROOT_DECODE: a value not in the tree is new
-            c = c - e
-            under, cnt, node = 0, 1, symbols[1]
-            if node == 0 then
-              value, under = c % 256, c
-              symbols[1] = nxt
-            else
-              while true do
-                local u = unders[node]
-                local after = under + u + values[node] + 1
-                if c >= after then
-                  under = under + u
-                  if rights[node] == 0 then
-                    value, under = (values[node] + 1 + c - after) % 256, c
-                    rights[node] = nxt; node = 0
-                    break
-                  end
-                  node = rights[node]
-                else
-                  local before = counts[node] + 1
-                  if c < after - before then
-                    unders[node] = u + ROOT_DELTA
-                    if lefts[node] == 0 then
-                      value, under = (values[node] - 1 - (after - before - c - 1)) % 256, c
-                      lefts[node] = nxt; node = 0
-                      break
-                    end
-                    node = lefts[node]
-                  else
-                    value, cnt = values[node], before
-                    under = after - before
-                    unders[node] = u + ROOT_DELTA
-                    counts[node] = before - 1 + ROOT_DELTA
-                    break
-                  end
-                end
-              end
-            end
-            if node == 0 then                   -- ENET_SYMBOL_CREATE
-              node, nxt = nxt, nxt + 1
-              values[node] = value; counts[node] = ROOT_DELTA; unders[node] = ROOT_DELTA
-              lefts[node] = 0; rights[node] = 0; symbols[node] = 0; escapes[node] = 0; totals[node] = 0
-              parents[node] = 1
-            end
-            under = under + e
-          end
-          -- ENET_RANGE_CODER_DECODE(under, cnt, total)
-          low = (low + under * rng) % M32
-          rng = (rng * cnt) % M32
-          while true do
+          -- ENET_RANGE_CODER_NORMALIZE of the previous DECODE, here before the READ that needs it (the seed needs
+          -- none); a range >= 2^24 without a carry out of low + range settles it at once.
+          while rng < TOP or low + rng >= M32 do
             if floor(low / TOP) ~= floor(((low + rng) % M32) / TOP) then
               if rng >= BOTTOM then break end
               rng = (BOTTOM - low % BOTTOM) % BOTTOM
@@ -180,23 +97,109 @@ do
             low = (low % TOP) * 256
             if rng == 0 then return nil, "range collapsed to 0 (libenet would loop forever)" end
           end
-          if escaped then
+          rng = floor(rng / total)                                  -- ENET_RANGE_CODER_READ
+          local c = floor(code / rng)
+          if c >= 65536 then c = c % 65536 end
+          if c < e then                         -- ENET_RANGE_CODER_DECODE(0, escapes, total)
+            if sub == 1 then
+              if nout == 0 then return nil, "no data before the end symbol" end
+              local parts = {}
+              for i = 1, nout, 4096 do
+                parts[#parts + 1] = char(table.unpack(out, i, math.min(i + 4095, nout)))
+              end
+              return concat(parts)
+            end
+            rng = rng * e                       -- count <= total: no wrap
             sub = parents[sub]
           else
-            bottom = node
-            if sub ~= 1 then
-              local t = totals[sub] + SUB_DELTA
+            local under, cnt
+            if sub ~= 1 then                    -- ENET_CONTEXT_TRY_DECODE: a symbol not in the tree is an error
+              under, node = e, symbols[sub]     -- from the escapes: after - before is the symbol's place
+              if node == 0 then return nil, "symbol missing from an empty context" end
+              local u, after
+              while true do
+                u = unders[node]
+                after = under + u
+                if c >= after then
+                  under = after
+                  node = rights[node]
+                else
+                  cnt = counts[node]
+                  if c >= after - cnt then break end
+                  unders[node] = u + SUB_DELTA
+                  node = lefts[node]
+                end
+                if node == 0 then return nil, "symbol missing from a context" end
+              end
+              value = values[node]
+              unders[node] = u + SUB_DELTA
+              counts[node] = cnt + SUB_DELTA
+              under = after - cnt
+              local t = total + SUB_DELTA
               totals[sub] = t
               if cnt > SUB_LIMIT or t > RESCALE_TOTAL then rescale(m, sub, 0) end
-            else
-              local t = totals[1] + ROOT_DELTA
+            else                                -- ENET_CONTEXT_ROOT_DECODE: a value not in the tree is new
+              c = c - e
+              under, cnt, node = 0, 1, symbols[1]
+              if node == 0 then
+                value, under = c % 256, c
+                symbols[1] = nxt
+              else
+                while true do
+                  local u, v = unders[node], values[node]
+                  local after = under + u + v + 1
+                  if c >= after then
+                    under = under + u
+                    local child = rights[node]
+                    if child == 0 then
+                      value, under = (v + 1 + c - after) % 256, c
+                      rights[node] = nxt; node = 0
+                      break
+                    end
+                    node = child
+                  else
+                    local before = counts[node] + 1
+                    unders[node] = u + ROOT_DELTA
+                    if c < after - before then
+                      local child = lefts[node]
+                      if child == 0 then
+                        value, under = (v - after + before + c) % 256, c
+                        lefts[node] = nxt; node = 0
+                        break
+                      end
+                      node = child
+                    else
+                      value, cnt = v, before
+                      under = after - before
+                      counts[node] = before - 1 + ROOT_DELTA
+                      break
+                    end
+                  end
+                end
+              end
+              if node == 0 then                 -- ENET_SYMBOL_CREATE
+                node, nxt = nxt, nxt + 1
+                values[node] = value; counts[node] = ROOT_DELTA; unders[node] = ROOT_DELTA
+                lefts[node] = 0; rights[node] = 0; symbols[node] = 0; escapes[node] = 0; totals[node] = 0
+                parents[node] = 1
+              end
+              under = under + e
+              local t = total + ROOT_DELTA
               totals[1] = t
               if cnt > ROOT_LIMIT or t > RESCALE_TOTAL then rescale(m, 1, 1) end
             end
+            -- ENET_RANGE_CODER_DECODE(under, cnt, total): the coder state wraps only on garbage
+            local x = under * rng
+            low = low + x
+            if low >= M32 then low = low % M32 end
+            code = code - x
+            if code < 0 then code = code % M32 end
+            rng = rng * cnt                     -- cnt <= total: no wrap
             break
           end
         end
       end
+      local bottom = node
 
       -- patchContexts: teach the contexts we escaped from (ENET_CONTEXT_ENCODE, minimum 0); each one's symbol
       -- becomes the context of the next order: `link` is where its index goes (0: `predicted`).

@@ -345,7 +345,8 @@ end
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".
 -- Its lifetime is engine/lifetime.py's: all state of a pair of endpoints is dropped at the pair's next packet once
 -- it ended (rt.end_conversation: ENet DISCONNECT, WebSocket Close both ways) more than CONV_LINGER seconds of
--- capture time ago, or has been idle for CONV_TIMEOUT. Beyond CONV_MAX live pairs, or beyond STATE_BUDGET bytes of
+-- capture time ago, or has been idle for CONV_TIMEOUT, or at once when a new TCP connection (tcp.stream) starts
+-- there. Beyond CONV_MAX live pairs, or beyond STATE_BUDGET bytes of
 -- heavy state (rt.state_charge: inflate windows), the oldest is dropped (ended ones first, then the least recently
 -- seen) and its next packet gets the note Python gives (rt.conversation_note). Only the first pass decides:
 -- re-dissection replays what the first pass recorded.
@@ -400,18 +401,31 @@ local function pair_of(pinfo)
   local b = tostring(pinfo.dst) .. ":" .. string.format("%d", pinfo.dst_port)
   return (a < b and (a .. "|" .. b) or (b .. "|" .. a)), a .. ">" .. b
 end
+-- tshark's tcp.stream of this frame (nil: not TCP, or no tree on this pass)
+local ok_stream, F_TCP_STREAM = pcall(Field.new, "tcp.stream")
+local function tcp_stream(pinfo)
+  if not ok_stream or pinfo.port_type ~= 2 then return nil end     -- PT_TCP
+  local ok, all = pcall(function() return { F_TCP_STREAM() } end)
+  if not ok or #all == 0 then return nil end
+  return all[1].value
+end
 function rt.conversation(proto, pinfo)
   local pair, dir = pair_of(pinfo)
   local seen = endpoints[pair]
   if not pinfo.visited then
     local now = pinfo.abs_ts
+    local stream = tcp_stream(pinfo)
     if seen and ((seen.ended and seen.ended < now - LIMITS.CONV_LINGER)
-                 or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)) then
+                 or (not seen.ended and seen.last < now - LIMITS.CONV_TIMEOUT)
+                 or (stream and seen.stream and stream ~= seen.stream)) then
+      -- (a new tcp.stream on these endpoints: a SYN reused the ports; the earlier connection's state goes, and
+      -- its end no longer frees the new one: engine.dispatch, engine.lifetime.Lifetimes.restart)
       drop(pair, seen, nil)
       seen = nil
     end
+    if seen and stream then seen.stream = stream end
     if not seen then
-      seen = { keys = {}, last = now, pair = pair, frees = {}, charged = 0 }
+      seen = { keys = {}, last = now, pair = pair, frees = {}, charged = 0, stream = stream }
       endpoints[pair] = seen
       append(seen, "live")
       live.n = live.n + 1

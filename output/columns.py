@@ -3,26 +3,30 @@
 (not the first one shown), as tshark's default "Relative" time column."""
 from __future__ import annotations
 
-from .text import _seconds
+from .text import _seconds, time_column
 
 TITLES = ("No.", "Time", "Source", "Destination", "Protocol", "Length", "Info")
 COLUMN_PREFIX = "_ws.col."
 
 
-def values(packet, first_ns: int | None) -> list[str]:
+def values(packet, first_ns: int | None, time_format: str = "r") -> list[str]:
+    """The columns' texts; the Time column as -t `time_format` says (r: from `first_ns`)."""
     frame, d = packet.frame, packet.decoded
-    t = _seconds(frame.ts_ns - (frame.ts_ns if first_ns is None else first_ns), frame.prec)
+    if time_format == "r":
+        t = _seconds(frame.ts_ns - (frame.ts_ns if first_ns is None else first_ns), frame.prec)
+    else:
+        t = time_column(packet, time_format)
     return [str(frame.number), t, d.src or "", d.dst or "", packet.protocol, str(frame.length),
             packet.info]
 
 
-def column(packet, abbrev: str, first_ns: int | None) -> str | None:
+def column(packet, abbrev: str, first_ns: int | None, time_format: str = "r") -> str | None:
     """The value of `_ws.col.<Title>`, or None for a column tshark's default layout does not have (tshark accepts
     any `_ws.col.` name and prints nothing for it)."""
     title = abbrev[len(COLUMN_PREFIX):]
     if title not in TITLES:
         return None
-    return values(packet, first_ns)[TITLES.index(title)]
+    return values(packet, first_ns, time_format)[TITLES.index(title)]
 
 
 def is_column(abbrev: str) -> bool:

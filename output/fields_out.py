@@ -166,9 +166,9 @@ ALIASES = {"ip.addr": ("ip.src", "ip.dst"), "ipv6.addr": ("ipv6.src", "ipv6.dst"
            "sctp.port": ("sctp.srcport", "sctp.dstport"), "eth.addr": ("eth.dst", "eth.src")}
 
 
-def field_values(packet, abbrev: str, first_ns: int | None = None) -> list[str]:
+def field_values(packet, abbrev: str, first_ns: int | None = None, time_format: str = "r") -> list[str]:
     """Every occurrence of `abbrev` in the packet, in tree order, as -T fields text. first_ns: the capture's first
-    frame time, for the _ws.col.Time column."""
+    frame time, for the _ws.col.Time column (as -t `time_format` says)."""
     index = packet.index()
     if abbrev in EXPERT_FIELDS:
         return _expert_values(abbrev, index)
@@ -177,7 +177,7 @@ def field_values(packet, abbrev: str, first_ns: int | None = None) -> list[str]:
         if abbrev in ALIASES:
             return [v for part in ALIASES[abbrev] for v in field_values(packet, part)]
         if columns.is_column(abbrev):
-            value = columns.column(packet, abbrev, first_ns)
+            value = columns.column(packet, abbrev, first_ns, time_format)
             return [] if value is None else [value]
         return []
     game_tops = [layer.item for layer in packet.games]
@@ -191,6 +191,7 @@ class FieldsWriter:
         self.out, self.names, self.opts = out, list(names), options
         self.started = False
         self.first_ns: int | None = None      # the capture's first frame time (the CLI sets it): _ws.col.Time
+        self.time_format = "r"                # -t (the CLI sets it): _ws.col.Time
 
     def _start(self) -> None:
         # lazily, so a capture that fails to open prints nothing at all
@@ -204,7 +205,7 @@ class FieldsWriter:
         o = self.opts
         cells = []
         for abbrev in self.names:
-            values = field_values(packet, abbrev, self.first_ns)
+            values = field_values(packet, abbrev, self.first_ns, self.time_format)
             if values and o.occurrence == "f":
                 values = values[:1]
             elif values and o.occurrence == "l":

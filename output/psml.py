@@ -19,6 +19,7 @@ class PsmlWriter:
     def __init__(self, out, creator: str):
         self.out, self.creator, self.started = out, creator, False
         self.first_ns: int | None = None
+        self.time_format = "r"          # -t (the CLI sets it)
 
     def _start(self) -> None:
         self.started = True
@@ -29,7 +30,7 @@ class PsmlWriter:
     def write(self, packet) -> None:
         if not self.started:
             self._start()
-        cells = "".join(f"<section>{xml_escape(v)}</section>\n" for v in columns.values(packet, self.first_ns))
+        cells = "".join(f"<section>{xml_escape(v)}</section>\n" for v in columns.values(packet, self.first_ns, self.time_format))
         self.out.write(f"<packet>\n{cells}</packet>\n\n")
 
     def close(self) -> None:

@@ -30,10 +30,6 @@ class Budget:
         self.used += n
         return True
 
-    def charge(self, n: int) -> None:
-        """Count n bytes even beyond the limit (state that must exist; the owner of the limit frees others)."""
-        self.used += n
-
     def give(self, n: int) -> None:
         self.used = max(0, self.used - n)
 
@@ -46,8 +42,8 @@ def over_budget() -> str:
 
 PENDING = Budget()             # one per process: a process decodes one capture at a time
 # Long-lived conversation state that is not pending reassembly but weighs (an inflate window: ~40 KB a
-# direction): charged by its owner, given back when freed; beyond the limit engine.lifetime frees the oldest
-# idle conversations (preference protodump.state_budget).
+# direction): charged to its conversation (engine.lifetime.Lifetimes.charge), given back when the conversation is
+# freed; beyond STATE.limit the oldest conversations are freed at once (preference protodump.state_budget).
 STATE_BUDGET = 32 << 20
 INFLATE_COST = 48 << 10        # an inflate window and its state (measured): what one costs the state budget
 STATE = Budget(STATE_BUDGET)

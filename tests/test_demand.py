@@ -27,6 +27,9 @@ MODES = [
      "-e", "iceball.lua_id", "-e", "enet.command.type", "-e", "websocket.opcode", "-e", "blank.acked"],
     ["-Y", "blank.seq > 3 || freeblox || rutentoy.opcode == 2", "-T", "fields", "-e", "frame.number",
      "-e", "udp.port", "-e", "sctp.chunk_type", "-e", "tcp.segments"],
+    # ENet's generated items, each asked alone of the fields its walk may leave out (enet_analysis.shown)
+    ["-T", "fields", "-e", "frame.len", "-e", "enet.connection.mtu", "-e", "enet.decompressed_length",
+     "-e", "enet.acknowledge.rtt", "-e", "enet.reassembled.length", "-e", "enet.reassembled_in"],
 ]
 
 
@@ -82,3 +85,38 @@ def test_the_comparison_sees_a_missing_field(monkeypatch):
         m.setattr(read_cmd, "run_demand", lambda *a: demand.Demand(()))
         starved = CliRunner().invoke(read_cmd.read, [str(a) for a in args]).output
     assert starved != run(args, True, monkeypatch)
+
+
+def test_enet_read_for_its_presence_keeps_its_state_and_builds_no_items(monkeypatch):
+    """io,phs reads nothing of ENet: its datagrams are scanned (engine.fields scan: values, no items), and what
+    they keep (CONNECT, fragments) still hands every Iceball message up, as the full decode does."""
+    from protodump.dissectors import enet_analysis
+    scanned, walked = [], []
+    original_scan, original_walk = enet_analysis.scan_datagram, enet_analysis.walk_commands
+    monkeypatch.setattr(enet_analysis, "scan_datagram", lambda *a: scanned.append(1) or original_scan(*a))
+    monkeypatch.setattr(enet_analysis, "walk_commands", lambda *a: walked.append(1) or original_walk(*a))
+    path = ROOT / "captures" / "iceball-enet-session.pcap"
+    phs = run(["-q", "-z", "io,phs", path], False, monkeypatch)
+    assert scanned and not walked and "iceball" in phs
+    assert phs == run(["-q", "-z", "io,phs", path], True, monkeypatch)
+
+
+def test_only_the_asked_fields_of_a_table_get_items():
+    """A run asking for blank.type gets that item and not the header's other fields (Ctx.asked), with the same
+    values in the scope as the full decode."""
+    from protodump.engine.context import Ctx
+    from protodump.engine.tree import Item
+    blank = next(p for p in PROTOCOLS if p.name == "blank")
+    import dpkt
+    with open(ROOT / "captures" / "blank-server-session.pcap", "rb") as f:
+        payload = bytes(dpkt.ethernet.Ethernet(next(iter(dpkt.pcap.Reader(f)))[1]).data.data.data)
+    trees, scopes = [], []
+    for asked in (None, frozenset({"blank.type"})):
+        tree = Item(blank.info, None, 0, len(payload))
+        ctx = Ctx(payload, 0, len(payload), tree, blank, {}, "a>b", 1, [])
+        ctx.asked = asked
+        blank.header.decode(ctx, tree)
+        trees.append([i.field.abbrev for i in tree.walk() if i.field is not None and i is not tree])
+        scopes.append(ctx.scopes[0])
+    assert "blank.type" in trees[1] and "blank.seq" not in trees[1] and "blank.seq" in trees[0]
+    assert scopes[0] == scopes[1]

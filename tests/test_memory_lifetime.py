@@ -66,16 +66,8 @@ def test_the_plugin_caps_live_conversations_as_python_does(request, wireshark):
     out = tshark.run(["-X", f"lua_script:{tmp / 'capped.lua'}", "-r", str(path), "-T", "fields",
                       "-e", "frame.number", "-e", "_ws.expert.message"], check=True, timeout=300).stdout
     out = out.decode() if isinstance(out, bytes) else out
-    theirs = {line.split("\t")[0]: line.split("\t", 1)[1] for line in out.splitlines()
-              if "Conversation state was dropped" in line}
-    notes = {}
-
-    def watch(d, packet):
-        for item in packet.index().get("blank.sequence", ()):
-            if "Conversation state was dropped" in item.expert_info.message:
-                notes[str(packet.number)] = item.expert_info.message
-
-    _decode(path, {"protodump.max_conversations": "50"}, watch)
+    theirs = _dropped_notes(out)
+    notes = _python_dropped_notes(path, {"protodump.max_conversations": "50"}, "blank.sequence")
     assert list(notes) == ["311"]
     assert list(theirs) == ["311"] and notes["311"] in theirs["311"]
 
@@ -89,7 +81,8 @@ def _frames(name):
 @pytest.mark.parametrize("wireshark", ["system_tshark", "other_tshark"])
 def test_the_plugin_state_budget_drops_conversations_without_error(request, wireshark):
     """A state budget smaller than one inflate window: the compressed WebSocket connection is dropped at its
-    first inflated message (its windows and assembly freed), noted on its next packet, and the plugin goes on."""
+    first inflated message (its windows and assembly freed), noted where its next layer starts it again (the
+    same frame), and the plugin goes on; Python drops and notes it at the same frame."""
     tshark = request.getfixturevalue(wireshark)
     tmp = ROOT / "tests" / "tmp"
     tmp.mkdir(exist_ok=True)
@@ -103,3 +96,28 @@ def test_the_plugin_state_budget_drops_conversations_without_error(request, wire
     err = run.stderr.decode() if isinstance(run.stderr, bytes) else run.stderr
     assert "Lua" not in err and "rror" not in out.replace("Error/", "")
     assert "conversation state over 1000 bytes: protodump.state_budget" in out
+    # Python frees it at the same frame (the charging one, whose Freeblox layer starts it again) with the same note
+    theirs = _dropped_notes(out)
+    notes = _python_dropped_notes(ROOT / "captures" / "freeblox-session.pcap", {"protodump.state_budget": "1000"},
+                                  "_ws.expert")
+    assert list(notes) == list(theirs) == ["8"] and notes["8"] in theirs["8"]
+
+
+def _dropped_notes(fields_out: str) -> dict:
+    """Frame number -> expert messages, of the frames whose experts say a conversation was dropped (tshark -T
+    fields -e frame.number -e _ws.expert.message)."""
+    return {line.split("\t")[0]: line.split("\t", 1)[1] for line in fields_out.splitlines()
+            if "Conversation state was dropped" in line}
+
+
+def _python_dropped_notes(path, prefs: dict, abbrev: str) -> dict:
+    """Frame number -> the note, where Python's items under `abbrev` say a conversation was dropped."""
+    notes = {}
+
+    def watch(d, packet):
+        for item in packet.index().get(abbrev, ()):
+            if "Conversation state was dropped" in item.expert_info.message:
+                notes[str(packet.number)] = item.expert_info.message
+
+    _decode(path, prefs, watch)
+    return notes

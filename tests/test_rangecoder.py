@@ -1,20 +1,27 @@
 """The range coder (engine/rangecoder.py and its Lua twin lua/rt_rangecoder.lua) against libenet itself.
 
 Debian's libenet7 (through ctypes) is the oracle: every compressed ENet datagram of the captures, thousands of
-payloads libenet compressed, and garbage, must give libenet's bytes, or fail where libenet returns 0. The Lua
+payloads libenet compressed, and garbage, must give libenet's bytes from the pure-Python decoder, or fail where
+libenet returns 0. `decompress` runs libenet's own decoder when it can and the Python one otherwise: both paths
+must give the same bytes and errors on the same inputs, and the same decode of whole hostile captures. The Lua
 decoder runs standalone under lua5.2 and lua5.4 on the same vectors and must agree with Python."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protodump.engine.rangecoder import RECEIVE_BUFFER, RangeCoderError, compress, decompress
+from conftest import PROTODUMP
+from protodump.engine import rangecoder
+from protodump.engine.rangecoder import RECEIVE_BUFFER, RangeCoderError, compress, decompress_python
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = RECEIVE_BUFFER
@@ -41,7 +48,7 @@ def oracle():
 def ours(data: bytes, limit: int = LIMIT) -> bytes:
     """Our decoder with libenet's convention: b"" for a failure."""
     try:
-        out = decompress(data, limit)
+        out = decompress_python(data, limit)
     except RangeCoderError:
         return b""
     assert 0 < len(out) <= limit
@@ -130,7 +137,7 @@ def test_libenet_payloads_seeded(oracle):
     for i in range(2000):
         data = payload(rnd)
         packed = oracle.compress(data)
-        assert decompress(packed, LIMIT) == data
+        assert decompress_python(packed, LIMIT) == data
         if i % 4 == 0:  # our encoder too (slower, and only a test tool)
             assert compress(data) == packed
 
@@ -140,7 +147,7 @@ def test_libenet_payloads_seeded(oracle):
 @given(st.binary(min_size=1, max_size=3000))
 def test_libenet_payloads_hypothesis(oracle, data):
     packed = oracle.compress(data)
-    assert decompress(packed, LIMIT) == data
+    assert decompress_python(packed, LIMIT) == data
     assert compress(data) == packed
 
 
@@ -149,14 +156,14 @@ def test_model_restart_when_symbols_run_out(oracle):
     """Noise uses about 3 symbols per byte: a 3000-byte payload restarts the 4096-symbol model (FREE_SYMBOLS)."""
     data = random.Random(7).randbytes(3000)
     packed = oracle.compress(data)
-    assert decompress(packed, LIMIT) == data
+    assert decompress_python(packed, LIMIT) == data
 
 
 @needs_libenet
 def test_several_buffers_compress_as_one(oracle):
     """ENet compresses a datagram's commands from several buffers: the stream is their concatenation."""
     parts = [b"\x86\x01\x00\x05\x00\x03abc", b"\x07\xff\x00\x01", b"hello hello hello"]
-    assert decompress(oracle.compress(*parts), LIMIT) == b"".join(parts)
+    assert decompress_python(oracle.compress(*parts), LIMIT) == b"".join(parts)
 
 
 @needs_libenet
@@ -177,7 +184,7 @@ def test_garbage_seeded_equals_libenet(oracle):
 @pytest.mark.parametrize("data", CODE_WRAPS, ids=lambda d: d[:4].hex())
 def test_code_wrap_equals_libenet(oracle, data):
     expected = oracle.decompress(data, LIMIT)
-    assert expected and decompress(data, LIMIT) == expected
+    assert expected and decompress_python(data, LIMIT) == expected
 
 
 @needs_libenet
@@ -191,19 +198,19 @@ def test_garbage_hypothesis_equals_libenet(oracle, data, limit):
 def test_output_limit(oracle):
     data = bytes(range(256)) * 4
     packed = oracle.compress(data)
-    assert decompress(packed, len(data)) == data
+    assert decompress_python(packed, len(data)) == data
     with pytest.raises(RangeCoderError, match="longer than 1023"):
-        decompress(packed, len(data) - 1)
+        decompress_python(packed, len(data) - 1)
     assert oracle.decompress(packed, len(data) - 1) == b""  # libenet fails too rather than truncate
     with pytest.raises(RangeCoderError):
-        decompress(packed, 0)
+        decompress_python(packed, 0)
 
 
 def test_failures_are_value_errors():
     with pytest.raises(ValueError, match="no compressed data"):
-        decompress(b"", LIMIT)
+        decompress_python(b"", LIMIT)
     with pytest.raises(RangeCoderError, match="no data before the end"):
-        decompress(b"\x00\x00\x00\x00", LIMIT)  # the first thing decoded is the end escape
+        decompress_python(b"\x00\x00\x00\x00", LIMIT)  # the first thing decoded is the end escape
     assert compress(b"") == b""
 
 
@@ -211,7 +218,7 @@ def test_compress_round_trip_without_libenet():
     rnd = random.Random(3)
     for _ in range(200):
         data = payload(rnd)
-        assert decompress(compress(data), len(data)) == data
+        assert decompress_python(compress(data), len(data)) == data
 
 
 # --- the Lua twin --------------------------------------------------------------------------------------------------
@@ -221,7 +228,7 @@ LUAS = ["lua5.2", "lua5.4"]
 
 def python_answer(data: bytes, limit: int) -> str:
     try:
-        return "OK " + decompress(data, limit).hex()
+        return "OK " + decompress_python(data, limit).hex()
     except RangeCoderError as e:
         return f"ERR {e}"
 
@@ -251,3 +258,113 @@ def test_lua_equals_python(lua):
         assert answer == python_answer(data, limit), data.hex()
         oks += answer.startswith("OK ")
     assert oks > 400
+
+
+# --- the two paths of `decompress`: libenet's own decoder, else (and on every failure) the Python one -------------
+
+NATIVE = rangecoder._libenet_decoder() if os.environ.get("PROTODUMP_RANGECODER") != "python" else None
+LIMITS = [LIMIT, DATAGRAM_LIMIT, 5000, 1 << 20, 100, 8, 1, 0, -1]
+
+
+@pytest.fixture
+def native(monkeypatch):
+    """`decompress` with libenet's decoder in use."""
+    if NATIVE is None:
+        pytest.skip("libenet7 is not installed (Debian package libenet7)")
+    monkeypatch.setattr(rangecoder, "_native", NATIVE)
+
+
+def answer(fn, data, limit) -> str:
+    try:
+        return "OK " + fn(data, limit).hex()
+    except RangeCoderError as e:
+        return f"ERR {e}"
+
+
+def test_decompress_succeeds_through_libenet_alone(native, monkeypatch):
+    """A datagram that decodes never reaches the Python decoder when libenet is there."""
+    good = [data for name, _, data in DATAGRAMS if "bad" not in name]
+    expected = [decompress_python(data, DATAGRAM_LIMIT) for data in good]
+    monkeypatch.setattr(rangecoder, "decompress_python", None)
+    assert [rangecoder.decompress(data, DATAGRAM_LIMIT) for data in good] == expected
+
+
+def test_paths_agree_on_every_vector(native):
+    """Captures, payloads (exact, short and long limits), garbage and the code wraps, under every kind of limit
+    (above the 4 KiB libenet is given, 0, negative): the same bytes or the same error, message included."""
+    rnd = random.Random(11)
+    kinds = set()
+    for data, limit in lua_vectors():
+        for lim in (limit, rnd.choice(LIMITS)):
+            ours_ = answer(rangecoder.decompress, data, lim)
+            assert ours_ == answer(decompress_python, data, lim), (data.hex(), lim)
+            kinds.add("OK" if ours_.startswith("OK") else re.sub(r"-?\d+", "N", ours_))
+    assert kinds >= {"OK", "ERR no compressed data", "ERR no data before the end symbol",
+                     "ERR symbol missing from a context", "ERR decompressed data longer than N bytes"}
+
+
+def test_paths_agree_past_the_receive_buffer(native, oracle):
+    """More than 4 KiB of output (a caller's own limit): libenet is asked for 4 KiB, the Python decoder finishes."""
+    data = payload(random.Random(2)) * 4 + b"ab" * 5000
+    packed = oracle.compress(data)
+    assert rangecoder.decompress(packed, len(data)) == data == decompress_python(packed, len(data))
+    for limit in (len(data) - 1, RECEIVE_BUFFER):
+        with pytest.raises(RangeCoderError, match=f"longer than {limit} bytes"):
+            rangecoder.decompress(packed, limit)
+
+
+def test_paths_take_any_bytes_like(native, oracle):
+    packed = oracle.compress(b"hello hello hello")
+    for form in (bytearray, memoryview, bytes):
+        assert rangecoder.decompress(form(packed), LIMIT) == b"hello hello hello"
+    with pytest.raises(RangeCoderError, match="no compressed data"):
+        rangecoder.decompress(bytearray(), LIMIT)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300), st.sampled_from(LIMITS))
+def test_paths_agree_hypothesis(native, data, limit):
+    assert answer(rangecoder.decompress, data, limit) == answer(decompress_python, data, limit)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(min_size=1, max_size=3000), st.integers(0, 3), st.randoms(use_true_random=False))
+def test_paths_agree_on_damaged_payloads_hypothesis(native, oracle, data, flips, rnd):
+    packed = bytearray(oracle.compress(data))
+    for _ in range(flips):
+        packed[rnd.randrange(len(packed))] ^= 1 << rnd.randrange(8)
+    limit = rnd.choice([LIMIT, len(data), len(data) - 1])
+    assert answer(rangecoder.decompress, bytes(packed), limit) == answer(decompress_python, bytes(packed), limit)
+
+
+def test_threads_get_their_own_libenet_coder(native):
+    """libenet's coder holds the model while it decodes (and ctypes drops the GIL): one per thread."""
+    from concurrent.futures import ThreadPoolExecutor
+    good = [data for name, _, data in DATAGRAMS if "bad" not in name] * 5
+    expected = [decompress_python(data, DATAGRAM_LIMIT) for data in good]
+    with ThreadPoolExecutor(4) as pool:
+        runs = [pool.submit(lambda: [rangecoder.decompress(d, DATAGRAM_LIMIT) for d in good]) for _ in range(4)]
+        assert all(run.result() == expected for run in runs)
+
+
+@pytest.mark.skipif(NATIVE is None, reason="libenet7 is not installed (Debian package libenet7)")
+def test_hostile_captures_decode_the_same_either_way(tmp_path):
+    """Whole captures, bad and fuzzed (test_enet's damaged datagrams), and good ones read with checksums on (the
+    decoder then starts 4 bytes off and fails): `-T json` is identical with libenet and with
+    PROTODUMP_RANGECODER=python, experts included."""
+    from test_enet import BAD, CHECKSUM, capture_path, fuzz_datagrams
+    from test_lua import write_pcap
+    fuzzed = tmp_path / "enet-fuzz.pcap"
+    write_pcap(fuzzed, fuzz_datagrams(1) + fuzz_datagrams(2), dport=27016)
+    runs = [(capture_path("enet-bad.pcap"), BAD), (fuzzed, BAD),
+            (capture_path("enet-rangecoder.pcap"), CHECKSUM), (capture_path("iceball-enet-session.pcap"), CHECKSUM)]
+    failures = 0
+    for path, args in runs:
+        env = {k: v for k, v in os.environ.items() if k != "PROTODUMP_RANGECODER"}
+        native, python = (subprocess.run([*PROTODUMP, "-T", "json", *args, str(path)], capture_output=True, text=True,
+                                         timeout=300, env=e)
+                          for e in (env, {**env, "PROTODUMP_RANGECODER": "python"}))
+        assert native.returncode == python.returncode == 0, (native.stderr, python.stderr)
+        assert native.stdout == python.stdout and '"enet.compressed"' in native.stdout, path.name
+        failures += native.stdout.count("Range-coded data does not decompress")
+    assert failures > 10

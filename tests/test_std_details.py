@@ -328,3 +328,96 @@ def test_written_pcapng_keeps_precision_and_interfaces(time_captures, tmp_path, 
         assert protodump_run("-r", str(path), "-w", str(ours)).returncode == 0
         for args in (("-t", "e"), ("-t", "dd"), ("-T", "fields", "-e", "frame.time_epoch")):
             assert protodump_run(*args, str(ours)).stdout == standard_run(*args, "-r", str(path)).stdout
+
+
+@pytest.mark.parametrize("time_format", ["ad", "adoy", "d", "dd", "e", "u", "ud"])
+@pytest.mark.parametrize("form", [("-T", "fields", "-e", "_ws.col.Time", "-e", "frame.number"), ("-T", "psml"),
+                                  ("-T", "ek", "-e", "_ws.col.Time"), ("-T", "json", "-e", "_ws.col.Time")])
+def test_time_column_field_follows_t(time_format, form, protodump_run, standard_run):
+    """_ws.col.Time (and PSML's Time section) as -t says, also under a display filter."""
+    args = ("-t", time_format, *form, "-Y", "frame.number > 3", "-c", "20")
+    ours, theirs = protodump_run(*args, "blank-2015.pcap"), standard_run(*args, "-r", "blank-2015.pcap")
+    text = theirs.stdout.replace("wireshark/4.0.17", "protodump/0.1.0") if "psml" in form else theirs.stdout
+    assert ours.stdout and ours.stdout == plugin_free(text)
+
+
+@pytest.fixture(scope="module")
+def ra_capture(tmp_path_factory) -> Path:
+    """IPv6 router advertisements: flags (other configuration; managed, home agent, high preference), a source
+    link-layer address, an MTU and a prefix information option (one with infinite lifetimes)."""
+    from scapy.all import (Ether, ICMPv6ND_RA, ICMPv6NDOptMTU, ICMPv6NDOptPrefixInfo, ICMPv6NDOptSrcLLAddr,
+                           IPv6)
+    head = Ether(src="52:54:00:12:34:56", dst="33:33:00:00:00:01") / IPv6(src="fe80::5054:ff:fe12:3456",
+                                                                           dst="ff02::1", hlim=255)
+    src = ICMPv6NDOptSrcLLAddr(lladdr="52:54:00:12:34:56")
+    return made(tmp_path_factory, "ra", "ra.pcap", [
+        head / ICMPv6ND_RA(chlim=64, O=1, routerlifetime=1800) / src / ICMPv6NDOptMTU(mtu=1500) /
+        ICMPv6NDOptPrefixInfo(prefixlen=64, L=1, A=1, validlifetime=86400, preferredlifetime=14400,
+                              prefix="2001:db8:1::"),
+        head / ICMPv6ND_RA(chlim=0, M=1, H=1, prf=1, routerlifetime=0) / src,
+        head / ICMPv6ND_RA(prf=3, P=1) / ICMPv6NDOptPrefixInfo(prefixlen=48, R=1, validlifetime=0xFFFFFFFF,
+                                                              preferredlifetime=0xFFFFFFFF, prefix="2001:db8::")])
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-Y", "icmpv6.nd.ra.flag.o == 1")])
+def test_router_advertisements(ra_capture, args, protodump_run, standard_run):
+    same_as_tshark(ra_capture, args, protodump_run, standard_run)
+
+
+def test_written_pcapng_keeps_comments_and_flags(options_capture, tmp_path, protodump_run, standard_run):
+    """-w pcapng writes each packet's comments (opt_comment) and flags (epb_flags): tshark reads the copy as it
+    reads a copy tshark -w made."""
+    ours, theirs = tmp_path / "ours.pcapng", tmp_path / "theirs.pcapng"
+    assert protodump_run("-r", str(options_capture), "-w", str(ours)).returncode == 0
+    standard_run("-r", str(options_capture), "-w", str(theirs))
+    for args in (("-V",), ("-T", "json"), ("-q", "-z", "expert")):
+        text = standard_run(*args, "-r", str(ours)).stdout
+        assert "hello comment" in text and text == standard_run(*args, "-r", str(theirs)).stdout
+
+
+@pytest.fixture(scope="module")
+def ip_options_capture(tmp_path_factory) -> Path:
+    """IPv4 options: router alert; NOP and a record route (next slot, full, pointer before / inside an
+    address); time stamps (only, with addresses, one cut short); NOPs and EOL; four NOPs; an unknown option;
+    lengths too short, past the options, a missing length byte."""
+    from scapy.all import IP, UDP, Ether
+    head = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02")
+
+    def ip(raw: bytes):
+        raw += b"\x00" * (-len(raw) % 4)
+        return (head / IP(src="10.0.0.1", dst="10.0.0.2", ihl=5 + len(raw) // 4, options=raw) /
+                UDP(sport=1, dport=2) / b"x")
+    options = [b"\x94\x04\x00\x00", b"\x01\x07\x0b\x08\x01\x02\x03\x04\x00\x00\x00\x00",
+               b"\x07\x0b\x0c\x01\x02\x03\x04\x05\x06\x07\x08", b"\x07\x07\x02\x01\x02\x03\x04",
+               b"\x07\x07\x06\x01\x02\x03\x04", b"\x44\x08\x09\x00\x00\x00\x30\x39",
+               b"\x44\x0c\x0d\x01\x0a\x00\x00\x01\x00\x00\x00\x07", b"\x44\x0a\x05\x01\x0a\x00\x00\x01\x00\x00",
+               b"\x01\x01\x01\x00", b"\x01\x01\x01\x01\x94\x04\x00\x00", b"\x9e\x06\x01\x02\x03\x04",
+               b"\x94\x01\x00\x00", b"\x94\x09\x00\x00", b"\x01\x01\x01\x94"]
+    return made(tmp_path_factory, "ip-options", "ip-options.pcap", [ip(o) for o in options])
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "ip.opt.type", "-e", "ip.rec_rt", "-e", "ip.opt.time_stamp")])
+def test_ipv4_options(ip_options_capture, args, protodump_run, standard_run):
+    same_as_tshark(ip_options_capture, args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
+def routing_capture(tmp_path_factory) -> Path:
+    """IPv6 routing headers: a source route (type 0, deprecated) with segments left and without, a Mobile IPv6
+    home address (type 2), a segment routing header (type 4): the Destination column and udp.stream follow the
+    route's end while segments are left."""
+    from scapy.all import UDP, Ether, IPv6, IPv6ExtHdrRouting, IPv6ExtHdrSegmentRouting
+    head = Ether(src="00:00:00:00:00:01", dst="00:00:00:00:00:02") / IPv6(src="2001:db8::1", dst="2001:db8::2")
+    tail = UDP(sport=1, dport=2) / b"x"
+    return made(tmp_path_factory, "routing", "routing.pcap", [
+        head / IPv6ExtHdrRouting(addresses=["2001:db8::3", "2001:db8::4"], segleft=1) / tail,
+        head / IPv6ExtHdrRouting(addresses=["2001:db8::3"], segleft=0) / tail,
+        head / IPv6ExtHdrRouting(type=2, addresses=["2001:db8::5"], segleft=1) / tail,
+        head / IPv6ExtHdrSegmentRouting(addresses=["2001:db8::6", "2001:db8::7"], segleft=1) / tail])
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "udp.stream", "-e", "ipv6.routing.type")])
+def test_ipv6_routing_header(routing_capture, args, protodump_run, standard_run):
+    same_as_tshark(routing_capture, args, protodump_run, standard_run)

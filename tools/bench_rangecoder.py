@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Range decoder throughput: protodump's Python decoder (engine/rangecoder.py) against libenet's own
-(Debian's libenet7 through ctypes) on the same inputs, as MB/s of decompressed output and a ratio; the Lua twin
-(lua/rt_rangecoder.lua) under standalone lua5.2 / lua5.4 too.
+"""Range decoder throughput: protodump's decoders (engine/rangecoder.py: `decompress`, which runs libenet's own
+when the system has it, and the pure-Python `decompress_python`) against libenet's own (Debian's libenet7
+through ctypes, one output buffer reused: the leanest call from Python) on the same inputs, as MB/s of
+decompressed output and a ratio; the Lua twin (lua/rt_rangecoder.lua) under standalone lua5.2 / lua5.4
+too.
 
     python tools/bench_rangecoder.py                 # captures + synthetic 1400-byte datagrams
     python tools/bench_rangecoder.py --size 200 --count 2000 --repeat 5 --no-lua
 
 Inputs: every compressed datagram of the ENet captures (replayed to about --count x --size bytes), and synthetic
-ENet-like datagrams (command headers, small integers, text) compressed by libenet. Each timing is the best of
---repeat runs (the Lua ones: the mean of --repeat passes inside one process, by os.clock).
+ENet-like datagrams (command headers, small integers, text) compressed by libenet. Each timing is CPU time (as
+Lua's os.clock), so that a loaded machine skews no ratio: the best of --repeat runs (the Lua ones: the mean of
+--repeat passes inside one process).
 
 This file also holds the ctypes binding to libenet's range coder (`Oracle`), the extraction of compressed
 datagrams from captures and the standalone Lua driver, which tests/test_rangecoder.py reuses.
@@ -17,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import ctypes.util
 import random
 import shutil
 import subprocess
@@ -25,6 +27,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from protodump.engine.rangecoder import ENetBuffer, load_libenet  # noqa: F401 (the tests take them from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = ROOT / "lua" / "rt_rangecoder.lua"
@@ -55,31 +59,6 @@ end
 assert(rt.range_decompress(nil, 10) == nil and rt.range_decompress("x", nil) == nil)
 assert(rt.range_decompress("x", 0 / 0) == nil)
 """
-
-
-class ENetBuffer(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("dataLength", ctypes.c_size_t)]
-
-
-def load_libenet():
-    """libenet (Debian libenet7) with the range coder's prototypes, or None."""
-    for name in ("libenet.so.7", ctypes.util.find_library("enet")):
-        if not name:
-            continue
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        lib.enet_range_coder_create.restype = ctypes.c_void_p
-        lib.enet_range_coder_destroy.argtypes = [ctypes.c_void_p]
-        lib.enet_range_coder_compress.argtypes = [ctypes.c_void_p, ctypes.POINTER(ENetBuffer), ctypes.c_size_t,
-                                                  ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-        lib.enet_range_coder_compress.restype = ctypes.c_size_t
-        lib.enet_range_coder_decompress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
-                                                    ctypes.c_char_p, ctypes.c_size_t]
-        lib.enet_range_coder_decompress.restype = ctypes.c_size_t
-        return lib
-    return None
 
 
 class Oracle:
@@ -166,9 +145,9 @@ def enet_like(rnd: random.Random, size: int) -> bytes:
 def best(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         fn()
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return min(times)
 
 
@@ -179,7 +158,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per timing (best kept)")
     ap.add_argument("--no-lua", action="store_true")
     args = ap.parse_args(argv)
-    from protodump.engine.rangecoder import decompress
+    from protodump.engine.rangecoder import decompress, decompress_python
 
     lib = load_libenet()
     if lib is None:
@@ -193,13 +172,17 @@ def main(argv=None) -> int:
         sets["captures"] = real * max(1, args.count * args.size // sum(len(oracle.decompress(d, 4096)) for d in real))
     for label, packed in sets.items():
         plain = [oracle.decompress(c, 4096) for c in packed]
-        assert all(decompress(c, 4096) == p for c, p in zip(packed, plain)), "decoder disagrees with libenet"
+        for fn in (decompress, decompress_python):
+            assert all(fn(c, 4096) == p for c, p in zip(packed, plain)), f"{fn.__name__} disagrees with libenet"
         total, coded = sum(map(len, plain)), sum(map(len, packed))
         print(f"{label}: {len(packed)} datagrams, {total} bytes decompressed from {coded} ({coded / total:.1%})")
-        t_c = best(lambda: [oracle.decompress(c, 4096) for c in packed], args.repeat)
-        t_py = best(lambda: [decompress(c, 4096) for c in packed], args.repeat)
+        run, ctx, buf = lib.enet_range_coder_decompress, oracle.ctx, ctypes.create_string_buffer(4096)
+        t_c = best(lambda: [buf[:run(ctx, c, len(c), buf, 4096)] for c in packed], args.repeat)
+        t_pd = best(lambda: [decompress(c, 4096) for c in packed], args.repeat)
+        t_py = best(lambda: [decompress_python(c, 4096) for c in packed], args.repeat)
         mb = total / 1e6
         print(f"  libenet (ctypes) {mb / t_c:8.2f} MB/s")
+        print(f"  decompress       {mb / t_pd:8.2f} MB/s   ratio decompress/libenet = {t_c / t_pd:.4f}")
         print(f"  python           {mb / t_py:8.2f} MB/s   ratio python/libenet = {t_c / t_py:.4f}")
         for lua in ([] if args.no_lua else ["lua5.2", "lua5.4"]):
             if shutil.which(lua) is None:

@@ -27,7 +27,7 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
             "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer, "arp": arp_layer}
 
 
-MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination"}
+MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
@@ -73,7 +73,9 @@ def build(d, roots=None) -> list[Layer]:
         if roots is not None and by_proto.get("eth" if proto == "ethertype" else proto) is None:
             continue             # a layer nothing asked for (a filter on an expert names its layer's protocol)
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
-            top = Item(f._ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}]")
+            why = d.exception_reason(proto)
+            top = Item(f._ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}"
+                                                    f"{': ' + why if why else ''}]")
             top.expert(info)
             layers.append(Layer("_ws.malformed", top))
             continue

@@ -166,3 +166,32 @@ def _p2p_item(flags) -> Item | None:
         return None
     p2p = 1 if flags & 3 == 1 else 0
     return Item(f.frame_p2p_dir, p2p, label=f"Point-to-Point Direction: {'Received' if p2p else 'Sent'} ({p2p})")
+
+
+def _frame_items(d) -> dict:
+    fr = d.frame if d is not None else None
+    return {
+        "frame.number": lambda: Item(f.frame_number, fr.number, label=f"Frame Number: {fr.number}"),
+        "frame.len": lambda: Item(f.frame_len, fr.length,
+                                  label=f"Frame Length: {fr.length} bytes ({fr.length * 8} bits)"),
+        "frame.cap_len": lambda: Item(f.frame_cap_len, fr.caplen,
+                                      label=f"Capture Length: {fr.caplen} bytes ({fr.caplen * 8} bits)"),
+        "frame.protocols": lambda: _gen(f.frame_protocols, ":".join(d.protocols),
+                                        f"[Protocols in frame: {':'.join(d.protocols)}]"),
+    }
+
+
+LIGHT_FIELDS = frozenset(_frame_items(None))     # what frame_fields_layer makes
+
+
+def frame_fields_layer(d, names) -> Layer:
+    """The frame layer with only the asked LIGHT_FIELDS under it, the same items frame_layer makes (a run reading
+    a few fields, engine.demand: `-T fields -e frame.number`); the protocol item without its interface and
+    direction suffixes, which only -V prints."""
+    fr = d.frame
+    top = proto_item(f.frame, 0, fr.caplen, f"Frame {fr.number}: {fr.length} bytes on wire ({fr.length * 8} bits),"
+                                            f" {fr.caplen} bytes captured ({fr.caplen * 8} bits)")
+    makers = _frame_items(d)
+    for name in sorted(names & LIGHT_FIELDS):
+        top.add(makers[name]())
+    return Layer("frame", top)

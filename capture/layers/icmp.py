@@ -12,6 +12,7 @@ from .common import proto_item
 from . import ndp
 from .data import data_item, data_layer
 from .ip import ip_layer, ipv6_layer
+from .tcp import quoted_tcp_item
 
 
 def _named(names: dict, v: int, v6: bool = False) -> str:
@@ -45,8 +46,13 @@ def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
         _echo(top, info, fs, data, off, off + length)
     elif info.quoted is not None:
         spare = data[off + 4:off + 8]
-        top.add(Item(f.icmpv6_reserved if v6 else f.icmp_unused, spare, off + 4, 4,
-                     f"{'Reserved' if v6 else 'Unused'}: {spare.hex()}"))
+        if not v6 and info.type == 3 and info.code == 4:      # fragmentation needed: the next hop's MTU
+            mtu = struct.unpack_from("!H", data, off + 6)[0]
+            top.add(Item(f.icmp_unused, spare[:2], off + 4, 2, f"Unused: {spare[:2].hex()}"))
+            top.add(Item(f.icmp_mtu, mtu, off + 6, 2, f"MTU of next hop: {mtu}"))
+        else:
+            top.add(Item(f.icmpv6_reserved if v6 else f.icmp_unused, spare, off + 4, 4,
+                         f"{'Reserved' if v6 else 'Unused'}: {spare.hex()}"))
         layers.extend(_quoted(top, d, info, data, off + length))
     return layers
 
@@ -75,6 +81,12 @@ def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
     q, n = info.quoted
     if n:
         top.add(ipv6_layer(d, data, q, n).item if info.v6 else ip_layer(d, data, q, n, quoted=True).item)
+    if info.quoted_tcp is not None:
+        top.add(quoted_tcp_item(d, info, data, end))
+        t = info.quoted_tcp[0]
+        if end >= t + 20 and 20 <= (data[t + 12] >> 4) * 4 < end - t:
+            top.add(data_item(data[t + (data[t + 12] >> 4) * 4:end], t + (data[t + 12] >> 4) * 4))
+        return []
     if info.quoted_udp is None:
         return []
     u = info.quoted_udp[0]

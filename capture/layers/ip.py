@@ -9,6 +9,8 @@ from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from ..network import v4_cached, v4_text
 from .common import bits, frozen, full, named, proto_item, set_text
+from .ipopt import options_item
+from .ipv6_routing import routing_items
 
 DSCP_SHORT = {0: "CS0", 8: "CS1", 16: "CS2", 24: "CS3", 32: "CS4", 40: "CS5", 48: "CS6", 56: "CS7", 1: "LE",
               10: "AF11", 12: "AF12", 14: "AF13", 18: "AF21", 20: "AF22", 22: "AF23", 26: "AF31", 28: "AF32",
@@ -65,16 +67,16 @@ def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False):
             key = (off, vihl, ds, frag, proto, opts)
             tpl = TEMPLATES.memo.get(key)
             if tpl is None:
-                tpl = TEMPLATES.get(key, lambda: _ip_nodes(off, vihl, ds, frag, proto, opts))
+                tpl = TEMPLATES.get(key, lambda: _ip_nodes(data, off, vihl, ds, frag, proto, opts))
             src, dst = v4_cached(src) or v4_text(src), v4_cached(dst) or v4_text(dst)
             return SlotLayer("ip", f.ip, off, length, f"Internet Protocol Version 4, Src: {src}, Dst: {dst}", tpl,
                              {"tlen": tlen, "id": ident, "ttl": ttl, "csum": csum, "src": src, "dst": dst})
     return _ip_items(d, data, off, length, quoted)
 
 
-def _ip_nodes(off: int, vihl: int, ds: int, frag: int, proto: int, opts: bytes | None) -> list:
+def _ip_nodes(data: bytes, off: int, vihl: int, ds: int, frag: int, proto: int, opts: bytes | None) -> list:
     """The template of a well-formed IPv4 header of this shape (ip_layer's key): what _ip_items makes, the
-    values that change from datagram to datagram as slots."""
+    values that change from datagram to datagram as slots (the options are in the key: a static item)."""
     top = Item(None)
     _ip_head(top, vihl, ds, off)
     nodes = list(top.children)
@@ -96,7 +98,7 @@ def _ip_nodes(off: int, vihl: int, ds: int, frag: int, proto: int, opts: bytes |
                   Slot(host_f, None, key, at, 4, cls=HiddenItem),
                   Slot(host, None, key, at, 4, cls=HiddenItem)]
     if opts is not None:
-        nodes.append(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
+        nodes.append(options_item(data, off + 20, off + 20 + len(opts)))
     return nodes
 
 
@@ -162,8 +164,7 @@ def _ip_items(d, data: bytes, off: int, length: int, quoted: bool) -> Layer:
     top.label += f", Src: {src}, Dst: {dst}"
     _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
     if hl > 5 and len(data) >= off + hl * 4:
-        opts = data[off + 20:off + hl * 4]
-        top.add(Item(f.ip_options, opts, off + 20, len(opts), f"Options: ({len(opts)} bytes)"))
+        top.add(options_item(data, off + 20, off + hl * 4))
     return layer
 
 
@@ -253,6 +254,8 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int |
         item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
         if kind in (0, 60):
             _options(item, data, off + 2, off + size, off + length if declared is not None else len(data))
+        elif kind == 43:
+            routing_items(item, data, off, size)
     return item
 
 

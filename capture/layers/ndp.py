@@ -9,8 +9,9 @@ from ...engine.tree import HiddenItem, Item
 from .. import fields as f
 from .. import manuf
 
-ND_TYPES = (133, 135, 136)
-OPTION_NAMES = {1: "Source link-layer address", 2: "Target link-layer address"}
+ND_TYPES = (133, 134, 135, 136)
+OPTION_NAMES = {1: "Source link-layer address", 2: "Target link-layer address", 3: "Prefix information", 5: "MTU"}
+HEADER = {133: 8, 134: 16, 135: 24, 136: 24}     # the fixed part before the options
 RECORD_TYPES = {1: "Mode is include", 2: "Mode is exclude", 3: "Changed to include", 4: "Changed to exclude",
                 5: "Allow new sources", 6: "Block old sources"}
 
@@ -20,20 +21,24 @@ def _v6(data: bytes, at: int) -> str:
 
 
 def _options(data: bytes, p: int, end: int):
-    """(offset, type, length in bytes, link-layer address) of each link-layer address option; stops at any other."""
+    """(offset, type, length in bytes, link-layer address or None) of each option decoded here (link-layer
+    addresses, prefix information, MTU); stops at any other, or one of another length."""
     while p + 8 <= end:
         kind, n = data[p], data[p + 1] * 8
-        if kind not in OPTION_NAMES or n != 8 or p + n > end:
+        if kind not in OPTION_NAMES or n != (32 if kind == 3 else 8) or p + n > end:
             return
-        yield p, kind, n, data[p + 2:p + 8]
+        yield p, kind, n, data[p + 2:p + 8] if kind in (1, 2) else None
         p += n
 
 
 def info(v6type: int, data: bytes, off: int, end: int) -> str | None:
     """The Info column of an NDP message (None: another type)."""
-    lladdr = {kind: mac.hex(":") for _, kind, _, mac in _options(data, off + (8 if v6type == 133 else 24), end)}
+    lladdr = {kind: mac.hex(":") for _, kind, _, mac in _options(data, off + HEADER.get(v6type, 8), end)
+              if mac is not None}
     if v6type == 133 and off + 8 <= end:
         return "Router Solicitation" + (f" from {lladdr[1]}" if 1 in lladdr else "")
+    if v6type == 134 and off + 16 <= end:
+        return "Router Advertisement" + (f" from {lladdr[1]}" if 1 in lladdr else "")
     if v6type == 135 and off + 24 <= end:
         return f"Neighbor Solicitation for {_v6(data, off + 8)}" + (f" from {lladdr[1]}" if 1 in lladdr else "")
     if v6type == 136 and off + 24 <= end:
@@ -48,9 +53,11 @@ def body(top: Item, v6type: int, data: bytes, off: int, end: int) -> bool:
     """Add an NDP / MLDv2 message's fields after its checksum; False for a type (or length) not handled here."""
     if v6type == 143 and off + 8 <= end:
         return _mldv2(top, data, off, end)
-    if v6type not in ND_TYPES or off + (8 if v6type == 133 else 24) > end:
+    if v6type not in ND_TYPES or off + HEADER[v6type] > end:
         return False
-    if v6type == 136:
+    if v6type == 134:
+        _ra(top, data, off)
+    elif v6type == 136:
         (flags,) = struct.unpack_from("!I", data, off + 4)
         names = ", ".join(n for b, n in ((1 << 31, "Router"), (1 << 30, "Solicited"), (1 << 29, "Override"))
                           if flags & b)
@@ -69,7 +76,12 @@ def body(top: Item, v6type: int, data: bytes, off: int, end: int) -> bool:
         field = f.icmpv6_ns_target if v6type == 135 else f.icmpv6_na_target
         top.add(Item(field, _v6(data, p), p, 16, f"Target Address: {_v6(data, p)}"))
         p += 16
+    if v6type == 134:
+        p = off + 16
     for at, kind, n, mac in _options(data, p, end):
+        if mac is None:
+            _option(top, data, at, kind, n)
+            continue
         text = mac.hex(":")
         shown = f"{manuf.resolved(mac) or text} ({text})"
         opt = top.add(Item(f.icmpv6_opt, None, at, n, f"ICMPv6 Option ({OPTION_NAMES[kind]} : {text})"))
@@ -78,6 +90,65 @@ def body(top: Item, v6type: int, data: bytes, off: int, end: int) -> bool:
         opt.add(Item(f.icmpv6_opt_linkaddr, text, at + 2, 6, f"Link-layer address: {shown}"))
         opt.add(HiddenItem(f.icmpv6_opt_src_linkaddr if kind == 1 else f.icmpv6_opt_target_linkaddr, text, at + 2, 6))
     return True
+
+
+def _ra(top: Item, data: bytes, off: int) -> None:
+    """A router advertisement's fixed part (dissect_icmp6 ND_ROUTER_ADVERT)."""
+    hop, flags, life, reach, retrans = struct.unpack_from("!BBHII", data, off + 4)
+    top.add(Item(f.icmpv6_ra_cur_hop_limit, hop, off + 4, 1, f"Cur hop limit: {hop}"))
+    top.add(_bitmask(f.icmpv6_ra_flag, "Flags", f.ICMPV6_RA_FLAGS, flags, off + 5))
+    top.add(Item(f.icmpv6_ra_router_lifetime, life, off + 6, 2, f"Router lifetime (s): {life}"))
+    top.add(Item(f.icmpv6_ra_reachable_time, reach, off + 8, 4, f"Reachable time (ms): {reach}"))
+    top.add(Item(f.icmpv6_ra_retrans_timer, retrans, off + 12, 4, f"Retrans timer (ms): {retrans}"))
+
+
+def _bitmask(field, name: str, bits, value: int, at: int) -> Item:
+    """An 8-bit flags item as proto_tree_add_bitmask makes it: the label lists the set flags and the named
+    values; a line per bit field."""
+    from .common import bits as bit_text
+    shown = []
+    for fld, mask in bits:
+        v = value & mask
+        if fld.ftype == "bool" and v:
+            shown.append(fld.name)
+        elif fld.values is not None:
+            shown.append(f"{fld.name}: {fld.values.get(v >> (mask & -mask).bit_length() - 1, 'Unknown')}")
+    item = Item(field, value, at, 1, f"{name}: 0x{value:02x}" + "".join(", " + s for s in shown))
+    for fld, mask in bits:
+        v = value & mask
+        shift = (mask & -mask).bit_length() - 1
+        if fld.ftype == "bool":
+            text, shown_value = ("Set" if v else "Not set"), bool(v)
+        else:
+            text, shown_value = (f"{fld.values.get(v >> shift, 'Unknown')} ({v >> shift})" if fld.values
+                                 else str(v >> shift)), v >> shift
+        item.add(Item(fld, shown_value, at, 1, f"{bit_text(value, mask, 8)} = {fld.name}: {text}"))
+    return item
+
+
+def _option(top: Item, data: bytes, at: int, kind: int, n: int) -> None:
+    """A prefix information or MTU option (dissect_icmpv6_nd_opt)."""
+    if kind == 5:
+        (mtu,) = struct.unpack_from("!I", data, at + 4)
+        label, kids = f"MTU : {mtu}", [Item(f.icmpv6_opt_reserved, None, at + 2, 2, "Reserved"),
+                                       Item(f.icmpv6_opt_mtu, mtu, at + 4, 4, f"MTU: {mtu}")]
+    else:
+        plen, flags, valid, preferred = struct.unpack_from("!BBII", data, at + 2)
+        prefix = _v6(data, at + 16)
+        life = lambda v: f"Infinity ({v})" if v == 0xFFFFFFFF else str(v)     # noqa: E731 (unique_infinity)
+        label, kids = f"Prefix information : {prefix}/{plen}", [
+            Item(f.icmpv6_opt_prefix_length, plen, at + 2, 1, f"Prefix Length: {plen}"),
+            _bitmask(f.icmpv6_opt_prefix_flag, "Flag", f.ICMPV6_PREFIX_FLAGS, flags, at + 3),
+            Item(f.icmpv6_opt_prefix_valid_lifetime, valid, at + 4, 4, f"Valid Lifetime: {life(valid)}"),
+            Item(f.icmpv6_opt_prefix_preferred_lifetime, preferred, at + 8, 4,
+                 f"Preferred Lifetime: {life(preferred)}"),
+            Item(f.icmpv6_opt_reserved, None, at + 12, 4, "Reserved"),
+            Item(f.icmpv6_opt_prefix, prefix, at + 16, 16, f"Prefix: {prefix}")]
+    opt = top.add(Item(f.icmpv6_opt, None, at, n, f"ICMPv6 Option ({label})"))
+    opt.add(Item(f.icmpv6_opt_type, kind, at, 1, f"Type: {OPTION_NAMES[kind]} ({kind})"))
+    opt.add(Item(f.icmpv6_opt_length, n // 8, at + 1, 1, f"Length: {n // 8} ({n} bytes)"))
+    for kid in kids:
+        opt.add(kid)
 
 
 def _bits32(value: int, mask: int) -> str:

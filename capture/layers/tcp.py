@@ -39,6 +39,48 @@ def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
         o.add(Item(f.tcp_option_unknown_payload, payload, p + 2, n - 2, f"Payload: {payload.hex()}"))
 
 
+def _sack_values(o: Item, data: bytes, p: int, n: int, sack: tuple) -> bool:
+    """A SACK option's edges, relative to the acknowledged side's base (dissect_tcpopt_sack), its count, and
+    the D-SACK edges when its first block lies at or below the acknowledgement number or inside the second;
+    False when tshark's D-SACK read runs past the option (an exception)."""
+    base, ack = sack
+    q, left, blocks = p + 2, n - 2, []
+    while left > 0:
+        if left < 4:
+            _tcp_expert(o.add(TextItem(None, None, q, left, f.TCP_EXPERTS["tcp.suboption_malformed"][2])),
+                        "tcp.suboption_malformed")
+            break
+        le = (struct.unpack_from("!I", data, q)[0] - base) & 0xFFFFFFFF
+        o.add(Item(f.tcp_sack_le, le, q, 4, f"left edge = {le} (relative)"))
+        left -= 4
+        if left < 4:
+            _tcp_expert(o.add(TextItem(None, None, q, left, f.TCP_EXPERTS["tcp.suboption_malformed"][2])),
+                        "tcp.suboption_malformed")
+            break
+        re = (struct.unpack_from("!I", data, q + 4)[0] - base) & 0xFFFFFFFF
+        left -= 4
+        o.add(Item(f.tcp_sack_re, re, q + 4, 4, f"right edge = {re} (relative)"))
+        blocks.append((le, re))
+        o.label += f" {le}-{re}"
+        q += 8
+    o.add(Item(f.tcp_sack_count, len(blocks), p, 0, f"[TCP SACK Count: {len(blocks)}]", generated=True))
+    first = blocks[0][1] if blocks else 0
+    if not (not _seq_gt(first, ack) or len(blocks) > 1 and _seq_gt(first, blocks[1][0])
+            and not _seq_gt(first, blocks[1][1])):
+        return True
+    for i, (fld, name) in enumerate(((f.tcp_dsack_le, "Left"), (f.tcp_dsack_re, "Right"))):
+        if n - 2 < 4 * (i + 1):
+            return False
+        v = (struct.unpack_from("!I", data, p + 2 + 4 * i)[0] - base) & 0xFFFFFFFF
+        o.add(Item(fld, v, p + 2 + 4 * i, 4, f"[D-SACK {name} Edge = {v} (relative)]", generated=True))
+    _tcp_expert(o.add(TextItem(None, None, p + 2, 8, "D-SACK Sequence")), "tcp.options.sack.dsack")
+    return True
+
+
+def _seq_gt(a: int, b: int) -> bool:
+    return 0 < ((a - b) & 0xFFFFFFFF) < 0x80000000
+
+
 def _option_label(data: bytes, p: int, kind: int, valid: bool) -> str:
     """"TCP Option - <name>", with its value when the option has its own length."""
     name = f.TCP_OPTIONS[kind][1] if kind in f.TCP_OPTIONS else "Unknown"
@@ -56,23 +98,29 @@ def _bad_option(item: Item, p: int, n: int, message: str) -> None:
     _tcp_expert(item.add(TextItem(None, None, p, n, message)), "tcp.option.len.invalid", message)
 
 
-def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False) -> None:
+def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, sack=None) -> None:
     """The options item, as tshark 4.0's tcp_dissect_options makes it (_option_items), and after a walk that
     reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
     item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
-    names, whole = _option_items(item, data, off, end, syn)
+    names: list[str] = []
+    try:
+        _, whole = _option_items(item, data, off, end, syn, names, sack=sack)
+    except IndexError:          # tshark's exception in an option (capture.network: the layer ends there)
+        names.pop()             # (the option's name is appended after its own dissection)
+        whole = False
     if whole and syn and f.TCP_OPTIONS[2][1] not in names:
         _tcp_expert(item, "tcp.options.mss.absent")
     item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
 
 
-def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool) -> tuple[list[str], bool]:
+def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
+                  names: list[str] | None = None, sack=None) -> tuple[list[str], bool]:
     """Each option's item under `item`; (the names of the options shown, whether the walk reached the end). An
     option whose length byte is missing, too short or runs past the header ends the walk with an expert; a
     fixed-length option of another length is shown without its values, with an expert on its length; after an
     End of Option List, non-zero padding ends it too."""
-    names: list[str] = []
+    names = [] if names is None else names
     nops = 0
     while p < end:
         kind = data[p]
@@ -105,13 +153,16 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool) -> tuple
         names.append(name)
         want = OPTION_LENGTHS.get(kind, n)
         o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
-                          _option_label(data, p, kind, n == want)))
+                          _option_label(data, p, kind, n == want and p + n <= len(data))))
         if kind == 2 and not syn:
             _tcp_expert(o, "tcp.options.mss.present")
         o.add(Item(f.tcp_option_kind, kind, p, 1, f"Kind: {OPTION_KINDS.get(kind, 'Unknown')} ({kind})"))
         length = o.add(Item(f.tcp_option_len, n, p + 1, 1, f"Length: {n}"))
         if n != want:
             _tcp_expert(length, "tcp.option.len.invalid", f"option length should be {want}")
+        elif kind == 5:
+            if not _sack_values(o, data, p, n, sack or (0, 0)):
+                raise IndexError("a D-SACK edge past the option")    # tshark's exception (network.sack_throws)
         else:
             _option_values(o, data, p, kind, n)
         p += n
@@ -136,7 +187,7 @@ TEMPLATES = TemplateCache()
 _G = True        # generated
 
 
-def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
+def _head_slots(t, off: int, hl: int, fl: int, sc, ack_nonzero: bool = False) -> list:
     """Ports to the urgent pointer."""
     nodes = [Slot(f.tcp_srcport, "Source Port: %(sport)d", "sport", 0, 2),
              Slot(f.tcp_dstport, "Destination Port: %(dport)d", "dport", 2, 2),
@@ -152,7 +203,8 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
                   Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4),
                   Slot(f.tcp_nxtseq, "[Next Sequence Number: %(nxtseq)d    (relative sequence number)]", "nxtseq", 0, 0,
                        _G),
-                  Slot(f.tcp_ack, "Acknowledgment Number: %(ack)d" + rel, "ack", 8, 4)]
+                  Slot(f.tcp_ack, "Acknowledgment Number: %(ack)d" + rel, "ack", 8, 4, kids=_ack_nonzero(off)
+                       if ack_nonzero else ())]
     else:
         nodes.append(Slot(f.tcp_seq_raw, "Sequence Number (raw): %(seq_raw)d", "seq_raw", 4, 4))
     nodes += [Slot(f.tcp_ack_raw, "Acknowledgment number (raw): %(ack_raw)d", "ack_raw", 8, 4),
@@ -169,6 +221,13 @@ def _head_slots(t, off: int, hl: int, fl: int, sc) -> list:
               Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True),
               Slot(f.tcp_urgent_pointer, "Urgent Pointer: %(urp)d", "urp", 18, 2)]
     return nodes
+
+
+def _ack_nonzero(off: int) -> list:
+    """tshark's note on an acknowledgment number without the ACK flag."""
+    holder = Item(None, None, off + 8, 4, None)
+    _tcp_expert(holder, "tcp.ack.nonzero")
+    return holder.children
 
 
 def _hdr_len_item(off: int, hl: int) -> Item:
@@ -199,7 +258,7 @@ def _analysis_slots(t, off: int) -> list:
         Slot(f.tcp_time_relative, "[Time since first frame in this TCP stream: %(rel)s seconds]", "rel", 0, 0, _G),
         Slot(f.tcp_time_delta, "[Time since previous frame in this TCP stream: %(delta)s seconds]", "delta", 0, 0,
              _G)))]
-    _, _, acked, irtt, bif, push, kinds = t
+    _, _, acked, irtt, bif, push, kinds, rto, dupacks = t
     kids = []
     if acked:
         kids += [Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]",
@@ -214,20 +273,46 @@ def _analysis_slots(t, off: int) -> list:
         kids.append(Slot(f.tcp_analysis_push_bytes_sent, "[Bytes sent since last PSH flag: %(push)d]", "push",
                          0, 0, _G))
     if kinds:
-        flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
-        for kind in kinds:
-            _tcp_expert(flags, "tcp.analysis." + kind)
-        kids.append(flags)
+        kids += _flags_slots(kinds, off, rto, dupacks)
     if acked or bif or push or kinds:   # tshark shows the tree (and the iRTT) only with something to say
         nodes.append(Slot(f.tcp_analysis, "SEQ/ACK analysis", None, 0, 0, _G, kids=kids))
     return nodes
 
 
-def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool):
+def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
+    """TCP Analysis Flags, as tshark prints them: each flag's expert on the item (a retransmission with its RTO
+    items, a spurious or fast one with the retransmission expert too, a duplicate ACK's own item), then, after
+    it in the analysis tree, a duplicate ACK's number and frame (its expert there)."""
+    flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
+    rto_slots = []
+    for kind in kinds:
+        if kind == "duplicate_ack":
+            flags.add(Item(f.tcp_analysis_duplicate_ack, None, off, 0, "This is a TCP duplicate ack", generated=True))
+            continue
+        _tcp_expert(flags, "tcp.analysis." + kind)
+        if kind == "fast_retransmission":
+            _tcp_expert(flags, "tcp.analysis.retransmission")
+        if kind == "retransmission" and rto and "spurious_retransmission" not in kinds:
+            rto_slots = [Slot(f.tcp_analysis_rto, "[The RTO for this segment was: %(rto)s seconds]", "rto", 0, 0, _G),
+                         Slot(f.tcp_analysis_rto_frame, "[RTO based on delta from frame: %(rto_frame)d]", "rto_frame",
+                              0, 0, _G)]
+    out = [Slot(f.tcp_analysis_flags, "TCP Analysis Flags", None, 0, 0, _G, kids=(*flags.children, *rto_slots))
+           if rto_slots else flags]
+    if dupacks is not None:
+        holder = Item(None)
+        _tcp_expert(holder, "tcp.analysis.duplicate_ack", dupacks)
+        out += [Item(f.tcp_analysis_duplicate_ack_num, dupacks, off, 0, f"[Duplicate ACK #: {dupacks}]",
+                     generated=True),
+                Slot(f.tcp_analysis_duplicate_ack_frame, "[Duplicate to the ACK in frame: %(dupack_frame)d]",
+                     "dupack_frame", 0, 0, _G, kids=holder.children)]
+    return out
+
+
+def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None):
     """The options item: static, but for a timestamps option's values (slots), the one that changes in every
     segment of a connection."""
     holder = Item(None)
-    _tcp_options(holder, data, off, end, syn)
+    _tcp_options(holder, data, off, end, syn, sack)
     opts = holder.children[0]
     if ts_at is None:
         return opts
@@ -288,6 +373,12 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
         # each over its PDU's bytes, as tcp_dissect_pdus adds it (empty when the PDU runs past the segment)
         nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G))
+    t = d.tcp
+    if t is not None and "retransmission" in t.flags and "spurious_retransmission" not in t.flags:
+        # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector
+        label = f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})"
+        nodes.append(Slot(f.tcp_segment_data, label, "payload", a, "seglen"))
+        return nodes
     n = _segment_data_length(d)
     if n:
         nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
@@ -307,15 +398,9 @@ def _bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
     shown = t.seq if t is not None else seq
     top = proto_item(f.tcp, off, 20,
                      f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown}")
-    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
-    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
-    top.add(HiddenItem(f.tcp_port, sport, off, 2))
-    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+    _port_items(top, off, sport, dport)
     if t is not None:
-        top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
-        c = t.completeness
-        top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
-                                                     f" ({c})]", generated=True))
+        _conversation_items(top, off, t)
     seglen = segment - hl * 4
     top.add(Item(f.tcp_len, seglen, off + 12, 1, f"[TCP Segment Len: {seglen}]", generated=True))
     if t is not None:
@@ -329,7 +414,163 @@ _HEADER = struct.Struct("!HHIIHHHH").unpack_from
 _TS = struct.Struct("!II").unpack_from
 
 
-def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None):
+def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
+    """The TCP segment an ICMP error quotes (tshark's TCP with in_error_pkt): its ports and raw sequence number
+    first; with a whole header, the rest as for a short segment (no length, analysis), its options and the
+    payload's bytes."""
+    off, _, sport, _, dport = info.quoted_tcp
+    top = proto_item(f.tcp, off, min(end, off + 20) - off, f"Transmission Control Protocol, Src Port: {sport}, "
+                                                           f"Dst Port: {dport}")
+    _port_items(top, off, sport, dport)
+    if end < off + 8:
+        return top
+    seq = struct.unpack_from("!I", data, off + 4)[0]
+    top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}"))
+    t = info.tcp
+    if t is None or end < off + 20:
+        return top
+    _, _, _, ack, offflags, win, csum, urp = _HEADER(data, off)
+    hl, fl = offflags >> 12, offflags & 0x0FFF
+    top.label += f", Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else "")
+    _conversation_items(top, off, t)
+    _ack_to_window(top, off, ack, hl, fl, sport, dport, win, t)
+    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+    if hl > 5 and off + hl * 4 <= end:
+        _tcp_options(top, data, off + 20, off + hl * 4, bool(fl & 0x02))
+    _timestamps(top, off, t)
+    if hl >= 5 and off + hl * 4 < end:
+        n = end - off - hl * 4
+        top.add(Item(f.tcp_payload, data[off + hl * 4:end], off + hl * 4, n,
+                     f"TCP payload ({n} byte{'s' if n != 1 else ''})"))
+    return top
+
+
+def _port_items(top: Item, off: int, sport: int, dport: int) -> None:
+    """Source and destination port and the two hidden tcp.port items (the layers no template makes)."""
+    top.add(Item(f.tcp_srcport, sport, off, 2, f"Source Port: {sport}"))
+    top.add(Item(f.tcp_dstport, dport, off + 2, 2, f"Destination Port: {dport}"))
+    top.add(HiddenItem(f.tcp_port, sport, off, 2))
+    top.add(HiddenItem(f.tcp_port, dport, off + 2, 2))
+
+
+def _conversation_items(top: Item, off: int, t) -> None:
+    """[Stream index] and [Conversation completeness], built by hand (the layers no template makes)."""
+    c = t.completeness
+    top.add(Item(f.tcp_stream, t.stream, off, 0, f"[Stream index: {t.stream}]", generated=True))
+    top.add(Item(f.tcp_completeness, c, off, 0, f"[Conversation completeness: {COMPLETENESS.get(c, 'Incomplete')}"
+                                                 f" ({c})]", generated=True))
+
+
+def _ack_to_window(top: Item, off: int, ack: int, hl: int, fl: int, sport: int, dport: int, win: int, t) -> None:
+    """The raw acknowledgment number to the window of a header tshark shows unanalysed (a short or quoted
+    segment): the ACK-less note, header length, flags with their experts, the unscaled window."""
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    ack_item = top.add(Item(f.tcp_ack, ack, off + 8, 4, f"Acknowledgment Number: {ack}{rel}"))
+    if ack and not fl & 0x10:
+        _tcp_expert(ack_item, "tcp.ack.nonzero")
+    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
+    top.add(_hdr_len_item(off, hl))
+    server = (dport if fl & 0x10 == 0 else sport) if fl & 0x02 else None
+    top.add(_flags_item((server, t.fin_role) if t is not None else None, off, fl))
+    if t is not None:
+        _window_items(top, off, win, t.win_scale)
+    else:
+        top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+
+
+def _window_items(top: Item, off: int, win: int, sc) -> None:
+    """Window, [Calculated window size] (unscaled: tshark did not reach its scaling) and the scaling factor."""
+    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    top.add(Item(f.tcp_window_size, win, off + 14, 2, f"[Calculated window size: {win}]", generated=True))
+    if sc != -3:
+        text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+        top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                     f"[Window size scaling factor: {text}]", generated=True))
+
+
+def _timestamps(top: Item, off: int, t) -> None:
+    stamps = top.add(TextItem(None, None, off, 0, "Timestamps", generated=True))
+    stamps.add(Item(f.tcp_time_relative, ns_text(t.rel_ns), off, 0, f"[Time since first frame in this TCP stream: "
+                                                                   f"{ns_text(t.rel_ns)} seconds]", generated=True))
+    stamps.add(Item(f.tcp_time_delta, ns_text(t.delta_ns), off, 0, f"[Time since previous frame in this TCP stream: "
+                                                                  f"{ns_text(t.delta_ns)} seconds]", generated=True))
+
+
+def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
+    """A data offset past the segment's end: tshark 4.0 says "Short segment" and shows the header with raw
+    sequence numbers and window, its options as far as the bytes go (then an exception: [Malformed Packet]),
+    and no length, analysis or payload."""
+    sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
+    hl, fl, t = offflags >> 12, offflags & 0x0FFF, d.tcp
+    top = proto_item(f.tcp, off, length, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
+                                         f"Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else ""))
+    _port_items(top, off, sport, dport)
+    if t is not None:
+        _conversation_items(top, off, t)
+    _tcp_expert(top.add(TextItem(None, None, off, 0, f.TCP_EXPERTS["tcp.short_segment"][2])), "tcp.short_segment")
+    top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}    (relative sequence number)"))
+    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    _ack_to_window(top, off, ack, hl, fl, sport, dport, win, t)
+    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+    there = off + length
+    if hl > 5:
+        opts = data[off + 20:there]
+        item = top.add(Item(f.tcp_options, opts, off + 20, len(opts), f"Options: ({hl * 4 - 20} bytes)"))
+    if t is not None:
+        _timestamps(top, off, t)
+    if hl > 5:
+        names: list[str] = []
+        try:             # the walk ends at the first byte it cannot read (tshark's exception)
+            _option_items(item, data[:there], off + 20, off + hl * 4, bool(fl & 0x02), names)
+        except (IndexError, struct.error):
+            if short and names:       # an option cut inside its own bytes: not named
+                names.pop()
+        if names:
+            item.label += ", " + ", ".join(names)
+    return Layer("tcp", top)
+
+
+def sack_throws(data: bytes, p: int, end: int) -> bool:
+    """Whether tshark's walk over the options data[p:end] meets a SACK option too short for one block, whose
+    D-SACK read then runs past it (an exception: [Malformed Packet])."""
+    for _, kind, n in option_spans(data, p, end):
+        if n is None:
+            return False
+        if kind == 5 and n < 10:
+            return True
+    return False
+
+
+def short_exception(data: bytes, p: int, end: int, there: int) -> str:
+    """Why tshark's walk over the options data[p:end] of a short segment (bytes only up to `there`) throws:
+    "" when it reads a kind or length byte past them (ReportedBoundsError: "[Malformed Packet]"), tshark's
+    ContainedBoundsError text when an option whose length fits the options runs past them (its own dissector
+    reads from a subset longer than the bytes)."""
+    while p < end:
+        if p >= there:
+            return ""
+        kind = data[p]
+        if kind in (0, 1):
+            p += 1
+            continue
+        if p + 1 >= min(end, there):
+            return ""
+        n = data[p + 1]
+        if n < 2 or p + n > end:
+            return ""
+        if p + n > there:
+            return "length of contained item exceeds length of containing item"
+        p += n
+    return ""
+
+
+def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None, short: str | None = None):
+    if short is not None:
+        return _short_layer(d, data, off, length, short)
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
     sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
@@ -343,12 +584,17 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
     if t is not None:
         shown_seq, shown_ack, sc, c = t.seq, t.ack, t.win_scale, t.completeness
         tkey = (t.server_port if fl & 0x02 else None, t.fin_role, t.acks_frame is not None, t.irtt_ns is not None,
-                t.bif is not None, t.push is not None, tuple(t.flags) if t.flags else ())
+                t.bif is not None, t.push is not None, tuple(t.flags) if t.flags else (), t.rto_ns is not None,
+                t.dupack_num)
         vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
                 "csum": csum, "urp": urp, "stream": t.stream, "c": c, "ctext": COMPLETENESS.get(c, "Incomplete"),
                 "seq": shown_seq, "nxtseq": t.nxtseq, "ack": shown_ack, "window": t.window,
                 "rel": ns_text(t.rel_ns), "delta": ns_text(t.delta_ns), "acks_frame": t.acks_frame, "bif": t.bif,
                 "push": t.push}
+        if t.rto_ns is not None:
+            vals["rto"], vals["rto_frame"] = ns_text(t.rto_ns), t.rto_frame
+        if t.dupack_num is not None:
+            vals["dupack_frame"] = t.dupack_frame
         if t.acks_frame is not None:
             vals["ack_rtt"] = ns_text(t.ack_rtt_ns)
         if t.irtt_ns is not None:
@@ -369,6 +615,9 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
         if ts_at is not None:
             vals["ts_opt"] = options[ts_at:ts_at + 10]
             vals["tsval"], vals["tsecr"] = _TS(options, ts_at + 2)
+        if 5 in options:          # SACK edges are shown relative to the acknowledged side: in the key
+            sack = ((ack - t.ack) & 0xFFFFFFFF if t is not None and fl & 0x10 else 0, shown_ack)
+            opts_key = (opts_key, sack, bool(d.problems) and d.problems[-1][1].abbrev == "_ws.malformed.expert")
     pdus = d.pdu_sizes or ()
     segn = 0
     if seglen:
@@ -384,7 +633,8 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
             at = d.segment_data_at
             vals["segn"], vals["segat"] = segn, hl * 4 + at
             vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
-    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1)
+    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
+           bool(ack) and not fl & 0x10)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
         tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, seglen))
@@ -395,10 +645,13 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None)
 
 def _tcp_nodes(d, data: bytes, off: int, hl: int, fl: int, sc, tkey, opts_key, ts_at, seglen: int) -> list:
     """The template of a TCP layer of this shape (tcp_layer's key)."""
-    nodes = _head_slots(tkey, off, hl, fl, sc)
+    nodes = _head_slots(tkey, off, hl, fl, sc, bool(d.ack) and not fl & 0x10)
+    sack, cut = opts_key[1:] if isinstance(opts_key, tuple) else (None, False)
     if opts_key is not None:
         nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
-                                   bool(fl & 0x02)))
+                                   bool(fl & 0x02), sack))
+    if cut:              # an exception in the options (a SACK too short for tshark's D-SACK read): no more
+        return nodes + (_analysis_slots(tkey, off)[:1] if tkey else [])
     if tkey:
         nodes += _analysis_slots(tkey, off)
     if seglen:
@@ -437,7 +690,12 @@ def tcp_segments_layer(pieces, whole: bytes) -> Layer:
 # analysis flag -> the tag tshark puts in front of the Info column (col_prepend_fence: also before a game's Info)
 ANALYSIS_TAGS = {"lost_segment": "[TCP Previous segment not captured] ", "out_of_order": "[TCP Out-Of-Order] ",
                  "retransmission": "[TCP Retransmission] ", "ack_lost_segment": "[TCP ACKed unseen segment] ",
-                 "spurious_retransmission": "[TCP Spurious Retransmission] "}
+                 "spurious_retransmission": "[TCP Spurious Retransmission] ",
+                 "reused_ports": "[TCP Port numbers reused] ", "fast_retransmission": "[TCP Fast Retransmission] ",
+                 "window_update": "[TCP Window Update] ", "window_full": "[TCP Window Full] ",
+                 "keep_alive": "[TCP Keep-Alive] ", "keep_alive_ack": "[TCP Keep-Alive ACK] ",
+                 "zero_window_probe": "[TCP ZeroWindowProbe] ", "zero_window": "[TCP ZeroWindow] ",
+                 "zero_window_probe_ack": "[TCP ZeroWindowProbeAck] "}
 
 
 def info_prefix(d) -> str:
@@ -445,7 +703,8 @@ def info_prefix(d) -> str:
     if t is None or not t.flags:
         return ""
     spurious = "spurious_retransmission" in t.flags      # tagged as spurious only, though flagged as both
-    return "".join(ANALYSIS_TAGS.get(kind, "") for kind in reversed(t.flags)
+    return "".join(ANALYSIS_TAGS.get(kind, "") if kind != "duplicate_ack" else
+                   f"[TCP Dup ACK {t.dupack_frame}#{t.dupack_num}] " for kind in reversed(t.flags)
                    if not (spurious and kind == "retransmission"))
 
 
@@ -467,7 +726,10 @@ def info(d) -> str:
     text = f"{d.sport} \u2192 {d.dport} [{_flag_names(fl)}] Seq={seq}"
     if fl & 0x10:
         text += f" Ack={ack}"
-    text += f" Win={win} Len={len(d.payload)}"
+    text += f" Win={win}"
+    short = any(len(s) > 4 and s[0] == "tcp" for s in d.spans)     # a short segment: no length
+    if not short:
+        text += f" Len={len(d.payload)}"
     span = None
     for s in reversed(d.spans):
         if s[0] == "tcp":
