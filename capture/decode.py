@@ -177,7 +177,7 @@ class Decoded:
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
-        if self.tcp is None:
+        if self.tcp is None or not self.tcp.flags:      # no analysis flag: no tag (and no import)
             return ""
         from .layers.tcp import info_prefix
         return info_prefix(self)
@@ -200,8 +200,7 @@ class Decoded:
         Built on first call and cached. The frame.protocols item is made from `protocols` at that moment.
         """
         if self._layers is None:
-            from .layers import build
-            self._layers = build(self)
+            self._layers = (_BUILD or _layer_builder())(self)
         return self._layers
 
     def layers_for(self, roots, names=None) -> list[Layer]:
@@ -210,7 +209,7 @@ class Decoded:
         layer holds only them (capture.layers.frame.frame_fields_layer)."""
         if self._layers is not None:
             return self._layers
-        from .layers import build
+        build = _BUILD or _layer_builder()
         if names is not None and "frame" in roots and not self.frame.comments:
             from .layers.frame import LIGHT_FIELDS, frame_fields_layer
             asked = {n for n in names if n == "frame" or n.startswith("frame.")}
@@ -222,6 +221,16 @@ class Decoded:
         return (f"Decoded(#{self.frame.number} {self.src}:{self.sport} -> {self.dst}:{self.dport}"
                 f" {self.transport} payload={len(self.payload)}@{self.payload_offset}"
                 f"{' error=' + repr(self.error) if self.error else ''})")
+
+
+_BUILD = None      # capture.layers.build, imported on first use (a summary never builds a tree)
+
+
+def _layer_builder():
+    global _BUILD
+    from .layers import build
+    _BUILD = build
+    return build
 
 
 # The common case in one unpack: Ethernet + IPv4 without options + UDP header (42 bytes).
@@ -243,26 +252,13 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         if (etype == 0x0800 and vihl == 0x45 and proto == 17 and not frag & 0x3FFF
                 and 28 <= tlen and tlen + 14 == len(data) <= frame.length     # no trailer: link.trailer
                 and 8 <= ulen <= tlen - 20):
-            d = _new(Decoded)
-            d.frame = frame
-            d.error = None
-            d.network = "ip"
-            d.src = v4_cached(src) or v4_text(src)
-            d.dst = v4_cached(dst) or v4_text(dst)
-            d.ip_proto = 17
-            d.fragment = False
+            d = _fast_decoded(frame, src, dst, 17, sport, dport)
             d.transport = "udp"
-            d.sport = sport
-            d.dport = dport
             d.payload = data[42:34 + ulen]
             d.payload_offset = 42
-            d.seq = d.ack = d.flags = d.window = d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = \
-                d.chunk_marks = d.udp = d.sctp_fragments = d.pdu_sizes = d.icmp = None
-            d.unclaimed = False
-            d.segment_data = d.segment_data_at = 0
+            d.seq = d.ack = d.flags = d.window = None
             d.protocols = ["eth", "ethertype", "ip", "udp"]
             d.spans = list(_EIU_SPANS)
-            d.problems = []
             d.clock = clock
             d.times = clock.stamp(frame.ts_ns) if clock is not None else None
             if udp_table is not None:
@@ -270,6 +266,11 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             if frame.comments:
                 _comment_problems(d)
             return d
+        if (etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF
+                and 40 <= tlen and tlen + 14 == len(data) <= frame.length):
+            d = _tcp_fast(frame, data, tlen, src, dst, tcp_table, clock)
+            if d is not None:
+                return d
     d = Decoded(frame)
     if frame.comments:
         _comment_problems(d)
@@ -298,6 +299,56 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
             tcp_table.quoted(d)          # tshark's TCP finds the quoted segment's conversation
         if udp_table is not None:
             udp_table.icmp(d)
+    return d
+
+
+def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport: int, dport: int) -> Decoded:
+    """The slots the fast paths fill alike (an IPv4 datagram, not a fragment, with no problem so far)."""
+    d = _new(Decoded)
+    d.frame = frame
+    d.error = None
+    d.network = "ip"
+    d.src = v4_cached(src) or v4_text(src)
+    d.dst = v4_cached(dst) or v4_text(dst)
+    d.ip_proto = ip_proto
+    d.fragment = False
+    d.sport = sport
+    d.dport = dport
+    d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
+        d.pdu_sizes = d.icmp = None
+    d.unclaimed = False
+    d.segment_data = d.segment_data_at = 0
+    d.problems = []
+    return d
+
+
+_TCP = struct.Struct("!HHIIHH").unpack_from
+_EIT_SPANS = (("eth", 0, 14), ("ip", 14, 20))
+
+
+def _tcp_fast(frame: RawFrame, data: bytes, tlen: int, src: bytes, dst: bytes, tcp_table, clock) -> Decoded | None:
+    """decode's fast path for Ethernet + IPv4 without options + TCP, every check of the general decoders passed
+    (None: take the general path). Fills each slot once, as the UDP one."""
+    sport, dport, seq, ack, offflags, win = _TCP(data, 34)
+    hl = (offflags >> 12) << 2
+    if not 20 <= hl <= tlen - 20:
+        return None
+    d = _fast_decoded(frame, src, dst, 6, sport, dport)
+    d.transport = "tcp"
+    d.seq = seq
+    d.ack = ack
+    d.flags = flags = offflags & 0x0FFF
+    d.window = win
+    d.payload = data[34 + hl:]
+    d.payload_offset = 34 + hl
+    d.protocols = ["eth", "ethertype", "ip", "tcp"]
+    d.spans = [*_EIT_SPANS, ("tcp", 34, hl)]
+    if frame.comments:
+        _comment_problems(d)
+    d.clock = clock
+    d.times = clock.stamp(frame.ts_ns) if clock is not None else None
+    if tcp_table is not None:
+        tcp_table.analyze(d, _wscale(d, data) if flags & 0x02 else None)
     return d
 
 

@@ -1,6 +1,7 @@
 """Classic libpcap files: micro- and nanosecond magic, either byte order, and the modified (Kuznetsov) form.
 
-The file header is parsed with dpkt's own header classes. The record loop is our own, on purpose:
+The 24-byte file header is one struct unpack (dpkt's header classes would make reading a file import all of
+dpkt, a tenth of the start-up). The record loop is our own, on purpose:
 dpkt.pcap.Reader reads `caplen` bytes and yields whatever came back, so a file cut mid-record silently
 yields a short last packet (and a cut record header raises dpkt.NeedData with no position); it also gives
 float timestamps (nanoseconds lost) and builds a dpkt header object per record (slow). A plain
@@ -10,14 +11,16 @@ from __future__ import annotations
 
 import struct
 
-import dpkt.pcap as dpcap
-
 from .files import RawFrame
 
-_MICRO = {dpcap.TCPDUMP_MAGIC: (">", 1000), dpcap.PMUDPCT_MAGIC: ("<", 1000),
-          dpcap.TCPDUMP_MAGIC_NANO: (">", 1), dpcap.PMUDPCT_MAGIC_NANO: ("<", 1),
-          dpcap.MODPCAP_MAGIC: (">", 1000), dpcap.PACPDOM_MAGIC: ("<", 1000)}
-_MODIFIED = {dpcap.MODPCAP_MAGIC, dpcap.PACPDOM_MAGIC}  # 24-byte record headers (ifindex, protocol, ...)
+# libpcap's magic numbers as read big-endian (dpkt.pcap's names): micro- and nanosecond, modified; swapped
+TCPDUMP_MAGIC, TCPDUMP_MAGIC_NANO, MODPCAP_MAGIC = 0xA1B2C3D4, 0xA1B23C4D, 0xA1B2CD34
+PMUDPCT_MAGIC, PMUDPCT_MAGIC_NANO, PACPDOM_MAGIC = 0xD4C3B2A1, 0x4D3CB2A1, 0x34CDB2A1
+PCAP_VERSION_MAJOR = 2
+_MICRO = {TCPDUMP_MAGIC: (">", 1000), PMUDPCT_MAGIC: ("<", 1000),
+          TCPDUMP_MAGIC_NANO: (">", 1), PMUDPCT_MAGIC_NANO: ("<", 1),
+          MODPCAP_MAGIC: (">", 1000), PACPDOM_MAGIC: ("<", 1000)}
+_MODIFIED = {MODPCAP_MAGIC, PACPDOM_MAGIC}  # 24-byte record headers (ifindex, protocol, ...)
 
 # Wireshark's largest packet for most link types (WTAP_MAX_PACKET_SIZE_STANDARD); a record claiming more than
 # this (and more than the snaplen) is a corrupt length, not a big packet.
@@ -37,11 +40,11 @@ def read(s, head: bytes, offsets=None, jumps=None):
     rest = s.read(20)
     if len(rest) < 20:
         raise s.error(f"truncated pcap file header ({4 + len(rest)} of 24 bytes)", 0)
-    fh = (dpcap.LEFileHdr if order == "<" else dpcap.FileHdr)(head + rest)
-    if fh.v_major != dpcap.PCAP_VERSION_MAJOR:
-        raise s.error(f"unsupported pcap version {fh.v_major}.{fh.v_minor}", 0)
-    linktype = fh.linktype & 0xFFFF       # the upper bits carry FCS information, not the link type
-    max_caplen = max(MAX_PACKET, fh.snaplen)
+    v_major, v_minor, _zone, _sigfigs, snaplen, linktype = struct.unpack(order + "HHIIII", rest)
+    if v_major != PCAP_VERSION_MAJOR:
+        raise s.error(f"unsupported pcap version {v_major}.{v_minor}", 0)
+    linktype &= 0xFFFF                    # the upper bits carry FCS information, not the link type
+    max_caplen = max(MAX_PACKET, snaplen)
     prec = 9 if ns_per_tick == 1 else 6
     yield None
 

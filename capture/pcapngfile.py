@@ -3,7 +3,7 @@ timestamp resolution (if_tsresol) and offset (if_tsoffset); EPB, SPB and the obs
 every other block type is skipped, once its length is checked against its type's minimum (MIN_BLOCK).
 
 Interface description blocks are parsed with dpkt's block classes (they are rare, so dpkt's per-object cost
-does not matter). The block loop is our own because dpkt.pcapng.Reader honours only the first interface
+does not matter; dpkt is imported at the first one, not with the module: it is a tenth of the start-up). The block loop is our own because dpkt.pcapng.Reader honours only the first interface
 (one link type and one timestamp resolution for the whole file), ignores SPBs, uses float timestamps and
 cannot say where a damaged block starts.
 """
@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import struct
 
-import dpkt
-import dpkt.pcapng as dng
-
 from .files import Interface, RawFrame, precision
 
-SHB_TYPE = dng.PCAPNG_BT_SHB
-_IDB, _EPB, _SPB, _PB = dng.PCAPNG_BT_IDB, dng.PCAPNG_BT_EPB, dng.PCAPNG_BT_SPB, dng.PCAPNG_BT_PB
+SHB_TYPE = 0x0A0D0D0A          # the block types (dpkt.pcapng's PCAPNG_BT_*)
+_IDB, _EPB, _SPB, _PB = 1, 6, 3, 2
+PCAPNG_VERSION_MAJOR = 1
 # A block longer than this is a corrupt length field (Wireshark's own limit is 16 MiB of packet data).
 MAX_BLOCK = 64 * 1024 * 1024
 _NS = 1_000_000_000
@@ -53,6 +51,7 @@ def _text(data: bytes) -> str:
 
 
 def _parse_idb(block: bytes, order: str, section: int) -> _Iface:
+    import dpkt.pcapng as dng
     idb = (dng.InterfaceDescriptionBlockLE if order == "<" else dng.InterfaceDescriptionBlock)(block)
     tsresol, tsoffset, name, description = 6, 0, None, None
     for opt in idb.opts:
@@ -185,13 +184,14 @@ def read(s, head: bytes, offsets=None, jumps=None):
         elif btype == _IDB:
             if offsets is not None:
                 offsets.append(-1 - offset)
+            import dpkt
             try:
                 ifaces.append(_parse_idb(hdr[:8] + body, order, section))
             except (dpkt.Error, struct.error, IndexError) as e:
                 raise s.error(f"corrupt pcapng interface description block ({e!r})", offset) from e
         elif btype == SHB_TYPE:
             major = struct.unpack_from(order + "H", body, 4)[0]
-            if major != dng.PCAPNG_VERSION_MAJOR:
+            if major != PCAPNG_VERSION_MAJOR:
                 raise s.error(f"unsupported pcapng version {major}", offset)
             base += len(ifaces)
             ifaces = []

@@ -11,14 +11,16 @@ from __future__ import annotations
 import sys
 from typing import Self
 
-import dpkt.pcap as dpcap
-from dpkt import pcapng
-
 _LE = sys.byteorder == "little"             # dpkt's Writer writes the host's byte order and checks blocks for it
-_IDB = pcapng.InterfaceDescriptionBlockLE if _LE else pcapng.InterfaceDescriptionBlock
-_EPB = pcapng.EnhancedPacketBlockLE if _LE else pcapng.EnhancedPacketBlock
-_OPT = pcapng.PcapngOptionLE if _LE else pcapng.PcapngOption
 SNAPLEN = 262144
+
+
+def _dpkt():
+    """dpkt's pcap and pcapng modules, imported on first use (dpkt is a tenth of the start-up of a run that
+    writes nothing)."""
+    import dpkt.pcap
+    import dpkt.pcapng
+    return dpkt.pcap, dpkt.pcapng
 
 
 STDOUT = "-"
@@ -87,6 +89,7 @@ class PcapWriter(_Output):
         self._file = _open_output(path)
         self._nano = nano
         self._linktype = None
+        dpcap = _dpkt()[0]
         self._record = dpcap.LEPktHdr if _LE else dpcap.PktHdr
         self.written = 0
         if linktype is not None:
@@ -94,6 +97,7 @@ class PcapWriter(_Output):
 
     def _header(self, linktype: int) -> None:
         self._linktype = linktype
+        dpcap = _dpkt()[0]
         magic = dpcap.TCPDUMP_MAGIC_NANO if self._nano else dpcap.TCPDUMP_MAGIC
         header = (dpcap.LEFileHdr if _LE else dpcap.FileHdr)(magic=magic, snaplen=SNAPLEN, linktype=linktype)
         self._file.write(bytes(header))
@@ -117,13 +121,16 @@ class PcapWriter(_Output):
 
 def _idb(linktype: int, name: str | None, prec: int = 9, description: str | None = None):
     """An interface block: time stamps in units of 10^-prec s (the frames' precision, as tshark keeps it)."""
-    opts = [_OPT(code=pcapng.PCAPNG_OPT_IF_TSRESOL, data=bytes([prec]))]
+    pcapng = _dpkt()[1]
+    option = pcapng.PcapngOptionLE if _LE else pcapng.PcapngOption
+    opts = [option(code=pcapng.PCAPNG_OPT_IF_TSRESOL, data=bytes([prec]))]
     if name:
-        opts.append(_OPT(code=pcapng.PCAPNG_OPT_IF_NAME, data=name.encode()))
+        opts.append(option(code=pcapng.PCAPNG_OPT_IF_NAME, data=name.encode()))
     if description:
-        opts.append(_OPT(code=pcapng.PCAPNG_OPT_IF_DESCRIPTION, data=description.encode()))
-    opts.append(_OPT(code=pcapng.PCAPNG_OPT_ENDOFOPT))
-    return _IDB(linktype=linktype, snaplen=SNAPLEN, opts=opts)
+        opts.append(option(code=pcapng.PCAPNG_OPT_IF_DESCRIPTION, data=description.encode()))
+    opts.append(option(code=pcapng.PCAPNG_OPT_ENDOFOPT))
+    block = pcapng.InterfaceDescriptionBlockLE if _LE else pcapng.InterfaceDescriptionBlock
+    return block(linktype=linktype, snaplen=SNAPLEN, opts=opts)
 
 
 class PcapngWriter(_Output):
@@ -140,6 +147,9 @@ class PcapngWriter(_Output):
         self._units: list[int] = []           # per written interface: nanoseconds per time stamp tick
         self._name = interface_name
         self.written = 0
+        pcapng = self._ng = _dpkt()[1]
+        self._epb = pcapng.EnhancedPacketBlockLE if _LE else pcapng.EnhancedPacketBlock
+        self._option = pcapng.PcapngOptionLE if _LE else pcapng.PcapngOption
         if linktype is not None:
             self._interface(0, linktype)
 
@@ -153,7 +163,7 @@ class PcapngWriter(_Output):
             idb = _idb(linktype, name, prec, info.description if info is not None else None)
             self._units.append(10 ** (9 - prec))
             if self._writer is None:
-                self._writer = pcapng.Writer(self._file, idb=idb)
+                self._writer = _dpkt()[1].Writer(self._file, idb=idb)
             else:
                 self._file.write(bytes(idb))
             self._ids[key] = len(self._ids)
@@ -163,12 +173,13 @@ class PcapngWriter(_Output):
         iface = self._interface(frame.interface, frame.linktype, frame)
         ts = frame.ts_ns // self._units[iface]
         # Written as bytes, not with Writer.writepkt, which would replace a zero timestamp with the time now.
-        opts = [_OPT(code=pcapng.PCAPNG_OPT_COMMENT, data=c.encode()) for c in frame.comments]
+        option = self._option
+        opts = [option(code=self._ng.PCAPNG_OPT_COMMENT, data=c.encode()) for c in frame.comments]
         if frame.flags is not None:          # epb_flags (as tshark -w keeps them)
-            opts.append(_OPT(code=2, data=frame.flags.to_bytes(4, sys.byteorder)))
+            opts.append(option(code=2, data=frame.flags.to_bytes(4, sys.byteorder)))
         if opts:
-            opts.append(_OPT(code=pcapng.PCAPNG_OPT_ENDOFOPT))
-        self._file.write(bytes(_EPB(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF, opts=opts,
+            opts.append(option(code=self._ng.PCAPNG_OPT_ENDOFOPT))
+        self._file.write(bytes(self._epb(iface_id=iface, ts_high=ts >> 32, ts_low=ts & 0xFFFFFFFF, opts=opts,
                                     caplen=len(frame.data), pkt_len=frame.length, pkt_data=frame.data)))
         self.written += 1
 

@@ -50,12 +50,12 @@ def _format_of(f):
     return fmt
 
 
-_ESCAPES = tv.JSON_ESCAPES
-
-
-def _string(v: str, esc=tv.JSON_ESCAPES) -> str:
-    """A string field's JSON text (tv.json_value + tv.json_escape in one step): cut at a NUL, escaped."""
-    return (v if "\0" not in v else v[:v.index("\0")]).translate(esc)
+def _string(v: str) -> str:
+    """A string field's JSON text (tv.json_value + tv.json_escape in one step): cut at a NUL, escaped (a NUL is
+    not printable: a printable string without quote or backslash is its own text)."""
+    if v.isprintable() and '"' not in v and "\\" not in v:
+        return v
+    return tv.json_escape(v if "\0" not in v else v[:v.index("\0")])
 
 
 def object_text(item, depth: int) -> str:
@@ -117,8 +117,8 @@ def _members(kids, depth: int, out: list) -> None:
         if line is None:
             line = lines[depth] = ",\n" + ind + key + '"'
         value = child.value
-        if conv is _string and "\0" not in value:    # inline: the common case of the common string conversion
-            add(line + value.translate(_ESCAPES) + '"')
+        if conv is _string and value.isprintable() and '"' not in value and "\\" not in value:
+            add(line + value + '"')      # inline: the common case of the common string conversion
         else:
             add(line + conv(value) + '"')
         if child.children:
@@ -189,6 +189,9 @@ def _placeholder(key: str, conv, derived: list) -> str:
     pattern = getattr(conv, "__self__", None)
     if pattern.__class__ is str and pattern.count("%") == 1:     # a str.__mod__: "0x%04x"
         return pattern.replace("%", "%(" + key + ")")
+    for dkey, source, made in derived:      # the same value in several items (ip.src, ip.addr, ip.src_host)
+        if source == key and made is conv:
+            return "%(" + dkey + ")s"
     dkey = f"{key}__{len(derived)}"
     derived.append((dkey, key, conv))
     return "%(" + dkey + ")s"

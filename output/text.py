@@ -61,11 +61,42 @@ def item_label(item: Item) -> str:
     if text is None:
         if f is None:
             text = ""
+        elif f.labeler:
+            text = f.labeler(item)
         else:
-            text = f.labeler(item) if f.labeler else tv.label(f, item.value)
+            text = (_LABEL_MAKERS.get(f) or _label_maker(f))(item.value)
     if f is not None and len(text) >= LABEL_LENGTH // 4:
         text = fit_label(text, f.name)
     return "[" + text + "]" if item.generated and not text.startswith("[") else text
+
+
+_LABEL_MAKERS: dict = {}     # FieldInfo -> its label maker
+
+
+def _label_maker(f):
+    """tv.label(f, value) specialised once per field for the common integer fields; a string is cut before it is
+    escaped to what a label can show (fit_label keeps at most 239 bytes: every character is at least one)."""
+    t, values, prefix = f.ftype, f.values, f.name + ": "
+    if t in ("uint8", "uint16", "uint32") and not f.mask and f.base in ("DEC", "HEX"):
+        if f.base == "DEC":
+            num = str
+        else:
+            num = ("0x%0" + str(2 * int(t[4:]) // 8) + "x").__mod__
+        if values is None:
+            make = lambda v: prefix + num(v & 0xFFFFFFFF)       # noqa: E731
+        else:
+            make = lambda v: prefix + values.get(v & 0xFFFFFFFF, "Unknown") + " (" + num(v & 0xFFFFFFFF) + ")"  # noqa
+    elif t == "string":
+        def make(v):
+            v = v[:LABEL_LENGTH]
+            return prefix + tv.format_text(v if "\0" not in v else v[:v.index("\0")])
+    elif t == "bytes":
+        def make(v):    # tshark shows at most 36 bytes, then an ellipsis
+            return (prefix + (v.hex() if len(v) <= 36 else v[:36].hex() + "\u2026")) if v else prefix + "<MISSING>"
+    else:
+        make = lambda v: tv.label(f, v)                       # noqa: E731
+    _LABEL_MAKERS[f] = make
+    return make
 
 
 def fit_label(text: str, name: str) -> str:
@@ -133,7 +164,11 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
                 f"{SEVERITY_NAMES[info.severity]}]\n{inner}[Group: {GROUP_NAMES[info.group]}]\n")
             continue
         text = item.label
-        if text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
+        if text is None and not item.generated and (f := item.field) is not None and not f.labeler:
+            text = (_LABEL_MAKERS.get(f) or _label_maker(f))(item.value)     # item_label's common case, inline
+            if len(text) >= LABEL_LENGTH // 4:
+                text = fit_label(text, f.name)
+        elif text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
             text = item_label(item)      # made from the field, bracketed, or cut: else the label is the line
         add(pad + text + "\n")
         if item.children:
@@ -146,11 +181,16 @@ _FROZEN = FrozenText(_detail_fresh)
 def detail_text(packet, only: set[str] | None = None) -> str:
     """A packet's -V tree as plain text (what layer_lines gives, joined)."""
     out: list[str] = []
+    add = out.append
     for layer in packet.layers():
         if layer.__class__ is SlotLayer and layer.materialized is None:
-            out.append(layer.label + "\n")
+            add(layer.label + "\n")
             if only is None or layer.proto in only:
-                _template_detail(layer, out)
+                compiled = layer.template.compiled.get("detail")      # _template_detail's common case, inline
+                if compiled is None:
+                    _template_detail(layer, out)
+                else:
+                    add(compiled[0] % compiled[1](layer.vals))
             continue
         top = layer.item
         out.append(_layer_head(top, layer.proto) + "\n")
@@ -263,6 +303,9 @@ class TextWriter:
             out.write(summary_line(packet, self.time_format) + "\n")
             return
         if self.console is None:
+            if not self.hexdump:
+                out.write(detail_text(packet, self.only) + "\n")
+                return
             out.write(detail_text(packet, self.only))
         else:
             for depth, line, style in layer_lines(packet, self.only):

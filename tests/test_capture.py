@@ -412,6 +412,27 @@ def test_fast_path_equals_general_path(frames):
         assert [getattr(fast, s) for s in slots] == [getattr(slow, s) for s in slots]
 
 
+BUNDLED = Path(__file__).resolve().parents[1] / "captures"
+
+
+@pytest.mark.parametrize("name", ["iceball-tcp-session.pcap", "rutentoy-segmentation.pcap", "freeblox-session.pcap",
+                                  "rutentoy-lost-reordered.pcap", "websocket-bad.pcap", "iceball-tcp-bad.pcap"])
+def test_tcp_fast_path_equals_general_path(name, monkeypatch):
+    """decode's Ethernet/IPv4/TCP fast path fills every slot as the general decoders do (and is taken)."""
+    import importlib
+    decode_module = importlib.import_module("protodump.capture.decode")     # (the package exports the function)
+    slots = [s for s in decode_module.Decoded.__slots__ if s != "_layers"]
+    taken = []
+    fast_path = decode_module._tcp_fast
+    monkeypatch.setattr(decode_module, "_tcp_fast", lambda *a: taken.append(fast_path(*a)) or taken[-1])
+    for fr in open_capture(BUNDLED / name):
+        fast = decode(fr)
+        slow = decode_module.Decoded(fr)
+        LINK_DECODERS[1](slow, fr.data)
+        assert [getattr(fast, s) for s in slots] == [getattr(slow, s) for s in slots], fr.number
+    assert sum(d is not None for d in taken) > 20
+
+
 def test_malformed_headers(frames):
     good = frames[0].data                   # Ethernet / IPv4 / UDP, 48 bytes of payload
     d = decode(_frame(good[:30]))           # IPv4 header cut, and the wire length agrees: malformed

@@ -15,10 +15,33 @@ TCP = ["rutentoy-lost-reordered.pcap", "rutentoy-segmentation.pcap", "freeblox-f
        "iceball-tcp-bad.pcap", "websocket-bad.pcap", "rutentoy-midstream.pcap"]
 
 
-@pytest.mark.parametrize("name", TCP)
+# the frame and IPv4 templates over UDP, ENet and SCTP too (and a long frame.protocols, cut as items)
+OTHERS = ["blank-server-session.pcap", "enet-rangecoder.pcap", "rutentoy-sctp.pcap", "blank-bad.pcap",
+          "freeblox-burst.pcap"]
+
+
+@pytest.mark.parametrize("name", TCP + OTHERS)
 def test_template_text_is_the_items_text(name):
+    check_templates(CAPTURES / name)
+
+
+def test_frame_template_of_pcapng_interfaces(tmp_path):
+    """Frames of several pcapng interfaces (named, described, neither) and resolutions: one frame template per
+    interface, each equal to its items."""
+    from scapy.all import IP, UDP, Ether
+    from test_std_details import pcapng
+    pkt = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x")
+    ifaces = [{"resol": 9, "name": "eth0"}, {"resol": None, "description": "a port"}, {"resol": 3}]
+    path = tmp_path / "ifaces.pcapng"
+    path.write_bytes(pcapng(ifaces, [(i % 3, 1_700_000_000_000 + i * 7, pkt) for i in range(9)]))
+    assert check_templates(path) == 9
+
+
+def check_templates(path) -> int:
+    """Every templated layer's -V and JSON text, before and after its items are made, frame by frame; the frames
+    with a templated layer (frame, IPv4 and TCP are templates)."""
     templated = 0
-    for packet in packets(CAPTURES / name):
+    for packet in packets(path):
         slot_layers = [layer for layer in packet.layers() if layer.__class__ is SlotLayer]
         fast_json, fast_text = json_out.packet_text(packet), text.detail_text(packet)
         for layer in slot_layers:
@@ -27,6 +50,7 @@ def test_template_text_is_the_items_text(name):
         assert text.detail_text(packet) == fast_text, packet.number
         templated += bool(slot_layers)
     assert templated
+    return templated
 
 
 def test_positional_keeps_literal_percent_signs():
@@ -44,3 +68,20 @@ def test_slot_lengths_may_be_values():
     tpl = Template([Slot(f.tcp_payload, "TCP payload (%(n)d bytes)", "data", 20, "n")])
     (item,) = tpl.items({"data": b"abc", "n": 3}, 34)
     assert (item.offset, item.length, item.value, item.label) == (54, 3, b"abc", "TCP payload (3 bytes)")
+
+
+def test_a_long_frame_protocols_label_is_cut_as_wireshark_cuts_it():
+    """frame.protocols past LONG_PROTOCOLS: the frame layer is made as items, so -V cuts its label at Wireshark's
+    240-byte label buffer (a template's labels are never cut)."""
+    from protodump.capture import decode, open_capture
+    from protodump.capture.layers.frame import LONG_PROTOCOLS, frame_layer
+    d = decode(next(iter(open_capture(CAPTURES / "blank-server-session.pcap"))))
+    d.protocols = ["eth", "ethertype", "ip", "udp"] + ["blank"] * 60
+    assert len(":".join(d.protocols)) > LONG_PROTOCOLS
+    layer = frame_layer(d)
+    assert layer.materialized is not None
+    out: list[str] = []
+    text._detail(layer.item.children, 1, out)
+    (line,) = [x for x in "".join(out).splitlines() if "Protocols in frame" in x]
+    assert line.strip().startswith("[Protocols in frame [truncated]: eth:ethertype:ip:udp:blank")
+    assert len(line.strip().encode()) < 240

@@ -38,28 +38,35 @@ EXPERT_FIRST = {"udp.checksum.zero"}
 
 # layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
 OWN_NAMES_ONLY = {"frame", "eth", "sll", "sll2", "ip", "ipv6", "udp", "tcp"}
+SKIPPABLE = OWN_NAMES_ONLY | {"ipv6.ext"}
 
 
 def build(d, roots=None) -> list[Layer]:
     """roots: the protocol names some field a run reads starts with (engine.demand; None: all): a layer of
     OWN_NAMES_ONLY outside them is not built, and expert infos are hung only on the layers built."""
-    data = d.frame.data
+    frame = d.frame
+    data = frame.data
     layers = [frame_layer(d)] if roots is None or "frame" in roots else []
-    if d.frame.comments and (roots is None or "frame" in roots or "pkt_comment" in roots):
-        layers.insert(0, comments_layer(d.frame.comments))
+    if frame.comments and (roots is None or "frame" in roots or "pkt_comment" in roots):
+        layers.insert(0, comments_layer(frame.comments))
     by_proto: dict[str, Layer] = {}
     for span in d.spans:
-        proto, off, length = span[0], span[1], span[2]
-        if roots is not None and proto.split(".")[0] not in roots and proto in OWN_NAMES_ONLY | {"ipv6.ext"}:
+        proto = span[0]
+        if roots is not None and proto.split(".")[0] not in roots and proto in SKIPPABLE:
             continue
         if proto == "ipv6.ext":
             if "ipv6" in by_proto:
-                by_proto["ipv6"].item.add(ipv6_ext_item(data, off, length, *span[3:]))
+                by_proto["ipv6"].item.add(ipv6_ext_item(data, *span[1:]))
             continue
-        made = BUILDERS[proto](d, data, off, length, *span[3:])
-        layer = made[0] if isinstance(made, list) else made     # SCTP: several (its continuation layers)
-        layers.extend(made) if isinstance(made, list) else layers.append(made)
-        by_proto[proto] = layer
+        made = BUILDERS[proto](d, data, *span[1:])
+        if made.__class__ is list:       # SCTP: several (its continuation layers)
+            layers.extend(made)
+            made = made[0]
+        else:
+            layers.append(made)
+        by_proto[proto] = made
+    if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):
+        return layers
     for proto, info in d.problems:
         if info.abbrev == "frame.comment.expert":     # on the pkt_comment layer already
             continue

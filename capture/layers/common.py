@@ -30,7 +30,7 @@ def ns_text(ns: int) -> str:
     """A time in nanoseconds as tshark's "%d.%09d" (a negative delta keeps its sign: "-0.000100000")."""
     if ns < 0:
         return "-" + ns_text(-ns)
-    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+    return "%d.%09d" % divmod(ns, 1_000_000_000)
 
 
 # Every frame of a conversation repeats the same few headers: their subtrees are built once and shared, frozen

@@ -62,17 +62,28 @@ def _eth_addr(fields, data: bytes, off: int, name: str) -> Item:
     return item
 
 
+# Whole Ethernet layers of frames without a trailer or a problem, by header: shared, never changed (a frame with
+# problems may get an expert hung on its last layer: capture.layers.build).
+SHARED: dict = {}
+
+
 def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
     if not full(data, off, length, 14):
         return Layer("eth", proto_item(f.eth, off, length, "Ethernet II"))
     head = data[0:14]
-    label, kids = frozen(("eth", head, manuf.RESOLVE["mac"]), lambda: _eth_parts(data))   # a (label, children) pair
-    top = proto_item(f.eth, 0, 14, label)
-    top.children = kids
+    resolve = manuf.RESOLVE["mac"]
     split = trailer(d, data)
+    if split is None and not d.problems:
+        layer = SHARED.get((head, resolve))
+        if layer is None:
+            if len(SHARED) >= 4096:
+                SHARED.clear()
+            layer = SHARED[(head, resolve)] = Layer("eth", _eth_top(data, head, resolve))
+        return layer
+    top = _eth_top(data, head, resolve)
     if split is not None:       # padding, FCS or trailer after the packet (tshark's add_ethernet_trailer)
         end, pad, fcs, _ = split
-        top.children = list(kids)
+        top.children = list(top.children)
         if pad:
             top.add(Item(f.eth_padding, data[end:end + pad], end, pad, f"Padding: {data[end:end + pad].hex()}"))
         rest = data[end + pad:]
@@ -83,6 +94,13 @@ def eth_layer(d, data: bytes, off: int, length: int) -> Layer:
         elif rest:
             top.add(Item(f.eth_trailer, rest, end + pad, len(rest), f"Trailer: {rest.hex()}"))
     return Layer("eth", top)
+
+
+def _eth_top(data: bytes, head: bytes, resolve: bool) -> Item:
+    label, kids = frozen(("eth", head, resolve), lambda: _eth_parts(data))   # a (label, children) pair
+    top = proto_item(f.eth, 0, 14, label)
+    top.children = kids
+    return top
 
 
 def _eth_parts(data: bytes):

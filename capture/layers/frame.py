@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
+from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import Item, Layer
 from .. import fields as f
 from ..clock import times_of
@@ -20,8 +21,14 @@ MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", 
 def arrival_text(ts_ns: int) -> str:
     """frame.time as tshark 4.0 prints it: local time with the zone's abbreviation, whatever -t says
     ("Nov 21, 2026 18:30:57.531900000 UTC"; to_str.c's "%s %2d, %d %02d:%02d:%02d")."""
-    head, zone = _second(ts_ns // 1_000_000_000)
-    return f"{head}.{ts_ns % 1_000_000_000:09d} {zone}"
+    return _times(ts_ns)[0]
+
+
+def _times(ts_ns: int) -> tuple[str, str]:
+    """(frame.time, frame.time_epoch) of a time in nanoseconds (one division for both)."""
+    secs, frac = divmod(ts_ns, 1_000_000_000)
+    head, zone = _second(secs)
+    return "%s.%09d %s" % (head, frac, zone), "%d.%09d" % (secs, frac) if secs >= 0 else ns_text(ts_ns)
 
 
 @lru_cache(maxsize=256)          # frames come in time order: one second's text serves many
@@ -51,18 +58,85 @@ NOT_MARKED = _gen(f.frame_marked, False, "[Frame is marked: False]")
 NOT_IGNORED = _gen(f.frame_ignored, False, "[Frame is ignored: False]")
 
 
-def frame_layer(d) -> Layer:
+# The frame layer is a template (engine.template) chosen by what shapes it: the link type, the pcapng interface and
+# packet flags (static items); the times, number, lengths and protocols of each frame fill its slots.
+TEMPLATES = TemplateCache()
+_G = True        # generated
+LONG_PROTOCOLS = 150    # a longer frame.protocols label may reach Wireshark's label buffer (240 bytes)
+
+
+def frame_layer(d):
     fr = d.frame
-    ts = ns_text(fr.ts_ns)
-    rel, delta, delta_shown = (ns_text(n) for n in times_of(fr.ts_ns, getattr(d, "times", None)))
-    top = proto_item(f.frame, 0, fr.caplen, f"Frame {fr.number}: {fr.length} bytes on wire ({fr.length * 8} bits),"
-                                            f" {fr.caplen} bytes captured ({fr.caplen * 8} bits)")
+    protocols = ":".join(d.protocols)      # a snapshot: the tree is built after the dissectors named theirs
+    iface, flags = fr.iface, fr.flags
+    if iface is None and flags is None:
+        key = (fr.linktype, fr.interface)
+    else:
+        key = (fr.linktype, fr.interface, flags, None if iface is None else
+               (iface.section, iface.name, iface.description))
+    tpl = TEMPLATES.memo.get(key)
+    if tpl is None:
+        tpl = TEMPLATES.get(key, lambda: _frame_nodes(fr))
+    length, caplen, ts_ns = fr.length, fr.caplen, fr.ts_ns
+    rel, delta, shown = times_of(ts_ns, getattr(d, "times", None))
+    delta_text = ns_text(delta)
+    arrival, epoch = _times(ts_ns)
+    vals = {"arrival": arrival, "ts": epoch, "delta": delta_text,
+            "shown": delta_text if shown == delta else ns_text(shown), "rel": ns_text(rel), "number": fr.number,
+            "len": length, "len8": length * 8, "caplen": caplen, "caplen8": caplen * 8, "protocols": protocols}
+    label = (f"Frame {fr.number}: {length} bytes on wire ({length * 8} bits), {caplen} bytes captured "
+             f"({caplen * 8} bits)")
+    if iface is not None:
+        label += f" on interface {_iface_name(iface)}, id {fr.interface}"
+    if flags is not None:
+        label += {1: " (inbound)", 2: " (outbound)"}.get(flags & 3, "")
+    layer = SlotLayer("frame", f.frame, 0, caplen, label, tpl, vals)
+    if len(protocols) > LONG_PROTOCOLS:
+        layer.item       # materialised: -V cuts a label that long as Wireshark's label buffer does
+    return layer
+
+
+def _iface_name(iface) -> str:
+    """The interface as tshark names it: its name, else its description, else "unknown"."""
+    name = iface.name if iface.name is not None else iface.description
+    return "unknown" if name is None else name
+
+
+def _frame_nodes(fr) -> list:
+    """The template of a frame layer of this shape (frame_layer's key)."""
+    top = Item(None)
+    _interface_items(top, fr)
+    nodes = list(top.children or ())
+    encap = WTAP_ENCAP.get(fr.linktype)
+    if encap is not None:
+        nodes.append(Item(f.frame_encap, encap[0], label=f"Encapsulation type: {encap[1]} ({encap[0]})"))
+    nodes += [Slot(f.frame_time, "Arrival Time: %(arrival)s", "arrival"),
+              NO_SHIFT,
+              Slot(f.frame_time_epoch, "Epoch Time: %(ts)s seconds", "ts"),
+              Slot(f.frame_time_delta, "[Time delta from previous captured frame: %(delta)s seconds]", "delta",
+                   generated=_G),
+              Slot(f.frame_time_delta_displayed, "[Time delta from previous displayed frame: %(shown)s seconds]",
+                   "shown", generated=_G),
+              Slot(f.frame_time_relative, "[Time since reference or first frame: %(rel)s seconds]", "rel",
+                   generated=_G),
+              Slot(f.frame_number, "Frame Number: %(number)d", "number"),
+              Slot(f.frame_len, "Frame Length: %(len)d bytes (%(len8)d bits)", "len"),
+              Slot(f.frame_cap_len, "Capture Length: %(caplen)d bytes (%(caplen8)d bits)", "caplen"),
+              NOT_MARKED, NOT_IGNORED]
+    p2p = _p2p_item(fr.flags)
+    if p2p is not None:
+        nodes.append(p2p)
+    nodes.append(Slot(f.frame_protocols, "[Protocols in frame: %(protocols)s]", "protocols", generated=_G))
+    return nodes
+
+
+def _interface_items(top: Item, fr) -> None:
+    """pcapng: the section and the interface (named by its description when its IDB has no name, else
+    "unknown"), and the packet flags with their bits."""
     add = top.add
     iface = fr.iface
-    if iface is not None:       # pcapng: the section and the interface, named by its description when its IDB
-        name = iface.name if iface.name is not None else iface.description      # has no name, else "unknown"
-        name = "unknown" if name is None else name
-        top.label += f" on interface {name}, id {fr.interface}"
+    if iface is not None:
+        name = _iface_name(iface)
         add(Item(f.frame_section_number, iface.section, label=f"Section number: {iface.section}"))
         item = add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface} ({name})"))
         item.add(Item(f.frame_interface_name, name, label=f"Interface name: {name}"))
@@ -73,7 +147,6 @@ def frame_layer(d) -> Layer:
         add(Item(f.frame_interface, fr.interface, label=f"Interface id: {fr.interface}"))
     flags = fr.flags
     if flags is not None:
-        top.label += {1: " (inbound)", 2: " (outbound)"}.get(flags & 3, "")
         item = add(Item(f.frame_packet_flags, flags, label=f"Packet flags: 0x{flags:08x}"))
         for field, mask, values in f.PACKET_FLAG_BITS:
             v = (flags & mask) >> (mask & -mask).bit_length() - 1
@@ -85,29 +158,14 @@ def frame_layer(d) -> Layer:
                 text = f"{values.get(v, 'Unknown')} ({f'0x{v:x}' if mask == 3 else v})"
             item.add(Item(field, bool(v) if values is True else v,
                           label=f"{bits(flags, mask, 32)} = {field.name}: {text}"))
-    encap = WTAP_ENCAP.get(fr.linktype)
-    if encap is not None:
-        add(Item(f.frame_encap, encap[0], label=f"Encapsulation type: {encap[1]} ({encap[0]})"))
-    arrival = arrival_text(fr.ts_ns)
-    add(Item(f.frame_time, arrival, label=f"Arrival Time: {arrival}"))
-    add(NO_SHIFT)
-    add(Item(f.frame_time_epoch, ts, label=f"Epoch Time: {ts} seconds"))
-    add(_gen(f.frame_time_delta, delta, f"[Time delta from previous captured frame: {delta} seconds]"))
-    add(_gen(f.frame_time_delta_displayed, delta_shown,
-             f"[Time delta from previous displayed frame: {delta_shown} seconds]"))
-    add(_gen(f.frame_time_relative, rel, f"[Time since reference or first frame: {rel} seconds]"))
-    add(Item(f.frame_number, fr.number, label=f"Frame Number: {fr.number}"))
-    add(Item(f.frame_len, fr.length, label=f"Frame Length: {fr.length} bytes ({fr.length * 8} bits)"))
-    add(Item(f.frame_cap_len, fr.caplen, label=f"Capture Length: {fr.caplen} bytes ({fr.caplen * 8} bits)"))
-    add(NOT_MARKED)
-    add(NOT_IGNORED)
-    if flags is not None and flags & 3 in (1, 2):       # tshark's point-to-point direction from epb_flags
-        p2p = 1 if flags & 3 == 1 else 0
-        add(Item(f.frame_p2p_dir, p2p, label=f"Point-to-Point Direction: {'Received' if p2p else 'Sent'} ({p2p})"))
-    protocols = ":".join(d.protocols)
-    # A snapshot of d.protocols: build the tree after the dissectors have appended their names.
-    add(_gen(f.frame_protocols, protocols, f"[Protocols in frame: {protocols}]"))
-    return Layer("frame", top)
+
+
+def _p2p_item(flags) -> Item | None:
+    """tshark's point-to-point direction, from epb_flags."""
+    if flags is None or flags & 3 not in (1, 2):
+        return None
+    p2p = 1 if flags & 3 == 1 else 0
+    return Item(f.frame_p2p_dir, p2p, label=f"Point-to-Point Direction: {'Received' if p2p else 'Sent'} ({p2p})")
 
 
 def _frame_items(d) -> dict:
@@ -137,4 +195,3 @@ def frame_fields_layer(d, names) -> Layer:
     for name in sorted(names & LIGHT_FIELDS):
         top.add(makers[name]())
     return Layer("frame", top)
-

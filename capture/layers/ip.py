@@ -4,8 +4,10 @@ from __future__ import annotations
 import socket
 import struct
 
+from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
+from ..network import v4_cached, v4_text
 from .common import bits, frozen, full, named, proto_item, set_text
 from .ipopt import options_item
 from .ipv6_routing import routing_items
@@ -46,10 +48,71 @@ def _flag_items(hi: int, off: int):
                                  (f.ip_flags_mf, 0x20, "More fragments"))]
 
 
-def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False) -> Layer:
+# A well-formed IPv4 header is a template (engine.template) chosen by what shapes its tree and rarely changes
+# within a conversation: its offset, version and header length, DS field, flags and fragment offset, protocol
+# and options. The total length, identification, TTL, checksum and addresses fill its slots.
+TEMPLATES = TemplateCache()
+_V4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
+
+
+def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False):
     """The IPv4 layer. `quoted`: the header an ICMP error quotes, shown as far as its bytes go (tshark stops at
     the first field past the end, with no malformed expert: a quoted datagram is expected to be cut), with the
     experts of a bogus header or total length on their items."""
+    if not quoted and length >= 20 and len(data) >= off + 20:
+        vihl, ds, tlen, ident, frag, ttl, proto, csum, src, dst = _V4(data, off)
+        hl = (vihl & 15) * 4
+        if hl >= 20 and tlen >= hl:
+            opts = data[off + 20:off + hl] if hl > 20 and len(data) >= off + hl else None
+            key = (off, vihl, ds, frag, proto, opts)
+            tpl = TEMPLATES.memo.get(key)
+            if tpl is None:
+                tpl = TEMPLATES.get(key, lambda: _ip_nodes(data, off, vihl, ds, frag, proto, opts))
+            src, dst = v4_cached(src) or v4_text(src), v4_cached(dst) or v4_text(dst)
+            return SlotLayer("ip", f.ip, off, length, f"Internet Protocol Version 4, Src: {src}, Dst: {dst}", tpl,
+                             {"tlen": tlen, "id": ident, "ttl": ttl, "csum": csum, "src": src, "dst": dst})
+    return _ip_items(d, data, off, length, quoted)
+
+
+def _ip_nodes(data: bytes, off: int, vihl: int, ds: int, frag: int, proto: int, opts: bytes | None) -> list:
+    """The template of a well-formed IPv4 header of this shape (ip_layer's key): what _ip_items makes, the
+    values that change from datagram to datagram as slots (the options are in the key: a static item)."""
+    top = Item(None)
+    _ip_head(top, vihl, ds, off)
+    nodes = list(top.children)
+    top.children = []
+    _ip_middle(top, off, 0, frag, 0, proto, 0)
+    ident, flags, fo, ttl, proto_item_, csum, status = top.children
+    nodes += [Slot(f.ip_len, "Total Length: %(tlen)d", "tlen", 2, 2),
+              Slot(f.ip_id, "Identification: 0x%(id)04x (%(id)d)", "id", 4, 2),
+              flags, fo,
+              Slot(f.ip_ttl, "Time to Live: %(ttl)d", "ttl", 8, 1),
+              proto_item_,
+              Slot(f.ip_checksum, "Header Checksum: 0x%(csum)04x [validation disabled]", "csum", 10, 2),
+              status]
+    src_f, dst_f, addr_f, src_host, dst_host, host = f.ip_addresses
+    for field, host_f, key, at, name in ((src_f, src_host, "src", 12, "Source"), (dst_f, dst_host, "dst", 16,
+                                                                                  "Destination")):
+        nodes += [Slot(field, f"{name} Address: %({key})s", key, at, 4),
+                  Slot(addr_f, None, key, at, 4, cls=HiddenItem),
+                  Slot(host_f, None, key, at, 4, cls=HiddenItem),
+                  Slot(host, None, key, at, 4, cls=HiddenItem)]
+    if opts is not None:
+        nodes.append(options_item(data, off + 20, off + 20 + len(opts)))
+    return nodes
+
+
+def _ip_head(top: Item, vihl: int, ds: int, off: int) -> None:
+    """Version, header length and the DS field."""
+    hl = vihl & 15
+    top.add(Item(f.ip_version, vihl >> 4, off, 1, f"{bits(vihl, 0xF0, 8)} = Version: {vihl >> 4}"))
+    top.add(Item(f.ip_hdr_len, hl * 4, off, 1, f"{bits(vihl, 0x0F, 8)} = Header Length: {hl * 4} bytes ({hl})"))
+    dsf = top.add(Item(f.ip_dsfield, ds, off + 1, 1, f"Differentiated Services Field: 0x{ds:02x} ({_ds_text(ds)})"))
+    dsf.children = frozen(("ip.ds", ds, off), lambda: _ds_items(ds, off))
+
+
+def _ip_items(d, data: bytes, off: int, length: int, quoted: bool) -> Layer:
+    """The IPv4 layer as plain items: a quoted, cut or bogus header (ip_layer)."""
     if quoted:
         n = min(length, len(data) - off)
     elif not full(data, off, length, 20):

@@ -330,6 +330,7 @@ def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool,
 
 
 NOP_NOP_TS = b"\x01\x01\x08\x0a"     # what Linux puts in every segment of a connection
+NOP_NOP_TS_KEY = b"\x01\x01\x02"     # its template key: the options without the timestamps, and where they are
 
 
 def option_spans(data: bytes, p: int, end: int):
@@ -607,11 +608,12 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     if hl > 5 and length >= hl * 4 and len(data) >= off + hl * 4:
         options = data[off + 20:off + hl * 4]
         vals["opts"] = options
-        ts_at = 2 if options[:4] == NOP_NOP_TS and len(options) == 12 else _ts_option_at(options)
-        if ts_at is None:
-            opts_key = options
+        if hl == 8 and options[:4] == NOP_NOP_TS:       # Linux's options in every segment of a connection
+            ts_at, opts_key = 2, NOP_NOP_TS_KEY
         else:
-            opts_key = options[:ts_at] + options[ts_at + 10:] + bytes((ts_at,))
+            ts_at = _ts_option_at(options)
+            opts_key = options if ts_at is None else options[:ts_at] + options[ts_at + 10:] + bytes((ts_at,))
+        if ts_at is not None:
             vals["ts_opt"] = options[ts_at:ts_at + 10]
             vals["tsval"], vals["tsecr"] = _TS(options, ts_at + 2)
         if 5 in options:          # SACK edges are shown relative to the acknowledged side: in the key
@@ -621,16 +623,17 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     segn = 0
     if seglen:
         vals["payload"] = payload
-        at = hl * 4
-        for i, size in enumerate(pdus):
-            if size.__class__ is tuple:    # a PDU in a reassembled buffer (source, offset): its item spans it there
-                size, src, pos = size
-                vals[f"pdu{i}"], vals[f"pdusrc{i}"], vals[f"pduat{i}"], vals[f"pdulen{i}"] = size, src, pos - off, size
-            else:
-                vals[f"pdu{i}"], vals[f"pduat{i}"], vals[f"pdusrc{i}"] = size, at, 0
-                vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
-            at += size
-        segn = _segment_data_length(d)
+        if pdus:
+            at = hl * 4
+            for i, size in enumerate(pdus):
+                if size.__class__ is tuple:    # a PDU in a reassembled buffer (source, offset): its item spans it there
+                    size, src, pos = size
+                    vals[f"pdu{i}"], vals[f"pdusrc{i}"], vals[f"pduat{i}"], vals[f"pdulen{i}"] = size, src, pos - off, size
+                else:
+                    vals[f"pdu{i}"], vals[f"pduat{i}"], vals[f"pdusrc{i}"] = size, at, 0
+                    vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
+                at += size
+        segn = d.reassembled[-1][0][-1][1] if d.reassembled else d.segment_data
         if segn:
             at = d.segment_data_at
             vals["segn"], vals["segat"] = segn, hl * 4 + at
