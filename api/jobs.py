@@ -29,7 +29,8 @@ the parent uses that one only for the frame displayed first overall; the trailer
 Statistics are each worker's tap state, merged as for --dask (shards.merge_taps). The byte budgets
 (reassembly/budget.py) are shared: each worker holds 1/N. Whatever cannot be cut this way runs in one process,
 silently: -2, live capture, standard input, capture sets, follow and other statistics that do not merge,
---export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself, and a capture of one
+--export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself, `-T ek` and `-T pdml`
+(the plugin's fake items follow the heuristic lists' order, which every earlier frame moves), and a capture of one
 conversation (nothing to share out).
 
 Standard library only (multiprocessing with fork: the workers inherit the parsed options, filter and taps).
@@ -205,9 +206,11 @@ class Run:
 
 
 def unsplittable(jobs, path, *, two_pass=False, live=False, exporter=None, line_buffered=False,
-                 display_filter=None, zstats=(), write_path=None) -> bool:
-    """Modes that one process must run (see the module docstring)."""
-    if jobs <= 1 or two_pass or live or exporter is not None or line_buffered:
+                 display_filter=None, zstats=(), write_path=None, fake_items=False) -> bool:
+    """Modes that one process must run (see the module docstring). fake_items: the output shows the plugin's
+    `_ws.lua.fake` items (EK, PDML), whose number on a conversation's first packet follows the order Wireshark's
+    heuristic lists took from every earlier frame (a heuristic that wins moves to the front), which no worker sees."""
+    if jobs <= 1 or two_pass or live or exporter is not None or line_buffered or fake_items:
         return True
     if not isinstance(path, str) or path == "-" or not os.path.isfile(path) or write_path == "-":
         return True

@@ -333,6 +333,10 @@ def _tcp_fast(frame: RawFrame, data: bytes, tlen: int, src: bytes, dst: bytes, t
     hl = (offflags >> 12) << 2
     if not 20 <= hl <= tlen - 20:
         return None
+    if hl > 20 and 5 in data[54:34 + hl]:      # a SACK option: the general path checks tshark's D-SACK exception
+        from .layers.tcp import sack_throws
+        if sack_throws(data, 54, 34 + hl):
+            return None
     d = _fast_decoded(frame, src, dst, 6, sport, dport)
     d.transport = "tcp"
     d.seq = seq

@@ -39,7 +39,7 @@ def divert(path, capture, **kw) -> bool:
     n = n if explicit else default_jobs()
     source = kw["source"]
     if unsplittable(n, path, two_pass=kw.pop("two_pass"), live=source.interface is not None,
-                    exporter=kw.pop("exporter"), line_buffered=kw.pop("line_buffered"),
+                    exporter=kw.pop("exporter"), line_buffered=kw.pop("line_buffered"), fake_items=kw.pop("fake_items"),
                     display_filter=kw.pop("display_filter"), zstats=kw["zstats"], write_path=source.write_path):
         return False
     if not run(n, Run(path=path, **kw), explicit):

@@ -181,6 +181,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
     # --- -j N: the conversations decoded by N processes, merged back in frame order (api/jobs.py) ---
     if jobs_opts.divert(path, capture_path, source=source, two_pass=two_pass, exporter=exporter,
+                        fake_items=output_format in ("ek", "pdml"),
                         line_buffered=line_buffered, display_filter=display_filter, zstats=zstats,
                         make_writer=lambda o: make_writer(
                             o, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,

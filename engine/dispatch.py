@@ -171,11 +171,12 @@ class PlainPacket(Packet):
 class _QuotedDatagram:
     """The UDP datagram an ICMP error quotes, as Stack and udp_protocol read a decode."""
 
-    __slots__ = ("src", "sport", "dst", "dport", "payload")
+    __slots__ = ("src", "sport", "dst", "dport", "payload", "payload_offset")
     transport = "udp"
 
-    def __init__(self, src, sport, dst, dport, payload):
+    def __init__(self, src, sport, dst, dport, payload, payload_offset: int):
         self.src, self.sport, self.dst, self.dport, self.payload = src, sport, dst, dport, payload
+        self.payload_offset = payload_offset       # where the quoted payload starts in the frame
 
 
 class Stack:
@@ -488,7 +489,8 @@ class Dispatcher:
         a layer after the ICMP one; the Info and Protocol columns stay ICMP's (capture.icmp)."""
         info = d.icmp
         u, src, sport, dst, dport = info.quoted_udp
-        quoted = _QuotedDatagram(src, sport, dst, dport, frame.data[info.data_at:d.payload_offset + len(d.payload)])
+        quoted = _QuotedDatagram(src, sport, dst, dport, frame.data[info.data_at:d.payload_offset + len(d.payload)],
+                                 info.data_at)
         stack = Stack(self, frame, quoted)
         proto = self.udp_protocol(stack, quoted)
         if proto is None:

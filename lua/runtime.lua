@@ -402,7 +402,8 @@ local function pair_of(pinfo)
   return (a < b and (a .. "|" .. b) or (b .. "|" .. a)), a .. ">" .. b
 end
 -- tshark's tcp.stream of this frame (nil: not TCP, or no tree on this pass)
-local ok_stream, F_TCP_STREAM = pcall(Field.new, "tcp.stream")
+-- (a function: outside Wireshark, as in the tests' plain Lua, there is no Field)
+local ok_stream, F_TCP_STREAM = pcall(function() return Field.new("tcp.stream") end)
 local function tcp_stream(pinfo)
   if not ok_stream or pinfo.port_type ~= 2 then return nil end     -- PT_TCP
   local ok, all = pcall(function() return { F_TCP_STREAM() } end)
