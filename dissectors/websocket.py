@@ -119,9 +119,22 @@ class Inflater:
         self.broken = False
         self.window = b""
         self.last = None
+        # tshark 4.0's own context (packet-websocket.c), only while it is out of step with ours: it inflates the
+        # one-frame messages only, so after a fragmented one it goes on from another history (None: in step)
+        self.wireshark = None
+        self.wireshark_out = None     # what it made of the message just inflated (None: it failed)
 
-    def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
+    def inflate(self, data: bytes, single: bool = True) -> tuple[bytes | None, str | None]:
         self.last = None
+        self.wireshark_out = None
+        if not self.fresh and not self.broken:
+            if not single and self.wireshark is None:
+                self.wireshark = self.z.copy() if self.z is not None else zlib.decompressobj(-15)
+            elif single and self.wireshark is not None:
+                try:
+                    self.wireshark_out = self.wireshark.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
+                except zlib.error:
+                    self.wireshark = zlib.decompressobj(-15)
         if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
             return None, "Decompression failed: the shared context was lost earlier"
         if self.z is None or self.fresh:
@@ -138,6 +151,8 @@ class Inflater:
             self.z = None
             return None, f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
         window = self.window
+        if single and self.wireshark is None:
+            self.wireshark_out = out
         if out:
             pre, zeros = _stored(window), b""
             if (len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
@@ -414,13 +429,16 @@ class WebSocket:
         inflater = None
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             inflater = self.inflater(ctx)
-            msg, error = inflater.inflate(msg)
+            msg, error = inflater.inflate(msg, single)
             if msg is None:
                 ctx.expert(pl, "unexpected", error)     # tshark: "Decompression failed", Warning/Protocol
                 return
             # the plugin inflates when it is called: after Wireshark's own buffer for a message it delivers
-            # inflated (one frame), before its own for one Wireshark delivers compressed or not at all
-            if not single:
+            # inflated as we do (one frame), before its own for one Wireshark delivers otherwise (compressed,
+            # inflated from another history) or not at all
+            if not single or inflater.wireshark_out != msg:
+                if single and inflater.wireshark_out:
+                    ctx.new_source("Decompressed payload", inflater.wireshark_out)
                 inflater.add_sources(ctx)
             single, name = False, "Decompressed payload"
         else:

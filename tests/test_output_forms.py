@@ -158,3 +158,18 @@ def test_bad_combinations_are_one_line(protodump_run):
                        (("-T", "psml", "-j", "ip"), 1), (("-T", "json", "-j", "ip", "-J", "ip"), 1)]:
         r = protodump_run(*args, "blank-all-current.pcap")
         assert r.returncode == code and r.stdout == "" and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+
+FREEBLOX = [v for v in VARIANTS if v[0].startswith("freeblox")]
+
+
+@pytest.mark.parametrize("variant", FREEBLOX, ids=variant_id)
+@pytest.mark.parametrize("detail", [(), ("-V",)], ids=["x", "V-x"])
+def test_x_freeblox_data_sources(protodump_run, standard_run, variant, detail):
+    """-x (alone and with -V) byte for byte on every Freeblox capture: tshark's websocket buffers (Unmasked data,
+    Reassembled Message, its Decompressed payload, inflated from its own context even where that is out of step)
+    and, for each compressed message, the two the plugin's inflate adds (Compressed message, Decompressed
+    payload), in tshark's order."""
+    ours, theirs = both(protodump_run, standard_run, variant, *detail, "-x")
+    assert ours == theirs
