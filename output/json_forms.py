@@ -83,10 +83,17 @@ RAW_FTENUM = {"eth.dst": 29, "eth.src": 29, "eth.addr": 29, "eth.dst.oui": 6, "e
               "tcp.analysis.acks_frame": 35, "http.request_in": 35, "websocket.fragment": 35}
 
 
+# fields Wireshark 4.0 adds with no tvb (tcp.c: proto_tree_add_uint(tree, hf_tcp_completeness, NULL, ...)): no hex,
+# position 0, as an expert item's
+NO_TVB = frozenset(("tcp.completeness",))
+
+
 def _raw(item, packet, source: int = 0) -> Raw:
     f = item.field
     if f is None:
         return Raw([raw_hex(item, packet, source), item.offset, item_length(item), 0, 1])
+    if f.abbrev in NO_TVB:
+        return Raw([None, 0, 0, f.mask, RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
     mask = 0 if f.abbrev in PICTURE_ONLY_MASK else f.mask
     return Raw([raw_hex(item, packet, source), item.offset, item_length(item), mask,
                 RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
