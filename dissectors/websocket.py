@@ -18,7 +18,7 @@ import zlib
 
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
-from ..engine.tree import bit_picture, Item
+from ..engine.tree import bit_picture, DataSource, Item
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
 
@@ -78,23 +78,68 @@ def encode_frame(opcode: int, payload: bytes, *, fin=True, rsv=0, mask: bytes | 
     return bytes(out + payload)
 
 
+def _stored(data: bytes) -> bytes:
+    """A DEFLATE stored block holding `data` (at most 65535 bytes), not final."""
+    return b"\0" + len(data).to_bytes(2, "little") + (65535 - len(data)).to_bytes(2, "little") + data
+
+
+class LazySource(DataSource):
+    """A data source joined from parts only when read (-x): the plugin's inflate buffers, up to a few MB each,
+    that nothing but the hex dump shows."""
+
+    def __init__(self, name: str, parts: tuple):
+        self.name, self._parts, self._data = name, parts, None
+
+    @property
+    def data(self) -> bytes:
+        if self._data is None:
+            self._data = b"".join(self._parts)
+            self._parts = ()
+        return self._data
+
+
 class Inflater:
     """permessage-deflate for one direction: one raw-DEFLATE context kept across messages (context takeover),
-    or a fresh one per message (`fresh`). Output bounded by MESSAGE_LIMIT."""
+    or a fresh one per message (`fresh`). Output bounded by MESSAGE_LIMIT.
+
+    `last`: the two buffers the plugin's own inflate (lua/rt_websocket.lua rt.ws_inflate) adds in tshark for the
+    message just inflated, as parts: `Compressed message` (a stored block of the last 32 KiB of output, the
+    message, 00 00 ff ff; 16 stored blocks of zeros before them for a message that may inflate past the limit)
+    and `Decompressed payload` (the zeros, the window and the message's output); None when it adds none."""
 
     COST = INFLATE_COST   # charged to the conversation's state budget (Ctx.charge_state; the plugin's
                           # rt.state_charge), given back when the conversation is freed
+    WINDOW = 32768        # the deflate window the plugin keeps (WS_WINDOW)
+    RATIO = 1032          # deflate's largest expansion (WS_RATIO)
+    PAD_BLOCKS = 16       # the plugin's padding (WS_PAD): 16 stored blocks of 65535 zeros
 
     def __init__(self, fresh: bool):
         self.fresh = fresh
         self.z = None
         self.broken = False
+        self.window = b""
+        self.last = None
+        # tshark 4.0's own context (packet-websocket.c), only while it is out of step with ours: it inflates the
+        # one-frame messages only, so after a fragmented one it goes on from another history (None: in step)
+        self.wireshark = None
+        self.wireshark_out = None     # what it made of the message just inflated (None: it failed)
 
-    def inflate(self, data: bytes) -> tuple[bytes | None, str | None]:
+    def inflate(self, data: bytes, single: bool = True) -> tuple[bytes | None, str | None]:
+        self.last = None
+        self.wireshark_out = None
+        if not self.fresh and not self.broken:
+            if not single and self.wireshark is None:
+                self.wireshark = self.z.copy() if self.z is not None else zlib.decompressobj(-15)
+            elif single and self.wireshark is not None:
+                try:
+                    self.wireshark_out = self.wireshark.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
+                except zlib.error:
+                    self.wireshark = zlib.decompressobj(-15)
         if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
             return None, "Decompression failed: the shared context was lost earlier"
         if self.z is None or self.fresh:
             self.z = zlib.decompressobj(-15)
+            self.window = b""
         z = self.z
         try:
             out = z.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
@@ -105,9 +150,26 @@ class Inflater:
         if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
             self.z = None
             return None, f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
+        window = self.window
+        if single and self.wireshark is None:
+            self.wireshark_out = out
+        if out:
+            pre, zeros = _stored(window), b""
+            if (len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
+                zeros = bytes(self.PAD_BLOCKS * 65535)
+                pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
+            self.last = ((pre, data, b"\x00\x00\xff\xff"), (zeros, window, out))
+            self.window = (window + out)[-self.WINDOW:]
         if z.eof:                           # a final block ends the stream: the next message starts a new one
             self.z = None
         return out, None
+
+    def add_sources(self, ctx) -> None:
+        """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""
+        if self.last is not None:
+            ctx.sources.append(LazySource("Compressed message", self.last[0]))
+            ctx.sources.append(LazySource("Decompressed payload", self.last[1]))
+            self.last = None
 
 
 class WebSocket:
@@ -364,11 +426,20 @@ class WebSocket:
                               f"{first + n - 1} ({n} byte{'s' if n != 1 else ''})", True, src))
             node.add(Item(f["frag_count"], len(parts), *where(0, 0), None, True, src))
             node.add(Item(f["reassembled"], len(msg), *where(0, 0), None, True, src))
+        inflater = None
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
-            msg, error = self.inflater(ctx).inflate(msg)
+            inflater = self.inflater(ctx)
+            msg, error = inflater.inflate(msg, single)
             if msg is None:
                 ctx.expert(pl, "unexpected", error)     # tshark: "Decompression failed", Warning/Protocol
                 return
+            # the plugin inflates when it is called: after Wireshark's own buffer for a message it delivers
+            # inflated as we do (one frame), before its own for one Wireshark delivers otherwise (compressed,
+            # inflated from another history) or not at all
+            if not single or inflater.wireshark_out != msg:
+                if single and inflater.wireshark_out:
+                    ctx.new_source("Decompressed payload", inflater.wireshark_out)
+                inflater.add_sources(ctx)
             single, name = False, "Decompressed payload"
         else:
             name = "Unmasked data" if not plain else "Reassembled WebSocket message"
@@ -378,6 +449,8 @@ class WebSocket:
             data, start, source = msg, 0, reassembled
         else:
             data, start, source = msg, 0, ctx.new_source(name, msg)
+        if inflater is not None:
+            inflater.add_sources(ctx)
         if not msg:
             return
         taken = ctx.handoff(*self.table(ctx.conv), start, start + len(msg), data, source)

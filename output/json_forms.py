@@ -73,16 +73,27 @@ def raw_hex(item, packet, source: int = 0) -> str:
 
 
 # the type tshark 4.0 registers where protodump's field table keeps a simpler one (an address as its text, a
-# 24-bit OUI in 32 bits, a frame reference as a number): the last member of their _raw
+# 24-bit OUI in 32 bits, a frame reference as a number, a time as its text): the last member of their _raw
 RAW_FTENUM = {"eth.dst": 29, "eth.src": 29, "eth.addr": 29, "eth.dst.oui": 6, "eth.src.oui": 6,
               "eth.addr.oui": 6, "ip.src": 32, "ip.dst": 32, "ip.addr": 32, "tcp.segment": 35,
-              "sctp.fragment": 35}
+              "sctp.fragment": 35, "frame.time": 24, "frame.time_utc": 24, "frame.offset_shift": 25,
+              "frame.time_epoch": 25, "frame.time_delta": 25, "frame.time_delta_displayed": 25,
+              "frame.time_relative": 25, "tcp.time_relative": 25, "tcp.time_delta": 25, "udp.time_relative": 25,
+              "udp.time_delta": 25, "tcp.analysis.ack_rtt": 25, "tcp.analysis.initial_rtt": 25, "http.time": 25,
+              "tcp.analysis.acks_frame": 35, "http.request_in": 35, "websocket.fragment": 35}
+
+
+# fields Wireshark 4.0 adds with no tvb (tcp.c: proto_tree_add_uint(tree, hf_tcp_completeness, NULL, ...)): no hex,
+# position 0, as an expert item's
+NO_TVB = frozenset(("tcp.completeness",))
 
 
 def _raw(item, packet, source: int = 0) -> Raw:
     f = item.field
     if f is None:
         return Raw([raw_hex(item, packet, source), item.offset, item_length(item), 0, 1])
+    if f.abbrev in NO_TVB:
+        return Raw([None, 0, 0, f.mask, RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
     mask = 0 if f.abbrev in PICTURE_ONLY_MASK else f.mask
     return Raw([raw_hex(item, packet, source), item.offset, item_length(item), mask,
                 RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])

@@ -158,3 +158,55 @@ def test_bad_combinations_are_one_line(protodump_run):
                        (("-T", "psml", "-j", "ip"), 1), (("-T", "json", "-j", "ip", "-J", "ip"), 1)]:
         r = protodump_run(*args, "blank-all-current.pcap")
         assert r.returncode == code and r.stdout == "" and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+
+FREEBLOX = [v for v in VARIANTS if v[0].startswith("freeblox")]
+
+
+@pytest.mark.parametrize("variant", FREEBLOX, ids=variant_id)
+@pytest.mark.parametrize("detail", [(), ("-V",)], ids=["x", "V-x"])
+def test_x_freeblox_data_sources(protodump_run, standard_run, variant, detail):
+    """-x (alone and with -V) byte for byte on every Freeblox capture: tshark's websocket buffers (Unmasked data,
+    Reassembled Message, its Decompressed payload, inflated from its own context even where that is out of step)
+    and, for each compressed message, the two the plugin's inflate adds (Compressed message, Decompressed
+    payload), in tshark's order. With -V the trees differ where protodump differs on purpose (a fragmented
+    message whose last frame is empty): there the buffers are compared."""
+    ours, theirs = both(protodump_run, standard_run, variant, *detail, "-x")
+    if detail and variant[0] in ("freeblox-plain.pcap", "freeblox-fragments-plain.pcap"):
+        ours, theirs = hex_blocks(ours), hex_blocks(theirs)
+    assert ours == theirs
+
+
+def hex_blocks(text: str) -> list[str]:
+    """The -x part of -V -x output: the offset lines and the buffers' headings."""
+    return [line for line in text.splitlines()
+            if re.match(r"[0-9a-f]{4,}  ", line) or re.match(r"[A-Z][A-Za-z ]*\(\d+ bytes?\):$", line)]
+
+
+def raw_types(text: str) -> dict:
+    """Every `_raw` array's type (its last member, Wireshark's ftenum) by key, over the whole output."""
+    found: dict = {}
+
+    def walk(members):
+        for key, value in members:
+            if key.endswith("_raw") and isinstance(value, list) and value and isinstance(value[-1], int):
+                found.setdefault(key, set()).add(value[-1])
+            elif isinstance(value, list) and value and isinstance(value[0], tuple):
+                walk(value)
+            elif isinstance(value, list):
+                for each in value:
+                    if isinstance(each, list) and each and isinstance(each[0], (tuple, list)):
+                        walk([(key, x) for x in each] if isinstance(each[0], list) else each)
+    for packet in json.loads(text, object_pairs_hook=list):
+        walk(packet)
+    return found
+
+
+@pytest.mark.parametrize("variant", FEW, ids=variant_id)
+def test_raw_types_are_tsharks(protodump_run, standard_run, variant):
+    """-T jsonraw: the type of every key's _raw array, standard layers too (frame's and tcp's times are 25, an
+    absolute time 24, a frame reference 35, where the field table keeps a string or a number)."""
+    ours, theirs = map(raw_types, both(protodump_run, standard_run, variant, "-T", "jsonraw"))
+    assert {k: v for k, v in ours.items() if k in theirs} == {k: v for k, v in theirs.items() if k in ours}
+    assert theirs.get("frame.time_raw") == {24} and theirs.get("frame.time_relative_raw") == {25}
