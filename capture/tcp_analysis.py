@@ -211,7 +211,7 @@ class TcpTable:
         fl, seq, ack = d.flags, d.seq, d.ack
         conn = self._connection(frozenset((me, peer)), ts, me, seq if fl & (SYN | ACK) == SYN else None)
         fwd, rev = _flows(conn, me, peer, fl, seq, ack)
-        info = self._info(conn)
+        info = self._info(conn) if self.reused else TcpInfo()
         info.stream = conn.stream
         info.completeness = conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
@@ -365,7 +365,7 @@ class TcpTable:
             fwd.nextseq, fwd.nextseq_ns, fwd.nextseq_frame = nextseq, ts, frame
         if (fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked) and not probe:
             fwd.maxseqtobeacked = fwd.nextseq     # the highest continuous sequence number seen
-        fwd.window, fwd.lastack, fwd.lastack_ns, fwd.lastflags = win, ack, ts, tuple(flags)
+        fwd.window, fwd.lastack, fwd.lastack_ns, fwd.lastflags = win, ack, ts, tuple(flags) if flags else ()
         if fl & ACK:
             self._acked(rev, info, ack, ts)
             if (conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN
@@ -379,9 +379,12 @@ class TcpTable:
             flags.sort(key=PRINT_ORDER.index)
         info.irtt_ns = conn.irtt_ns
         if seglen and fwd.segments and fwd.valid_bif:
-            base = fwd.base
-            first = min([(s[0] - base) & M32 for s in fwd.segments])
-            last = max([(s[1] - base) & M32 for s in fwd.segments])
+            base, segments = fwd.base, fwd.segments
+            if len(segments) == 1:       # (the common case: one unacknowledged segment)
+                first, last = (segments[0][0] - base) & M32, (segments[0][1] - base) & M32
+            else:
+                first = min([(s[0] - base) & M32 for s in segments])
+                last = max([(s[1] - base) & M32 for s in segments])
             if 0 < last - first < 2_000_000_000:
                 info.bif = last - first
             push = bool(fl & PSH)

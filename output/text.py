@@ -102,6 +102,8 @@ def _label_maker(f):
 def fit_label(text: str, name: str) -> str:
     """A label as Wireshark's fixed buffer leaves it (proto.c label_mark_truncated): cut to 239 bytes, then
     " [truncated]" put after the field name and the end cut again at a character boundary."""
+    if len(text) < LABEL_LENGTH and text.isascii():      # (a flag of the str: no encoding needed to know)
+        return text
     raw = text.encode()
     if len(raw) < LABEL_LENGTH:
         return text
@@ -171,8 +173,12 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
         elif text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
             text = item_label(item)      # made from the field, bracketed, or cut: else the label is the line
         add(pad + text + "\n")
-        if item.children:
-            _detail(item.children, depth + 1, out)
+        kids = item.children
+        if kids:                         # _detail, inline
+            if kids.__class__ is tuple:
+                add(_FROZEN.text(kids, depth + 1))
+            else:
+                _detail_fresh(kids, depth + 1, out)
 
 
 _FROZEN = FrozenText(_detail_fresh)
