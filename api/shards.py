@@ -22,7 +22,6 @@ from __future__ import annotations
 import heapq
 import io
 import os
-import struct
 import threading
 from array import array
 from collections.abc import Callable
@@ -63,7 +62,7 @@ class Shard:
     picks: list | None = None               # per file: the 0-based indexes of the frames to decode (None: all)
     streams: list | None = None             # per file: each pick's tcp.stream / udp.stream (StreamNumbers)
     conversations: int = 0                  # how many (split_file)
-    prevs: list | None = None               # per file: each pick's previous frame's time in set order (NO_PREV: none)
+    prevs: list | None = None               # per file: each pick's previous frame's time in set order (NO_TIME: none)
 
     def __str__(self) -> str:
         return f"shard {self.index} ({', '.join(self.paths)})"
@@ -109,7 +108,7 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
     numbers = [array("q") for _ in files]
     stream_numbers = [array("q") for _ in files]
     prevs = [array("q") for _ in files]        # frame.time_delta: the previous frame of the set may be another file's
-    prev = NO_PREV
+    prev = NO_TIME
     group = list(range(len(files)))            # union-find over files
     owner: dict = {}                           # conversation -> a file that has it
     first_ns = None
@@ -181,7 +180,7 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, stream
 
 
 ENTRY = 4              # a planned frame: (frame number, where it is, tcp.stream / udp.stream, previous frame's time)
-NO_PREV = NO_TIME = -(1 << 63)   # the previous frame's time of the first frame (Shard.prevs, a planned entry)
+NO_TIME = -(1 << 63)   # the previous frame's time of the first frame (Shard.prevs, a planned entry)
 
 
 class Planner:
@@ -198,7 +197,7 @@ class Planner:
     header) are given to every shard, in file order, as entries of number 0 at their offsets."""
 
     def __init__(self, path, parts: int, streams=None, count: int | None = None, offsets: bool = False):
-        self.headers, self.streams, self.count = plan_headers(), streams, count
+        self.streams, self.count = streams, count
         self.parts = max(1, parts)
         self.offsets = array("q") if offsets else None
         self.capture = open_capture(path, offsets=self.offsets)
@@ -222,7 +221,8 @@ class Planner:
         (ENTRY integers each); None once the file is planned."""
         if self.done:
             return None
-        headers, streams, ids, offsets = self.headers, self.streams, self.ids, self.offsets
+        from .capture.decode import decode      # its fast paths read a plain Ethernet/IPv4 TCP or UDP header
+        streams, ids, offsets = self.streams, self.ids, self.offsets
         known = len(ids)
         convs, rows = array("q"), array("q")        # this chunk: per frame, its conversation id; its entry
         structure = [] if offsets is not None else None
@@ -241,7 +241,7 @@ class Planner:
                 n += 1
                 if self.first_ns is None:
                     self.first_ns = frame.ts_ns
-                d = headers(frame)
+                d = decode(frame)
                 key = _conversation(d)
                 convs.append(-1 if key is None else ids.setdefault(key, len(ids)))
                 rows.extend((n, where, -1 if streams is None else streams.of(d), prev))
@@ -296,54 +296,6 @@ class Planner:
 
     def close(self) -> None:
         self.capture.close()
-
-
-class _Headers:
-    """What the planning pass reads of a plain Ethernet/IPv4/TCP or UDP frame (what StreamNumbers and
-    `_conversation` read of a capture.decode.Decoded), without the rest of a decode."""
-
-    __slots__ = ("frame", "src", "dst", "sport", "dport", "transport", "seq", "ack", "flags", "window", "payload_offset",
-                 "icmp")
-
-
-# Ethernet, IPv4 without options, the ports; then TCP's sequence and acknowledgement numbers, offset and flags, window
-_EIP = struct.Struct("!12xHBxHxxHxBxx4s4sHH").unpack_from
-_TCP = struct.Struct("!IIHH").unpack_from
-
-
-def plan_headers():
-    """frame -> what the plan needs of it: capture.decode's own Decoded, but for a plain Ethernet/IPv4 frame
-    (no options, no fragment, no trailer) of TCP or UDP, whose fields are read with two unpacks: the values
-    decode gives there (tests/test_jobs.py checks them on every frame of the bundled captures)."""
-    from .capture.decode import decode
-    from .capture.network import v4_cached, v4_text
-    new = object.__new__
-
-    def headers(frame):
-        data = frame.data
-        if frame.linktype == 1 and len(data) >= 42:
-            etype, vihl, tlen, frag, proto, src, dst, sport, dport = _EIP(data)
-            if etype == 0x0800 and vihl == 0x45 and not frag & 0x3FFF and tlen + 14 == len(data) <= frame.length:
-                if proto == 6 and tlen >= 40:
-                    seq, ack, offflags, window = _TCP(data, 38)
-                    hl = (offflags >> 12) << 2
-                    if 20 <= hl <= tlen - 20:
-                        h = new(_Headers)
-                        h.transport, h.seq, h.ack, h.flags, h.window, h.payload_offset = "tcp", seq, ack, \
-                            offflags & 0x0FFF, window, 34 + hl
-                    else:
-                        return decode(frame)
-                elif proto == 17 and 8 <= ((data[38] << 8) | data[39]) <= tlen - 20:
-                    h = new(_Headers)
-                    h.transport, h.seq, h.ack, h.flags, h.window, h.payload_offset = "udp", None, None, None, None, 42
-                else:
-                    return decode(frame)
-                h.frame, h.sport, h.dport, h.icmp = frame, sport, dport, None
-                h.src = v4_cached(src) or v4_text(src)
-                h.dst = v4_cached(dst) or v4_text(dst)
-                return h
-        return decode(frame)
-    return headers
 
 
 BACKWARDS_NS = 1_000_000_000       # frames earlier than a frame before them by more than this: see StreamNumbers
@@ -536,7 +488,7 @@ def _frames(shard: Shard, job: Job, result: ShardResult, tables=None):
     files = [_file_frames(p, n, k, job.count, result) for p, n, k in zip(shard.paths, shard.numbers, picks)]
     if tables is None:
         return files[0] if len(files) == 1 else heapq.merge(*files, key=lambda frame: frame.number)
-    prevs = shard.prevs or [repeat(NO_PREV) for _ in files]
+    prevs = shard.prevs or [repeat(NO_TIME) for _ in files]
     numbered = [zip(f, s, t) for f, s, t in zip(files, shard.streams, prevs)]
     pairs = numbered[0] if len(numbered) == 1 else heapq.merge(*numbered, key=lambda pair: pair[0].number)
     return _announced(pairs, tables)
@@ -546,7 +498,7 @@ def _announced(pairs, tables):
     tcp, _, clock, udp = tables
     for frame, stream, prev in pairs:
         tcp.number = udp.number = stream
-        clock.prev_ns = None if prev == NO_PREV else prev
+        clock.prev_ns = None if prev == NO_TIME else prev
         yield frame
 
 

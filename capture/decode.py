@@ -14,7 +14,7 @@ import struct
 from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
-from .network import v4_cached, v4_text
+from .network import sack_throws, v4_cached, v4_text
 
 
 # problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
@@ -333,10 +333,8 @@ def _tcp_fast(frame: RawFrame, data: bytes, tlen: int, src: bytes, dst: bytes, t
     hl = (offflags >> 12) << 2
     if not 20 <= hl <= tlen - 20:
         return None
-    if hl > 20 and 5 in data[54:34 + hl]:      # a SACK option: the general path checks tshark's D-SACK exception
-        from .layers.tcp import sack_throws
-        if sack_throws(data, 54, 34 + hl):
-            return None
+    if hl > 20 and sack_throws(data, 54, 34 + hl):     # tshark's D-SACK exception: the general path marks it
+        return None
     d = _fast_decoded(frame, src, dst, 6, sport, dport)
     d.transport = "tcp"
     d.seq = seq

@@ -225,6 +225,15 @@ def udp(d, data: bytes, off: int, end: int) -> None:
         d.problems.append(("udp", ExpertInfo("udp.checksum.zero", CHECKSUM, ERROR, "Illegal checksum value (0)")))
 
 
+def sack_throws(data: bytes, p: int, end: int) -> bool:
+    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp.sack_throws),
+    walked only when a SACK kind byte is there at all."""
+    if 5 not in data[p:end]:
+        return False
+    from .layers.tcp import sack_throws as walk
+    return walk(data, p, end)
+
+
 def tcp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("tcp")
     if off + 20 > end or len(data) < off + 20:
@@ -257,11 +266,9 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
         short(d, "tcp", "TCP options", hl, off, end)
         return
     d.spans.append(("tcp", off, hl))
-    if hl > 20 and 5 in data[off + 20:off + hl]:
-        from .layers.tcp import sack_throws
-        if sack_throws(data, off + 20, off + hl):
-            d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
-                                                 "Malformed Packet (Exception occurred)")))
+    if hl > 20 and sack_throws(data, off + 20, off + hl):
+        d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                             "Malformed Packet (Exception occurred)")))
     d.payload_offset = off + hl
     d.payload = data[off + hl:end]
 

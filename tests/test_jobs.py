@@ -364,25 +364,6 @@ def test_a_budget_share_says_the_whole():
     assert not budget.take(334) and budget.take(333)
 
 
-def test_the_plans_header_reading_is_decodes(bundled, many):
-    """The planning pass reads plain Ethernet/IPv4 TCP and UDP headers with two unpacks (api/shards.py
-    plan_headers): what it reads is what capture.decode gives, on every frame of every bundled capture (bad
-    ones included) and of the replay."""
-    from protodump.capture.decode import decode
-    from protodump.capture.files import open_capture
-    from protodump.shards import _Headers, plan_headers
-    headers = plan_headers()
-    fast = 0
-    for path in (bundled, many):
-        for frame in open_capture(str(path)):
-            ours, theirs = headers(frame), decode(frame)
-            fast += type(ours) is _Headers
-            for name in ("src", "dst", "sport", "dport", "transport", "seq", "ack", "flags", "window", "payload_offset",
-                         "icmp"):
-                assert getattr(ours, name) == getattr(theirs, name), (path.name, frame.number, name)
-    assert fast > 1000
-
-
 def test_a_capture_that_starts_with_one_conversation_is_still_shared_out(many, tmp_path):
     """One conversation for its first frames, then many: the plan looks on (up to a twentieth of the file) before
     it says one process."""
