@@ -625,14 +625,14 @@ def runtime_pieces() -> list[str]:
 
 def lua_limits(protocols) -> dict[str, int]:
     """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
-    from . import blocks_iceball, lifetime, sniff, streams
+    from . import blocks_transfer, lifetime, sniff, streams
     from ..reassembly.budget import INFLATE_COST, STATE_BUDGET
     limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),
               "CONV_MAX": lifetime.MAX_LIVE, "FORGOTTEN_LIMIT": lifetime.FORGOTTEN_LIMIT,
               "STATE_BUDGET": STATE_BUDGET, "INFLATE_COST": INFLATE_COST, "CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
               "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
               "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
-              **blocks_iceball.LIMITS}
+              **blocks_transfer.LIMITS}
     for p in protocols:
         limits.update(getattr(p, "lua_limits", {}))
     return limits
