@@ -617,7 +617,8 @@ class Generator:
 
 
 def runtime_pieces() -> list[str]:
-    """lua/runtime.lua, then every lua/rt_*.lua (building blocks kept next to their topic), sorted by name."""
+    """lua/runtime.lua, then every lua/rt_*.lua sorted by name: rt_X.lua is the twin of engine/blocks_X.py (or of
+    the module its first lines name), tests/test_block_twins.py."""
     folder = resources.files("protodump.lua")
     names = sorted(e.name for e in folder.iterdir() if e.name.startswith("rt_") and e.name.endswith(".lua"))
     return [folder.joinpath(n).read_text() for n in ["runtime.lua", *names]]
