@@ -8,7 +8,7 @@ dissectors/enet_analysis.py, written once in Python and once in lua/rt_enet.lua.
 """
 from __future__ import annotations
 
-from ..engine.blocks_enet import BitSplit, Part
+from ..engine.blocks_bits import BitSplit, Part
 from ..engine.context import Ctx
 from ..engine.fields import U8, U16BE, U32BE, Binder, Bytes, Packet, Struct
 from ..engine.protocol import EXPERTS

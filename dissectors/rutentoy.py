@@ -7,20 +7,11 @@ headings' hexadecimal numbers; the structs' own `opcode` defaults are a second n
 server-to-client texture exchange runs (the client answered HAVETEX 0): then, as always client->server, it is a
 Texture Chunk. 0A GUI Items has no layout: framing stops there.
 """
+from ..engine.blocks_bits import BitFields, Bits, Combined
 from ..engine.blocks_cookies import Arg, Command, ImageReassembly, TextReassembly
-from ..engine.blocks_rutentoy import (
-    BitFields,
-    Bits,
-    Combined,
-    Fixed8_8,
-    Fixed24_8,
-    FixedPoint,
-    Select,
-    SplitIdGrid,
-    Turn16,
-    View,
-)
-from ..engine.blocks_voxels import BlockMap
+from ..engine.blocks_dispatch import Select
+from ..engine.blocks_fixed_point import Fixed8_8, Fixed24_8, FixedPoint, Turn16, View
+from ..engine.blocks_voxels import BlockMap, SplitIdGrid
 from ..engine.fields import I32LE, U8, U16LE, U32LE, Bytes, Flag, Flags, Packet, Struct, Switch, WhenPref
 from ..engine.stream_protocol import StreamProtocol
 

@@ -1,7 +1,7 @@
 """Transfers reassembled by cookie, per direction of a stream (Rutentoy's messages and textures): text whose
 chunks concatenate until a final flag, with text commands parsed (and conversation state they set); images
 whose chunks concatenate until a short one, checked as QOI and hashed (xxHash32) against an announced digest.
-Bounded: pending transfers per direction, bytes per transfer. Lua twins in lua/rt_rutentoy.lua."""
+Bounded: pending transfers per direction, bytes per transfer. Lua twins in lua/rt_cookies.lua."""
 from __future__ import annotations
 
 import copy

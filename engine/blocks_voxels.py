@@ -1,15 +1,18 @@
-"""Voxel chunks browsable by position: every block's ID and light by x, y, z, in a "Blocks by position" subtree
+"""Voxel chunks: a chunk's blocks summarised (SplitIdGrid: IDs split over two byte arrays, with lights), and the
+chunk browsable by position (BlockMap): every block's ID and light by x, y, z, in a "Blocks by position" subtree
 (collapsed in the GUI until opened): one slice per z, in it one row per y listing the run of x, block IDs then
 lights (`y=7: blocks 1 1 0 ..., light 15 15 0 ...`). One item per row, not two per block: a 16³ chunk is 273
 items, not 8,449, so -V and -T json stay readable and a whole session's map costs what its summaries do.
-Index i = x + side (y + side z) (NOTES.md). Lua twin: lua/rt_voxels.lua (rt.block_map), the same text byte for byte.
+Index i = x + side (y + side z) (NOTES.md). Lua twin: lua/rt_voxels.lua (rt.block_map, rt.split_id_grid), the
+same text byte for byte.
 
-Used by Rutentoy's 8³ world chunk (split ID nibbles after engine/blocks_rutentoy.py SplitIdGrid) and blank's 16³
+Used by Rutentoy's 8³ world chunk (split ID nibbles, summarised by SplitIdGrid) and blank's 16³
 chunk (u16 types, a light byte array), each behind its protocol's `block_map` preference (fields.WhenPref)."""
 from __future__ import annotations
 
 import copy
 import struct
+from collections import Counter
 
 from .fields import Field
 from .tree import Item, SubtreeMemo
@@ -129,4 +132,88 @@ class BlockMap(Field):
               f"{lua_str(map_label(self.label, self.side))}, {'true' if self.hex_ids else 'false'}, {{ {fs} }})")
 
 
-__all__ = ["BlockMap", "block_map", "row_text", "row_values"]
+
+# --- voxel chunk summary -------------------------------------------------------------------------------------------
+
+
+_UPPER_NIBBLE = bytes(b >> 4 for b in range(256))       # bytes.translate tables
+_LOWER_NIBBLE = bytes(b & 0x0F for b in range(256))
+
+
+class SplitIdGrid(Field):
+    """`count` block IDs stored in two arrays: `high` bytes (the ID's two most significant nibbles) then `low`
+    bytes (upper nibble: the ID's least significant nibble; lower nibble: a light value). ID = high << 4 |
+    low >> 4. Summarised: non-air blocks, the distinct block IDs (named, with counts), lights; unknown IDs
+    flagged."""
+
+    MAX_LISTED = 64
+
+    def __init__(self, name, label, *, count, names):
+        super().__init__(name, label)
+        self.count, self.names = count, names
+        self.size = 2 * count
+        self.codes = None
+
+    def bind(self, b, prefix):
+        bound = copy.copy(self)
+        bound.abbrev = p = f"{prefix}.{self.name}"
+        bound.f = {
+            "high": b.field(f"{p}.high", "Block IDs (high nibbles)", "bytes"),
+            "low": b.field(f"{p}.low", "Metadata (low nibble, light)", "bytes"),
+            "summary": b.field(p, self.label, "none"),
+            "non_air": b.field(f"{p}.non_air", "Non-air blocks", "uint32"),
+            "distinct": b.field(f"{p}.distinct", "Distinct blocks", "uint32"),
+            "block": b.field(f"{p}.block", "Block", "uint16", base="HEX", values=self.names),
+            "count": b.field(f"{p}.block.count", "Count", "uint32"),
+            "lit": b.field(f"{p}.lit", "Lit blocks", "uint32"),
+            "max_light": b.field(f"{p}.max_light", "Maximum light", "uint8"),
+            "unknown": b.field(f"{p}.unknown", "Blocks with unknown IDs", "uint32"),
+        }
+        bound.info = bound.f["summary"]
+        return bound
+
+    def decode(self, ctx, parent):
+        ctx.need(self.size, self.label, parent)
+        pos, n, f, src = ctx.pos, self.count, self.f, ctx.source
+        high, low = ctx.data[pos:pos + n], ctx.data[pos + n:pos + 2 * n]
+        parent.add(Item(f["high"], high, pos, n, None, False, src))
+        parent.add(Item(f["low"], low, pos + n, n, None, False, src))
+        # counted in C (bytes.translate, Counter over zip): a Python loop over the 512 blocks was the hot spot
+        pairs = Counter(zip(high, bytes(low).translate(_UPPER_NIBBLE)))
+        counts = {h << 4 | m: c for (h, m), c in pairs.items()}
+        lights = bytes(low).translate(_LOWER_NIBBLE)
+        node = parent.add(Item(f["summary"], None, pos, self.size, None, True, src))
+        non_air = n - counts.get(0, 0)
+        unknown = sum(c for bid, c in counts.items() if bid not in self.names)
+        node.add(Item(f["non_air"], non_air, pos, self.size, None, True, src))
+        node.add(Item(f["distinct"], len(counts), pos, self.size, None, True, src))
+        for bid in sorted(counts)[:self.MAX_LISTED]:
+            it = node.add(Item(f["block"], bid, pos, self.size, None, True, src))
+            it.add(Item(f["count"], counts[bid], pos, self.size, None, True, src))
+        node.add(Item(f["lit"], n - lights.count(0), pos, self.size, None, True, src))
+        node.add(Item(f["max_light"], max(lights), pos, self.size, None, True, src))
+        if unknown:
+            it = node.add(Item(f["unknown"], unknown, pos, self.size, None, True, src))
+            ctx.expert(it, "unexpected", f"{unknown} blocks have IDs the spec does not list")
+        node.label = (f"{self.label}: {non_air} non-air, {len(counts)} distinct, "
+                      f"{n - lights.count(0)} lit")
+        ctx.pos += self.size
+
+    def encode(self, values, out):
+        ids, lights = values.get(self.name, [0] * self.count), values.get("lights", [0] * self.count)
+        out += bytes(i >> 4 for i in ids) + bytes((i & 0xF) << 4 | (l & 0xF) for i, l in zip(ids, lights))
+
+    def size_rule(self):
+        return (self.size, self.size, 0)
+
+    def infos(self):
+        yield from self.f.values()
+
+    def emit_lua(self, gen, shown, raw):
+        from .lua_backend import lua_str     # imported late: the backend imports the field modules
+        fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
+        gen.w(f"rt.split_id_grid(c, T, {self.count}, {self.MAX_LISTED}, {lua_str(self.label)}, "
+              f"{gen.values_table(self.names)}, {{ {fs} }})")
+
+
+__all__ = ["BlockMap", "SplitIdGrid", "block_map", "row_text", "row_values"]

@@ -617,7 +617,8 @@ class Generator:
 
 
 def runtime_pieces() -> list[str]:
-    """lua/runtime.lua, then every lua/rt_*.lua (building blocks kept next to their topic), sorted by name."""
+    """lua/runtime.lua, then every lua/rt_*.lua sorted by name: rt_X.lua is the twin of engine/blocks_X.py (or of
+    the module its first lines name), tests/test_block_twins.py."""
     folder = resources.files("protodump.lua")
     names = sorted(e.name for e in folder.iterdir() if e.name.startswith("rt_") and e.name.endswith(".lua"))
     return [folder.joinpath(n).read_text() for n in ["runtime.lua", *names]]
@@ -625,14 +626,14 @@ def runtime_pieces() -> list[str]:
 
 def lua_limits(protocols) -> dict[str, int]:
     """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
-    from . import blocks_iceball, lifetime, sniff, streams
+    from . import blocks_transfer, lifetime, sniff, streams
     from ..reassembly.budget import INFLATE_COST, STATE_BUDGET
     limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),
               "CONV_MAX": lifetime.MAX_LIVE, "FORGOTTEN_LIMIT": lifetime.FORGOTTEN_LIMIT,
               "STATE_BUDGET": STATE_BUDGET, "INFLATE_COST": INFLATE_COST, "CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
               "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
               "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
-              **blocks_iceball.LIMITS}
+              **blocks_transfer.LIMITS}
     for p in protocols:
         limits.update(getattr(p, "lua_limits", {}))
     return limits

@@ -196,7 +196,7 @@ __all__ = ["StreamProtocol", "emit_lua_dissector", "ports_of"]
 
 def emit_lua_dissector(p: StreamProtocol, gen, var: str) -> None:
     """The plugin's dissector for a stream protocol: its preference and its SPEC table (packet functions, sizes,
-    numberings, roles) for the runtime's rt.stream_len / rt.stream_pdu / rt.stream_resync (lua/rt_rutentoy.lua,
+    numberings, roles) for the runtime's rt.stream_len / rt.stream_pdu / rt.stream_resync (lua/rt_stream_protocol.lua,
     the twins of pdu_length, dissect and resync); engine.streams writes the dissector and its registration."""
     from .lua_backend import lua_str  # late: the backend imports the protocol modules
     w = gen.w

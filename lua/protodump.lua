@@ -488,6 +488,473 @@ function rt.field_values(f)
   local ok, r = pcall(function() return { f() } end)
   return ok and r or {}
 end
+-- Integers made of bits (engine/blocks_bits.py): BitFields reads its parts through rt.bits; BitSplit and Combined
+-- are emitted inline. Lua 5.2 has no bit operators: arithmetic on doubles, exact below 2^53.
+
+local floor = math.floor
+
+-- width bits from bit `shift` of the little-endian bytes `s` (width <= 32), sign-extended when signed
+function rt.bits(s, shift, width, signed)
+  local first, last = floor(shift / 8), floor((shift + width - 1) / 8)
+  local v, scale = 0, 1
+  for i = first, last do
+    v = v + string.byte(s, i + 1) * scale
+    scale = scale * 256
+  end
+  v = floor(v / 2 ^ (shift - first * 8)) % 2 ^ width
+  if signed and v >= 2 ^ (width - 1) then v = v - 2 ^ width end
+  return v
+end
+-- Channel protocols (engine/channel_protocol.py): type-coded messages over a message transport with channels
+-- (ENet) or over a byte stream; the dissector itself is generated (ChannelProtocol.emit_lua).
+
+-- The "tcp" heuristic (ChannelProtocol.starts_stream): the stream starts with packet `code`, whole, holding
+-- printable text from `text_at` to its last byte, a NUL.
+function rt.stream_start(tvb, len_fn, code, text_at)
+  local size = tvb:len()
+  if size < text_at + 2 or tvb(0, 1):uint() ~= code then return false end
+  local n = len_fn(tvb, 0)
+  if n <= text_at + 1 or n > size or tvb(n - 1, 1):uint() ~= 0 then return false end
+  return string.find(tvb:raw(text_at, n - 1 - text_at), "^[\32-\126]+$") ~= nil
+end
+
+-- The n-th layer of this protocol in this frame (several messages per ENet datagram): keys the state replayed on
+-- re-dissection. The first pass counts the layers of each frame; a later pass (tshark -2, a GUI click, even on the
+-- same frame twice in a row) starts again at 1 once it has seen them all.
+function rt.layer_index(c)
+  local conv = c.conv
+  conv.layers_in = conv.layers_in or {}
+  if conv.layer_frame ~= c.frame or (c.visited and conv.layer_n >= (conv.layers_in[c.frame] or 1)) then
+    conv.layer_frame, conv.layer_n = c.frame, 0
+  end
+  conv.layer_n = conv.layer_n + 1
+  if not c.visited then conv.layers_in[c.frame] = conv.layer_n end
+  return conv.layer_n
+end
+-- Transfers reassembled by cookie (engine/blocks_cookies.py): text reassembled with its commands, images checked
+-- as QOI and hashed (xxHash32), in ordered bounded tables per direction.
+-- Lua 5.2 has no bit operators: 32-bit arithmetic is done on doubles, exact below 2^53.
+
+local floor = math.floor
+local TWO32 = 4294967296
+
+-- Ordered bounded table (insertion order, like a Python dict with bounded_put / pop): { map, q, h, t, n }
+function rt.otable() return { map = {}, q = {}, h = 1, t = 0, n = 0, stamp = 0 } end
+
+function rt.oget(tb, key) local e = tb.map[key]; return e and e[1] end
+
+function rt.odel(tb, key)
+  if tb.map[key] ~= nil then tb.map[key] = nil; tb.n = tb.n - 1 end
+end
+
+function rt.oput(tb, key, value, limit)
+  local e = tb.map[key]
+  if e then e[1] = value; return end
+  while tb.n >= limit and tb.h <= tb.t do     -- evict the oldest live entry
+    local old = tb.q[tb.h]
+    tb.q[tb.h] = nil
+    tb.h = tb.h + 1
+    local live = tb.map[old[1]]
+    if live and live[2] == old[2] then tb.map[old[1]] = nil; tb.n = tb.n - 1 end
+  end
+  tb.stamp = tb.stamp + 1
+  tb.t = tb.t + 1
+  tb.q[tb.t] = { key, tb.stamp }
+  tb.map[key] = { value, tb.stamp }
+  tb.n = tb.n + 1
+end
+
+local function role_table(c, name)
+  local role = c.sc[1]._role or "c2s"
+  c.conv[name] = c.conv[name] or {}
+  local t = c.conv[name][role]
+  if not t then t = rt.otable(); c.conv[name][role] = t end
+  return t, role
+end
+
+local function peer(role) return role == "c2s" and "s2c" or "c2s" end
+
+local function add_frame(state, frame)
+  for _, f in ipairs(state.frames) do if f == frame then return end end
+  state.frames[#state.frames + 1] = frame
+end
+
+-- A new tvb holding `s` (nil for an empty string: Wireshark makes no empty data source)
+local function new_tvb(s, name)
+  if #s == 0 then return nil end
+  return ByteArray.new(s, true):tvb(name)
+end
+
+-- a text as a string field shows it: up to its first NUL (engine.blocks_cookies.until_nul)
+local function until_nul(raw)
+  local nul = string.find(raw, "\0", 1, true)
+  return nul and string.sub(raw, 1, nul - 1) or raw
+end
+
+-- --- text reassembly (TextReassembly) --------------------------------------------------------------------------
+
+function rt.split_command(text, cmd)
+  local pos = #cmd.word + 1                  -- 0-based offset of the first argument
+  if pos > #text then return {} end
+  local spans, count = {}, 0
+  while true do
+    if cmd.maxsplit >= 0 and count >= cmd.maxsplit then spans[#spans + 1] = { pos, #text }; break end
+    local nxt = string.find(text, cmd.sep, pos + 1, true)
+    if not nxt then spans[#spans + 1] = { pos, #text }; break end
+    spans[#spans + 1] = { pos, nxt - 1 }
+    pos, count = nxt - 1 + #cmd.sep, count + 1
+  end
+  if #spans > 1 and spans[#spans][1] == spans[#spans][2] then spans[#spans] = nil end
+  return spans
+end
+
+local function find_command(s, text)
+  local word = string.match(text, "^[^ ]*")
+  for _, cmd in ipairs(s.commands) do
+    if cmd.word == word then return cmd, word end
+  end
+  return nil, word
+end
+
+-- the arguments of a command: { name = value } and per argument its span / value / problem
+local function command_args(cmd, text)
+  local spans, args, shown = rt.split_command(text, cmd), {}, {}
+  for i, a in ipairs(cmd.args) do
+    local sp = spans[i]
+    if not sp then break end
+    local raw = string.sub(text, sp[1] + 1, sp[2])
+    local entry = { a = a, s = sp[1], n = sp[2] - sp[1] }
+    if a.kind == "string" then
+      raw = until_nul(raw)
+      args[a.name] = rt.utf8(raw); entry.n = #raw
+    elseif string.match(raw, "^[ \t\r\n]*[0-9]+[ \t\r\n]*$") and tonumber(raw) < TWO32 then
+      args[a.name] = tonumber(raw); entry.v = tonumber(raw)
+    else
+      entry.bad = string.format("%s: '%s' is not a number", a.label, rt.utf8(until_nul(raw)))
+    end
+    shown[#shown + 1] = entry
+  end
+  return args, shown, spans
+end
+
+-- Add a piece to the transfer `key` of this direction (engine.blocks_cookies.collect_piece): its state when
+-- `last` completes it, else nil; over `limit` bytes it is dropped (the message) and later pieces ignored.
+function rt.collect_piece(c, kind, key, piece, last, limit, pending, noun)
+  local tb = role_table(c, kind)
+  local state = rt.oget(tb, key) or { parts = {}, frames = {}, size = 0 }
+  rt.odel(tb, key)
+  local msg
+  if state.size >= 0 then
+    state.parts[#state.parts + 1] = piece
+    state.size = state.size + #piece
+    add_frame(state, c.frame)
+    if state.size > limit then
+      msg = string.format("%s %d exceeds %d bytes: dropped", noun, key, limit)
+      state = { parts = {}, frames = {}, size = -1 }
+    end
+  end
+  if not last then rt.oput(tb, key, state, pending); return nil, msg end
+  if state.size < 0 then return nil, msg end
+  return state, msg
+end
+
+-- First pass only: the whole text when the final chunk arrives; Client IPC commands update the conversation.
+local function text_step(c, s, piece)
+  local role = c.sc[1]._role or "c2s"
+  local last = rt.lookup(c, s.final) ~= 0
+  local state, msg = rt.collect_piece(c, "texts", rt.lookup(c, s.key), piece, last, s.limit, s.pending, "Message")
+  if not state then return nil, msg end
+  local res = { text = table.concat(state.parts), frames = state.frames, chunks = #state.parts }
+  if rt.lookup(c, s.channel) == s.command_channel then
+    local cmd = find_command(s, res.text)
+    if cmd then
+      local args = command_args(cmd, res.text)
+      c.conv.ipc = c.conv.ipc or {}
+      c.conv.ipc[role] = c.conv.ipc[role] or {}
+      c.conv.ipc[role][cmd.word] = args
+      if cmd.sets and args[cmd.sets[1]] == cmd.sets[2] then
+        c.conv.flags = c.conv.flags or {}
+        c.conv.flags[cmd.sets[3] .. ":" .. peer(role)] = true
+      end
+    end
+  end
+  return res, msg
+end
+
+local function show_command(c, s, node, tv, text)
+  local cmd, word = find_command(s, text)
+  if not cmd then return end
+  local _, shown, spans = command_args(cmd, text)
+  local label = (#spans == 0 and cmd.alone) and cmd.alone or cmd.label
+  local it = node:add(s.cmd, tv:range(0, #word), cmd.word)
+  it:set_text("IPC command: " .. label)
+  for _, e in ipairs(shown) do
+    if e.bad then
+      rt.expert(c, it, "malformed", e.bad)
+    elseif e.a.kind == "string" then
+      it:add_packet_field(e.a.f, tv:range(e.s, e.n), ENC_UTF_8)
+    else
+      it:add(e.a.f, tv:range(e.s, e.n), e.v)
+    end
+  end
+  c.notes[#c.notes + 1] = label
+end
+
+function rt.text_reassembly(c, T, s)
+  rt.need(c, s.size, s.label, T)
+  local r = c.tvb(c.pos, s.size)
+  local chunk = r:raw()
+  c.sc[#c.sc][s.name] = chunk
+  local item = T:add(s.f, r)
+  c.pos = c.pos + s.size
+  local chunk_shown = until_nul(chunk)
+  if #chunk_shown > 0 then    -- the chunk alone as text (engine/blocks_cookies.py TextReassembly.decode)
+    item:add_packet_field(s.ctext, r:range(0, #chunk_shown), ENC_UTF_8)
+  end
+  local piece = string.gsub(chunk, "%z+$", "")
+  local res, msg = rt.once(c, "text#" .. c.pdu, function() return text_step(c, s, piece) end)
+  if msg then rt.expert(c, item, "reassembly", msg) end
+  if not res then return end
+  local node = item:add(s.r)
+  node:set_text("Reassembled message")
+  node:set_generated()
+  for _, fr in ipairs(res.frames) do node:add(s.frame, fr):set_generated() end
+  node:add(s.chunks, res.chunks):set_generated()
+  node:add(s.length, #res.text):set_generated()
+  local tv = new_tvb(res.text, "Reassembled message")
+  local shown = until_nul(res.text)
+  c.sc[#c.sc].text = rt.utf8(shown)
+  if not tv then node:add(s.text, ""); c.notes[#c.notes + 1] = '""'; return end
+  node:add_packet_field(s.text, tv:range(0, #shown), ENC_UTF_8)
+  c.notes[#c.notes + 1] = '"' .. c.sc[#c.sc].text .. '"'
+  if rt.lookup(c, s.channel) == s.command_channel then show_command(c, s, node, tv, res.text) end
+end
+
+-- --- images (ImageReassembly): QOI checks and xxHash32 --------------------------------------------------------
+
+local function u32be(s, i) -- 1-based
+  local a, b, c2, d = string.byte(s, i, i + 3)
+  return ((a * 256 + b) * 256 + c2) * 256 + d
+end
+
+-- Walk the QOI chunk stream: nil when it holds exactly w*h pixels then the end marker, else the problem.
+function rt.qoi_walk(data, w, h)
+  local pos, pixels, want, stop = 14, 0, w * h, #data - 8
+  while pixels < want and pos < stop do
+    local b = string.byte(data, pos + 1)
+    if b == 0xFE then pos, pixels = pos + 4, pixels + 1
+    elseif b == 0xFF then pos, pixels = pos + 5, pixels + 1
+    elseif b >= 0xC0 then pos, pixels = pos + 1, pixels + (b % 64) + 1
+    elseif b >= 0x80 then pos, pixels = pos + 2, pixels + 1
+    else pos, pixels = pos + 1, pixels + 1 end
+  end
+  if pixels < want then return string.format("QOI data ends after %d of %d pixels", pixels, want) end
+  if pixels > want then return string.format("QOI run overshoots: %d pixels for %d", pixels, want) end
+  if string.sub(data, pos + 1) ~= "\0\0\0\0\0\0\0\1" then
+    return string.format("QOI stream does not end with the end marker at byte %d (%d bytes left)", pos, #data - pos)
+  end
+  return nil
+end
+
+local P1, P2, P3, P4, P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+
+local function mul32(a, b)
+  local ah, al = floor(a / 65536), a % 65536
+  local bh, bl = floor(b / 65536), b % 65536
+  return (al * bl + ((ah * bl + al * bh) % 65536) * 65536) % TWO32
+end
+
+local function rotl(x, r) return (x * 2 ^ r) % TWO32 + floor(x / 2 ^ (32 - r)) end
+
+local XOR4 = {}
+for a = 0, 15 do
+  XOR4[a] = {}
+  for b = 0, 15 do
+    local v, bit = 0, 1
+    for _ = 1, 4 do
+      if (floor(a / bit) % 2) ~= (floor(b / bit) % 2) then v = v + bit end
+      bit = bit * 2
+    end
+    XOR4[a][b] = v
+  end
+end
+
+local function xor32(a, b)
+  local v, scale = 0, 1
+  for _ = 1, 8 do
+    v = v + XOR4[a % 16][b % 16] * scale
+    a, b, scale = floor(a / 16), floor(b / 16), scale * 16
+  end
+  return v
+end
+
+local function u32le(s, i) -- 1-based
+  local a, b, c2, d = string.byte(s, i, i + 3)
+  return ((d * 256 + c2) * 256 + b) * 256 + a
+end
+
+local function round(acc, input)
+  return mul32(rotl((acc + mul32(input, P2)) % TWO32, 13), P1)
+end
+
+-- xxHash32 of a string, seed 0, as 8 lowercase hex digits
+function rt.xxh32(s)
+  local n, p, h = #s, 1, nil
+  if n >= 16 then
+    local v1, v2, v3, v4 = (P1 + P2) % TWO32, P2, 0, TWO32 - P1
+    while p + 15 <= n do
+      v1 = round(v1, u32le(s, p)); v2 = round(v2, u32le(s, p + 4))
+      v3 = round(v3, u32le(s, p + 8)); v4 = round(v4, u32le(s, p + 12))
+      p = p + 16
+    end
+    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) % TWO32
+  else
+    h = P5
+  end
+  h = (h + n) % TWO32
+  while p + 3 <= n do
+    h = mul32(rotl((h + mul32(u32le(s, p), P3)) % TWO32, 17), P4)
+    p = p + 4
+  end
+  while p <= n do
+    h = mul32(rotl((h + string.byte(s, p) * P5) % TWO32, 11), P1)
+    p = p + 1
+  end
+  h = mul32(xor32(h, floor(h / 32768)), P2)
+  h = mul32(xor32(h, floor(h / 8192)), P3)
+  h = xor32(h, floor(h / 65536))
+  return string.format("%08x", h)
+end
+
+-- the announced hex digest names this one (any case, leading zeros optional)
+function rt.same_digest(announced, digest)
+  local text = string.lower(string.match(announced, "^%s*(.-)%s*$"))
+  return #text > 0 and #text <= 8 and string.match(text, "^[0-9a-f]+$") ~= nil
+    and tonumber(text, 16) == tonumber(digest, 16)
+end
+
+local function image_step(c, s, piece, last)
+  local role = c.sc[1]._role or "c2s"
+  if last then
+    c.conv.flags = c.conv.flags or {}
+    c.conv.flags[s.clears .. ":" .. role] = false
+  end
+  local state, msg = rt.collect_piece(c, "images", rt.lookup(c, s.key), piece, last, s.limit, s.pending, "Image")
+  if not state then return nil, msg end
+  local ipc = c.conv.ipc and c.conv.ipc[role] and c.conv.ipc[role][s.digest_cmd]
+  return { data = table.concat(state.parts), frames = state.frames, announced = ipc and ipc[s.digest_arg] }, msg
+end
+
+local function is_side(v, max) -- a power of two up to max
+  if v == 0 or v > max then return false end
+  while v % 2 == 0 do v = v / 2 end
+  return v == 1
+end
+
+-- header items, then the problem (nil: a valid QOI within the limits)
+local function image_check(c, s, node, tv, data)
+  if #data < 22 then return string.format("Image of %d bytes is too short for QOI", #data) end
+  local w, h = u32be(data, 5), u32be(data, 9)
+  local ch, cs = string.byte(data, 13), string.byte(data, 14)
+  node:add(s.magic, tv:range(0, 4))
+  local wi = node:add(s.width, tv:range(4, 4))
+  local hi = node:add(s.height, tv:range(8, 4))
+  node:add(s.channels, tv:range(12, 1))
+  node:add(s.colorspace, tv:range(13, 1))
+  if string.sub(data, 1, 4) ~= "qoif" then return "Not a QOI image (magic is not qoif)" end
+  for _, p in ipairs({ { wi, w }, { hi, h } }) do
+    if not is_side(p[2], s.max_side) then
+      rt.expert(c, p[1], "malformed", string.format("Side %d is not a power of two up to %d", p[2], s.max_side))
+    end
+  end
+  if w == 0 or h == 0 or w > s.max_side or h > s.max_side then
+    return string.format("Texture %dx%d is outside the spec's limits", w, h)
+  end
+  if (ch ~= 3 and ch ~= 4) or cs > 1 then
+    return string.format("Bad QOI header: %d channels, colour space %d", ch, cs)
+  end
+  return rt.qoi_walk(data, w, h)
+end
+
+function rt.image_reassembly(c, T, s)
+  rt.need(c, s.size, s.label, T)
+  local r = c.tvb(c.pos, s.size)
+  local n = rt.lookup(c, s.len_field)
+  local item = T:add(s.f, r)
+  c.pos = c.pos + s.size
+  if n > s.size then
+    rt.expert(c, item, "malformed", string.format("%s: %d bytes used of a %d-byte chunk", s.label, n, s.size))
+    n = s.size
+  end
+  local piece = n > 0 and r:range(0, n):raw() or ""
+  local res, msg = rt.once(c, "image#" .. c.pdu, function() return image_step(c, s, piece, n < s.size) end)
+  if msg then rt.expert(c, item, "reassembly", msg) end
+  if not res then return end
+  local data = res.data
+  local node = item:add(s.r)
+  node:set_text("Reassembled image")
+  node:set_generated()
+  for _, fr in ipairs(res.frames) do node:add(s.frame, fr):set_generated() end
+  node:add(s.length, #data):set_generated()
+  c.notes[#c.notes + 1] = string.format("[image %d bytes]", #data)
+  local tv = new_tvb(data, "Reassembled image")
+  local whole = tv and tv:range(0, #data) or c.tvb(c.pos, 0)
+  local digest = rt.xxh32(data)
+  node:add(s.hash, whole, digest):set_generated()
+  -- a zero-length range of an empty range raises ("Range is out of bounds"): an empty image is its own
+  local at = whole:len() > 0 and whole:range(0, 0) or whole
+  if res.announced then
+    node:add(s.announced, at, res.announced):set_generated()
+    local same = rt.same_digest(res.announced, digest)
+    local ok = node:add(s.match, at, same)
+    ok:set_generated()
+    if not same then
+      rt.expert(c, ok, "sequence", string.format("xxHash32 %s does not match the announced digest %s", digest,
+        res.announced))
+    end
+  end
+  local problem = "Image of 0 bytes is too short for QOI"
+  if tv then problem = image_check(c, s, node, tv, data) end
+  local v = node:add(s.valid, whole, problem == nil)
+  v:set_generated()
+  if problem then rt.expert(c, v, "malformed", problem) end
+end
+-- Dispatch on a type code (engine/blocks_dispatch.py): the same trees. Select and Fit are emitted inline.
+
+-- A constant table built on first use (generated code refers to functions defined after the caller).
+local CACHE = {}
+function rt.cached(key, build)
+  local t = CACHE[key]
+  if t == nil then t = build(); CACHE[key] = t end
+  return t
+end
+
+-- Dispatch: tables[variant] = { code field, { [code] = { fn, label, info template } } }.
+function rt.dispatch(c, T, name, label, tables, first, key, unknown, f_data)
+  rt.need(c, 1, label, T)
+  local variant = key and rt.lookup(c, key)
+  if variant == nil or tables[variant] == nil then variant = first end
+  local t = tables[variant]
+  local code = c.tvb(c.pos, 1):uint()
+  c.sc[#c.sc][name] = code
+  local it = T:add(t[1], c.tvb(c.pos, 1))
+  c.pos = c.pos + 1
+  local pkt = t[2][code]
+  if pkt == nil then
+    local msg = string.gsub(unknown, "{}", string.format("%d", code))
+    rt.expert(c, it, "undecoded", msg)
+    c.sc[1]._info = msg
+    if c.pos < c.stop then
+      T:add(f_data, c.tvb(c.pos, c.stop - c.pos))
+      c.pos = c.stop
+    end
+    return
+  end
+  local values = c.sc[#c.sc]
+  c.sc[1]._info = pkt[2]
+  pkt[1](c, T)
+  if pkt[3] then c.sc[1]._info = pkt[2] .. " " .. rt.template(pkt[3], values) end
+end
 -- ENet (libenet 1.3.x) for the generated plugin: the twin of dissectors/enet.py (heuristic) and
 -- dissectors/enet_analysis.py (the datagram walk, checksum, conversation memory, acknowledgements, fragment
 -- reassembly, hand-off). Same items in the same order, same texts, same limits. No bit operators (Lua 5.2 and 5.4).
@@ -977,7 +1444,8 @@ do
     return tvb:len()
   end
 end
--- Building blocks of engine/blocks_iceball.py (Framed, Dispatch, Transfer, stream framing): the same trees.
+-- Framing (engine/blocks_framing.py): an inner packet bounded by a length (Framed), and a packet's length on a
+-- byte stream measured from its table (framing_steps): the same trees, the same lengths.
 
 -- Framed: decode `body` inside the next n bytes; what it leaves is trailing data.
 function rt.framed(c, T, n, body, f_trailing)
@@ -993,42 +1461,7 @@ function rt.framed(c, T, n, body, f_trailing)
   if not ok then error(err, 0) end
 end
 
--- A constant table built on first use (generated code refers to functions defined after the caller).
-local CACHE = {}
-function rt.cached(key, build)
-  local t = CACHE[key]
-  if t == nil then t = build(); CACHE[key] = t end
-  return t
-end
-
--- Dispatch: tables[variant] = { code field, { [code] = { fn, label, info template } } }.
-function rt.dispatch(c, T, name, label, tables, first, key, unknown, f_data)
-  rt.need(c, 1, label, T)
-  local variant = key and rt.lookup(c, key)
-  if variant == nil or tables[variant] == nil then variant = first end
-  local t = tables[variant]
-  local code = c.tvb(c.pos, 1):uint()
-  c.sc[#c.sc][name] = code
-  local it = T:add(t[1], c.tvb(c.pos, 1))
-  c.pos = c.pos + 1
-  local pkt = t[2][code]
-  if pkt == nil then
-    local msg = string.gsub(unknown, "{}", string.format("%d", code))
-    rt.expert(c, it, "undecoded", msg)
-    c.sc[1]._info = msg
-    if c.pos < c.stop then
-      T:add(f_data, c.tvb(c.pos, c.stop - c.pos))
-      c.pos = c.stop
-    end
-    return
-  end
-  local values = c.sc[#c.sc]
-  c.sc[1]._info = pkt[2]
-  pkt[1](c, T)
-  if pkt[3] then c.sc[1]._info = pkt[2] .. " " .. rt.template(pkt[3], values) end
-end
-
--- Stream framing from the tables (engine.blocks_iceball.measure): steps { "fixed", size, code, name } and
+-- Stream framing from the tables (engine.blocks_framing.measure): steps { "fixed", size, code, name } and
 -- { "counted", name, delta }; the length may run past the data; -1 cannot tell, 0 more bytes needed to tell.
 local function read_int(tvb, at, size, code)
   local r = tvb(at, size)
@@ -1055,239 +1488,6 @@ function rt.measure(steps, tvb, pos, values)
     end
   end
   return at - pos
-end
-
--- The "tcp" heuristic (ChannelProtocol.starts_stream): the stream starts with packet `code`, whole, holding
--- printable text from `text_at` to its last byte, a NUL.
-function rt.stream_start(tvb, len_fn, code, text_at)
-  local size = tvb:len()
-  if size < text_at + 2 or tvb(0, 1):uint() ~= code then return false end
-  local n = len_fn(tvb, 0)
-  if n <= text_at + 1 or n > size or tvb(n - 1, 1):uint() ~= 0 then return false end
-  return string.find(tvb:raw(text_at, n - 1 - text_at), "^[\32-\126]+$") ~= nil
-end
-
--- The n-th layer of this protocol in this frame (several messages per ENet datagram): keys the state replayed on
--- re-dissection. The first pass counts the layers of each frame; a later pass (tshark -2, a GUI click, even on the
--- same frame twice in a row) starts again at 1 once it has seen them all.
-function rt.layer_index(c)
-  local conv = c.conv
-  conv.layers_in = conv.layers_in or {}
-  if conv.layer_frame ~= c.frame or (c.visited and conv.layer_n >= (conv.layers_in[c.frame] or 1)) then
-    conv.layer_frame, conv.layer_n = c.frame, 0
-  end
-  conv.layer_n = conv.layer_n + 1
-  if not c.visited then conv.layers_in[c.frame] = conv.layer_n end
-  return conv.layer_n
-end
-
--- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks): strict and bounded
--- (lua/rt_inflate.lua).
-function rt.inflate_capped(s, name, limit)
-  return (rt.inflate_strict(s, limit, name))
-end
-
--- File transfers (engine.blocks_iceball.Transfer): the state steps run on the first pass only (rt.once).
-local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = LIMITS.FILE_LIMIT, LIMITS.INFLATED_LIMIT,
-  LIMITS.REQUEST_LIMIT, LIMITS.BLOCK_LIMIT
-
--- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
--- covered are kept, so the parts never overlap; returns the bytes added.
-local function place(parts, at, piece)
-  if at >= (parts.hi or 0) then                 -- past every earlier piece (blocks in order): nothing to scan
-    if #piece > 0 then parts[#parts + 1] = { at, piece }; parts.hi = at + #piece end
-    return #piece
-  end
-  local todo = { { at, at + #piece } }
-  for _, q in ipairs(parts) do
-    local qs, qe, left = q[1], q[1] + #q[2], {}
-    for _, span in ipairs(todo) do
-      local s, e = span[1], span[2]
-      if qe <= s or qs >= e then left[#left + 1] = span
-      else
-        if s < qs then left[#left + 1] = { s, qs } end
-        if qe < e then left[#left + 1] = { qe, e } end
-      end
-    end
-    todo = left
-  end
-  local added = 0
-  for _, span in ipairs(todo) do
-    parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
-    added = added + span[2] - span[1]
-    if span[2] > (parts.hi or 0) then parts.hi = span[2] end
-  end
-  return added
-end
-
-local function joined(parts)
-  table.sort(parts, function(a, b) return a[1] < b[1] end)
-  local out = {}
-  for i, q in ipairs(parts) do out[i] = q[2] end
-  return table.concat(out)
-end
-
-local STEPS = {}
-
-function STEPS.request(c, st, names, mask)
-  if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
-  local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
-  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind, c.frame }
-  return {}
-end
-
-function STEPS.start(c, st, names)
-  local total, size = rt.lookup(c, names.total), rt.lookup(c, names.size)
-  local req = table.remove(st.requests, 1)
-  local res = { name = req and req[1] or "?", kind = req and req[2] or 0, noreq = req == nil }
-  if total > FILE_LIMIT then
-    res.toolarge = string.format("Transfer of %d bytes exceeds the limit of %d", total, FILE_LIMIT)
-    st.current = nil
-    return res
-  end
-  if size > INFLATED_LIMIT then             -- given up at once, before any byte is kept or inflated
-    res.toolarge = string.format("File of %d bytes exceeds the limit of %d", size, INFLATED_LIMIT)
-    st.current = nil
-    return res
-  end
-  st.current = { name = res.name, kind = res.kind, total = total, size = size, parts = {}, got = 0, frames = {},
-                 seen = {}, blocks = 0 }
-  return res
-end
-
-function STEPS.piece(c, st, names)
-  local cur = st.current
-  if cur == nil then return { none = true } end
-  local res = { name = cur.name, kind = cur.kind }
-  local at, piece = rt.lookup(c, names.at), rt.lookup(c, names.data)
-  if cur.blocks >= BLOCK_LIMIT then
-    res.toomany = string.format("More than %d blocks: the transfer is dropped", BLOCK_LIMIT)
-    st.current = nil
-    return res
-  end
-  if cur.whole == nil then
-    if at + #piece > cur.total then
-      res.err = string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, cur.total)
-      return res
-    end
-    cur.got = cur.got + place(cur.parts, at, piece)
-    if not cur.seen[c.frame] then cur.seen[c.frame] = true; cur.frames[#cur.frames + 1] = c.frame end
-    if cur.got >= cur.total then
-      cur.whole = joined(cur.parts)
-      table.sort(cur.frames)
-      cur.parts, cur.seen = {}, {}            -- done: keep no pieces
-    end
-  end
-  cur.blocks = cur.blocks + 1
-  return res
-end
-
-function STEPS.finish(c, st)
-  local cur = st.current
-  st.current = nil
-  if cur == nil then return { none = true } end
-  local res = { name = cur.name, kind = cur.kind, total = cur.total, size = cur.size }
-  if cur.whole == nil then
-    res.got = cur.got
-    return res
-  end
-  res.whole, res.blocks, res.first, res.last = cur.whole, cur.blocks, cur.frames[1], cur.frames[#cur.frames]
-  return res
-end
-
-function STEPS.abort(c, st, names, mask, who)
-  local cur = st.current
-  st.current = nil
-  if cur == nil and who == "Server" and #st.requests > 0 then   -- refuses the oldest request (a missing file)
-    local req = table.remove(st.requests, 1)
-    return { refused = true, name = req[1], kind = req[2], frame = req[3] }
-  end
-  if cur == nil then return { none = true } end
-  return { name = cur.name, kind = cur.kind, total = cur.total,
-           got = cur.whole and cur.total or cur.got }
-end
-
-local function file_node(c, T, F, label, res)
-  local r = c.tvb(c.pos, 0)
-  local node = T:add(F.node, r)
-  node:set_text(label .. ": " .. res.name)
-  node:set_generated()
-  node:add(F.name, r, res.name):set_generated()
-  node:add(F.kind, r, res.kind):set_generated()
-  return node, r
-end
-
-local function show_end(c, T, F, label, res, inside)
-  if res.none then
-    rt.expert(c, T, "unexpected", "File end with no file transfer active")
-    c.sc[1].file = "no transfer active"
-    return
-  end
-  local node, r = file_node(c, T, F, label, res)
-  node:add(F.total, r, res.total):set_generated()
-  node:add(F.size, r, res.size):set_generated()
-  if res.whole == nil then
-    node:add(F.received, r, res.got):set_generated()
-    rt.expert(c, node, "reassembly", string.format("File transfer ended with %d of %d bytes", res.got, res.total))
-    c.sc[1].file = res.name .. " incomplete"
-    return
-  end
-  node:add(F.blocks, r, res.blocks):set_generated()
-  node:add(F.first, r, res.first):set_generated()
-  node:add(F.last, r, res.last):set_generated()
-  local data = nil
-  if #res.whole > 0 then
-    data = rt.inflate_capped(res.whole, "Inflated file", INFLATED_LIMIT)
-  end
-  if data == nil then
-    rt.expert(c, node, "malformed", "File does not inflate (zlib)")
-    c.sc[1].file = res.name .. " (does not inflate)"
-    return
-  end
-  node:add(F.inflated, r, data:len()):set_generated()
-  if data:len() ~= res.size then
-    rt.expert(c, node, "unexpected", string.format("Inflated to %d bytes, %d announced", data:len(), res.size))
-  end
-  c.sc[1].file = string.format("%s (%d -> %d bytes)", res.name, #res.whole, data:len())
-  local fn = inside[res.kind]
-  if fn then
-    local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir,
-                  E = c.E, notes = c.notes }
-    pcall(fn, sub, node)
-  end
-end
-
-function rt.transfer(c, T, step, label, F, names, inside, mask, who)
-  c.conv.files = c.conv.files or { requests = {} }
-  local st = c.conv.files
-  local name = step == "end" and "finish" or step
-  local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
-    return STEPS[name](c, st, names, mask, who)
-  end)
-  if step == "request" then return end
-  if step == "end" then return show_end(c, T, F, label, res, inside) end
-  if res.none then
-    local msg = step == "piece" and "File block with no file transfer active"
-      or (step == "abort" and (who .. " aborts with no file transfer active")) or nil
-    if msg then rt.expert(c, T, "unexpected", msg) end
-    return
-  end
-  local node, r = file_node(c, T, F, label, res)
-  if step == "start" then
-    if res.noreq then rt.expert(c, node, "unexpected", "File transfer started without a request") end
-    if res.toolarge then rt.expert(c, node, "reassembly", res.toolarge) end
-  elseif step == "piece" then
-    if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
-    if res.err then rt.expert(c, node, "malformed", res.err) end
-  elseif step == "abort" and res.refused then
-    node:add(F.request, r, res.frame):set_generated()
-    rt.expert(c, node, "unexpected", string.format("Server refused the request for %s (frame %d)", res.name,
-      res.frame))
-  elseif step == "abort" then
-    node:add(F.received, r, res.got):set_generated()
-    rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
-      res.name, res.got, res.total))
-  end
 end
 -- Strict, bounded zlib inflate for the plugin: the twin of engine/blocks.py _inflate (Python's zlib with a
 -- max_length). Wireshark's tvb:uncompress inflates without a cap (a 10 MB bomb becomes 10 GiB before any check)
@@ -1706,6 +1906,48 @@ function rt.json(c, it, s, at, F, label)
   end
   jadd(c, it, res, s, at, F)
 end
+-- Message protocols (engine/message_protocol.py): the connection heuristic, a first message whose fields are
+-- well formed (the twin of message_protocol.well_formed), remembered per conversation.
+
+function rt.well_formed(raw, pos, shape)
+  for _, step in ipairs(shape) do
+    local kind, arg = step[1], step[2]
+    if kind == "fixed" then
+      pos = pos + arg
+      if pos > #raw then return false end
+    else
+      local nul = string.find(raw, "\0", pos + 1, true)
+      if not nul then return false end
+      local s = string.sub(raw, pos + 1, nul - 1)
+      if rt.utf8(s) ~= s then return false end
+      if kind == "uuid" and not rt.is_uuid(s) then return false end
+      if kind == "enum" and not arg[s] then return false end
+      if kind == "json" and not pcall(rt.json_parse, s) then return false end
+      pos = nul
+    end
+  end
+  return pos == #raw
+end
+
+-- The connection heuristic (engine/message_protocol.py): taken from its first well-formed `code` packet on; the
+-- answer for each message is kept for re-dissection (a later AUTH must not take earlier frames on a second pass).
+function rt.taken(c, tvb, code, shape)
+  return rt.msg_once(c, "heuristic", function()
+    if c.conv.heuristic then return true end
+    if not rt.first_message(tvb, code, shape) then return false end
+    c.conv.heuristic = true
+    return true
+  end)
+end
+
+-- The first-message check: type byte `code`, then the packet's fields exactly.
+function rt.first_message(tvb, code, shape)
+  local ok, res = pcall(function()
+    if tvb:len() < 1 or tvb(0, 1):uint() ~= code then return false end
+    return rt.well_formed(tvb:raw(0, tvb:len()), 1, shape)
+  end)
+  return ok and res
+end
 -- libenet's range coder decoder (compress.c): the twin of engine/rangecoder.py, bit-exact with libenet,
 -- including its failures (nil + message where libenet returns 0). Lua 5.2 numbers are doubles: every C integer
 -- width (uint32 coder state, uint16 totals, uint8 values and counts) is emulated with % and math.floor, and no
@@ -1976,448 +2218,6 @@ do
     if not ok then return nil, "range decoder error: " .. tostring(res) end
     return res, err
   end
-end
--- Building blocks first needed by Rutentoy (engine/blocks_rutentoy.py): bit fields, text and images reassembled
--- by cookie, QOI checks, xxHash32, the voxel chunk summary.
--- Lua 5.2 has no bit operators: 32-bit arithmetic is done on doubles, exact below 2^53.
-
-local floor = math.floor
-local TWO32 = 4294967296
-
--- width bits from bit `shift` of the little-endian bytes `s` (width <= 32), sign-extended when signed
-function rt.bits(s, shift, width, signed)
-  local first, last = floor(shift / 8), floor((shift + width - 1) / 8)
-  local v, scale = 0, 1
-  for i = first, last do
-    v = v + string.byte(s, i + 1) * scale
-    scale = scale * 256
-  end
-  v = floor(v / 2 ^ (shift - first * 8)) % 2 ^ width
-  if signed and v >= 2 ^ (width - 1) then v = v - 2 ^ width end
-  return v
-end
-
--- Ordered bounded table (insertion order, like a Python dict with bounded_put / pop): { map, q, h, t, n }
-function rt.otable() return { map = {}, q = {}, h = 1, t = 0, n = 0, stamp = 0 } end
-
-function rt.oget(tb, key) local e = tb.map[key]; return e and e[1] end
-
-function rt.odel(tb, key)
-  if tb.map[key] ~= nil then tb.map[key] = nil; tb.n = tb.n - 1 end
-end
-
-function rt.oput(tb, key, value, limit)
-  local e = tb.map[key]
-  if e then e[1] = value; return end
-  while tb.n >= limit and tb.h <= tb.t do     -- evict the oldest live entry
-    local old = tb.q[tb.h]
-    tb.q[tb.h] = nil
-    tb.h = tb.h + 1
-    local live = tb.map[old[1]]
-    if live and live[2] == old[2] then tb.map[old[1]] = nil; tb.n = tb.n - 1 end
-  end
-  tb.stamp = tb.stamp + 1
-  tb.t = tb.t + 1
-  tb.q[tb.t] = { key, tb.stamp }
-  tb.map[key] = { value, tb.stamp }
-  tb.n = tb.n + 1
-end
-
-local function role_table(c, name)
-  local role = c.sc[1]._role or "c2s"
-  c.conv[name] = c.conv[name] or {}
-  local t = c.conv[name][role]
-  if not t then t = rt.otable(); c.conv[name][role] = t end
-  return t, role
-end
-
-local function peer(role) return role == "c2s" and "s2c" or "c2s" end
-
-local function add_frame(state, frame)
-  for _, f in ipairs(state.frames) do if f == frame then return end end
-  state.frames[#state.frames + 1] = frame
-end
-
--- A new tvb holding `s` (nil for an empty string: Wireshark makes no empty data source)
-local function new_tvb(s, name)
-  if #s == 0 then return nil end
-  return ByteArray.new(s, true):tvb(name)
-end
-
--- a text as a string field shows it: up to its first NUL (engine.blocks_rutentoy.until_nul)
-local function until_nul(raw)
-  local nul = string.find(raw, "\0", 1, true)
-  return nul and string.sub(raw, 1, nul - 1) or raw
-end
-
--- --- text reassembly (TextReassembly) --------------------------------------------------------------------------
-
-function rt.split_command(text, cmd)
-  local pos = #cmd.word + 1                  -- 0-based offset of the first argument
-  if pos > #text then return {} end
-  local spans, count = {}, 0
-  while true do
-    if cmd.maxsplit >= 0 and count >= cmd.maxsplit then spans[#spans + 1] = { pos, #text }; break end
-    local nxt = string.find(text, cmd.sep, pos + 1, true)
-    if not nxt then spans[#spans + 1] = { pos, #text }; break end
-    spans[#spans + 1] = { pos, nxt - 1 }
-    pos, count = nxt - 1 + #cmd.sep, count + 1
-  end
-  if #spans > 1 and spans[#spans][1] == spans[#spans][2] then spans[#spans] = nil end
-  return spans
-end
-
-local function find_command(s, text)
-  local word = string.match(text, "^[^ ]*")
-  for _, cmd in ipairs(s.commands) do
-    if cmd.word == word then return cmd, word end
-  end
-  return nil, word
-end
-
--- the arguments of a command: { name = value } and per argument its span / value / problem
-local function command_args(cmd, text)
-  local spans, args, shown = rt.split_command(text, cmd), {}, {}
-  for i, a in ipairs(cmd.args) do
-    local sp = spans[i]
-    if not sp then break end
-    local raw = string.sub(text, sp[1] + 1, sp[2])
-    local entry = { a = a, s = sp[1], n = sp[2] - sp[1] }
-    if a.kind == "string" then
-      raw = until_nul(raw)
-      args[a.name] = rt.utf8(raw); entry.n = #raw
-    elseif string.match(raw, "^[ \t\r\n]*[0-9]+[ \t\r\n]*$") and tonumber(raw) < TWO32 then
-      args[a.name] = tonumber(raw); entry.v = tonumber(raw)
-    else
-      entry.bad = string.format("%s: '%s' is not a number", a.label, rt.utf8(until_nul(raw)))
-    end
-    shown[#shown + 1] = entry
-  end
-  return args, shown, spans
-end
-
--- Add a piece to the transfer `key` of this direction (engine.blocks_rutentoy.collect_piece): its state when
--- `last` completes it, else nil; over `limit` bytes it is dropped (the message) and later pieces ignored.
-function rt.collect_piece(c, kind, key, piece, last, limit, pending, noun)
-  local tb = role_table(c, kind)
-  local state = rt.oget(tb, key) or { parts = {}, frames = {}, size = 0 }
-  rt.odel(tb, key)
-  local msg
-  if state.size >= 0 then
-    state.parts[#state.parts + 1] = piece
-    state.size = state.size + #piece
-    add_frame(state, c.frame)
-    if state.size > limit then
-      msg = string.format("%s %d exceeds %d bytes: dropped", noun, key, limit)
-      state = { parts = {}, frames = {}, size = -1 }
-    end
-  end
-  if not last then rt.oput(tb, key, state, pending); return nil, msg end
-  if state.size < 0 then return nil, msg end
-  return state, msg
-end
-
--- First pass only: the whole text when the final chunk arrives; Client IPC commands update the conversation.
-local function text_step(c, s, piece)
-  local role = c.sc[1]._role or "c2s"
-  local last = rt.lookup(c, s.final) ~= 0
-  local state, msg = rt.collect_piece(c, "texts", rt.lookup(c, s.key), piece, last, s.limit, s.pending, "Message")
-  if not state then return nil, msg end
-  local res = { text = table.concat(state.parts), frames = state.frames, chunks = #state.parts }
-  if rt.lookup(c, s.channel) == s.command_channel then
-    local cmd = find_command(s, res.text)
-    if cmd then
-      local args = command_args(cmd, res.text)
-      c.conv.ipc = c.conv.ipc or {}
-      c.conv.ipc[role] = c.conv.ipc[role] or {}
-      c.conv.ipc[role][cmd.word] = args
-      if cmd.sets and args[cmd.sets[1]] == cmd.sets[2] then
-        c.conv.flags = c.conv.flags or {}
-        c.conv.flags[cmd.sets[3] .. ":" .. peer(role)] = true
-      end
-    end
-  end
-  return res, msg
-end
-
-local function show_command(c, s, node, tv, text)
-  local cmd, word = find_command(s, text)
-  if not cmd then return end
-  local _, shown, spans = command_args(cmd, text)
-  local label = (#spans == 0 and cmd.alone) and cmd.alone or cmd.label
-  local it = node:add(s.cmd, tv:range(0, #word), cmd.word)
-  it:set_text("IPC command: " .. label)
-  for _, e in ipairs(shown) do
-    if e.bad then
-      rt.expert(c, it, "malformed", e.bad)
-    elseif e.a.kind == "string" then
-      it:add_packet_field(e.a.f, tv:range(e.s, e.n), ENC_UTF_8)
-    else
-      it:add(e.a.f, tv:range(e.s, e.n), e.v)
-    end
-  end
-  c.notes[#c.notes + 1] = label
-end
-
-function rt.text_reassembly(c, T, s)
-  rt.need(c, s.size, s.label, T)
-  local r = c.tvb(c.pos, s.size)
-  local chunk = r:raw()
-  c.sc[#c.sc][s.name] = chunk
-  local item = T:add(s.f, r)
-  c.pos = c.pos + s.size
-  local chunk_shown = until_nul(chunk)
-  if #chunk_shown > 0 then    -- the chunk alone as text (engine/blocks_cookies.py TextReassembly.decode)
-    item:add_packet_field(s.ctext, r:range(0, #chunk_shown), ENC_UTF_8)
-  end
-  local piece = string.gsub(chunk, "%z+$", "")
-  local res, msg = rt.once(c, "text#" .. c.pdu, function() return text_step(c, s, piece) end)
-  if msg then rt.expert(c, item, "reassembly", msg) end
-  if not res then return end
-  local node = item:add(s.r)
-  node:set_text("Reassembled message")
-  node:set_generated()
-  for _, fr in ipairs(res.frames) do node:add(s.frame, fr):set_generated() end
-  node:add(s.chunks, res.chunks):set_generated()
-  node:add(s.length, #res.text):set_generated()
-  local tv = new_tvb(res.text, "Reassembled message")
-  local shown = until_nul(res.text)
-  c.sc[#c.sc].text = rt.utf8(shown)
-  if not tv then node:add(s.text, ""); c.notes[#c.notes + 1] = '""'; return end
-  node:add_packet_field(s.text, tv:range(0, #shown), ENC_UTF_8)
-  c.notes[#c.notes + 1] = '"' .. c.sc[#c.sc].text .. '"'
-  if rt.lookup(c, s.channel) == s.command_channel then show_command(c, s, node, tv, res.text) end
-end
-
--- --- images (ImageReassembly): QOI checks and xxHash32 --------------------------------------------------------
-
-local function u32be(s, i) -- 1-based
-  local a, b, c2, d = string.byte(s, i, i + 3)
-  return ((a * 256 + b) * 256 + c2) * 256 + d
-end
-
--- Walk the QOI chunk stream: nil when it holds exactly w*h pixels then the end marker, else the problem.
-function rt.qoi_walk(data, w, h)
-  local pos, pixels, want, stop = 14, 0, w * h, #data - 8
-  while pixels < want and pos < stop do
-    local b = string.byte(data, pos + 1)
-    if b == 0xFE then pos, pixels = pos + 4, pixels + 1
-    elseif b == 0xFF then pos, pixels = pos + 5, pixels + 1
-    elseif b >= 0xC0 then pos, pixels = pos + 1, pixels + (b % 64) + 1
-    elseif b >= 0x80 then pos, pixels = pos + 2, pixels + 1
-    else pos, pixels = pos + 1, pixels + 1 end
-  end
-  if pixels < want then return string.format("QOI data ends after %d of %d pixels", pixels, want) end
-  if pixels > want then return string.format("QOI run overshoots: %d pixels for %d", pixels, want) end
-  if string.sub(data, pos + 1) ~= "\0\0\0\0\0\0\0\1" then
-    return string.format("QOI stream does not end with the end marker at byte %d (%d bytes left)", pos, #data - pos)
-  end
-  return nil
-end
-
-local P1, P2, P3, P4, P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
-
-local function mul32(a, b)
-  local ah, al = floor(a / 65536), a % 65536
-  local bh, bl = floor(b / 65536), b % 65536
-  return (al * bl + ((ah * bl + al * bh) % 65536) * 65536) % TWO32
-end
-
-local function rotl(x, r) return (x * 2 ^ r) % TWO32 + floor(x / 2 ^ (32 - r)) end
-
-local XOR4 = {}
-for a = 0, 15 do
-  XOR4[a] = {}
-  for b = 0, 15 do
-    local v, bit = 0, 1
-    for _ = 1, 4 do
-      if (floor(a / bit) % 2) ~= (floor(b / bit) % 2) then v = v + bit end
-      bit = bit * 2
-    end
-    XOR4[a][b] = v
-  end
-end
-
-local function xor32(a, b)
-  local v, scale = 0, 1
-  for _ = 1, 8 do
-    v = v + XOR4[a % 16][b % 16] * scale
-    a, b, scale = floor(a / 16), floor(b / 16), scale * 16
-  end
-  return v
-end
-
-local function u32le(s, i) -- 1-based
-  local a, b, c2, d = string.byte(s, i, i + 3)
-  return ((d * 256 + c2) * 256 + b) * 256 + a
-end
-
-local function round(acc, input)
-  return mul32(rotl((acc + mul32(input, P2)) % TWO32, 13), P1)
-end
-
--- xxHash32 of a string, seed 0, as 8 lowercase hex digits
-function rt.xxh32(s)
-  local n, p, h = #s, 1, nil
-  if n >= 16 then
-    local v1, v2, v3, v4 = (P1 + P2) % TWO32, P2, 0, TWO32 - P1
-    while p + 15 <= n do
-      v1 = round(v1, u32le(s, p)); v2 = round(v2, u32le(s, p + 4))
-      v3 = round(v3, u32le(s, p + 8)); v4 = round(v4, u32le(s, p + 12))
-      p = p + 16
-    end
-    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) % TWO32
-  else
-    h = P5
-  end
-  h = (h + n) % TWO32
-  while p + 3 <= n do
-    h = mul32(rotl((h + mul32(u32le(s, p), P3)) % TWO32, 17), P4)
-    p = p + 4
-  end
-  while p <= n do
-    h = mul32(rotl((h + string.byte(s, p) * P5) % TWO32, 11), P1)
-    p = p + 1
-  end
-  h = mul32(xor32(h, floor(h / 32768)), P2)
-  h = mul32(xor32(h, floor(h / 8192)), P3)
-  h = xor32(h, floor(h / 65536))
-  return string.format("%08x", h)
-end
-
--- the announced hex digest names this one (any case, leading zeros optional)
-function rt.same_digest(announced, digest)
-  local text = string.lower(string.match(announced, "^%s*(.-)%s*$"))
-  return #text > 0 and #text <= 8 and string.match(text, "^[0-9a-f]+$") ~= nil
-    and tonumber(text, 16) == tonumber(digest, 16)
-end
-
-local function image_step(c, s, piece, last)
-  local role = c.sc[1]._role or "c2s"
-  if last then
-    c.conv.flags = c.conv.flags or {}
-    c.conv.flags[s.clears .. ":" .. role] = false
-  end
-  local state, msg = rt.collect_piece(c, "images", rt.lookup(c, s.key), piece, last, s.limit, s.pending, "Image")
-  if not state then return nil, msg end
-  local ipc = c.conv.ipc and c.conv.ipc[role] and c.conv.ipc[role][s.digest_cmd]
-  return { data = table.concat(state.parts), frames = state.frames, announced = ipc and ipc[s.digest_arg] }, msg
-end
-
-local function is_side(v, max) -- a power of two up to max
-  if v == 0 or v > max then return false end
-  while v % 2 == 0 do v = v / 2 end
-  return v == 1
-end
-
--- header items, then the problem (nil: a valid QOI within the limits)
-local function image_check(c, s, node, tv, data)
-  if #data < 22 then return string.format("Image of %d bytes is too short for QOI", #data) end
-  local w, h = u32be(data, 5), u32be(data, 9)
-  local ch, cs = string.byte(data, 13), string.byte(data, 14)
-  node:add(s.magic, tv:range(0, 4))
-  local wi = node:add(s.width, tv:range(4, 4))
-  local hi = node:add(s.height, tv:range(8, 4))
-  node:add(s.channels, tv:range(12, 1))
-  node:add(s.colorspace, tv:range(13, 1))
-  if string.sub(data, 1, 4) ~= "qoif" then return "Not a QOI image (magic is not qoif)" end
-  for _, p in ipairs({ { wi, w }, { hi, h } }) do
-    if not is_side(p[2], s.max_side) then
-      rt.expert(c, p[1], "malformed", string.format("Side %d is not a power of two up to %d", p[2], s.max_side))
-    end
-  end
-  if w == 0 or h == 0 or w > s.max_side or h > s.max_side then
-    return string.format("Texture %dx%d is outside the spec's limits", w, h)
-  end
-  if (ch ~= 3 and ch ~= 4) or cs > 1 then
-    return string.format("Bad QOI header: %d channels, colour space %d", ch, cs)
-  end
-  return rt.qoi_walk(data, w, h)
-end
-
-function rt.image_reassembly(c, T, s)
-  rt.need(c, s.size, s.label, T)
-  local r = c.tvb(c.pos, s.size)
-  local n = rt.lookup(c, s.len_field)
-  local item = T:add(s.f, r)
-  c.pos = c.pos + s.size
-  if n > s.size then
-    rt.expert(c, item, "malformed", string.format("%s: %d bytes used of a %d-byte chunk", s.label, n, s.size))
-    n = s.size
-  end
-  local piece = n > 0 and r:range(0, n):raw() or ""
-  local res, msg = rt.once(c, "image#" .. c.pdu, function() return image_step(c, s, piece, n < s.size) end)
-  if msg then rt.expert(c, item, "reassembly", msg) end
-  if not res then return end
-  local data = res.data
-  local node = item:add(s.r)
-  node:set_text("Reassembled image")
-  node:set_generated()
-  for _, fr in ipairs(res.frames) do node:add(s.frame, fr):set_generated() end
-  node:add(s.length, #data):set_generated()
-  c.notes[#c.notes + 1] = string.format("[image %d bytes]", #data)
-  local tv = new_tvb(data, "Reassembled image")
-  local whole = tv and tv:range(0, #data) or c.tvb(c.pos, 0)
-  local digest = rt.xxh32(data)
-  node:add(s.hash, whole, digest):set_generated()
-  -- a zero-length range of an empty range raises ("Range is out of bounds"): an empty image is its own
-  local at = whole:len() > 0 and whole:range(0, 0) or whole
-  if res.announced then
-    node:add(s.announced, at, res.announced):set_generated()
-    local same = rt.same_digest(res.announced, digest)
-    local ok = node:add(s.match, at, same)
-    ok:set_generated()
-    if not same then
-      rt.expert(c, ok, "sequence", string.format("xxHash32 %s does not match the announced digest %s", digest,
-        res.announced))
-    end
-  end
-  local problem = "Image of 0 bytes is too short for QOI"
-  if tv then problem = image_check(c, s, node, tv, data) end
-  local v = node:add(s.valid, whole, problem == nil)
-  v:set_generated()
-  if problem then rt.expert(c, v, "malformed", problem) end
-end
-
--- --- voxel chunk summary (SplitIdGrid) -------------------------------------------------------------------------
-
-function rt.split_id_grid(c, T, count, max_listed, label, names, f)
-  rt.need(c, 2 * count, label, T)
-  local r = c.tvb(c.pos, 2 * count)
-  local raw = r:raw()
-  T:add(f.high, c.tvb(c.pos, count))
-  T:add(f.low, c.tvb(c.pos + count, count))
-  local counts, ids, lit, maxl = {}, {}, 0, 0
-  for i = 1, count do
-    local hi, m = string.byte(raw, i), string.byte(raw, count + i)
-    local id = hi * 16 + floor(m / 16)
-    if not counts[id] then counts[id] = 0; ids[#ids + 1] = id end
-    counts[id] = counts[id] + 1
-    local l = m % 16
-    if l > 0 then lit = lit + 1 end
-    if l > maxl then maxl = l end
-  end
-  table.sort(ids)
-  local non_air, unknown = count - (counts[0] or 0), 0
-  for _, id in ipairs(ids) do if names[id] == nil then unknown = unknown + counts[id] end end
-  local node = T:add(f.summary, r)
-  node:set_generated()
-  node:set_text(string.format("%s: %d non-air, %d distinct, %d lit", label, non_air, #ids, lit))
-  node:add(f.non_air, r, non_air):set_generated()
-  node:add(f.distinct, r, #ids):set_generated()
-  for i = 1, math.min(#ids, max_listed) do
-    local it = node:add(f.block, r, ids[i])
-    it:set_generated()
-    it:add(f.count, r, counts[ids[i]]):set_generated()
-  end
-  node:add(f.lit, r, lit):set_generated()
-  node:add(f.max_light, r, maxl):set_generated()
-  if unknown > 0 then
-    local it = node:add(f.unknown, r, unknown)
-    it:set_generated()
-    rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
-  end
-  c.pos = c.pos + 2 * count
 end
 -- What a buffer holds, from its first bytes (engine/sniff.py): image formats with their dimensions, glTF.
 local function be(s, i, n) local v = 0; for k = 1, n do v = v * 256 + string.byte(s, i + k) end return v end
@@ -3196,9 +2996,8 @@ function rt.stream_pdu(spec, tvb, pinfo, tree, conv, index)
   end
   return info, T
 end
--- Text building blocks (engine/blocks_text.py, engine/message_protocol.py): NUL-ended strings, UUID / enum /
--- "a:b" checks, the rest of a message with its format sniffed (rt_sniff.lua), JSON (rt_json.lua), and
--- per-conversation memories.
+-- Text building blocks (engine/blocks_text.py): NUL-ended strings, UUID / enum / "a:b" checks, the rest of a
+-- message with its format sniffed (rt_sniff.lua), JSON (rt_json.lua), and per-conversation memories.
 
 -- State read by a message's decode is computed on the first pass and replayed (rt.once); several messages can
 -- share a frame (WebSocket), so the key also counts the messages of the frame.
@@ -3266,46 +3065,6 @@ function rt.split(c, it, s, at, sep, f1, f2, n1, n2, not_uuid, no_sep)
   it:add_packet_field(f2, c.tvb(at + i - 1 + #sep, #second), ENC_UTF_8)
 end
 
-function rt.well_formed(raw, pos, shape)
-  for _, step in ipairs(shape) do
-    local kind, arg = step[1], step[2]
-    if kind == "fixed" then
-      pos = pos + arg
-      if pos > #raw then return false end
-    else
-      local nul = string.find(raw, "\0", pos + 1, true)
-      if not nul then return false end
-      local s = string.sub(raw, pos + 1, nul - 1)
-      if rt.utf8(s) ~= s then return false end
-      if kind == "uuid" and not rt.is_uuid(s) then return false end
-      if kind == "enum" and not arg[s] then return false end
-      if kind == "json" and not pcall(rt.json_parse, s) then return false end
-      pos = nul
-    end
-  end
-  return pos == #raw
-end
-
--- The connection heuristic (engine/message_protocol.py): taken from its first well-formed `code` packet on; the
--- answer for each message is kept for re-dissection (a later AUTH must not take earlier frames on a second pass).
-function rt.taken(c, tvb, code, shape)
-  return rt.msg_once(c, "heuristic", function()
-    if c.conv.heuristic then return true end
-    if not rt.first_message(tvb, code, shape) then return false end
-    c.conv.heuristic = true
-    return true
-  end)
-end
-
--- The first-message check: type byte `code`, then the packet's fields exactly.
-function rt.first_message(tvb, code, shape)
-  local ok, res = pcall(function()
-    if tvb:len() < 1 or tvb(0, 1):uint() ~= code then return false end
-    return rt.well_formed(tvb:raw(0, tvb:len()), 1, shape)
-  end)
-  return ok and res
-end
-
 -- The rest of the message: the bytes, their size, their format and image dimensions when recognisable.
 local SNIFF_LIMIT = LIMITS.SNIFF_LIMIT      -- engine.sniff.SNIFF_LIMIT
 function rt.rest(c, T, name, F, abbrevs)
@@ -3367,8 +3126,219 @@ function rt.recall(c, T, f, name, tname, key)
   if known ~= nil then T:add(f, c.tvb(c.pos, 0), known):set_generated() end
   if known ~= nil then c.sc[#c.sc][name] = known else c.sc[#c.sc][name] = k end
 end
--- Voxel chunks browsable by position (engine/blocks_voxels.py, the same text byte for byte): a slice per z, in it a
--- row per y listing the run of x, "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
+-- File transfers (engine/blocks_transfer.py): the same trees.
+
+-- zlib inflate with a cap of our own (rt.inflate's is for blank's small chunks): strict and bounded
+-- (lua/rt_inflate.lua).
+function rt.inflate_capped(s, name, limit)
+  return (rt.inflate_strict(s, limit, name))
+end
+
+-- File transfers (engine.blocks_transfer.Transfer): the state steps run on the first pass only (rt.once).
+local FILE_LIMIT, INFLATED_LIMIT, REQUEST_LIMIT, BLOCK_LIMIT = LIMITS.FILE_LIMIT, LIMITS.INFLATED_LIMIT,
+  LIMITS.REQUEST_LIMIT, LIMITS.BLOCK_LIMIT
+
+-- Place a piece, the first copy of a byte winning (as reassembly/offsets.py): only the spans no earlier piece
+-- covered are kept, so the parts never overlap; returns the bytes added.
+local function place(parts, at, piece)
+  if at >= (parts.hi or 0) then                 -- past every earlier piece (blocks in order): nothing to scan
+    if #piece > 0 then parts[#parts + 1] = { at, piece }; parts.hi = at + #piece end
+    return #piece
+  end
+  local todo = { { at, at + #piece } }
+  for _, q in ipairs(parts) do
+    local qs, qe, left = q[1], q[1] + #q[2], {}
+    for _, span in ipairs(todo) do
+      local s, e = span[1], span[2]
+      if qe <= s or qs >= e then left[#left + 1] = span
+      else
+        if s < qs then left[#left + 1] = { s, qs } end
+        if qe < e then left[#left + 1] = { qe, e } end
+      end
+    end
+    todo = left
+  end
+  local added = 0
+  for _, span in ipairs(todo) do
+    parts[#parts + 1] = { span[1], string.sub(piece, span[1] - at + 1, span[2] - at) }
+    added = added + span[2] - span[1]
+    if span[2] > (parts.hi or 0) then parts.hi = span[2] end
+  end
+  return added
+end
+
+local function joined(parts)
+  table.sort(parts, function(a, b) return a[1] < b[1] end)
+  local out = {}
+  for i, q in ipairs(parts) do out[i] = q[2] end
+  return table.concat(out)
+end
+
+local STEPS = {}
+
+function STEPS.request(c, st, names, mask)
+  if #st.requests >= REQUEST_LIMIT then table.remove(st.requests, 1) end
+  local kind = (rt.lookup(c, names.kind) or 0) % (mask + 1)
+  st.requests[#st.requests + 1] = { rt.lookup(c, names.name), kind, c.frame }
+  return {}
+end
+
+function STEPS.start(c, st, names)
+  local total, size = rt.lookup(c, names.total), rt.lookup(c, names.size)
+  local req = table.remove(st.requests, 1)
+  local res = { name = req and req[1] or "?", kind = req and req[2] or 0, noreq = req == nil }
+  if total > FILE_LIMIT then
+    res.toolarge = string.format("Transfer of %d bytes exceeds the limit of %d", total, FILE_LIMIT)
+    st.current = nil
+    return res
+  end
+  if size > INFLATED_LIMIT then             -- given up at once, before any byte is kept or inflated
+    res.toolarge = string.format("File of %d bytes exceeds the limit of %d", size, INFLATED_LIMIT)
+    st.current = nil
+    return res
+  end
+  st.current = { name = res.name, kind = res.kind, total = total, size = size, parts = {}, got = 0, frames = {},
+                 seen = {}, blocks = 0 }
+  return res
+end
+
+function STEPS.piece(c, st, names)
+  local cur = st.current
+  if cur == nil then return { none = true } end
+  local res = { name = cur.name, kind = cur.kind }
+  local at, piece = rt.lookup(c, names.at), rt.lookup(c, names.data)
+  if cur.blocks >= BLOCK_LIMIT then
+    res.toomany = string.format("More than %d blocks: the transfer is dropped", BLOCK_LIMIT)
+    st.current = nil
+    return res
+  end
+  if cur.whole == nil then
+    if at + #piece > cur.total then
+      res.err = string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, cur.total)
+      return res
+    end
+    cur.got = cur.got + place(cur.parts, at, piece)
+    if not cur.seen[c.frame] then cur.seen[c.frame] = true; cur.frames[#cur.frames + 1] = c.frame end
+    if cur.got >= cur.total then
+      cur.whole = joined(cur.parts)
+      table.sort(cur.frames)
+      cur.parts, cur.seen = {}, {}            -- done: keep no pieces
+    end
+  end
+  cur.blocks = cur.blocks + 1
+  return res
+end
+
+function STEPS.finish(c, st)
+  local cur = st.current
+  st.current = nil
+  if cur == nil then return { none = true } end
+  local res = { name = cur.name, kind = cur.kind, total = cur.total, size = cur.size }
+  if cur.whole == nil then
+    res.got = cur.got
+    return res
+  end
+  res.whole, res.blocks, res.first, res.last = cur.whole, cur.blocks, cur.frames[1], cur.frames[#cur.frames]
+  return res
+end
+
+function STEPS.abort(c, st, names, mask, who)
+  local cur = st.current
+  st.current = nil
+  if cur == nil and who == "Server" and #st.requests > 0 then   -- refuses the oldest request (a missing file)
+    local req = table.remove(st.requests, 1)
+    return { refused = true, name = req[1], kind = req[2], frame = req[3] }
+  end
+  if cur == nil then return { none = true } end
+  return { name = cur.name, kind = cur.kind, total = cur.total,
+           got = cur.whole and cur.total or cur.got }
+end
+
+local function file_node(c, T, F, label, res)
+  local r = c.tvb(c.pos, 0)
+  local node = T:add(F.node, r)
+  node:set_text(label .. ": " .. res.name)
+  node:set_generated()
+  node:add(F.name, r, res.name):set_generated()
+  node:add(F.kind, r, res.kind):set_generated()
+  return node, r
+end
+
+local function show_end(c, T, F, label, res, inside)
+  if res.none then
+    rt.expert(c, T, "unexpected", "File end with no file transfer active")
+    c.sc[1].file = "no transfer active"
+    return
+  end
+  local node, r = file_node(c, T, F, label, res)
+  node:add(F.total, r, res.total):set_generated()
+  node:add(F.size, r, res.size):set_generated()
+  if res.whole == nil then
+    node:add(F.received, r, res.got):set_generated()
+    rt.expert(c, node, "reassembly", string.format("File transfer ended with %d of %d bytes", res.got, res.total))
+    c.sc[1].file = res.name .. " incomplete"
+    return
+  end
+  node:add(F.blocks, r, res.blocks):set_generated()
+  node:add(F.first, r, res.first):set_generated()
+  node:add(F.last, r, res.last):set_generated()
+  local data = nil
+  if #res.whole > 0 then
+    data = rt.inflate_capped(res.whole, "Inflated file", INFLATED_LIMIT)
+  end
+  if data == nil then
+    rt.expert(c, node, "malformed", "File does not inflate (zlib)")
+    c.sc[1].file = res.name .. " (does not inflate)"
+    return
+  end
+  node:add(F.inflated, r, data:len()):set_generated()
+  if data:len() ~= res.size then
+    rt.expert(c, node, "unexpected", string.format("Inflated to %d bytes, %d announced", data:len(), res.size))
+  end
+  c.sc[1].file = string.format("%s (%d -> %d bytes)", res.name, #res.whole, data:len())
+  local fn = inside[res.kind]
+  if fn then
+    local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir,
+                  E = c.E, notes = c.notes }
+    pcall(fn, sub, node)
+  end
+end
+
+function rt.transfer(c, T, step, label, F, names, inside, mask, who)
+  c.conv.files = c.conv.files or { requests = {} }
+  local st = c.conv.files
+  local name = step == "end" and "finish" or step
+  local res = rt.once(c, "file" .. string.format("%d", c.layer or 0), function()
+    return STEPS[name](c, st, names, mask, who)
+  end)
+  if step == "request" then return end
+  if step == "end" then return show_end(c, T, F, label, res, inside) end
+  if res.none then
+    local msg = step == "piece" and "File block with no file transfer active"
+      or (step == "abort" and (who .. " aborts with no file transfer active")) or nil
+    if msg then rt.expert(c, T, "unexpected", msg) end
+    return
+  end
+  local node, r = file_node(c, T, F, label, res)
+  if step == "start" then
+    if res.noreq then rt.expert(c, node, "unexpected", "File transfer started without a request") end
+    if res.toolarge then rt.expert(c, node, "reassembly", res.toolarge) end
+  elseif step == "piece" then
+    if res.toomany then rt.expert(c, node, "reassembly", res.toomany) end
+    if res.err then rt.expert(c, node, "malformed", res.err) end
+  elseif step == "abort" and res.refused then
+    node:add(F.request, r, res.frame):set_generated()
+    rt.expert(c, node, "unexpected", string.format("Server refused the request for %s (frame %d)", res.name,
+      res.frame))
+  elseif step == "abort" then
+    node:add(F.received, r, res.got):set_generated()
+    rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
+      res.name, res.got, res.total))
+  end
+end
+-- Voxel chunks (engine/blocks_voxels.py, the same text byte for byte): the summary of split IDs (SplitIdGrid), and
+-- the chunk browsable by position (BlockMap): a slice per z, in it a row per y listing the run of x,
+-- "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
 -- Layouts: "split" (Rutentoy: ID = data[i] << 4 | data[n + i] >> 4, light = data[n + i] & 15) and "u16" (blank:
 -- ID = u16le at 4 i, light = data[4 n + i]).
 
@@ -3410,6 +3380,49 @@ function rt.block_map(c, T, pos, side, layout, label, hex_ids, f)
     end
     slice:set_text(fmt("z=%d: %d non-zero, %d lit", z, filled, lighted))
   end
+end
+
+-- --- voxel chunk summary (SplitIdGrid) -------------------------------------------------------------------------
+
+local floor = math.floor
+
+function rt.split_id_grid(c, T, count, max_listed, label, names, f)
+  rt.need(c, 2 * count, label, T)
+  local r = c.tvb(c.pos, 2 * count)
+  local raw = r:raw()
+  T:add(f.high, c.tvb(c.pos, count))
+  T:add(f.low, c.tvb(c.pos + count, count))
+  local counts, ids, lit, maxl = {}, {}, 0, 0
+  for i = 1, count do
+    local hi, m = string.byte(raw, i), string.byte(raw, count + i)
+    local id = hi * 16 + floor(m / 16)
+    if not counts[id] then counts[id] = 0; ids[#ids + 1] = id end
+    counts[id] = counts[id] + 1
+    local l = m % 16
+    if l > 0 then lit = lit + 1 end
+    if l > maxl then maxl = l end
+  end
+  table.sort(ids)
+  local non_air, unknown = count - (counts[0] or 0), 0
+  for _, id in ipairs(ids) do if names[id] == nil then unknown = unknown + counts[id] end end
+  local node = T:add(f.summary, r)
+  node:set_generated()
+  node:set_text(string.format("%s: %d non-air, %d distinct, %d lit", label, non_air, #ids, lit))
+  node:add(f.non_air, r, non_air):set_generated()
+  node:add(f.distinct, r, #ids):set_generated()
+  for i = 1, math.min(#ids, max_listed) do
+    local it = node:add(f.block, r, ids[i])
+    it:set_generated()
+    it:add(f.count, r, counts[ids[i]]):set_generated()
+  end
+  node:add(f.lit, r, lit):set_generated()
+  node:add(f.max_light, r, maxl):set_generated()
+  if unknown > 0 then
+    local it = node:add(f.unknown, r, unknown)
+    it:set_generated()
+    rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
+  end
+  c.pos = c.pos + 2 * count
 end
 -- WebSocket messages assembled by the plugin itself (the twin of dissectors/websocket.py's messages, for the
 -- protocols that ride on WebSocket). Wireshark's own websocket dissector still frames the stream and shows its

@@ -1,6 +1,5 @@
--- Text building blocks (engine/blocks_text.py, engine/message_protocol.py): NUL-ended strings, UUID / enum /
--- "a:b" checks, the rest of a message with its format sniffed (rt_sniff.lua), JSON (rt_json.lua), and
--- per-conversation memories.
+-- Text building blocks (engine/blocks_text.py): NUL-ended strings, UUID / enum / "a:b" checks, the rest of a
+-- message with its format sniffed (rt_sniff.lua), JSON (rt_json.lua), and per-conversation memories.
 
 -- State read by a message's decode is computed on the first pass and replayed (rt.once); several messages can
 -- share a frame (WebSocket), so the key also counts the messages of the frame.
@@ -66,46 +65,6 @@ function rt.split(c, it, s, at, sep, f1, f2, n1, n2, not_uuid, no_sep)
   local a = it:add_packet_field(f1, c.tvb(at, #first), ENC_UTF_8)
   if not_uuid and not rt.is_uuid(c.sc[#c.sc][n1]) then rt.expert(c, a, "unexpected", not_uuid) end
   it:add_packet_field(f2, c.tvb(at + i - 1 + #sep, #second), ENC_UTF_8)
-end
-
-function rt.well_formed(raw, pos, shape)
-  for _, step in ipairs(shape) do
-    local kind, arg = step[1], step[2]
-    if kind == "fixed" then
-      pos = pos + arg
-      if pos > #raw then return false end
-    else
-      local nul = string.find(raw, "\0", pos + 1, true)
-      if not nul then return false end
-      local s = string.sub(raw, pos + 1, nul - 1)
-      if rt.utf8(s) ~= s then return false end
-      if kind == "uuid" and not rt.is_uuid(s) then return false end
-      if kind == "enum" and not arg[s] then return false end
-      if kind == "json" and not pcall(rt.json_parse, s) then return false end
-      pos = nul
-    end
-  end
-  return pos == #raw
-end
-
--- The connection heuristic (engine/message_protocol.py): taken from its first well-formed `code` packet on; the
--- answer for each message is kept for re-dissection (a later AUTH must not take earlier frames on a second pass).
-function rt.taken(c, tvb, code, shape)
-  return rt.msg_once(c, "heuristic", function()
-    if c.conv.heuristic then return true end
-    if not rt.first_message(tvb, code, shape) then return false end
-    c.conv.heuristic = true
-    return true
-  end)
-end
-
--- The first-message check: type byte `code`, then the packet's fields exactly.
-function rt.first_message(tvb, code, shape)
-  local ok, res = pcall(function()
-    if tvb:len() < 1 or tvb(0, 1):uint() ~= code then return false end
-    return rt.well_formed(tvb:raw(0, tvb:len()), 1, shape)
-  end)
-  return ok and res
 end
 
 -- The rest of the message: the bytes, their size, their format and image dimensions when recognisable.

@@ -1,5 +1,6 @@
--- Voxel chunks browsable by position (engine/blocks_voxels.py, the same text byte for byte): a slice per z, in it a
--- row per y listing the run of x, "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
+-- Voxel chunks (engine/blocks_voxels.py, the same text byte for byte): the summary of split IDs (SplitIdGrid), and
+-- the chunk browsable by position (BlockMap): a slice per z, in it a row per y listing the run of x,
+-- "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
 -- Layouts: "split" (Rutentoy: ID = data[i] << 4 | data[n + i] >> 4, light = data[n + i] & 15) and "u16" (blank:
 -- ID = u16le at 4 i, light = data[4 n + i]).
 
@@ -41,4 +42,47 @@ function rt.block_map(c, T, pos, side, layout, label, hex_ids, f)
     end
     slice:set_text(fmt("z=%d: %d non-zero, %d lit", z, filled, lighted))
   end
+end
+
+-- --- voxel chunk summary (SplitIdGrid) -------------------------------------------------------------------------
+
+local floor = math.floor
+
+function rt.split_id_grid(c, T, count, max_listed, label, names, f)
+  rt.need(c, 2 * count, label, T)
+  local r = c.tvb(c.pos, 2 * count)
+  local raw = r:raw()
+  T:add(f.high, c.tvb(c.pos, count))
+  T:add(f.low, c.tvb(c.pos + count, count))
+  local counts, ids, lit, maxl = {}, {}, 0, 0
+  for i = 1, count do
+    local hi, m = string.byte(raw, i), string.byte(raw, count + i)
+    local id = hi * 16 + floor(m / 16)
+    if not counts[id] then counts[id] = 0; ids[#ids + 1] = id end
+    counts[id] = counts[id] + 1
+    local l = m % 16
+    if l > 0 then lit = lit + 1 end
+    if l > maxl then maxl = l end
+  end
+  table.sort(ids)
+  local non_air, unknown = count - (counts[0] or 0), 0
+  for _, id in ipairs(ids) do if names[id] == nil then unknown = unknown + counts[id] end end
+  local node = T:add(f.summary, r)
+  node:set_generated()
+  node:set_text(string.format("%s: %d non-air, %d distinct, %d lit", label, non_air, #ids, lit))
+  node:add(f.non_air, r, non_air):set_generated()
+  node:add(f.distinct, r, #ids):set_generated()
+  for i = 1, math.min(#ids, max_listed) do
+    local it = node:add(f.block, r, ids[i])
+    it:set_generated()
+    it:add(f.count, r, counts[ids[i]]):set_generated()
+  end
+  node:add(f.lit, r, lit):set_generated()
+  node:add(f.max_light, r, maxl):set_generated()
+  if unknown > 0 then
+    local it = node:add(f.unknown, r, unknown)
+    it:set_generated()
+    rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
+  end
+  c.pos = c.pos + 2 * count
 end

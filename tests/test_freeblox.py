@@ -303,7 +303,8 @@ def test_lua_text_blocks_match_python(tmp_path):
     from protodump.engine.lua_backend import limits_line
     (tmp_path / "limits.lua").write_text(limits_line(PROTOCOLS) + "\n")
     pieces = [str(tmp_path / "limits.lua")] + [str(ROOT / "lua" / n)
-                                              for n in ("runtime.lua", "rt_json.lua", "rt_sniff.lua", "rt_text.lua")]
+                                              for n in ("runtime.lua", "rt_json.lua", "rt_sniff.lua", "rt_text.lua",
+                                                        "rt_message_protocol.lua")]
     out = subprocess.run([LUA, str(harness), *pieces],
                          input=stdin, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr

@@ -1,7 +1,8 @@
-"""Iceball (dissectors/iceball.py, engine/blocks_iceball.py, lua/rt_iceball.lua): the real server's sessions over
-ENet and TCP, captures made over real TCP and ENet sockets (tools/make_iceball_captures.py), every packet built as
-the implementation builds it, file transfers, bad input, table round trips, the Lua runtime standalone and on
-random messages in tshark (the captures' parity is in tests/test_parity.py)."""
+"""Iceball (dissectors/iceball.py on engine/channel_protocol.py and the blocks it uses, with their lua/rt_*.lua twins):
+the real server's sessions over ENet and TCP, captures made over real TCP and ENet sockets
+(tools/make_iceball_captures.py), every packet built as the implementation builds it, file transfers, bad input,
+table round trips, the Lua runtime standalone and on random messages in tshark (the captures' parity is in
+tests/test_parity.py)."""
 from __future__ import annotations
 
 import difflib
@@ -19,7 +20,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import CAPTURES_DIR, LUA_ERROR, PLUGIN, PROTODUMP, TSHARK, layers_of, packet_layers
 from protodump.dissectors.iceball import IMPLEMENTED, PROTOCOL, SPEC
 from protodump.engine import blocks, fields
-from protodump.engine.blocks_iceball import Fit, ScaledByte, lua_steps, measure
+from protodump.engine.blocks_dispatch import Fit
+from protodump.engine.blocks_fixed_point import ScaledByte
+from protodump.engine.blocks_framing import lua_steps, measure
 from protodump.engine.context import Ctx
 from protodump.engine.tree import Item
 
@@ -360,7 +363,7 @@ def test_transfer_problems():
 
 def test_transfer_block_limit(monkeypatch):
     """A block replayed without end cannot grow the state: past the block limit the transfer is dropped."""
-    import protodump.engine.blocks_iceball as bi
+    import protodump.engine.blocks_transfer as bi
     monkeypatch.setattr(bi, "BLOCK_LIMIT", 3)
     s = Session()
     s(b"\x31" + struct.pack("<II", 10, 10), 1)
@@ -385,8 +388,8 @@ def test_pdu_length_at_every_split():
     assert PROTOCOL.pdu_length(b"\x20", 0, {}, "", {}) == -1
 
 
-# Standalone Lua: rt.measure and rt.layer_index of lua/rt_iceball.lua against their Python twins (a tvb is a
-# table over a Lua string; only what rt.measure reads of it).
+# Standalone Lua: rt.measure (lua/rt_framing.lua) and rt.layer_index (lua/rt_channel_protocol.lua) against their
+# Python twins (a tvb is a table over a Lua string; only what rt.measure reads of it).
 LUA_TVB = r"""
 local rt = {}
 %s
@@ -415,7 +418,8 @@ def test_lua_measure_and_layer_index_standalone(lua, tmp_path):
         data = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 12)))
         cases.append(f"print(rt.measure({lua_steps(st_)}, tvb_of({json.dumps(data.hex())}), 0, {{ id = {code} }}))")
         want.append(str(measure(st_, data, 0, {"id": code})))
-    source = (CAPTURES_DIR.parent / "lua" / "rt_iceball.lua").read_text()
+    source = "\n".join((CAPTURES_DIR.parent / "lua" / n).read_text()
+                       for n in ("rt_framing.lua", "rt_channel_protocol.lua"))
     calls = ("local conv, out = {}, {}\n"
              "local function call(f, v) out[#out + 1] = rt.layer_index({ conv = conv, frame = f, visited = v }) end\n"
              "call(1, false) call(1, false) call(2, false) call(1, true) call(1, true) call(1, true) call(1, true)"

@@ -506,7 +506,7 @@ LUA = shutil.which("lua5.2") or shutil.which("lua5.4")
 
 
 def run_lua(code: str) -> str:
-    runtime = (ROOT / "lua" / "rt_rutentoy.lua").read_text()
+    runtime = "\n".join((ROOT / "lua" / n).read_text() for n in ("rt_bits.lua", "rt_cookies.lua"))
     prog = "rt = {}\n" + runtime + "\n" + code
     return subprocess.run([LUA, "-"], input=prog.encode(), capture_output=True, check=True).stdout.decode()
 

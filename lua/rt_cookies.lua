@@ -1,22 +1,9 @@
--- Building blocks first needed by Rutentoy (engine/blocks_rutentoy.py): bit fields, text and images reassembled
--- by cookie, QOI checks, xxHash32, the voxel chunk summary.
+-- Transfers reassembled by cookie (engine/blocks_cookies.py): text reassembled with its commands, images checked
+-- as QOI and hashed (xxHash32), in ordered bounded tables per direction.
 -- Lua 5.2 has no bit operators: 32-bit arithmetic is done on doubles, exact below 2^53.
 
 local floor = math.floor
 local TWO32 = 4294967296
-
--- width bits from bit `shift` of the little-endian bytes `s` (width <= 32), sign-extended when signed
-function rt.bits(s, shift, width, signed)
-  local first, last = floor(shift / 8), floor((shift + width - 1) / 8)
-  local v, scale = 0, 1
-  for i = first, last do
-    v = v + string.byte(s, i + 1) * scale
-    scale = scale * 256
-  end
-  v = floor(v / 2 ^ (shift - first * 8)) % 2 ^ width
-  if signed and v >= 2 ^ (width - 1) then v = v - 2 ^ width end
-  return v
-end
 
 -- Ordered bounded table (insertion order, like a Python dict with bounded_put / pop): { map, q, h, t, n }
 function rt.otable() return { map = {}, q = {}, h = 1, t = 0, n = 0, stamp = 0 } end
@@ -65,7 +52,7 @@ local function new_tvb(s, name)
   return ByteArray.new(s, true):tvb(name)
 end
 
--- a text as a string field shows it: up to its first NUL (engine.blocks_rutentoy.until_nul)
+-- a text as a string field shows it: up to its first NUL (engine.blocks_cookies.until_nul)
 local function until_nul(raw)
   local nul = string.find(raw, "\0", 1, true)
   return nul and string.sub(raw, 1, nul - 1) or raw
@@ -117,7 +104,7 @@ local function command_args(cmd, text)
   return args, shown, spans
 end
 
--- Add a piece to the transfer `key` of this direction (engine.blocks_rutentoy.collect_piece): its state when
+-- Add a piece to the transfer `key` of this direction (engine.blocks_cookies.collect_piece): its state when
 -- `last` completes it, else nil; over `limit` bytes it is dropped (the message) and later pieces ignored.
 function rt.collect_piece(c, kind, key, piece, last, limit, pending, noun)
   local tb = role_table(c, kind)
@@ -398,45 +385,4 @@ function rt.image_reassembly(c, T, s)
   local v = node:add(s.valid, whole, problem == nil)
   v:set_generated()
   if problem then rt.expert(c, v, "malformed", problem) end
-end
-
--- --- voxel chunk summary (SplitIdGrid) -------------------------------------------------------------------------
-
-function rt.split_id_grid(c, T, count, max_listed, label, names, f)
-  rt.need(c, 2 * count, label, T)
-  local r = c.tvb(c.pos, 2 * count)
-  local raw = r:raw()
-  T:add(f.high, c.tvb(c.pos, count))
-  T:add(f.low, c.tvb(c.pos + count, count))
-  local counts, ids, lit, maxl = {}, {}, 0, 0
-  for i = 1, count do
-    local hi, m = string.byte(raw, i), string.byte(raw, count + i)
-    local id = hi * 16 + floor(m / 16)
-    if not counts[id] then counts[id] = 0; ids[#ids + 1] = id end
-    counts[id] = counts[id] + 1
-    local l = m % 16
-    if l > 0 then lit = lit + 1 end
-    if l > maxl then maxl = l end
-  end
-  table.sort(ids)
-  local non_air, unknown = count - (counts[0] or 0), 0
-  for _, id in ipairs(ids) do if names[id] == nil then unknown = unknown + counts[id] end end
-  local node = T:add(f.summary, r)
-  node:set_generated()
-  node:set_text(string.format("%s: %d non-air, %d distinct, %d lit", label, non_air, #ids, lit))
-  node:add(f.non_air, r, non_air):set_generated()
-  node:add(f.distinct, r, #ids):set_generated()
-  for i = 1, math.min(#ids, max_listed) do
-    local it = node:add(f.block, r, ids[i])
-    it:set_generated()
-    it:add(f.count, r, counts[ids[i]]):set_generated()
-  end
-  node:add(f.lit, r, lit):set_generated()
-  node:add(f.max_light, r, maxl):set_generated()
-  if unknown > 0 then
-    local it = node:add(f.unknown, r, unknown)
-    it:set_generated()
-    rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
-  end
-  c.pos = c.pos + 2 * count
 end
