@@ -1,7 +1,8 @@
 """The Lua backend: compiles bound field tables into one Wireshark Lua plugin (construct's compile(), Kaitai's
-second target). For every field class there is one emitter here that writes the Lua doing what the class's Python
-`take`/`decode` does, item for item, so tshark builds the tree protodump builds. Building blocks call the Lua
-runtime (lua/runtime.lua), which mirrors engine/blocks.py and engine/protocol.py.
+second target). For every core field class of the table language (engine/fields.py) there is one emitter here
+that writes the Lua doing what the class's Python `take`/`decode` does, item for item, so tshark builds the tree
+protodump builds; a building block (engine/blocks_<concept>.py) and a protocol kind carry their own (`emit_lua`).
+The plugin carries the runtime (engine/lua_runtime.py: lua/runtime.lua and the blocks' lua/rt_<concept>.lua).
 
 The emitted Lua avoids bit operators and bit32 (Lua 5.2 in Wireshark 4.0, 5.4 from Wireshark 4.2).
 """
