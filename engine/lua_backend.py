@@ -12,8 +12,8 @@ from .. import __version__
 from . import fields
 from .lua_literals import lua_str
 from .lua_runtime import limits_line, runtime_pieces
-from .protocol import EXPERTS, REMEMBER_LIMIT, Protocol
-from .tree import FieldInfo, GROUP_NAMES, SEVERITY_NAMES
+from .protocol import REMEMBER_LIMIT, Protocol
+from .tree import FieldInfo, GROUP_NAMES
 
 LUA_BASE = {"DEC": "base.DEC", "HEX": "base.HEX", "DEC_HEX": "base.DEC_HEX", "HEX_DEC": "base.HEX_DEC",
             "NONE": "base.NONE"}
@@ -192,7 +192,7 @@ class Generator:
     # --- one field ------------------------------------------------------------------------------------------------
     def emit(self, f, shown: str | None = None, raw: str | None = None) -> None:
         """A field's Lua: the generator's emit_<Class> for the core language, else the class's own emit_lua
-        (building blocks defined next to their protocols carry their Lua with them)."""
+        (every building block and protocol-specific field carries its Lua with it)."""
         method = getattr(self, "emit_" + type(f).__name__, None)
         if method is not None:
             method(f, shown, raw)
