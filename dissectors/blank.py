@@ -3,8 +3,11 @@
 Read this beside the spec: one line per spec line. Wire facts from NOTES.md: all little-endian, the 3 bytes after
 the type are padding (never required to be zero), most packets are zero-padded to their maximum length.
 """
-from ..engine.blocks_voxels import BlockMap
-from ..engine.blocks import AckHistory, Chunk, PackN, QuatSmallest3, Summary, Vec3, Vec3B, Vec3F, Vec3I, Vec3N, Vec3U
+from ..engine.blocks_ack_history import AckHistory
+from ..engine.blocks_chunks import Chunk
+from ..engine.blocks_fixed_point import PackN
+from ..engine.blocks_vectors import QuatSmallest3, Vec3, Vec3B, Vec3F, Vec3I, Vec3N, Vec3U
+from ..engine.blocks_voxels import BlockMap, Summary
 from ..engine.fields import (F32LE, I32LE, U8, U16LE, U32LE, Array, CString, Flag, Flags, Packet, Padding, Struct,
                              Switch, WhenPref)
 from ..engine.protocol import Protocol

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..engine.context import Ctx
 from ..engine.fields import Struct
-from ..engine.lua_backend import lua_str
+from ..engine.lua_literals import lua_str
 
 
 def _wrap(abbrev: str, *bound) -> Struct:

@@ -13,9 +13,9 @@ No port: the heuristic takes a WebSocket connection from its first well-formed A
 message); or `-o freeblox.ws_port:PORT` (the plugin too), or `-d ws.port==PORT,freeblox` (protodump only: tshark
 4.0's ws.port table has no Decode As).
 """
-from ..engine.blocks import Vec3, Vec3F
 from ..engine.blocks_text import (EnumString, JsonString, Recall, Remember, Rest, Sender, SplitString, StringNT,
                                   UuidString)
+from ..engine.blocks_vectors import Vec3, Vec3F
 from ..engine.fields import F32LE, U8, U32LE, Array, Packet, Struct, Switch
 from ..engine.message_protocol import MessageProtocol
 

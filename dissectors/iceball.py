@@ -7,11 +7,11 @@ sent as they are and Lua packets are framed by `0x3F + len` (len 1-63) or `0x7F 
 The implementation inserted KEEPALIVE at id 3, so every base-mod id from 3 on is the spec's + 1, and several
 layouts changed: decoded as implemented by default; the preference `iceball.numbering` selects the spec.
 """
-from ..engine.blocks import Packed, Vec3, Vec3F
 from ..engine.blocks_dispatch import Dispatch, Fit
-from ..engine.blocks_fixed_point import ScaledByte
+from ..engine.blocks_fixed_point import Packed, ScaledByte
 from ..engine.blocks_framing import Counted, Framed
 from ..engine.blocks_transfer import INFLATED_LIMIT, Transfer
+from ..engine.blocks_vectors import Vec3, Vec3F
 from ..engine.channel_protocol import ChannelProtocol
 from ..engine.fields import (I8, I16LE, U8, U16LE, U32BE, U32LE, Bytes, CString, Flag, Flags, Packet, Struct)
 

@@ -9,12 +9,8 @@ import copy
 import struct
 
 from .fields import Field, Number
+from .lua_literals import lua_str
 from .tree import Item
-
-
-def _lua():
-    from .lua_backend import lua_num, lua_str  # imported late: the backend imports the field modules
-    return lua_str, lua_num
 
 
 class Part:
@@ -82,7 +78,6 @@ class BitSplit(Field):
 
     # --- Lua ------------------------------------------------------------------------------------------------------
     def emit_lua(self, gen, shown, raw):
-        from .lua_backend import lua_str  # the backend imports the table language, not the other way round
         w = gen.w
         with w.block("do"):
             gen.emit_Number(self.number, shown, raw, item_var="it")
@@ -163,7 +158,6 @@ class BitFields(Field):
             yield p.info
 
     def emit_lua(self, gen, shown, raw):
-        lua_str, _ = _lua()
         w = gen.w
         with w.block("do"):
             w(f"rt.need(c, {self.size}, {lua_str(self.label)}, T)")
@@ -212,7 +206,6 @@ class Combined(Field):
         return (0, 0, 0)
 
     def emit_lua(self, gen, shown, raw):
-        lua_str, _ = _lua()
         w = gen.w
         total = " + ".join(f"(rt.lookup(c, {lua_str(n)}) or 0) * {1 << s}" for n, s in self.parts)
         with w.block("do"):

@@ -11,13 +11,9 @@ import xxhash
 
 from .context import bounded_put
 from .fields import Field
+from .lua_literals import lua_str
 from .strings import wire_string
 from .tree import DataSource, Item
-
-
-def _lua():
-    from .lua_backend import lua_str  # imported late: the backend imports the field modules
-    return lua_str
 
 
 # --- text reassembled by cookie, with text commands ------------------------------------------------------------------
@@ -215,7 +211,6 @@ class TextReassembly(Field):
                 yield a.info
 
     def emit_lua(self, gen, shown, raw):
-        lua_str = _lua()
         w = gen.w
         cmds = []
         for c in self.commands:
@@ -391,7 +386,6 @@ class ImageReassembly(Field):
         yield from self.r.values()
 
     def emit_lua(self, gen, shown, raw):
-        lua_str = _lua()
         fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.r.items())
         spec = (f"{{ size = {self.size}, key = {lua_str(self.key)}, len_field = {lua_str(self.length)}, "
                 f"max_side = {self.max_side}, limit = {self.limit}, pending = {self.pending}, "

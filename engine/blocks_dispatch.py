@@ -14,12 +14,8 @@ from __future__ import annotations
 import copy
 
 from .fields import Field, Packet, Struct, format_template
+from .lua_literals import lua_str
 from .tree import Item
-
-
-def lua_str(s) -> str:
-    from .lua_backend import lua_str as quote  # late: the backend imports the block modules
-    return quote(s)
 
 
 INFO_KEY = "_info"          # the innermost Dispatch's Info text, kept in the outermost scope

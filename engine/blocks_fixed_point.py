@@ -1,21 +1,17 @@
 """Integers that stand for real numbers: fixed point (24.8 positions, 0.16 turns, 8.8 speeds; each shown through
-one or more Views) and scaled bytes (a byte standing for raw / divisor * scale, Packed's 8-bit kin). The wire
-integer is `<name>_raw`, the real value a generated double next to it. Each is written once here and once as the
-Lua it emits (`emit_lua`: straight-line Lua, no runtime function of its own).
+one or more Views), packed floats (blank's packn/packu: a 16-bit integer for a real in [-1, 1] or [0, 1]) and
+scaled bytes (a byte standing for raw / divisor * scale, Packed's 8-bit kin). The wire integer is `<name>_raw`,
+the real value a generated double next to it. Each is written once here and once as the Lua it emits
+(`emit_lua`: straight-line Lua, no runtime function of its own).
 """
 from __future__ import annotations
 
 import math
 import struct
 
-from .blocks import Packed
 from .fields import Field
+from .lua_literals import lua_num, lua_str
 from .tree import Item
-
-
-def _lua():
-    from .lua_backend import lua_num, lua_str  # imported late: the backend imports the field modules
-    return lua_str, lua_num
 
 
 # --- fixed point -------------------------------------------------------------------------------------------------
@@ -70,7 +66,6 @@ class FixedPoint(Field):
         yield from self.view_infos
 
     def emit_lua(self, gen, shown, raw):
-        lua_str, lua_num = _lua()
         w = gen.w
         signed = self.codes[0].islower()
         with w.block("do"):
@@ -102,6 +97,65 @@ def Turn16(name, label):
                                                  View("_rad", f"{label} (radians)", 2 * math.pi, " rad")))
 
 
+# --- packed floats -------------------------------------------------------------------------------------------------
+
+
+class Packed(Field):
+    """A float packed into an integer (blank's packn/packu): the wire integer is `<name>_raw`, the real value
+    `<name>` is a generated double: raw / divisor * scale."""
+
+    def __init__(self, name, label, code, divisor, *, scale=1.0, unit=""):
+        super().__init__(name, label)
+        self.codes, self.endian, self.size = (code,), "<", 2
+        self.divisor, self.scale, self.unit = divisor, scale, unit
+        self.raw_info = None
+
+    def register(self, b):
+        signed = self.codes[0] == "h"
+        self.raw_info = b.field(self.abbrev + "_raw", f"{self.label} (packed)", "int16" if signed else "uint16")
+        self.info = b.field(self.abbrev, self.label, "double")
+        self.info.labeler = lambda item, label=self.label, unit=self.unit: f"{label}: {item.value:.6g}{unit}"
+
+    def real(self, raw: int) -> float:
+        return raw / self.divisor * self.scale
+
+    def take(self, ctx, parent, offset, raw):
+        ctx.scopes[-1][self.name] = raw
+        parent.add(Item(self.raw_info, raw, offset, 2))
+        parent.add(Item(self.info, raw / self.divisor * self.scale, offset, 2, None, True))
+
+    def infos(self):
+        yield self.raw_info
+        yield self.info
+
+    def emit_lua(self, gen, shown, raw):
+        w = gen.w
+        with w.block("do"):
+            w(f"rt.need(c, 2, {lua_str(self.label)}, T)")
+            w("local r = c.tvb(c.pos, 2)")
+            w(f"local v = r:le_{'int' if self.codes[0] == 'h' else 'uint'}()")
+            w(f"c.sc[#c.sc][{lua_str(self.name)}] = v")
+            w(f"T:add_le(F[{lua_str(self.raw_info.abbrev)}], r)")
+            w(f"local real = v / {self.divisor} * {lua_num(self.scale)}")
+            w(f"T:add(F[{lua_str(self.abbrev)}], r, real, string.format(\"%s: %.6g%s\", {lua_str(self.label)}, real, "
+              f"{lua_str(self.unit)})):set_generated()")
+            w("c.pos = c.pos + 2")
+            if shown:
+                w(f"{shown} = real")
+            if raw:
+                w(f"{raw} = v")
+
+
+def PackN(name, label, *, scale=1.0, unit=""):
+    """int16 representing a float in [-1, 1]: raw / 32767."""
+    return Packed(name, label, "h", 32767, scale=scale, unit=unit)
+
+
+def PackU(name, label, *, scale=1.0, unit=""):
+    """uint16 representing a float in [0, 1]: raw / 65535."""
+    return Packed(name, label, "H", 65535, scale=scale, unit=unit)
+
+
 # --- scaled bytes --------------------------------------------------------------------------------------------------
 
 
@@ -126,7 +180,6 @@ class ScaledByte(Packed):
         parent.add(Item(self.info, raw / self.divisor * self.scale, offset, 1, None, True))
 
     def emit_lua(self, gen, shown, raw):
-        lua_str, _ = _lua()
         w, q = gen.w, lua_str
         with w.block("do"):
             w(f"rt.need(c, 1, {q(self.label)}, T)")
@@ -140,4 +193,4 @@ class ScaledByte(Packed):
             w("c.pos = c.pos + 1")
 
 
-__all__ = ["Fixed8_8", "Fixed24_8", "FixedPoint", "ScaledByte", "Turn16", "View"]
+__all__ = ["Fixed8_8", "Fixed24_8", "FixedPoint", "PackN", "PackU", "Packed", "ScaledByte", "Turn16", "View"]

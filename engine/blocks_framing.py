@@ -15,13 +15,9 @@ import struct
 
 from .blocks_transfer import Transfer
 from .fields import Field, Struct
+from .lua_literals import lua_str
 from .strings import stray_after_nul, wire_string
 from .tree import UNDECODED, WARN, ExpertInfo, Item
-
-
-def lua_str(s) -> str:
-    from .lua_backend import lua_str as quote  # late: the backend imports the block modules
-    return quote(s)
 
 
 # --- counted strings and bytes -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import re
 from .context import bounded_put
 from .fields import Field
 from .jsonscan import JsonError, JsonParser
+from .lua_literals import lua_str
 from .sniff import SNIFF_LIMIT, sniff
 from .strings import wire_string
 from .tree import Item
@@ -19,11 +20,6 @@ TEXT_LIMIT = 1 << 20          # size rule only: a string runs to the end of its 
 NAMES_LIMIT = 4096            # remembered names per conversation (the oldest is forgotten)
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
-def _lua_str(s):
-    from .lua_backend import lua_str  # lazy: the backend imports the table language
-    return lua_str(s)
 
 
 def valid_utf8(raw: bytes) -> bool:
@@ -84,8 +80,8 @@ class StringNT(Field):
     def emit_lua(self, gen, shown, raw):
         w = gen.w
         with w.block("do"):
-            w(f"local v, it, s, ok, at = rt.text(c, T, F[{_lua_str(self.abbrev)}], {_lua_str(self.label)})")
-            w(f"c.sc[#c.sc][{_lua_str(self.name)}] = v")
+            w(f"local v, it, s, ok, at = rt.text(c, T, F[{lua_str(self.abbrev)}], {lua_str(self.label)})")
+            w(f"c.sc[#c.sc][{lua_str(self.name)}] = v")
             self.lua_check(gen)
             if shown:
                 w(f"{shown} = v")
@@ -106,7 +102,7 @@ class UuidString(StringNT):
 
     def lua_check(self, gen):
         gen.w(f"if ok and not rt.is_uuid(v) then rt.expert(c, it, \"unexpected\", "
-              f"{_lua_str(self.label + ' is not a canonical UUID')}) end")
+              f"{lua_str(self.label + ' is not a canonical UUID')}) end")
 
 
 class EnumString(StringNT):
@@ -124,9 +120,9 @@ class EnumString(StringNT):
         return self.values[0]
 
     def lua_check(self, gen):
-        allowed = ", ".join(f"[{_lua_str(v)}] = true" for v in self.values)
+        allowed = ", ".join(f"[{lua_str(v)}] = true" for v in self.values)
         gen.w(f"if ok and not ({{ {allowed} }})[v] then rt.expert(c, it, \"unexpected\", "
-              f"{_lua_str('Unknown ' + self.label + ' ')} .. '\"' .. v .. '\"') end")
+              f"{lua_str('Unknown ' + self.label + ' ')} .. '\"' .. v .. '\"') end")
 
 
 class SplitString(StringNT):
@@ -165,11 +161,11 @@ class SplitString(StringNT):
 
     def lua_check(self, gen):
         (n1, l1), (n2, _) = self.parts
-        f1, f2 = (_lua_str(i.abbrev) for i in self.part_infos)
-        not_uuid = _lua_str(f"{l1} is not a canonical UUID") if self.uuid_first else "nil"
-        no_sep = _lua_str(f"{self.label}: no \"{self.sep}\" separator")
-        gen.w(f"if ok then rt.split(c, it, s, at, {_lua_str(self.sep)}, F[{f1}], F[{f2}], {_lua_str(n1)}, "
-              f"{_lua_str(n2)}, {not_uuid}, {no_sep}) end")
+        f1, f2 = (lua_str(i.abbrev) for i in self.part_infos)
+        not_uuid = lua_str(f"{l1} is not a canonical UUID") if self.uuid_first else "nil"
+        no_sep = lua_str(f"{self.label}: no \"{self.sep}\" separator")
+        gen.w(f"if ok then rt.split(c, it, s, at, {lua_str(self.sep)}, F[{f1}], F[{f2}], {lua_str(n1)}, "
+              f"{lua_str(n2)}, {not_uuid}, {no_sep}) end")
 
 
 # --- JSON --------------------------------------------------------------------------------------------------------
@@ -226,8 +222,8 @@ class JsonString(StringNT):
         yield from self.json_infos.values()
 
     def lua_check(self, gen):
-        fields = ", ".join(f"[{_lua_str(k)}] = F[{_lua_str(i.abbrev)}]" for k, i in self.json_infos.items())
-        gen.w(f"if ok then rt.json(c, it, s, at, {{ {fields} }}, {_lua_str(self.label)}) end")
+        fields = ", ".join(f"[{lua_str(k)}] = F[{lua_str(i.abbrev)}]" for k, i in self.json_infos.items())
+        gen.w(f"if ok then rt.json(c, it, s, at, {{ {fields} }}, {lua_str(self.label)}) end")
 
 
 # --- the rest of a message -----------------------------------------------------------------------------------------
@@ -275,9 +271,9 @@ class Rest(Field):
         yield from (self.info, self.size_info, self.format_info, self.width_info, self.height_info)
 
     def emit_lua(self, gen, shown, raw):
-        fields = ", ".join(_lua_str(i.abbrev) for i in (self.info, self.size_info, self.format_info,
+        fields = ", ".join(lua_str(i.abbrev) for i in (self.info, self.size_info, self.format_info,
                                                         self.width_info, self.height_info))
-        gen.w(f"rt.rest(c, T, {_lua_str(self.name)}, F, {{ {fields} }})")
+        gen.w(f"rt.rest(c, T, {lua_str(self.name)}, F, {{ {fields} }})")
 
 
 # --- per-conversation memories -----------------------------------------------------------------------------------
@@ -323,7 +319,7 @@ class Sender(Field):
         return (0, 0, 0)
 
     def emit_lua(self, gen, shown, raw):
-        gen.w(f"rt.sender(c, T, F[{_lua_str(self.abbrev)}], {_lua_str(self.side)})")
+        gen.w(f"rt.sender(c, T, F[{lua_str(self.abbrev)}], {lua_str(self.side)})")
 
 
 class Remember(Field):
@@ -353,7 +349,7 @@ class Remember(Field):
         return iter(())
 
     def emit_lua(self, gen, shown, raw):
-        gen.w(f"rt.remember(c, {_lua_str(self.table)}, {_lua_str(self.key)}, {_lua_str(self.value)}, {NAMES_LIMIT})")
+        gen.w(f"rt.remember(c, {lua_str(self.table)}, {lua_str(self.key)}, {lua_str(self.value)}, {NAMES_LIMIT})")
 
 
 class Recall(Field):
@@ -385,8 +381,8 @@ class Recall(Field):
         return (0, 0, 0)
 
     def emit_lua(self, gen, shown, raw):
-        gen.w(f"rt.recall(c, T, F[{_lua_str(self.abbrev)}], {_lua_str(self.name)}, {_lua_str(self.table)}, "
-              f"{_lua_str(self.key)})")
+        gen.w(f"rt.recall(c, T, F[{lua_str(self.abbrev)}], {lua_str(self.name)}, {lua_str(self.table)}, "
+              f"{lua_str(self.key)})")
 
 
 __all__ = [

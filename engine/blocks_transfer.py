@@ -8,15 +8,11 @@ from __future__ import annotations
 import copy
 
 from ..reassembly.offsets import OffsetReassembly, OutOfRange, TooLarge
-from .blocks import _inflate as inflate  # the capped zlib inflate blank's chunks use
 from .context import Ctx, Truncated
 from .fields import Binder, Field
+from .inflate import inflate
+from .lua_literals import lua_str
 from .tree import Item
-
-
-def lua_str(s) -> str:
-    from .lua_backend import lua_str as quote  # late: the backend imports the block modules
-    return quote(s)
 
 
 # --- file transfers --------------------------------------------------------------------------------------------------
@@ -26,7 +22,7 @@ FILE_LIMIT = 1 << 24          # the largest compressed file we reassemble (Iceba
 INFLATED_LIMIT = 1 << 24      # the largest inflated file we accept (announced or actual): bounds the plugin too
 REQUEST_LIMIT = 16            # requests waiting for their transfer, per conversation
 BLOCK_LIMIT = 1 << 16         # blocks one transfer may take (duplicates count: a replayed block cannot grow state)
-# the plugin's copies (engine.lua_backend.lua_limits): the Lua reads these values, never its own
+# the plugin's copies (engine.lua_runtime.lua_limits): the Lua reads these values, never its own
 LIMITS = {"FILE_LIMIT": FILE_LIMIT, "INFLATED_LIMIT": INFLATED_LIMIT, "REQUEST_LIMIT": REQUEST_LIMIT,
           "BLOCK_LIMIT": BLOCK_LIMIT}
 

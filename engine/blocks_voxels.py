@@ -1,20 +1,24 @@
-"""Voxel chunks: a chunk's blocks summarised (SplitIdGrid: IDs split over two byte arrays, with lights), and the
-chunk browsable by position (BlockMap): every block's ID and light by x, y, z, in a "Blocks by position" subtree
-(collapsed in the GUI until opened): one slice per z, in it one row per y listing the run of x, block IDs then
-lights (`y=7: blocks 1 1 0 ..., light 15 15 0 ...`). One item per row, not two per block: a 16³ chunk is 273
-items, not 8,449, so -V and -T json stay readable and a whole session's map costs what its summaries do.
-Index i = x + side (y + side z) (NOTES.md). Lua twin: lua/rt_voxels.lua (rt.block_map, rt.split_id_grid), the
-same text byte for byte.
+"""Voxel chunks: a chunk's blocks summarised (Summary: figures over strided values, as blank's 16³ chunk's
+non-zero and distinct types, non-zero and maximum lights; SplitIdGrid: IDs split over two byte arrays, with
+lights), and the chunk browsable by position (BlockMap): every block's ID and light by x, y, z, in a "Blocks by
+position" subtree (collapsed in the GUI until opened): one slice per z, in it one row per y listing the run of x,
+block IDs then lights (`y=7: blocks 1 1 0 ..., light 15 15 0 ...`). One item per row, not two per block: a 16³
+chunk is 273 items, not 8,449, so -V and -T json stay readable and a whole session's map costs what its summaries
+do. Index i = x + side (y + side z) (NOTES.md). Lua twin: lua/rt_voxels.lua (rt.summary, rt.split_id_grid,
+rt.block_map), the same text byte for byte.
 
 Used by Rutentoy's 8³ world chunk (split ID nibbles, summarised by SplitIdGrid) and blank's 16³
-chunk (u16 types, a light byte array), each behind its protocol's `block_map` preference (fields.WhenPref)."""
+chunk (u16 types, a light byte array, summarised by Summary), each map behind its protocol's `block_map`
+preference (fields.WhenPref)."""
 from __future__ import annotations
 
 import copy
 import struct
+import sys
 from collections import Counter
 
 from .fields import Field
+from .lua_literals import lua_str
 from .tree import Item, SubtreeMemo
 
 # Frozen slices by (fields, source, place, bytes): air and stone repeat across a session's chunks. Bounded in
@@ -126,14 +130,65 @@ class BlockMap(Field):
 
     def emit_lua(self, gen, shown, raw):
         """rt.block_map (lua/rt_voxels.lua) on the chunk `back` bytes before the Lua position."""
-        from .lua_backend import lua_str     # imported late: the backend imports the field modules
         fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
         gen.w(f"rt.block_map(c, T, c.pos - {self.back}, {self.side}, {lua_str(self.layout)}, "
               f"{lua_str(map_label(self.label, self.side))}, {'true' if self.hex_ids else 'false'}, {{ {fs} }})")
 
 
-
 # --- voxel chunk summary -------------------------------------------------------------------------------------------
+
+
+class Summary(Field):
+    """Statistics over `count` little-endian values of `width` bytes, `stride` bytes apart, from the current
+    position: how many are non-zero, how many distinct values, the maximum. Shown as generated items."""
+
+    STATS = {"nonzero": "Non-zero", "distinct": "Distinct values", "max": "Maximum"}
+
+    def __init__(self, name, label, *, count, stride, width, stats):
+        super().__init__(name, label)
+        self.count, self.stride, self.width, self.stats = count, stride, width, stats
+        self.size = count * stride
+
+    def values(self, data: bytes, pos: int) -> list[int]:
+        w, s = self.width, self.stride
+        if w in (1, 2, 4) and s % w == 0 and sys.byteorder == "little":    # one C-level cast, not 4096 slices
+            return memoryview(data)[pos:pos + self.size].cast("BHxI"[w - 1] if w != 4 else "I")[::s // w].tolist()
+        return [int.from_bytes(data[pos + i * s:pos + i * s + w], "little") for i in range(self.count)]
+
+    def register(self, b):
+        self.info = b.field(self.abbrev, self.label, "none")
+        self.stat_infos = [b.field(f"{self.abbrev}.{s}", self.STATS[s], "uint32") for s in self.stats]
+
+    def decode(self, ctx, parent):
+        ctx.need(self.size, self.label, parent)
+        pos = ctx.pos
+        values = self.values(ctx.data, pos)
+        figures = {"nonzero": len(values) - values.count(0), "distinct": len(set(values)), "max": max(values)}
+        item = parent.add(Item(self.info, None, pos, self.size, self.label, False, ctx.source))
+        parts = []
+        for stat, info in zip(self.stats, self.stat_infos):
+            item.add(Item(info, figures[stat], pos, self.size, None, True, ctx.source))
+            parts.append(f"{self.STATS[stat].lower()} {figures[stat]}")
+        item.label = f"{self.label}: {', '.join(parts)}"
+        ctx.pos += self.size
+
+    def infos(self):
+        yield self.info
+        yield from self.stat_infos
+
+    def emit_lua(self, gen, shown, raw):
+        w = gen.w
+        with w.block("do"):
+            w(f"rt.need(c, {self.size}, {lua_str(self.label)}, T)")
+            w(f"local r = c.tvb(c.pos, {self.size})")
+            w(f"local s = rt.summary(c, {self.count}, {self.stride}, {self.width})")
+            w(f"local it = T:add(F[{lua_str(self.abbrev)}], r)")
+            w("local parts = {}")
+            for stat, info in zip(self.stats, self.stat_infos):
+                w(f"it:add(F[{lua_str(info.abbrev)}], r, s.{stat}):set_generated()")
+                w(f"parts[#parts + 1] = {lua_str(self.STATS[stat].lower() + ' ')} .. string.format(\"%d\", s.{stat})")
+            w(f"it:set_text({lua_str(self.label + ': ')} .. table.concat(parts, \", \"))")
+            w(f"c.pos = c.pos + {self.size}")
 
 
 _UPPER_NIBBLE = bytes(b >> 4 for b in range(256))       # bytes.translate tables
@@ -210,10 +265,9 @@ class SplitIdGrid(Field):
         yield from self.f.values()
 
     def emit_lua(self, gen, shown, raw):
-        from .lua_backend import lua_str     # imported late: the backend imports the field modules
         fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
         gen.w(f"rt.split_id_grid(c, T, {self.count}, {self.MAX_LISTED}, {lua_str(self.label)}, "
               f"{gen.values_table(self.names)}, {{ {fs} }})")
 
 
-__all__ = ["BlockMap", "SplitIdGrid", "block_map", "row_text", "row_values"]
+__all__ = ["BlockMap", "SplitIdGrid", "Summary", "block_map", "row_text", "row_values"]

@@ -8,13 +8,9 @@ from .blocks_dispatch import INFO_KEY, Dispatch
 from .blocks_framing import framing_steps, lua_steps, measure
 from .context import Ctx, Truncated
 from .fields import Binder
+from .lua_literals import lua_str
 from .protocol import EXPERTS
 from .tree import Item
-
-
-def lua_str(s) -> str:
-    from .lua_backend import lua_str as quote  # late: the backend imports the block modules
-    return quote(s)
 
 
 # --- the protocol -----------------------------------------------------------------------------------------------------

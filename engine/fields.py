@@ -12,7 +12,7 @@ field (dpkt's `__hdr__` idea). Every bound field can:
 - and it is read by the Lua backend (engine/lua_backend.py), which emits the same decode for tshark.
 
 Building blocks that a table cannot spell out (the ack bitmap, packn, the quaternion, chunk reassembly) are field
-classes in engine/blocks.py, each implemented once here and once in the Lua runtime.
+classes in engine/blocks_<concept>.py, each implemented once there and once in lua/rt_<concept>.lua.
 """
 from __future__ import annotations
 

@@ -1,18 +1,19 @@
 """The Lua backend: compiles bound field tables into one Wireshark Lua plugin (construct's compile(), Kaitai's
-second target). For every field class there is one emitter here that writes the Lua doing what the class's Python
-`take`/`decode` does, item for item, so tshark builds the tree protodump builds. Building blocks call the Lua
-runtime (lua/runtime.lua), which mirrors engine/blocks.py and engine/protocol.py.
+second target). For every core field class of the table language (engine/fields.py) there is one emitter here
+that writes the Lua doing what the class's Python `take`/`decode` does, item for item, so tshark builds the tree
+protodump builds; a building block (engine/blocks_<concept>.py) and a protocol kind carry their own (`emit_lua`).
+The plugin carries the runtime (engine/lua_runtime.py: lua/runtime.lua and the blocks' lua/rt_<concept>.lua).
 
 The emitted Lua avoids bit operators and bit32 (Lua 5.2 in Wireshark 4.0, 5.4 from Wireshark 4.2).
 """
 from __future__ import annotations
 
-from importlib import resources
-
 from .. import __version__
-from . import blocks, fields
-from .protocol import EXPERTS, REMEMBER_LIMIT, Protocol
-from .tree import FieldInfo, GROUP_NAMES, SEVERITY_NAMES
+from . import fields
+from .lua_literals import lua_str
+from .lua_runtime import limits_line, runtime_pieces
+from .protocol import REMEMBER_LIMIT, Protocol
+from .tree import FieldInfo, GROUP_NAMES
 
 LUA_BASE = {"DEC": "base.DEC", "HEX": "base.HEX", "DEC_HEX": "base.DEC_HEX", "HEX_DEC": "base.HEX_DEC",
             "NONE": "base.NONE"}
@@ -21,25 +22,6 @@ EXPERT_GROUP.update({0x03000000: "expert.group.RESPONSE_CODE", 0x04000000: "expe
 EXPERT_SEVERITY = {0x00100000: "expert.severity.COMMENT", 0x00200000: "expert.severity.CHAT",
                    0x00400000: "expert.severity.NOTE", 0x00600000: "expert.severity.WARN",
                    0x00800000: "expert.severity.ERROR"}
-
-
-def lua_str(s: str | bytes) -> str:
-    """A Lua string literal; every byte outside printable ASCII as a decimal escape (valid in 5.2 and 5.4)."""
-    raw = s.encode() if isinstance(s, str) else s
-    out = []
-    for b in raw:
-        ch = chr(b)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif 0x20 <= b < 0x7F:
-            out.append(ch)
-        else:
-            out.append(f"\\{b:03d}")
-    return '"' + "".join(out) + '"'
-
-
-def lua_num(v) -> str:
-    return repr(float(v)) if isinstance(v, float) else str(int(v))
 
 
 class Writer:
@@ -210,7 +192,7 @@ class Generator:
     # --- one field ------------------------------------------------------------------------------------------------
     def emit(self, f, shown: str | None = None, raw: str | None = None) -> None:
         """A field's Lua: the generator's emit_<Class> for the core language, else the class's own emit_lua
-        (building blocks defined next to their protocols carry their Lua with them)."""
+        (every building block and protocol-specific field carries its Lua with it)."""
         method = getattr(self, "emit_" + type(f).__name__, None)
         if method is not None:
             method(f, shown, raw)
@@ -369,139 +351,6 @@ class Generator:
         wrapper.abbrev = struct.abbrev + "_el"
         return self.struct_body(wrapper)
 
-    def emit_Packed(self, f, shown, raw):
-        w = self.w
-        with w.block("do"):
-            w(f"rt.need(c, 2, {lua_str(f.label)}, T)")
-            w("local r = c.tvb(c.pos, 2)")
-            w(f"local v = r:le_{'int' if f.codes[0] == 'h' else 'uint'}()")
-            w(f"c.sc[#c.sc][{lua_str(f.name)}] = v")
-            w(f"T:add_le(F[{lua_str(f.raw_info.abbrev)}], r)")
-            w(f"local real = v / {f.divisor} * {lua_num(f.scale)}")
-            w(f"T:add(F[{lua_str(f.abbrev)}], r, real, string.format(\"%s: %.6g%s\", {lua_str(f.label)}, real, "
-              f"{lua_str(f.unit)})):set_generated()")
-            w("c.pos = c.pos + 2")
-            if shown:
-                w(f"{shown} = real")
-            if raw:
-                w(f"{raw} = v")
-
-    def emit_Vec3(self, f, shown, raw):
-        w = self.w
-        n = len(f.elements)
-        with w.block("do"):
-            w(f"rt.need(c, {f.size}, {lua_str(f.label)}, T)")
-            w(f"local r = c.tvb(c.pos, {f.size})")
-            w(f"local it = T:add(F[{lua_str(f.abbrev)}], r)")
-            shows = [self.tmp("e") for _ in range(n)]
-            raws = [self.tmp("w") for _ in range(n)]
-            w(f"local {', '.join(shows + raws)}")
-            w("c.sc[#c.sc + 1] = {}")
-            w("do")
-            w("local T = it")
-            for e, s, rv in zip(f.elements, shows, raws):
-                with w.block("do"):
-                    self.emit(e, s, rv)
-            w("end")
-            w("rt.pop(c)")
-            w(f"c.sc[#c.sc][{lua_str(f.name)}] = {{ {', '.join(raws)} }}")
-            is_float = [isinstance(e, blocks.Packed) or getattr(e, "kind", "") in ("float", "double")
-                        for e in f.elements]
-            joined = ' .. ", " .. '.join(f"rt.short({s}, {'true' if fl else 'false'})" for s, fl in zip(shows, is_float))
-            w(f"it:set_text({lua_str(f.label + ': (')} .. {joined} .. \")\")")
-            if f.absolute:
-                w(f"local base = rt.lookup(c, {lua_str(f.absolute_base)}) or {{ {', '.join(['0'] * n)} }}")
-                # wrapped to int32 as Python does (engine/blocks.py add_absolute)
-                wrap = "(base[{}] + {} + 2147483648) % 4294967296 - 2147483648"
-                w(f"local tot = {{ {', '.join(wrap.format(i + 1, rv) for i, rv in enumerate(raws))} }}")
-                w(f"local g = T:add(F[{lua_str(f.abs_info.abbrev)}], r)")
-                parts = ' .. ", " .. '.join(f'string.format("%d", tot[{i + 1}])' for i in range(n))
-                w(f"g:set_text(\"Chunk position: (\" .. {parts} .. \")\")")
-                w("g:set_generated()")
-                for i, info in enumerate(f.abs_infos):
-                    w(f"g:add(F[{lua_str(info.abbrev)}], r, tot[{i + 1}]):set_generated()")
-            if shown:
-                w(f"{shown} = nil")
-
-    def emit_QuatSmallest3(self, f, shown, raw):
-        w = self.w
-        with w.block("do"):
-            w(f"rt.need(c, 8, {lua_str(f.label)}, T)")
-            w("local r = c.tvb(c.pos, 8)")
-            w(f"c.sc[#c.sc][{lua_str(f.name)}] = r:le_uint64()")
-            w("local largest, q = rt.quat_smallest3(r)")
-            w(f"local it = T:add_le(F[{lua_str(f.abbrev)}], r)")
-            w(f"it:set_text(string.format(\"%s: (%.6g, %.6g, %.6g, %.6g)\", {lua_str(f.label)}, "
-              f"q[1], q[2], q[3], q[4]))")
-            w(f"it:add(F[{lua_str(f.largest_info.abbrev)}], r, largest):set_generated()")
-            for i, info in enumerate(f.axis_infos):
-                w(f"it:add(F[{lua_str(info.abbrev)}], r, q[{i + 1}]):set_generated()")
-            w("c.pos = c.pos + 8")
-
-    def emit_AckHistory(self, f, shown, raw):
-        w = self.w
-        with w.block("do"):
-            w(f"rt.need(c, 4, {lua_str(f.label)}, T)")
-            w("local r = c.tvb(c.pos, 4)")
-            w(f"c.sc[#c.sc][{lua_str(f.name)}] = rt.ack_history(c, T, r, F[{lua_str(f.abbrev)}], "
-              f"F[{lua_str(f.bit_info.abbrev)}], F[{lua_str(f.acked_info.abbrev)}], {f.bits}, {f.modulo}, "
-              f"rt.lookup(c, {lua_str(f.relative_to)}) or 0)")
-            w("c.pos = c.pos + 4")
-
-    def emit_Summary(self, f, shown, raw):
-        w = self.w
-        with w.block("do"):
-            w(f"rt.need(c, {f.size}, {lua_str(f.label)}, T)")
-            w(f"local r = c.tvb(c.pos, {f.size})")
-            w(f"local s = rt.summary(c, {f.count}, {f.stride}, {f.width})")
-            w(f"local it = T:add(F[{lua_str(f.abbrev)}], r)")
-            w("local parts = {}")
-            for stat, info in zip(f.stats, f.stat_infos):
-                w(f"it:add(F[{lua_str(info.abbrev)}], r, s.{stat}):set_generated()")
-                w(f"parts[#parts + 1] = {lua_str(f.STATS[stat].lower() + ' ')} .. string.format(\"%d\", s.{stat})")
-            w(f"it:set_text({lua_str(f.label + ': ')} .. table.concat(parts, \", \"))")
-            w(f"c.pos = c.pos + {f.size}")
-
-    def emit_Chunk(self, f, shown, raw):
-        w = self.w
-        flag_field, mask = f.compressed_flag
-        content = self.struct_body(f.content) if f.content is not None else None
-        with w.block("do"):
-            w(f"local want, n = rt.lookup(c, {lua_str(f.length)}), c.stop - c.pos")
-            w(f"if want > n then rt.expert(c, T, \"malformed\", string.format(\"%s: block size %d, %d bytes "
-              f"present\", {lua_str(f.label)}, want, n)) end")
-            w("if want < n then n = want end")
-            w("local r = c.tvb(c.pos, n)")
-            w(f"local it = T:add(F[{lua_str(f.abbrev)}], r)")
-            w("local piece = n > 0 and r:raw() or \"\"")
-            w(f"c.sc[#c.sc][{lua_str(f.name)}] = piece")
-            w("c.pos = c.pos + n")
-            w(f"local res, done = rt.chunk_piece(c, it, {lua_str(f.begin)}, rt.lookup(c, {lua_str(f.key)}), "
-              f"rt.lookup(c, {lua_str(f.at)}), piece, {lua_str(f.total)})")
-            with w.block("if done then", None):
-                w(f"it:add(F[{lua_str(f.r_in.abbrev)}], done):set_generated()")
-            with w.block("elseif res then"):
-                w(f"local node = it:add(F[{lua_str(f.r_info.abbrev)}])")
-                w("node:set_text(\"Reassembled chunk\")")
-                w("node:set_generated()")
-                w(f"for _, fr in ipairs(res.frames) do node:add(F[{lua_str(f.r_frame.abbrev)}], fr):set_generated() end")
-                w(f"node:add(F[{lua_str(f.r_size.abbrev)}], #res.buf):set_generated()")
-                w("local data = ByteArray.new(res.buf, true):tvb(\"Reassembled chunk\")")
-                w("local ok_data = true")
-                with w.block(f"if math.floor((res.begin[{lua_str(flag_field)}] or 0) / {mask}) % 2 == 1 then"):
-                    w("data = rt.inflate(data, \"Inflated chunk\")")
-                    with w.block("if data == nil then", None):
-                        w("rt.expert(c, node, \"malformed\", \"Chunk data does not inflate (zlib)\")")
-                        w("ok_data = false")
-                    with w.block("else"):
-                        w(f"node:add(F[{lua_str(f.r_inflated.abbrev)}], data:len()):set_generated()")
-                with w.block("if ok_data then"):
-                    w("c.notes[#c.notes + 1] = string.format(\"[chunk %d bytes reassembled]\", #res.buf)")
-                    if content:
-                        w("local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, "
-                          "frame = c.frame, dir = c.dir, E = c.E, notes = c.notes }")
-                        w(f"pcall({content}, sub, node)")
-
     # --- the dissector --------------------------------------------------------------------------------------------
     seq_field = None
 
@@ -614,34 +463,6 @@ class Generator:
                 w("return true")
             w(f"{var}:register_heuristic(\"udp\", heur_{p.name})")
         w()
-
-
-def runtime_pieces() -> list[str]:
-    """lua/runtime.lua, then every lua/rt_*.lua sorted by name: rt_X.lua is the twin of engine/blocks_X.py (or of
-    the module its first lines name), tests/test_block_twins.py."""
-    folder = resources.files("protodump.lua")
-    names = sorted(e.name for e in folder.iterdir() if e.name.startswith("rt_") and e.name.endswith(".lua"))
-    return [folder.joinpath(n).read_text() for n in ["runtime.lua", *names]]
-
-
-def lua_limits(protocols) -> dict[str, int]:
-    """The plugin's LIMITS table: the engine's building blocks' limits and each protocol's own (`lua_limits`)."""
-    from . import blocks_transfer, lifetime, sniff, streams
-    from ..reassembly.budget import INFLATE_COST, STATE_BUDGET
-    limits = {"CONV_LINGER": int(lifetime.ENDED_LINGER), "CONV_TIMEOUT": int(lifetime.IDLE_TIMEOUT),
-              "CONV_MAX": lifetime.MAX_LIVE, "FORGOTTEN_LIMIT": lifetime.FORGOTTEN_LIMIT,
-              "STATE_BUDGET": STATE_BUDGET, "INFLATE_COST": INFLATE_COST, "CHUNK_LIMIT": blocks.CHUNK_LIMIT, "INFLATE_LIMIT": blocks.INFLATE_LIMIT,
-              "TRANSFER_LIMIT": blocks.TRANSFER_LIMIT, "RESYNC_LIMIT": streams.RESYNC_LIMIT,
-              "MAX_PDU": streams.MAX_PDU, "SNIFF_LIMIT": sniff.SNIFF_LIMIT,
-              **blocks_transfer.LIMITS}
-    for p in protocols:
-        limits.update(getattr(p, "lua_limits", {}))
-    return limits
-
-
-def limits_line(protocols) -> str:
-    """`LIMITS = { ... }`: the plugin's table (local there; a global for the runtime's pieces run standalone)."""
-    return "LIMITS = { " + ", ".join(f"{k} = {v}" for k, v in sorted(lua_limits(protocols).items())) + " }"
 
 
 def generate(protocols: list[Protocol]) -> str:

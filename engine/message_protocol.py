@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .blocks_text import EnumString, JsonString, StringNT, UuidString, is_uuid, valid_utf8
 from .jsonscan import JsonError, JsonParser
+from .lua_literals import lua_str
 from .protocol import Protocol
 
 
@@ -95,7 +96,6 @@ class MessageProtocol(Protocol):
     # --- the plugin ------------------------------------------------------------------------------------------------
     def emit_lua(self, gen, var: str) -> None:
         """The normal table dissector, then the heuristic on Wireshark's list and the port preference."""
-        from .lua_backend import lua_str
         header_fn = gen.struct_body(self.header)
         packet_fns = {rev: {code: gen.struct_body(pkt) for code, pkt in sw.cases.items()}
                       for rev, sw in self.body.items()}
@@ -136,7 +136,6 @@ class MessageProtocol(Protocol):
 
     @staticmethod
     def lua_arg(kind: str, arg) -> str:
-        from .lua_backend import lua_str
         if kind == "fixed":
             return str(arg)
         if kind == "enum":

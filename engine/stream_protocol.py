@@ -7,6 +7,7 @@ from __future__ import annotations
 from .blocks_cookies import ROLE
 from .context import Ctx, Truncated
 from .fields import Struct, Switch, format_template
+from .lua_literals import lua_str
 from .protocol import Protocol
 from .streams import emit_stream_lua
 
@@ -198,7 +199,6 @@ def emit_lua_dissector(p: StreamProtocol, gen, var: str) -> None:
     """The plugin's dissector for a stream protocol: its preference and its SPEC table (packet functions, sizes,
     numberings, roles) for the runtime's rt.stream_len / rt.stream_pdu / rt.stream_resync (lua/rt_stream_protocol.lua,
     the twins of pdu_length, dissect and resync); engine.streams writes the dissector and its registration."""
-    from .lua_backend import lua_str  # late: the backend imports the protocol modules
     w = gen.w
     pname, desc = p.numbering_pref
     choices = ["auto", *p.numberings]
@@ -221,7 +221,6 @@ def emit_lua_dissector(p: StreamProtocol, gen, var: str) -> None:
 
 def lua_spec(p: StreamProtocol, gen, fns: dict) -> str:
     """The Lua table describing a stream protocol's framing (everything but the Lua-side objects)."""
-    from .lua_backend import lua_str
     bodies = []
     for rev, by_code in fns.items():
         entries = []

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from ..reassembly.sctp import SctpDirection
 from ..reassembly.tcp import ACK, FIN, MAX_PDU, RST, SYN, Handover, TcpDirection
+from .lua_literals import lua_str
 from .tree import DataSource, ExpertInfo, Item, Layer
 
 RESYNC_LIMIT = 65536       # bytes scanned for a resynchronisation point per handover
@@ -363,7 +364,6 @@ def emit_stream_lua(gen, p, var: str, len_fn: str, pdu_fn: str, resync_fn: str |
     `heuristic_fn(tvb, pinfo) -> bool` (the twin of heuristics["tcp"] / ["sctp"]), this writes the dissector
     (rt.stream_dissector in lua/rt_stream.lua) and its registration on the protocol's "tcp.port" and
     "sctp.port" ports and heuristic lists."""
-    from .lua_backend import lua_str  # late: the backend imports the protocol modules
     w = gen.w
     data = f"F[{lua_str(p.name + '.data')}]" if f"{p.name}.data" in p.fields else "nil"
     w(f"{var}.dissector = rt.stream_dissector({var}, {lua_str(p.name)}, {len_fn}, {pdu_fn}, "

@@ -196,6 +196,17 @@ class SubtreeMemo:
         self.nbytes = 0
 
 
+
+BLOCK_MEMO_BYTES = 4 << 20       # bytes of shared subtrees one building block keeps
+
+
+def frozen(memo: SubtreeMemo, ctx, key, build, *args) -> tuple:
+    """The children a building block makes for `key`, built once and shared between packets as a frozen tuple
+    (see Item): many values repeat across a session (an idle entity's velocity, the acks of one direction), and
+    outputs memoise the text of a frozen subtree too. Bounded in bytes; none when the run reads nothing in it
+    (ctx.demand, engine.demand)."""
+    return memo.get_for(ctx.demand, key, build, *args)
+
 def _footprint(value) -> tuple[int, set]:
     """Bytes a memo entry keeps alive (its items, their labels and values, the tuples; not the shared FieldInfos)
     and the field abbrevs in it."""

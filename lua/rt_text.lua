@@ -1,20 +1,6 @@
 -- Text building blocks (engine/blocks_text.py): NUL-ended strings, UUID / enum / "a:b" checks, the rest of a
 -- message with its format sniffed (rt_sniff.lua), JSON (rt_json.lua), and per-conversation memories.
 
--- State read by a message's decode is computed on the first pass and replayed (rt.once); several messages can
--- share a frame (WebSocket), so the key also counts the messages of the frame.
-local msg_frame, msg_visited, msg_count = -1, false, 0
-function rt.msg_once(c, key, fn)
-  if c.mkey == nil then
-    if c.frame ~= msg_frame or c.visited ~= msg_visited then
-      msg_frame, msg_visited, msg_count = c.frame, c.visited, 0
-    end
-    msg_count = msg_count + 1
-    c.mkey = string.format("%d", msg_count)
-  end
-  return rt.once(c, key .. "#" .. c.mkey, fn)
-end
-
 -- The offset (from `at`) of the first NUL in the next `n` bytes, or nil: read in growing pieces, so a message of
 -- many short strings is not copied once per string.
 local function find_nul(tvb, at, n)

@@ -1,6 +1,6 @@
--- Voxel chunks (engine/blocks_voxels.py, the same text byte for byte): the summary of split IDs (SplitIdGrid), and
--- the chunk browsable by position (BlockMap): a slice per z, in it a row per y listing the run of x,
--- "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
+-- Voxel chunks (engine/blocks_voxels.py, the same text byte for byte): figures over a chunk's values (Summary),
+-- the summary of split IDs (SplitIdGrid), and the chunk browsable by position (BlockMap): a slice per z, in it a
+-- row per y listing the run of x, "y=Y: blocks ID ID ..., light L L ...", index i = x + side (y + side z).
 -- Layouts: "split" (Rutentoy: ID = data[i] << 4 | data[n + i] >> 4, light = data[n + i] & 15) and "u16" (blank:
 -- ID = u16le at 4 i, light = data[4 n + i]).
 
@@ -85,4 +85,18 @@ function rt.split_id_grid(c, T, count, max_listed, label, names, f)
     rt.expert(c, it, "unexpected", string.format("%d blocks have IDs the spec does not list", unknown))
   end
   c.pos = c.pos + 2 * count
+end
+
+-- Summary: non-zero count, distinct values, maximum of `count` LE values `width` bytes wide, `stride` apart.
+function rt.summary(c, count, stride, width)
+  local raw = c.tvb:raw(c.pos, count * stride)
+  local nonzero, distinct, seen, max = 0, 0, {}, 0
+  for i = 0, count - 1 do
+    local v = 0
+    for k = width, 1, -1 do v = v * 256 + string.byte(raw, i * stride + k) end
+    if v ~= 0 then nonzero = nonzero + 1 end
+    if not seen[v] then seen[v] = true; distinct = distinct + 1 end
+    if v > max then max = v end
+  end
+  return { nonzero = nonzero, distinct = distinct, max = max }
 end

@@ -1,10 +1,11 @@
--- protodump Lua runtime: the building blocks the generated dissectors call. Each mirrors a Python building
--- block of the same name (engine/blocks.py, engine/protocol.py) and must build the same tree.
+-- protodump Lua runtime, the core every generated dissector uses: the decode context (c), experts and
+-- truncation (rt.need), first-pass state replayed on re-dissection (rt.once, rt.msg_once), scopes, bounded tables,
+-- Info templates, UTF-8 and NUL-ended strings (engine/fields.py, engine/strings.py), and conversation state with
+-- its lifetime (engine/lifetime.py). The building blocks' Lua halves are lua/rt_<concept>.lua, each beside its
+-- engine/blocks_<concept>.py (tests/test_block_twins.py); the plugin carries this file first, then those.
 -- Runs on Lua 5.2 (Wireshark 4.0) and 5.4 (Wireshark >= 4.2): no bit operators, no bit32.
 local rt = {}
 rt.TRUNC = {}                       -- sentinel error: a field ran past the end of the data
-
-local floor = math.floor
 
 -- c: one decode. c.tvb, c.pos, c.stop, c.sc (scope stack, innermost last), c.conv, c.frame, c.dir, c.E
 function rt.expert(c, item, kind, msg)
@@ -34,6 +35,20 @@ function rt.once(c, key, fn)
     memo[k] = kept
   end
   return table.unpack(kept, 1, kept.n)
+end
+
+-- State read by a message's decode is computed on the first pass and replayed (rt.once); several messages can
+-- share a frame (WebSocket), so the key also counts the messages of the frame.
+local msg_frame, msg_visited, msg_count = -1, false, 0
+function rt.msg_once(c, key, fn)
+  if c.mkey == nil then
+    if c.frame ~= msg_frame or c.visited ~= msg_visited then
+      msg_frame, msg_visited, msg_count = c.frame, c.visited, 0
+    end
+    msg_count = msg_count + 1
+    c.mkey = string.format("%d", msg_count)
+  end
+  return rt.once(c, key .. "#" .. c.mkey, fn)
 end
 
 -- Bounded per-conversation tables (the twin of engine.context.bounded_put): a new key beyond `limit` evicts the
@@ -73,12 +88,6 @@ function rt.join_nonempty(parts)
   local out = {}
   for _, p in ipairs(parts) do if p ~= nil and p ~= "" then out[#out + 1] = p end end
   return table.concat(out, " ")
-end
-
--- Python's "{:.6g}" and str(int) for labels.
-function rt.short(v, is_float)
-  if is_float then return string.format("%.6g", v) end
-  return string.format("%d", v)
 end
 
 function rt.template(parts, values)
@@ -146,200 +155,6 @@ function rt.cstring(c, area, fixed)
   local n = nul and nul - 1 or area
   local used = (fixed or not nul) and area or n + 1
   return rt.utf8(string.sub(raw, 1, n)), n, used
-end
-
--- bit lines like Wireshark's: ".... ...1" for bit 0 of 8 bits
-function rt.bit_line(width, bit, value)
-  local chars = {}
-  for i = width - 1, 0, -1 do
-    chars[#chars + 1] = (i == bit) and (value == 1 and "1" or "0") or "."
-    if i > 0 and i % 4 == 0 then chars[#chars + 1] = " " end
-  end
-  return table.concat(chars)
-end
-
--- AckHistory: bit i-1 set means sequence number ack - i was received.
-function rt.ack_history(c, tree, r, f, f_bit, f_acked, bits, modulo, ack)
-  local val = r:le_uint()
-  local it = tree:add_le(f, r)
-  local acked = {}
-  for i = 0, bits - 1 do
-    local bit = floor(val / 2 ^ i) % 2
-    local seq = (ack - i - 1) % modulo
-    it:add(f_bit, r, bit, rt.bit_line(bits, i, bit) .. " = seq " .. string.format("%d", seq) ..
-      " (ack-" .. string.format("%d", i + 1) .. "): " .. (bit == 1 and "received" or "missing"))
-    if bit == 1 then acked[#acked + 1] = seq end
-  end
-  for _, seq in ipairs(acked) do it:add(f_acked, r, seq):set_generated() end
-  return val
-end
-
--- blank's quat: u64 LE, bits 63-62 the largest component's index, three 20-bit components at 59-40, 39-20, 19-0
-function rt.quat_smallest3(r)
-  local lo, hi = r:range(0, 4):le_uint(), r:range(4, 4):le_uint()
-  local largest = floor(hi / 2 ^ 30)
-  local comps = { floor(hi / 256) % 1048576, (hi % 256) * 4096 + floor(lo / 1048576), lo % 1048576 }
-  local small = {}
-  for i = 1, 3 do small[i] = (comps[i] - 524287) * 0.7072 / 524287 end
-  local s = 1.0 - (small[1] * small[1] + small[2] * small[2] + small[3] * small[3])
-  if s < 0.0 then s = 0.0 end
-  local q, j = {}, 1
-  for i = 0, 3 do
-    if i == largest then q[#q + 1] = math.sqrt(s) else q[#q + 1] = small[j]; j = j + 1 end
-  end
-  return largest, q
-end
-
--- Summary: non-zero count, distinct values, maximum of `count` LE values `width` bytes wide, `stride` apart.
-function rt.summary(c, count, stride, width)
-  local raw = c.tvb:raw(c.pos, count * stride)
-  local nonzero, distinct, seen, max = 0, 0, {}, 0
-  for i = 0, count - 1 do
-    local v = 0
-    for k = width, 1, -1 do v = v * 256 + string.byte(raw, i * stride + k) end
-    if v ~= 0 then nonzero = nonzero + 1 end
-    if not seen[v] then seen[v] = true; distinct = distinct + 1 end
-    if v > max then max = v end
-  end
-  return { nonzero = nonzero, distinct = distinct, max = max }
-end
-
--- Sequence analysis per direction: lost (a gap), duplicate (seen before), out of order (behind, not seen).
-function rt.sequence(c, item, seq, bits)
-  local msg = rt.once(c, "seq", function() return rt.sequence_step(c, seq, bits) end)
-  if msg then rt.expert(c, item, "sequence", msg) end
-end
-
--- The sequence note for this packet (or nil), updating the direction's state.
-function rt.sequence_step(c, seq, bits)
-  local modulo = 2 ^ bits
-  c.conv.seq = c.conv.seq or {}
-  local st = c.conv.seq[c.dir]
-  if not st then st = { seen = {} }; c.conv.seq[c.dir] = st end
-  local last = st.last
-  if last ~= nil then
-    local delta = (seq - last) % modulo
-    if delta == 0 or (delta >= modulo / 2 and st.seen[seq] ~= nil) then
-      local was = st.seen[seq]
-      return string.format("Duplicate of seq %d (frame %s)", seq, was and string.format("%d", was) or "?")
-    end
-    local msg
-    if delta >= modulo / 2 then
-      msg = string.format("Out of order: seq %d after seq %d", seq, last)
-    elseif delta > 1 then
-      msg = string.format("%d lost before seq %d", delta - 1, seq)
-      st.last = seq
-    else
-      st.last = seq
-    end
-    rt.saw(st, seq, c.frame, modulo)
-    return msg
-  end
-  st.last = seq
-  rt.saw(st, seq, c.frame, modulo)
-  return nil
-end
-
--- Remember a sequence number; keep only the window behind the last one (as engine.protocol does).
-local SEEN_WINDOW = 2048
-function rt.saw(st, seq, frame, modulo)
-  if st.seen[seq] == nil then st.n = (st.n or 0) + 1 end
-  st.seen[seq] = frame
-  if st.n > 2 * SEEN_WINDOW then
-    local kept, n = {}, 0
-    for s, f in pairs(st.seen) do
-      if (st.last - s) % modulo < SEEN_WINDOW then kept[s] = f; n = n + 1 end
-    end
-    st.seen, st.n = kept, n
-  end
-end
-
--- Chunk reassembly: pieces by key, first copy of a byte wins; returns the whole buffer when complete.
-local CHUNK_LIMIT, INFLATE_LIMIT, TRANSFER_LIMIT = LIMITS.CHUNK_LIMIT, LIMITS.INFLATE_LIMIT, LIMITS.TRANSFER_LIMIT
-rt.CHUNK_LIMIT, rt.INFLATE_LIMIT = CHUNK_LIMIT, INFLATE_LIMIT
-
-local function covered(pieces)
-  local sorted = {}
-  for i, p in ipairs(pieces) do sorted[i] = p end
-  table.sort(sorted, function(a, b) return a[1] < b[1] end)
-  local total, stop = 0, 0
-  for _, p in ipairs(sorted) do
-    local e = p[1] + #p[2]
-    if e > stop then
-      total = total + e - math.max(p[1], stop)
-      stop = e
-    end
-  end
-  return total
-end
-
-function rt.chunk_piece(c, item, begin_name, key, at, piece, total_field)
-  local res, done, msg = rt.once(c, "chunk", function()
-    return rt.chunk_step(c, begin_name, key, at, piece, total_field)
-  end)
-  if msg then rt.expert(c, item, "reassembly", msg) end
-  return res, done
-end
-
--- Place one piece: (whole transfer when complete, frame that completed it earlier, problem message).
-function rt.chunk_step(c, begin_name, key, at, piece, total_field)
-  local begin = c.conv.remember and c.conv.remember[begin_name] and c.conv.remember[begin_name].map[key]
-  if not begin then
-    return nil, nil, string.format("No %s for transmission %d", begin_name, key)
-  end
-  local total = begin[total_field]
-  c.conv.transfers = c.conv.transfers or rt.btable()
-  local t = c.conv.transfers.map[key]
-  if not t or t.begin ~= begin then
-    t = { begin = begin, pieces = {}, done = 0 }
-    rt.bput(c.conv.transfers, key, t, TRANSFER_LIMIT)
-  end
-  if t.done ~= 0 then return nil, t.done end
-  if total > CHUNK_LIMIT then
-    return nil, nil, string.format("Transfer of %d bytes exceeds the limit of %d", total, CHUNK_LIMIT)
-  end
-  if at + #piece > total then
-    return nil, nil, string.format("Block %d+%d lies beyond the transfer size %d", at, #piece, total)
-  end
-  t.pieces[#t.pieces + 1] = { at, piece, c.frame }
-  if covered(t.pieces) < total then return nil end
-  t.done = c.frame
-  local buf = string.rep("\0", total)
-  for i = #t.pieces, 1, -1 do
-    local p = t.pieces[i]
-    buf = buf:sub(1, p[1]) .. p[2] .. buf:sub(p[1] + #p[2] + 1)
-  end
-  local frames, seen = {}, {}
-  for _, p in ipairs(t.pieces) do
-    if not seen[p[3]] then seen[p[3]] = true; frames[#frames + 1] = p[3] end
-  end
-  table.sort(frames)
-  t.pieces = {}                     -- done: keep no bytes (memory stays bounded)
-  return { buf = buf, frames = frames, begin = begin }
-end
-
--- zlib inflate of a tvb (rt.inflate_strict, lua/rt_inflate.lua); nil when corrupt, incomplete or over the limit.
-function rt.inflate(tvb, name)
-  return (rt.inflate_strict(tvb:raw(), INFLATE_LIMIT, name))
-end
-
--- The revision a (type, length) fits: rules[rev][code] = {min, max, step}
-function rt.pick_revision(c, revisions, rules, code, length, pref)
-  if pref ~= "auto" then return pref end
-  return rt.once(c, "revision", function() return rt.fit_revision(c, revisions, rules, code, length) end)
-end
-
-function rt.fit_revision(c, revisions, rules, code, length)
-  local fits = {}
-  for _, rev in ipairs(revisions) do
-    local r = rules[rev][code]
-    if r and length >= r[1] and length <= r[2] and
-        ((r[3] == 0 and length == r[1]) or (r[3] ~= 0 and (length - r[1]) % r[3] == 0)) then
-      fits[#fits + 1] = rev
-    end
-  end
-  if #fits == 1 then c.conv.revision = fits[1]; return fits[1] end
-  return c.conv.revision or revisions[1]
 end
 
 -- Conversation state, keyed by the two endpoints in a fixed order; direction "src:port>dst:port".

@@ -13,7 +13,11 @@ from protodump.capture.decode import decode
 from protodump.capture.files import open_capture
 from protodump.dissectors import PROTOCOLS
 from protodump.dissectors.blank import PROTOCOL, TAG
-from protodump.engine import blocks, fields
+from protodump.engine import fields
+from protodump.engine.blocks_ack_history import AckHistory
+from protodump.engine.blocks_chunks import Chunk
+from protodump.engine.blocks_fixed_point import Packed
+from protodump.engine.blocks_vectors import QuatSmallest3, Vec3
 from protodump.engine.dispatch import Dispatcher, Settings
 
 # --- strategies from the tables --------------------------------------------------------------------------------------
@@ -30,13 +34,13 @@ def _text(max_bytes: int):
 
 def value_strategy(f):
     """The strategy of one bound field's value as decode_values returns it (and encode takes it)."""
-    if isinstance(f, blocks.QuatSmallest3):
+    if isinstance(f, QuatSmallest3):
         return st.integers(0, (1 << 64) - 1).map(lambda v: v & ~(3 << 60))   # bits 61-60 are zero
-    if isinstance(f, blocks.AckHistory):
+    if isinstance(f, AckHistory):
         return st.integers(0, 0xFFFFFFFF)
-    if isinstance(f, blocks.Packed):
+    if isinstance(f, Packed):
         return st.integers(*_INT_RANGE[f.codes[0]])
-    if isinstance(f, blocks.Vec3):
+    if isinstance(f, Vec3):
         return st.tuples(*(value_strategy(e) for e in f.elements))
     if isinstance(f, fields.Flags):
         return value_strategy(f.number)
@@ -50,7 +54,7 @@ def value_strategy(f):
         return _text((f.fixed_area or f.max_size) - 1)
     if isinstance(f, fields.Bytes):
         return st.binary(min_size=f.size or 0, max_size=f.size or 64)
-    if isinstance(f, blocks.Chunk):
+    if isinstance(f, Chunk):
         return st.binary(max_size=472)
     if isinstance(f, fields.Array):
         return st.lists(struct_strategy(f.item), max_size=f.max_count)
@@ -67,7 +71,7 @@ def struct_strategy(s):
         for f in s.fields:
             if isinstance(f, fields.Array):
                 values[f.count] = len(values[f.name])
-            elif isinstance(f, blocks.Chunk):
+            elif isinstance(f, Chunk):
                 values[f.length] = len(values[f.name])
         return values
     return st.fixed_dictionaries(strategies).map(consistent)
@@ -161,7 +165,7 @@ def test_quaternion_unpack_is_nearly_lossless():
         q = tuple(c / n for c in q)
         if max(q, key=abs) < 0:
             q = tuple(-c for c in q)
-        _largest, got = blocks.QuatSmallest3.unpack(quat(*q))
+        _largest, got = QuatSmallest3.unpack(quat(*q))
         assert all(math.isclose(a, b, abs_tol=2e-6) for a, b in zip(got, q)), (got, q)
 
 

@@ -88,3 +88,32 @@ def test_every_block_runtime_function_is_used():
         for fn in DEFINED.findall(rts[concept].read_text()):
             uses = len(re.findall(rf"\brt\.{fn}\(", lua_text)) - 1 + len(re.findall(rf"\brt\.{fn}\(", python))
             assert uses > 0, f"rt.{fn} (rt_{concept}.lua) is called by nothing"
+
+
+def test_the_core_runtime_holds_no_one_blocks_function():
+    """lua/runtime.lua is the core every dissector uses; a function that only one building block calls (from its
+    emitted Lua or its twin) belongs in that block's twin, so runtime.lua does not grow back into a grab-bag."""
+    blocks, rts = block_modules(), runtimes()
+    core = (LUA / "runtime.lua").read_text()
+    writers = [p for p in [*ENGINE.glob("*.py"), *(ROOT / "dissectors").glob("*.py")]
+               if not p.stem.startswith("blocks_")]
+    alone = []
+    for fn in DEFINED.findall(core):
+        call = re.compile(rf"\brt\.{fn}\(")
+        users = {c for c, p in blocks.items() if call.search(p.read_text())}
+        users |= {n if n in blocks else f"rt_{n}.lua" for n, p in rts.items() if call.search(p.read_text())}
+        users |= {p.name for p in writers if call.search(p.read_text())}
+        if len(call.findall(core)) > 1:
+            users.add("runtime.lua")
+        if len(users) == 1 and users <= set(blocks):
+            alone.append(f"rt.{fn} (only blocks_{next(iter(users))}.py uses it)")
+    assert not alone, "; ".join(alone)
+
+
+def test_one_lua_literal_writer():
+    """Every module that writes Lua quotes through engine/lua_literals.py (a leaf: imported at the top, no cycle),
+    not a copy of its own or a late import of the backend."""
+    copies = [f"{p.parent.name}/{p.name}" for p in [*ENGINE.glob("*.py"), *(ROOT / "dissectors").glob("*.py")]
+              if p.name != "lua_literals.py"
+              and re.search(r"^\s*def _?lua(_str|_num)?\(|^\s+from \.+(engine\.)?lua_backend import", p.read_text(), re.M)]
+    assert not copies, copies

@@ -364,11 +364,11 @@ def test_lua_crc32_and_offsets_match_python():
     on random overlapping pieces in random order."""
     import zlib
 
-    from protodump.engine.lua_backend import lua_str
+    from protodump.engine.lua_literals import lua_str
     from protodump.reassembly.offsets import OffsetReassembly
     rng = random.Random(7)
     from protodump.dissectors import PROTOCOLS
-    from protodump.engine.lua_backend import limits_line
+    from protodump.engine.lua_runtime import limits_line
     lines, want = [limits_line(PROTOCOLS), "rt = {}", f"dofile({lua_str(str(Path(PLUGIN).parent / 'rt_enet.lua'))})",
                    "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end"], []
     for case in range(60):

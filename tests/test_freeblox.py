@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import layers_of, packet_layers
 from protodump.dissectors.freeblox import PACKETS, PROTOCOL
-from protodump.engine.blocks import Vec3
+from protodump.engine.blocks_vectors import Vec3
 from protodump.engine.blocks_text import EnumString, JsonString, Rest, StringNT, UuidString
 from protodump.engine.jsonscan import JsonError, JsonParser
 from protodump.engine.fields import Array, Number
@@ -300,7 +300,7 @@ def test_lua_text_blocks_match_python(tmp_path):
     harness.write_text(HARNESS)
     stdin = "".join(f"{kind} {raw.hex()}\n" for kind, raw in cases)
     from protodump.dissectors import PROTOCOLS
-    from protodump.engine.lua_backend import limits_line
+    from protodump.engine.lua_runtime import limits_line
     (tmp_path / "limits.lua").write_text(limits_line(PROTOCOLS) + "\n")
     pieces = [str(tmp_path / "limits.lua")] + [str(ROOT / "lua" / n)
                                               for n in ("runtime.lua", "rt_json.lua", "rt_sniff.lua", "rt_text.lua",

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 import fuzz  # noqa: E402
 import hostile_captures  # noqa: E402
-from protodump.engine.blocks import _inflate  # noqa: E402
+from protodump.engine.inflate import inflate  # noqa: E402
 
 ENET = sorted(p.name for p in CAPTURES_DIR.glob("enet-*.pcap")) + ["iceball-enet-session.pcap"]
 
@@ -127,7 +127,7 @@ end
         lines.append(f"{c.hex()} {raw.hex()}")
     (tmp_path / "walked.txt").write_text("\n".join(lines) + "\n")
     got = subprocess.run([lua, str(script)], capture_output=True, text=True, check=True).stdout.split()
-    want = [str(len(d)) if (d := _inflate(c, limit)) is not None else "bad" for c in cases]
+    want = [str(len(d)) if (d := inflate(c, limit)) is not None else "bad" for c in cases]
     assert want[-2:] == ["0", "bad"]
     assert got == want
     assert 40 < sum(v != "bad" for v in want) < 200          # both verdicts well represented

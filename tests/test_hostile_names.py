@@ -85,7 +85,7 @@ def test_limits_come_from_python():
     """The plugin's limits are one generated table (LIMITS, from the Python constants): every LIMITS.X the Lua
     reads is in it, and no runtime file sets a *_LIMIT / *_MAX of its own (the range coder's model constants are
     its algorithm, not limits)."""
-    from protodump.engine.lua_backend import lua_limits
+    from protodump.engine.lua_runtime import lua_limits
     limits = lua_limits(PROTOCOLS)
     table = re.search(r"^local LIMITS = \{ (.*) \}$", TEXT, re.M).group(1)
     assert dict(re.findall(r"(\w+) = (\d+)", table)) == {k: str(v) for k, v in limits.items()}

@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import CAPTURES_DIR, LUA_ERROR, PLUGIN, PROTODUMP, TSHARK, layers_of, packet_layers
 from protodump.dissectors.iceball import IMPLEMENTED, PROTOCOL, SPEC
-from protodump.engine import blocks, fields
+from protodump.engine import fields
 from protodump.engine.blocks_dispatch import Fit
-from protodump.engine.blocks_fixed_point import ScaledByte
+from protodump.engine.blocks_fixed_point import Packed, ScaledByte
 from protodump.engine.blocks_framing import lua_steps, measure
+from protodump.engine.blocks_vectors import Vec3
 from protodump.engine.context import Ctx
 from protodump.engine.tree import Item
 
@@ -426,7 +427,7 @@ def test_lua_measure_and_layer_index_standalone(lua, tmp_path):
              " call(2, true)\nprint(table.concat(out, ' '))")
     script = tmp_path / "measure.lua"
     from protodump.dissectors import PROTOCOLS
-    from protodump.engine.lua_backend import limits_line
+    from protodump.engine.lua_runtime import limits_line
     script.write_text(limits_line(PROTOCOLS) + "\n" + LUA_TVB % source + "\n".join(cases) + "\n" + calls + "\n")
     got = subprocess.run([lua, str(script)], capture_output=True, text=True, check=True).stdout.split("\n")
     assert got[:-2] == want
@@ -439,9 +440,9 @@ def field_values(f, draw) -> dict:
     """Values for one bound field of the tables (what encode reads)."""
     if isinstance(f, fields.Flags):
         return {f.name: draw(st.integers(0, 255))}
-    if isinstance(f, blocks.Vec3):
+    if isinstance(f, Vec3):
         return {f.name: tuple(draw(element(e)) for e in f.elements)}
-    if isinstance(f, (fields.Number, blocks.Packed)):
+    if isinstance(f, (fields.Number, Packed)):
         return {f.name: draw(element(f))}
     if isinstance(f, fields.CString):
         text = draw(st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=20))
@@ -459,7 +460,7 @@ def field_values(f, draw) -> dict:
 def element(f):
     if isinstance(f, ScaledByte):
         return st.integers(-128, 127) if f.codes[0] == "b" else st.integers(0, 255)
-    if isinstance(f, blocks.Packed):
+    if isinstance(f, Packed):
         return st.integers(-32768, 32767)
     if f.kind == "float":
         return st.floats(width=32, allow_nan=False)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from protodump.engine import lifetime
-from protodump.engine.lua_backend import lua_limits
+from protodump.engine.lua_runtime import lua_limits
 from protodump.dissectors import PROTOCOLS
 from protodump.reassembly.budget import INFLATE_COST, STATE_BUDGET
 

@@ -1,11 +1,10 @@
-"""Shared-subtree memos (engine.tree.SubtreeMemo: the blocks' in engine/blocks.py, the standard layers' in
+"""Shared-subtree memos (engine.tree.SubtreeMemo: the building blocks' in engine/blocks_*.py, the standard layers' in
 capture/layers) are bounded in bytes, whatever the size of each entry, and know which fields each entry holds."""
 import gc
 from pathlib import Path
 
 from protodump.capture.layers import common
-from protodump.engine import blocks
-from protodump.engine.tree import FieldInfo, Item, SubtreeMemo
+from protodump.engine.tree import BLOCK_MEMO_BYTES, FieldInfo, Item, SubtreeMemo
 from protodump.session import packets
 
 F = FieldInfo("x.y", "Y", "string")
@@ -37,4 +36,4 @@ def test_the_memos_stay_within_their_bytes_on_a_capture():
     assert 0 < common.FROZEN.nbytes <= common.FROZEN.limit
     memos = [m for m in gc.get_objects() if isinstance(m, SubtreeMemo) and m is not common.FROZEN]
     assert any(m.nbytes for m in memos)                 # the blocks' (the ack bitmap, packed vectors ...)
-    assert all(m.nbytes <= m.limit == blocks.MEMO_BYTES for m in memos)
+    assert all(m.nbytes <= m.limit == BLOCK_MEMO_BYTES for m in memos)
