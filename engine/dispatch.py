@@ -165,7 +165,7 @@ class PlainPacket(Packet):
 
     @property
     def info(self) -> str:
-        return _plain_info(self.decoded)
+        return self.decoded.plain_info()
 
 
 class _QuotedDatagram:
