@@ -17,10 +17,18 @@ TIME_FORMATS = ("a", "ad", "adoy", "d", "dd", "e", "r", "u", "ud", "udoy")
 def _seconds(ns: int, digits: int) -> str:
     """A signed time as tshark's display_signed_time: seconds, then the fraction truncated to `digits` (a
     negative time that truncates to zero loses its sign: "0.000")."""
-    a = abs(ns)
-    frac = f".{a % 1_000_000_000:09d}"[:digits + 1] if digits else ""
-    sign = "-" if ns < 0 and (a >= 1_000_000_000 or frac.strip(".0")) else ""
-    return f"{sign}{a // 1_000_000_000}{frac}"
+    secs, frac = divmod(abs(ns), 1_000_000_000)
+    if digits:
+        frac //= _TRUNCATE[digits]
+        text = "%d.%0*d" % (secs, digits, frac)
+    else:
+        frac = 0
+        text = str(secs)
+    return "-" + text if ns < 0 and (secs or frac) else text
+
+
+_TRUNCATE = [10 ** (9 - d) for d in range(10)]     # digits -> the divisor that keeps that many of nine
+_RELATIVE_TO = {"r": 0, "d": 1, "dd": 2}           # -t format -> its reference in Decoded.times
 
 
 def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
@@ -32,7 +40,7 @@ def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
         digits = packet.frame.prec
     if fmt in ("r", "d", "dd"):
         times = getattr(packet.decoded, "times", None)
-        ref = None if times is None else times[{"r": 0, "d": 1, "dd": 2}[fmt]]
+        ref = None if times is None else times[_RELATIVE_TO[fmt]]
         return _seconds(ts - ref if ref is not None else 0, digits)
     if fmt == "e":
         return _seconds(ts, digits)
