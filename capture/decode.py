@@ -102,8 +102,7 @@ class Decoded:
                 hl = (self.frame.data[span[1]] & 15) * 4
                 return f"Bogus IP length ({tlen}, less than header length {hl})"
         if self.transport == "tcp" and self.flags is not None:
-            from .layers.tcp import info
-            return info(self)
+            return (_TCP_INFO or _tcp_info())(self)
         if self.transport == "udp":
             bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
             if bad is not None:             # tshark: the claimed length, and the note in capitals
@@ -224,6 +223,14 @@ class Decoded:
 
 
 _BUILD = None      # capture.layers.build, imported on first use (a summary never builds a tree)
+_TCP_INFO = None   # capture.layers.tcp.info, imported on first use (an import statement per call costs a lookup)
+
+
+def _tcp_info():
+    global _TCP_INFO
+    from .layers.tcp import info
+    _TCP_INFO = info
+    return info
 
 
 def _layer_builder():

@@ -7,7 +7,6 @@ expert abbrev). Either way the decode stops at that layer. IP fragments are flag
 """
 from __future__ import annotations
 
-import socket
 import struct
 
 from ..engine.tree import CHECKSUM, ERROR, MALFORMED, ExpertInfo
@@ -17,7 +16,6 @@ _IP6 = struct.Struct("!IHBB16s16s").unpack_from
 _UDP = struct.Struct("!HHHH").unpack_from
 _TCP = struct.Struct("!HHIIHHHH").unpack_from
 _U16 = struct.Struct("!H").unpack_from
-_AF_INET6 = socket.AF_INET6
 
 # Address text caches: inet_ntoa/ntop cost ~0.3 us a call and captures reuse a few addresses. Bounded (cleared
 # when full) so memory stays constant on captures with many hosts.
@@ -30,14 +28,15 @@ v6_cached = _V6.get
 def v4_text(b: bytes) -> str:
     if len(_V4) >= 65536:
         _V4.clear()
-    s = _V4[b] = socket.inet_ntoa(b)
+    s = _V4[b] = "%d.%d.%d.%d" % tuple(b)     # (inet_ntoa's text; the socket module costs start-up time)
     return s
 
 
 def v6_text(b: bytes) -> str:
     if len(_V6) >= 65536:
         _V6.clear()
-    s = _V6[b] = socket.inet_ntop(_AF_INET6, b)
+    from socket import AF_INET6, inet_ntop
+    s = _V6[b] = inet_ntop(AF_INET6, b)
     return s
 
 # IPv6 extension headers we step over: hop-by-hop, routing, destination options, AH (fragment: separately).

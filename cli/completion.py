@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
-from click.shell_completion import CompletionItem
+
+def CompletionItem(value, **kw):      # noqa: N802 - click's class, imported on a TAB press only (start-up time)
+    from click.shell_completion import CompletionItem as item
+    return item(value, **kw)
 
 
 def _field_names() -> list[str]:

@@ -33,9 +33,11 @@ def take_count(json_filter):
 
 def divert(path, capture, **kw) -> bool:
     """Run the command on several processes (api/jobs.py); False when one process runs it."""
-    from ..jobs import Run, default_jobs, run, unsplittable
     n = click.get_current_context().meta.get(_KEY)
     explicit = n is not None
+    if n == 1:               # one process asked for: api/jobs.py is not even imported (start-up time)
+        return False
+    from ..jobs import Run, default_jobs, run, unsplittable
     n = n if explicit else default_jobs()
     source = kw["source"]
     if unsplittable(n, path, two_pass=kw.pop("two_pass"), live=source.interface is not None,

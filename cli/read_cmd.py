@@ -11,11 +11,6 @@ from ..dissectors import PROTOCOLS
 from ..engine import demand
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
 from ..output import text
-from ..output.json_out import JsonWriter
-from ..output import fields_out
-from ..output import ek, json_forms
-from ..output.psml import PsmlWriter
-from ..output.pdml import PdmlWriter
 from .. import __version__
 from . import errors
 
@@ -26,13 +21,12 @@ CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" 
 from . import capture_opts
 from . import completion
 from . import export_opts
-from . import filter_cli
 from . import jobs_opts
 from . import sets_opts
 from . import two_pass_opts
-from ..analysis import stats, stats_base
-from ..output import stats_out
 from ..output.progress import track
+# Imported where used, not here: the display filter compiler, the statistics, the other output forms. A plain
+# `protodump FILE` or `-V` needs none of them, and start-up is a tenth of a short run's CPU time.
 
 
 def parse_decode_as(values) -> dict:
@@ -150,8 +144,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     if read_filter is not None and not two_pass:
         fail("-R without -2 is deprecated. For single-pass filtering use -Y.", 1)
-    shows = filter_cli.compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
-    keeps = filter_cli.compile_or_exit(read_filter)       # -2 -R
+    shows = _compile_or_exit(display_filter)    # -Y: a bad filter fails here (exit 2)
+    keeps = _compile_or_exit(read_filter)       # -2 -R
     settings = Settings(parse_prefs(prefs), parse_decode_as(decode_as))
     dispatcher = None
     while dispatcher is None:
@@ -219,12 +213,12 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         writer.close()
         out.flush()
         click.echo(f"protodump: {path}: {exc} after {n} packets", err=True)
-        stats_out.write([t.result() for t in taps], out, stats_format)
+        _write_stats(taps, out, stats_format)
         sys.exit(1)
     finally:
         source.finish()                   # closes -w; live: "N packets captured"
     writer.close()
-    stats_out.write([t.result() for t in taps], out, stats_format)
+    _write_stats(taps, out, stats_format)
     export_opts.finish(exporter)
     sets_opts.finish(path)              # a set with an unreadable file: exit 2
 
@@ -239,6 +233,7 @@ def run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, f
     names = demand.combine([printed, demand.of_filter(display_filter), *(tap.demand() for tap in taps)])
     if names is demand.EVERYTHING:
         return None
+    from ..output import fields_out
     return demand.Demand(names | {part for name in names for part in fields_out.ALIASES.get(name, ())})
 
 
@@ -263,6 +258,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         fail("-j and -J only work with -T json, jsonraw or ek", 1)
     if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
         fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
+    if fields_e or output_format in ("fields", "pdml", "ek"):
+        from ..output import fields_out
     if fields_e or output_format == "fields":
         try:
             fields_out.check_fields(fields_e, fields_out.known_fields(PROTOCOLS))
@@ -273,21 +270,26 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         except ValueError as exc:
             fail(str(exc), 1)
     if output_format == "psml":
+        from ..output.psml import PsmlWriter
         writer = PsmlWriter(out, creator=CREATOR)
         writer.time_format = time_format
         return writer
     if output_format == "pdml":
+        from ..output.pdml import PdmlWriter
         return PdmlWriter(out, creator=CREATOR, capture_file=capture_file, fields=fields_e or None,
                           values_of=fields_out.field_values)
     if output_format == "ek":
+        from ..output import ek
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None
         return ek.EkWriter(out, flt, fields=fields_e or None, hexdump=hexdump,
                            values_of=lambda p, n, first: fields_out.field_values(p, n, first, time_format))
     if output_format in ("json", "jsonraw"):
+        from ..output import json_forms
         if fields_e:
             return json_forms.JsonFormWriter(out, lambda p, first_ns: json_forms.fields_text(
                 p, fields_e, lambda pk, name: fields_out.field_values(pk, name, first_ns, time_format)))
         if output_format == "json" and not hexdump and names is None:
+            from ..output.json_out import JsonWriter
             return JsonWriter(out)
         opts = json_forms.Options(text=output_format == "json", raw=hexdump or output_format == "jsonraw",
                                   names=names, include_children=bool(json_filter_all))
@@ -333,8 +335,25 @@ def check_resolve_flags(value):
     return value
 
 
+def _compile_or_exit(text):
+    """A -Y or -R filter compiled (cli.filter_cli: a bad one exits 2), or None without one."""
+    if text is None:
+        return None
+    from . import filter_cli
+    return filter_cli.compile_or_exit(text)
+
+
+def _write_stats(taps, out, stats_format) -> None:
+    if taps:
+        from ..output import stats_out
+        stats_out.write([t.result() for t in taps], out, stats_format)
+
+
 def stats_taps(args) -> list:
     """The -z taps; an unknown statistic is tshark's list of them, a bad argument one line (exit code 1)."""
+    if not args:
+        return []
+    from ..analysis import stats, stats_base
     try:
         return stats.make_taps(args)
     except stats.StatsError as exc:

@@ -34,7 +34,10 @@ MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heur
 def _with_top_items(games: list[Layer]) -> list[Layer]:
     """The game layers, each followed by the items its dissector put on the top level of the tree (Layer.after),
     each one a layer keyed by its field."""
-    if not any(layer.after for layer in games):
+    for layer in games:              # (a loop, not any() over a generator: most frames have one layer or none)
+        if layer.after:
+            break
+    else:
         return games
     out = []
     for layer in games:
@@ -165,7 +168,7 @@ class PlainPacket(Packet):
 
     @property
     def info(self) -> str:
-        return _plain_info(self.decoded)
+        return self.decoded.plain_info()
 
 
 class _QuotedDatagram:

@@ -763,18 +763,22 @@ def accepts(rule: tuple[int, int, int], length: int) -> bool:
 
 def format_template(template: str, values: dict) -> str:
     """An Info/summary template: "{name}" is the value of a field of the packet; the rest is literal."""
-    out, i = [], 0
-    while i < len(template):
-        j = template.find("{", i)
-        if j < 0:
-            out.append(template[i:])
-            break
-        k = template.index("}", j)
-        out.append(template[i:j])
-        value = values.get(template[j + 1:k])
-        out.append("?" if value is None else str(value))
-        i = k + 1
+    parts = _TEMPLATE_PARTS.get(template)
+    if parts is None:
+        if len(_TEMPLATE_PARTS) >= 1024:
+            _TEMPLATE_PARTS.clear()
+        parts = _TEMPLATE_PARTS[template] = tuple(template_parts(template))
+    out = []
+    for is_field, text in parts:
+        if is_field:
+            value = values.get(text)
+            out.append("?" if value is None else str(value))
+        else:
+            out.append(text)
     return "".join(out)
+
+
+_TEMPLATE_PARTS: dict[str, tuple] = {}     # a template -> its template_parts, parsed once
 
 
 def template_parts(template: str) -> list[tuple[bool, str]]:

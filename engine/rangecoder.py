@@ -31,7 +31,6 @@ The Python decoder stays the reference and the twin of the Lua one.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import threading
 
@@ -172,7 +171,10 @@ class ENetBuffer(ctypes.Structure):
 
 def load_libenet():
     """libenet (Debian's libenet7) with the range coder's prototypes, or None."""
-    for name in ("libenet.so.7", ctypes.util.find_library("enet")):
+    for name in ("libenet.so.7", None):
+        if name is None:           # ctypes.util only then (it imports subprocess: start-up time)
+            from ctypes.util import find_library
+            name = find_library("enet")
         if not name:
             continue
         try:

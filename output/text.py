@@ -17,10 +17,18 @@ TIME_FORMATS = ("a", "ad", "adoy", "d", "dd", "e", "r", "u", "ud", "udoy")
 def _seconds(ns: int, digits: int) -> str:
     """A signed time as tshark's display_signed_time: seconds, then the fraction truncated to `digits` (a
     negative time that truncates to zero loses its sign: "0.000")."""
-    a = abs(ns)
-    frac = f".{a % 1_000_000_000:09d}"[:digits + 1] if digits else ""
-    sign = "-" if ns < 0 and (a >= 1_000_000_000 or frac.strip(".0")) else ""
-    return f"{sign}{a // 1_000_000_000}{frac}"
+    secs, frac = divmod(abs(ns), 1_000_000_000)
+    if digits:
+        frac //= _TRUNCATE[digits]
+        text = "%d.%0*d" % (secs, digits, frac)
+    else:
+        frac = 0
+        text = str(secs)
+    return "-" + text if ns < 0 and (secs or frac) else text
+
+
+_TRUNCATE = [10 ** (9 - d) for d in range(10)]     # digits -> the divisor that keeps that many of nine
+_RELATIVE_TO = {"r": 0, "d": 1, "dd": 2}           # -t format -> its reference in Decoded.times
 
 
 def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
@@ -32,7 +40,7 @@ def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
         digits = packet.frame.prec
     if fmt in ("r", "d", "dd"):
         times = getattr(packet.decoded, "times", None)
-        ref = None if times is None else times[{"r": 0, "d": 1, "dd": 2}[fmt]]
+        ref = None if times is None else times[_RELATIVE_TO[fmt]]
         return _seconds(ts - ref if ref is not None else 0, digits)
     if fmt == "e":
         return _seconds(ts, digits)
@@ -167,9 +175,18 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
             continue
         text = item.label
         if text is None and not item.generated and (f := item.field) is not None and not f.labeler:
-            text = (_LABEL_MAKERS.get(f) or _label_maker(f))(item.value)     # item_label's common case, inline
-            if len(text) >= LABEL_LENGTH // 4:
-                text = fit_label(text, f.name)
+            # item_label's common case, inline; the label is a function of the field and the value alone
+            value = item.value
+            key = (f, value.__class__, value) if value.__class__ in _MEMO_TYPES else None     # (1 == True)
+            text = _LABELS.get(key) if key is not None else None
+            if text is None:
+                text = (_LABEL_MAKERS.get(f) or _label_maker(f))(value)
+                if len(text) >= LABEL_LENGTH // 4:
+                    text = fit_label(text, f.name)
+                if key is not None:
+                    if len(_LABELS) >= LABEL_MEMO:
+                        _LABELS.clear()
+                    _LABELS[key] = text
         elif text is None or item.generated or len(text) >= LABEL_LENGTH // 4:
             text = item_label(item)      # made from the field, bracketed, or cut: else the label is the line
         add(pad + text + "\n")
@@ -182,10 +199,15 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
 
 
 _FROZEN = FrozenText(_detail_fresh)
+# -V labels made from (field, value) alone, memoised: a game's opcodes, flags, ids and texts recur from packet to
+# packet (a label costs a maker call, number formatting, value names and a length check). Bounded in entries.
+_LABELS: dict = {}
+LABEL_MEMO = 1 << 16
+_MEMO_TYPES = frozenset((int, bool, str, bytes))
 
 
-def detail_text(packet, only: set[str] | None = None) -> str:
-    """A packet's -V tree as plain text (what layer_lines gives, joined)."""
+def detail_text(packet, only: set[str] | None = None, end: str = "") -> str:
+    """A packet's -V tree as plain text (what layer_lines gives, joined), then `end`."""
     out: list[str] = []
     add = out.append
     for layer in packet.layers():
@@ -202,6 +224,8 @@ def detail_text(packet, only: set[str] | None = None) -> str:
         out.append(_layer_head(top, layer.proto) + "\n")
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
+    if end:
+        out.append(end)
     return "".join(out)
 
 
@@ -310,7 +334,7 @@ class TextWriter:
             return
         if self.console is None:
             if not self.hexdump:
-                out.write(detail_text(packet, self.only) + "\n")
+                out.write(detail_text(packet, self.only, "\n"))
                 return
             out.write(detail_text(packet, self.only))
         else:

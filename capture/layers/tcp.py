@@ -746,7 +746,9 @@ def info(d) -> str:
         off = span[1]
         if fl & 0x20:
             text += f" Urg={struct.unpack_from('!H', data, off + 18)[0]}"
-        if span[2] > 20:
+        if span[2] == 32 and data[off + 20:off + 24] == NOP_NOP_TS and len(data) >= off + 32:
+            text += " TSval=%d TSecr=%d" % _TS(data, off + 24)       # Linux's options (_option_infos' result)
+        elif span[2] > 20:
             base = (d.ack - t.ack) & 0xFFFFFFFF if t is not None and d.ack is not None else 0
             for option in _option_infos(data, off + 20, off + span[2], base):
                 text += " " + option
