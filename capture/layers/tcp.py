@@ -7,6 +7,7 @@ from ...engine import tree
 from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ExpertInfo, HiddenItem, Item, Layer, TextItem
 from .. import fields as f
+from . import mptcp as mptcp_option
 from .common import bits, full, ns_text, proto_item, set_text
 
 FLAG_SUMMARY = [(0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
@@ -98,14 +99,14 @@ def _bad_option(item: Item, p: int, n: int, message: str) -> None:
     _tcp_expert(item.add(TextItem(None, None, p, n, message)), "tcp.option.len.invalid", message)
 
 
-def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, sack=None) -> None:
+def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, sack=None, mp=None) -> None:
     """The options item, as tshark 4.0's tcp_dissect_options makes it (_option_items), and after a walk that
     reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
     item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
     names: list[str] = []
     try:
-        _, whole = _option_items(item, data, off, end, syn, names, sack=sack)
+        _, whole = _option_items(item, data, off, end, syn, names, sack=sack, mp=mp)
     except IndexError:          # tshark's exception in an option (capture.network: the layer ends there)
         names.pop()             # (the option's name is appended after its own dissection)
         whole = False
@@ -115,16 +116,19 @@ def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, 
 
 
 def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
-                  names: list[str] | None = None, sack=None) -> tuple[list[str], bool]:
+                  names: list[str] | None = None, sack=None, mp=None) -> tuple[list[str], bool]:
     """Each option's item under `item`; (the names of the options shown, whether the walk reached the end). An
     option whose length byte is missing, too short or runs past the header ends the walk with an expert; a
     fixed-length option of another length is shown without its values, with an expert on its length; after an
-    End of Option List, non-zero padding ends it too."""
+    End of Option List, non-zero padding ends it too. `mp`: the derived values of each MPTCP option, in order
+    (capture.mptcp_analysis.FrameMptcp.options)."""
     names = [] if names is None else names
     nops = 0
+    mptcp_seen = 0
     while p < end:
         kind = data[p]
-        nops = nops + 1 if kind == 1 else 0
+        if kind == 1:       # tshark counts NOPs in a row within 32-bit words: one on a word boundary restarts it
+            nops = nops + 1 if nops == 0 or (p - item.offset) % 4 else 0
         if kind in (0, 1):
             name = f.TCP_OPTIONS[kind][1]
             if nops == 4:
@@ -150,6 +154,13 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
                         f"{name} (option length = {n} byte{s} says option goes past end of options)")
         if n is None or n < 2 or p + n > end:
             return names, False
+        if kind == 30:
+            names.append("MPTCP")
+            vals = mp[mptcp_seen] if mp and mptcp_seen < len(mp) else None
+            mptcp_seen += 1
+            mptcp_option.option_item(item, data, p, n, vals)     # an IndexError: tshark's exception in it
+            p += n
+            continue
         names.append(name)
         want = OPTION_LENGTHS.get(kind, n)
         o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
@@ -308,11 +319,11 @@ def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
     return out
 
 
-def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None):
+def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None, mp=None):
     """The options item: static, but for a timestamps option's values (slots), the one that changes in every
     segment of a connection."""
     holder = Item(None)
-    _tcp_options(holder, data, off, end, syn, sack)
+    _tcp_options(holder, data, off, end, syn, sack, mp)
     opts = holder.children[0]
     if ts_at is None:
         return opts
@@ -639,7 +650,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             vals["segn"], vals["segat"] = segn, hl * 4 + at
             vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
     key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
-           bool(ack) and not fl & 0x10)
+           bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
         tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, seglen))
@@ -652,13 +663,16 @@ def _tcp_nodes(d, data: bytes, off: int, hl: int, fl: int, sc, tkey, opts_key, t
     """The template of a TCP layer of this shape (tcp_layer's key)."""
     nodes = _head_slots(tkey, off, hl, fl, sc, bool(d.ack) and not fl & 0x10)
     sack, cut = opts_key[1:] if isinstance(opts_key, tuple) else (None, False)
+    mp = d.mptcp
     if opts_key is not None:
         nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
-                                   bool(fl & 0x02), sack))
+                                   bool(fl & 0x02), sack, mp.options if mp is not None else None))
     if cut:              # an exception in the options (a SACK too short for tshark's D-SACK read): no more
         return nodes + (_analysis_slots(tkey, off)[:1] if tkey else [])
     if tkey:
         nodes += _analysis_slots(tkey, off)
+    if mp is not None and mp.analysis is not None:
+        nodes.append(mptcp_option.analysis_item(mp.analysis, off))
     if seglen:
         nodes += _payload_slots(d, seglen, hl)
     return nodes
