@@ -74,18 +74,20 @@ class FrameMptcp:
 
 def crypto(version: int, flags: int, key: int) -> tuple[int, int]:
     """(token, initial DSN) of `key`: the most significant 32 bits and the least significant 64 bits of its
-    SHA-256 (version 1) or SHA-1 (version 0) hash; (0, 0) without a usable algorithm (as tshark)."""
-    if not flags & 0x01 or version > 1:
+    SHA-256 (version 1) or SHA-1 (version 0) hash, whatever the algorithm flag says (as tshark); (0, 0) for
+    another version."""
+    if version > 1:
         return 0, 0
     digest = (hashlib.sha256 if version == 1 else hashlib.sha1)(key.to_bytes(8, "big")).digest()
     return int.from_bytes(digest[:4], "big"), int.from_bytes(digest[-8:], "big")
 
 
-def relative(raw: int, meta: Meta | None, wide: bool) -> int | None:
+def relative(raw: int, meta: Meta | None, wide: bool, raw_unknown: bool = False) -> int | None:
     """A data ACK or DSN relative to the direction's initial DSN (a 32-bit one completed with its upper half,
-    tshark's mptcp_convert_dsn); None while that direction's key is unknown."""
+    tshark's mptcp_convert_dsn); while that direction's key is unknown, None (or a 64-bit DSN as it is, as
+    tshark shows it: `raw_unknown`)."""
     if meta is None or not meta.has_key:
-        return None
+        return raw if raw_unknown and wide else None
     full = raw if wide else (meta.idsn & ~0xFFFFFFFF) | raw
     return (full - meta.idsn) & M64
 
@@ -179,7 +181,7 @@ class MptcpTable:
             out.analysis = (conn.stream, conn.master == stream, conn.master,
                             "".join(f"{s} " for s in conn.subflows))
         d.mptcp = out
-        d.protocols.append("mptcp")
+        d.protocols += ["mptcp"] * len(spans)         # tshark's protocol item for each option
 
     def _option(self, sub: Subflow, stream: int, me: tuple, peer: tuple, data: bytes, p: int, n: int) -> dict:
         vals: dict = {}
@@ -227,7 +229,7 @@ class MptcpTable:
             if q + size > end:
                 return
             raw = int.from_bytes(data[q:q + size], "big")
-            vals["dsn"] = relative(raw, self._meta(sub, me), size == 8)
+            vals["dsn"] = relative(raw, self._meta(sub, me), size == 8, raw_unknown=True)
 
 
 def mptcp_spans(data: bytes, p: int, end: int) -> list[tuple[int, int]]:

@@ -136,7 +136,7 @@ def _dss(mptcp: Item, o: _Option, p: int, n: int, vals: dict) -> None:
         q += 6
         if vals.get("dsn") is not None:
             mptcp.add(_generated(f.mptcp_dss_dsn, vals["dsn"], 0, f"DSS Data Sequence Number: {vals['dsn']} (Relative)"))
-        if n >= q - p + 2:
+        if n >= q - p + 4:          # tshark's test (two bytes more than the checksum needs)
             v = o.uint(q, 2)
             mptcp.add(Item(f.mptcp_checksum, v, q, 2, f"Checksum: 0x{v:04x}"))
 
@@ -189,7 +189,8 @@ def _fastclose(mptcp: Item, o: _Option, p: int, n: int, vals: dict) -> None:
 
 def _tcprst(mptcp: Item, o: _Option, p: int, n: int, vals: dict) -> None:
     v = o.uint(p + 2, 1)
-    flags = mptcp.add(Item(f.mptcp_flags, v, p + 2, 1, f"Multipath TCP flags: 0x{v:02x}"))
+    names = "".join(f", {name}" for _, mask, name in f.mptcp_rst_flags if v & mask)
+    flags = mptcp.add(Item(f.mptcp_flags, v, p + 2, 1, f"Multipath TCP flags: 0x{v:02x}{names}"))
     for field, mask, name in f.mptcp_rst_flags:
         flags.add(Item(field, bool(v & mask), p + 2, 1, f"{bits(v, mask, 4)} = {name}: "
                                                         f"{'Set' if v & mask else 'Not set'}"))
