@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
 from .capture.sets import CaptureSet, expand
+from .capture.mptcp_analysis import has_option as has_mptcp_option
 from .capture.tcp_analysis import FIN, RST
 
 
@@ -334,6 +335,9 @@ class StreamNumbers:
         if transport == "tcp":
             if d.window is not None and d.payload_offset:
                 number = self.tcp.stream_of(d)
+                if self.unsplittable is None and has_mptcp_option(d):
+                    # an MPTCP connection's subflows are several TCP conversations sharing keys and state
+                    self.unsplittable = f"MPTCP at frame {d.frame.number}"
         elif transport == "udp":
             number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
         elif (transport != "sctp" and d.icmp is not None and d.icmp.quoted_tcp is not None

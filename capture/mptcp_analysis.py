@@ -237,3 +237,12 @@ def mptcp_spans(data: bytes, p: int, end: int) -> list[tuple[int, int]]:
     them."""
     from .layers.tcp import option_spans
     return [(q, n) for q, kind, n in option_spans(data, p, min(end, len(data))) if kind == KIND and n is not None]
+
+
+def has_option(d) -> bool:
+    """Whether TCP segment `d` (capture.decode.Decoded) carries an MPTCP option."""
+    span = d.spans[-1] if d.spans else None
+    if span is None or span[0] != "tcp" or span[2] <= 20:
+        return False
+    p, end = span[1] + 20, span[1] + span[2]
+    return 30 in d.frame.data[p:end] and bool(mptcp_spans(d.frame.data, p, end))
