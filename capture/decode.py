@@ -37,7 +37,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "icmp",
-                 "unclaimed", "mptcp")
+                 "unclaimed", "mptcp", "cut")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -65,6 +65,7 @@ class Decoded:
         self.chunks: list | None = None      # SCTP: capture.sctp.Chunk per chunk
         self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
         self.mptcp = None                    # TCP: capture.mptcp_analysis.FrameMptcp (a segment with MPTCP options)
+        self.cut = 0                         # TCP: payload bytes on the wire past the captured ones (snap length)
         self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
         self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
@@ -317,6 +318,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.dport = dport
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
         d.pdu_sizes = d.icmp = d.mptcp = None
+    d.cut = 0
     d.unclaimed = False
     d.segment_data = d.segment_data_at = 0
     d.problems = []

@@ -271,6 +271,8 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
                                              "Malformed Packet (Exception occurred)")))
     d.payload_offset = off + hl
     d.payload = data[off + hl:end]
+    if end > len(data):         # cut by the snap length: tshark counts the segment's length on the wire
+        d.cut = end - len(data)
 
 
 def arp(d, data: bytes, off: int) -> None:

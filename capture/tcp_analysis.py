@@ -219,7 +219,7 @@ class TcpTable:
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         span = d.spans[-1]
         conn.last_ns = ts
-        seglen = len(d.payload)
+        seglen = len(d.payload) + d.cut
         if fl & SYN:
             fwd.win_scale = wscale if wscale is not None else -2
             if fl & ACK:

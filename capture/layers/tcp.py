@@ -591,7 +591,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     if hl < 5:
         return _bogus_layer(d, data, off, hl, segment if segment is not None else length)
     payload = d.payload
-    seglen = len(payload) if d.transport == "tcp" else 0
+    seglen = len(payload) + d.cut if d.transport == "tcp" else 0
     t = d.tcp
     if t is not None:
         shown_seq, shown_ack, sc, c = t.seq, t.ack, t.win_scale, t.completeness
@@ -749,7 +749,7 @@ def info(d) -> str:
     text += f" Win={win}"
     short = any(len(s) > 4 and s[0] == "tcp" for s in d.spans)     # a short segment: no length
     if not short:
-        text += f" Len={len(d.payload)}"
+        text += f" Len={len(d.payload) + d.cut}"
     span = None
     for s in reversed(d.spans):
         if s[0] == "tcp":
