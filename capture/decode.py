@@ -115,7 +115,7 @@ class Decoded:
                 return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
             zero = any(p.abbrev == "udp.checksum.zero" for _, p in self.problems)
             illegal = " [ILLEGAL CHECKSUM (0)]" if zero else ""
-            return f"{self.sport} → {self.dport} Len={len(self.payload)}{illegal}"
+            return f"{self.sport} → {self.dport} Len={len(self.payload) + self.cut}{illegal}"
         if self.transport == "sctp":
             from .sctp import info
             return info(self)

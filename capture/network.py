@@ -221,6 +221,8 @@ def udp(d, data: bytes, off: int, end: int) -> None:
         ulen = 8
     d.payload_offset = off + 8
     d.payload = data[off + 8:off + ulen]
+    if off + ulen > len(data):      # cut by the snap length: the Info column counts the length on the wire
+        d.cut = off + ulen - len(data)
     if not _sum and d.network == "ipv6":      # RFC 8200: a zero UDP checksum is not allowed over IPv6
         d.problems.append(("udp", ExpertInfo("udp.checksum.zero", CHECKSUM, ERROR, "Illegal checksum value (0)")))
 
