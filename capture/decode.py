@@ -368,7 +368,8 @@ def _wscale(d: Decoded, data: bytes) -> int | None:
     """The window scale option's shift count of a SYN segment (None: no such option)."""
     from .layers.tcp import option_spans
     span = next(s for s in reversed(d.spans) if s[0] == "tcp")
-    for p, kind, n in option_spans(data, span[1] + 20, span[1] + span[2]):
+    end = span[1] + span[2]
+    for p, kind, n in option_spans(data, span[1] + 20, min(end, len(data))):
         if kind == 3 and n == 3:
             return min(data[p + 2], 14)
-    return None
+    return -1 if end > len(data) else None      # options cut by the snap length: the scaling stays unknown

@@ -229,6 +229,7 @@ ipv6_opt_experimental = F("ipv6.opt.experimental", "Experimental Option", "bytes
 # tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"); private: the outputs list
 # _ws.malformed already
 _ws_malformed = F("_ws.malformed", "Malformed Packet", "protocol")
+_ws_short = F("_ws.short", "Packet size limited during capture", "protocol")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
 # UDP

@@ -264,8 +264,12 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
                                              "Malformed Packet (Exception occurred)")))
         return
     if len(data) < off + hl:
-        d.spans.append(("tcp", off, max(20, min(end, len(data)) - off)))
-        short(d, "tcp", "TCP options", hl, off, end)
+        # the options cut by the snap length: tshark still analyses the segment (its length on the wire), shows
+        # the options as far as they were captured, then "[Packet size limited during capture: TCP truncated]"
+        d.spans.append(("tcp", off, hl, "cut"))
+        d.payload_offset = off + hl
+        d.payload = b""
+        d.cut = end - off - hl
         return
     d.spans.append(("tcp", off, hl))
     if hl > 20 and sack_throws(data, off + 20, off + hl):

@@ -223,7 +223,7 @@ class TcpTable:
         if fl & SYN:
             fwd.win_scale = wscale if wscale is not None else -2
             if fl & ACK:
-                if rev.win_scale == -1:
+                if rev.win_scale == -1 and wscale != -1:      # (-1: options cut, tshark never got there)
                     rev.win_scale = -2
                 conn.server_port = d.sport
             else:

@@ -65,6 +65,9 @@ def build(d, roots=None) -> list[Layer]:
         else:
             layers.append(made)
         by_proto[proto] = made
+    if "tcp" in by_proto and len(d.spans[-1]) == 4 and d.spans[-1][3] == "cut":   # TCP options cut (capture.network)
+        layers.append(Layer("_ws.short", Item(f._ws_short, None, 0, 0,
+                                              "[Packet size limited during capture: TCP truncated]")))
     if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):
         return layers
     for proto, info in d.problems:

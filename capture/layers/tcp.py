@@ -31,9 +31,10 @@ def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
             _tcp_expert(shift, "tcp.options.wscale.shift.invalid")
         m = 1 << min(data[p + 2], 14)
         o.add(Item(f.tcp_wscale_multiplier, m, p + 2, 1, f"[Multiplier: {m}]", generated=True))
-    elif kind == 8:
-        tsval, tsecr = struct.unpack_from("!II", data, p + 2)
+    elif kind == 8:             # one value at a time: the snap length may cut the second (struct.error)
+        tsval = struct.unpack_from("!I", data, p + 2)[0]
         o.add(Item(f.tcp_tsval, tsval, p + 2, 4, f"Timestamp value: {tsval}"))
+        tsecr = struct.unpack_from("!I", data, p + 6)[0]
         o.add(Item(f.tcp_tsecr, tsecr, p + 6, 4, f"Timestamp echo reply: {tsecr}"))
     elif kind not in f.TCP_OPTIONS and n > 2:
         payload = data[p + 2:p + n]
@@ -94,6 +95,10 @@ def _option_label(data: bytes, p: int, kind: int, valid: bool) -> str:
     return f"TCP Option - {name}"
 
 
+class _CutBeforeOption(IndexError):
+    """The option walk reached bytes the snap length cut before an option's kind or length (nothing shown)."""
+
+
 def _bad_option(item: Item, p: int, n: int, message: str) -> None:
     """tshark's text item for an option whose length is unusable, with the expert on it (the walk stops)."""
     _tcp_expert(item.add(TextItem(None, None, p, n, message)), "tcp.option.len.invalid", message)
@@ -103,16 +108,18 @@ def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, 
     """The options item, as tshark 4.0's tcp_dissect_options makes it (_option_items), and after a walk that
     reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
-    item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
+    item = top.add(Item(f.tcp_options, opts, off, end - off, ""))
     names: list[str] = []
     try:
         _, whole = _option_items(item, data, off, end, syn, names, sack=sack, mp=mp)
-    except IndexError:          # tshark's exception in an option (capture.network: the layer ends there)
+    except _CutBeforeOption:    # the snap length cut the options before an option began
+        whole = False
+    except (IndexError, struct.error):  # tshark's exception in an option (capture.network: the layer ends there)
         names.pop()             # (the option's name is appended after its own dissection)
         whole = False
     if whole and syn and f.TCP_OPTIONS[2][1] not in names:
         _tcp_expert(item, "tcp.options.mss.absent")
-    item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
+    item.label = f"Options: ({end - off} bytes), " + ", ".join(names) if names else f"Options: ({end - off} bytes)"
 
 
 def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
@@ -126,6 +133,8 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
     nops = 0
     mptcp_seen = 0
     while p < end:
+        if p + (data[p] > 1 if p < len(data) else 0) >= len(data):
+            raise _CutBeforeOption("an option's kind or length byte past the captured bytes")
         kind = data[p]
         if kind == 1:       # tshark counts NOPs in a row within 32-bit words: one on a word boundary restarts it
             nops = nops + 1 if nops == 0 or (p - item.offset) % 4 else 0
@@ -546,6 +555,45 @@ def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
     return Layer("tcp", top)
 
 
+def _cut_layer(d, data: bytes, off: int, hl: int) -> Layer:
+    """Options cut by the snap length: tshark 4.0 analyses the segment with its length on the wire and shows the
+    header as usual, the options as far as they were captured, the times, and then (capture/layers/__init__.py)
+    "[Packet size limited during capture: TCP truncated]": no analysis tree, no payload."""
+    sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
+    fl, t = offflags & 0x0FFF, d.tcp
+    seglen = d.cut
+    top = proto_item(f.tcp, off, hl, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
+                                     f"Seq: {t.seq}" + (f", Ack: {t.ack}" if fl & 0x10 else "") + f", Len: {seglen}")
+    _port_items(top, off, sport, dport)
+    _conversation_items(top, off, t)
+    top.add(Item(f.tcp_len, seglen, off, 0, f"[TCP Segment Len: {seglen}]", generated=True))
+    top.add(Item(f.tcp_seq, t.seq, off + 4, 4, f"Sequence Number: {t.seq}    (relative sequence number)"))
+    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    top.add(Item(f.tcp_nxtseq, t.nxtseq, off, 0, f"[Next Sequence Number: {t.nxtseq}    (relative sequence number)]",
+                 generated=True))
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    ack_item = top.add(Item(f.tcp_ack, t.ack, off + 8, 4, f"Acknowledgment Number: {t.ack}{rel}"))
+    if ack and not fl & 0x10:
+        _tcp_expert(ack_item, "tcp.ack.nonzero")
+    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
+    top.add(_hdr_len_item(off, hl // 4))
+    top.add(_flags_item((t.server_port if fl & 0x02 else None, t.fin_role), off, fl))
+    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    top.add(Item(f.tcp_window_size, t.window, off + 14, 2, f"[Calculated window size: {t.window}]", generated=True))
+    sc = t.win_scale
+    if sc != -3:
+        text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+        top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                     f"[Window size scaling factor: {text}]", generated=True))
+    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+    if hl > 20:
+        _tcp_options(top, data, off + 20, off + hl, bool(fl & 0x02), mp=d.mptcp.options if d.mptcp else None)
+    _timestamps(top, off, t)
+    return Layer("tcp", top)
+
+
 def sack_throws(data: bytes, p: int, end: int) -> bool:
     """Whether tshark's walk over the options data[p:end] meets a SACK option too short for one block, whose
     D-SACK read then runs past it (an exception: [Malformed Packet])."""
@@ -583,6 +631,8 @@ def short_exception(data: bytes, p: int, end: int, there: int) -> str:
 def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None, short: str | None = None):
     if short is not None:
         return _short_layer(d, data, off, length, short)
+    if segment == "cut":
+        return _cut_layer(d, data, off, length)
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
     sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
@@ -770,6 +820,9 @@ def info(d) -> str:
             return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
     if d.segment_data:
         text += " [TCP segment of a reassembled PDU]"
+    if span is not None and len(span) == 4 and span[3] == "cut":
+        # tshark's exception in the options came before the analysis was printed: no analysis tags
+        return text + "[Packet size limited during capture]"
     return info_prefix(d) + text if t is not None and t.flags else text
 
 
