@@ -185,8 +185,16 @@ class MptcpTable:
 
     def _option(self, sub: Subflow, stream: int, me: tuple, peer: tuple, data: bytes, p: int, n: int) -> dict:
         vals: dict = {}
+        try:
+            self._values(sub, stream, me, peer, data, p, n, vals)
+        except (struct.error, IndexError):     # cut by the snap length: tshark's exception, what came before kept
+            pass
+        return vals
+
+    def _values(self, sub: Subflow, stream: int, me: tuple, peer: tuple, data: bytes, p: int, n: int,
+                vals: dict) -> None:
         if n < 3:
-            return vals
+            return
         subtype = data[p + 2] >> 4
         if sub.conn is None and subtype > JOIN:       # tshark allocates a connection no token will find
             self._alloc(sub, me, peer)
@@ -209,14 +217,13 @@ class MptcpTable:
                 self._from_token(sub, stream, peer, me, token)      # the receiver's token
             elif sub.conn is None:
                 self._alloc(sub, me, peer)
-        elif subtype in (3, 4, 5):                # ADD_ADDR, REMOVE_ADDR, MP_PRIO
+        elif subtype in (3, 4, 5) and p + n <= len(data):      # ADD_ADDR, REMOVE_ADDR, MP_PRIO, dissected whole
             sub.conn.operations += 1
         elif subtype == DSS and n >= 4:
             self._dss(sub, me, peer, data, p, n, vals)
-        return vals
 
     def _dss(self, sub: Subflow, me: tuple, peer: tuple, data: bytes, p: int, n: int, vals: dict) -> None:
-        flags, q, end = data[p + 3] & 0x1F, p + 4, p + n
+        flags, q, end = data[p + 3] & 0x1F, p + 4, min(p + n, len(data))
         if flags & DATA_ACK:
             size = 8 if flags & DATA_ACK8 else 4
             if q + size > end:
@@ -233,10 +240,26 @@ class MptcpTable:
 
 
 def mptcp_spans(data: bytes, p: int, end: int) -> list[tuple[int, int]]:
-    """(offset, length) of each whole MPTCP option among the options data[p:end], as TCP's option walk finds
-    them."""
-    from .layers.tcp import option_spans
-    return [(q, n) for q, kind, n in option_spans(data, p, min(end, len(data))) if kind == KIND and n is not None]
+    """(offset, length) of each MPTCP option among the options data[p:end], as TCP's option walk finds them:
+    also one the snap length cut after its length byte (tshark starts dissecting it)."""
+    out = []
+    there = min(end, len(data))
+    while p < there:
+        kind = data[p]
+        if kind == 0:
+            break
+        if kind == 1:
+            p += 1
+            continue
+        if p + 1 >= there:
+            break
+        n = data[p + 1]
+        if n < 2 or p + n > end:
+            break
+        if kind == KIND:
+            out.append((p, n))
+        p += n
+    return out
 
 
 def has_option(d) -> bool:

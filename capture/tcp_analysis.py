@@ -247,6 +247,8 @@ class TcpTable:
     def _mptcp(self, d, stream: int) -> bool:
         """MPTCP's part (capture.mptcp_analysis) of segment `d` with an MPTCP option, or of a subflow's; whether
         MPTCP tolerates a duplicate ACK here (an address or priority signalled since the sender's last one)."""
+        # tshark's sequence analysis (which asks this) comes before the segment's own options are dissected
+        tolerates = self.mptcp is not None and self.mptcp.tolerates_dupack(d, stream)
         span = d.spans[-1]
         p, end = span[1] + 20, span[1] + span[2]
         if end > p and 30 in d.frame.data[p:end]:      # maybe an MPTCP option
@@ -256,7 +258,7 @@ class TcpTable:
                 if self.mptcp is None:
                     self.mptcp = MptcpTable()
                 self.mptcp.analyze(d, stream, d.frame.data, spans)
-        return self.mptcp is not None and self.mptcp.tolerates_dupack(d, stream)
+        return tolerates
 
     def _info(self, conn: Connection) -> TcpInfo:
         info = TcpInfo()

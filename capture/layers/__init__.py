@@ -18,7 +18,7 @@ from .icmp import icmp_layer
 from .ip import ip_layer, ipv6_ext_item, ipv6_layer
 from .null import null_layer, raw_layer
 from .sll import sll2_layer, sll_layer
-from .tcp import tcp_layer, tcp_segments_layer
+from .tcp import cut_protocol, tcp_layer, tcp_segments_layer
 from .udp import udp_layer
 
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
@@ -66,8 +66,9 @@ def build(d, roots=None) -> list[Layer]:
             layers.append(made)
         by_proto[proto] = made
     if "tcp" in by_proto and len(d.spans[-1]) == 4 and d.spans[-1][3] == "cut":   # TCP options cut (capture.network)
+        name = cut_protocol(data, d.spans[-1][1], d.spans[-1][2])
         layers.append(Layer("_ws.short", Item(f._ws_short, None, 0, 0,
-                                              "[Packet size limited during capture: TCP truncated]")))
+                                              f"[Packet size limited during capture: {name} truncated]")))
     if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):
         return layers
     for proto, info in d.problems:

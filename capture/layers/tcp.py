@@ -594,6 +594,25 @@ def _cut_layer(d, data: bytes, off: int, hl: int) -> Layer:
     return Layer("tcp", top)
 
 
+def cut_protocol(data: bytes, off: int, hl: int) -> str:
+    """The protocol whose dissection the snap length cut in TCP options data[off + 20:off + hl]: "MPTCP" when
+    it is an MPTCP option whose kind and length were captured, else "TCP" ([Packet size limited during capture:
+    X truncated])."""
+    p, end = off + 20, off + hl
+    while p + 1 < min(end, len(data)):
+        kind = data[p]
+        if kind in (0, 1):
+            p += 1
+            continue
+        n = data[p + 1]
+        if n < 2 or p + n > end:
+            return "TCP"
+        if p + n > len(data):
+            return "MPTCP" if kind == 30 else "TCP"
+        p += n
+    return "TCP"
+
+
 def sack_throws(data: bytes, p: int, end: int) -> bool:
     """Whether tshark's walk over the options data[p:end] meets a SACK option too short for one block, whose
     D-SACK read then runs past it (an exception: [Malformed Packet])."""
@@ -699,11 +718,12 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             at = d.segment_data_at
             vals["segn"], vals["segat"] = segn, hl * 4 + at
             vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
-    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
+    shown = seglen if payload else 0        # no payload item when the snap length left none of it
+    key = (off, hl, fl, sc, tkey, opts_key, shown > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
            bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
-        tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, seglen))
+        tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, shown))
     label = (f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown_seq}" +
              (f", Ack: {shown_ack}" if fl & 0x10 else "") + f", Len: {seglen}")
     return SlotLayer("tcp", f.tcp, off, length, label, tpl, vals)
