@@ -91,7 +91,7 @@ class Decoded:
             return f"[Malformed: {self.error}]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
-                if proto == "tcp":              # a short segment: TCP's Info as far as it got
+                if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
                     from .layers.tcp import info
                     why = self.exception_reason(proto)
                     return info(self) + (f"[Malformed Packet: {why}]" if why else "[Malformed Packet]")

@@ -228,12 +228,24 @@ def udp(d, data: bytes, off: int, end: int) -> None:
 
 
 def sack_throws(data: bytes, p: int, end: int) -> bool:
-    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp.sack_throws),
-    walked only when a SACK kind byte is there at all."""
-    if 5 not in data[p:end]:
-        return False
-    from .layers.tcp import sack_throws as walk
-    return walk(data, p, end)
+    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp.sack_throws)
+    or an MPTCP option tshark's dissector reads past (layers.mptcp.throws), walked only when such a kind byte
+    is there at all."""
+    return throwing_option(data, p, end) is not None
+
+
+def throwing_option(data: bytes, p: int, end: int) -> str | None:
+    """The protocol ("tcp", "mptcp") whose option among data[p:end] ends tshark's dissection in an exception."""
+    options = data[p:end]
+    if 5 in options:
+        from .layers.tcp import sack_throws as walk
+        if walk(data, p, end):
+            return "tcp"
+    if 30 in options:
+        from .layers.mptcp import throws
+        if throws(data, p, end):
+            return "mptcp"
+    return None
 
 
 def tcp(d, data: bytes, off: int, end: int) -> None:
@@ -272,9 +284,10 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
         d.cut = end - off - hl
         return
     d.spans.append(("tcp", off, hl))
-    if hl > 20 and sack_throws(data, off + 20, off + hl):
-        d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
-                                             "Malformed Packet (Exception occurred)")))
+    thrown = throwing_option(data, off + 20, off + hl) if hl > 20 else None
+    if thrown is not None:
+        d.problems.append((thrown, ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                              "Malformed Packet (Exception occurred)")))
     d.payload_offset = off + hl
     d.payload = data[off + hl:end]
     if end > len(data):         # cut by the snap length: tshark counts the segment's length on the wire

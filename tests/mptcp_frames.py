@@ -63,3 +63,13 @@ def write_pcap(path, frames) -> None:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
         for i, data in enumerate(frames):
             f.write(struct.pack("<IIII", 1_700_000_000 + i, 0, len(data), len(data)) + data)
+
+
+# options whose dissection tshark 4.0 ends in an exception ([Malformed Packet: MPTCP])
+MALFORMED = {
+    "capable of length 3": mptcp(bytes([0x00])),
+    "dss claiming a data ack it lacks": mptcp(bytes([0x20, 0x01])),
+    "dss claiming a mapping it lacks": mptcp(bytes([0x20, 0x0C]) + u(5, 4)),
+    "no subtype": mptcp(b""),
+    "fail cut short": mptcp(bytes([0x60, 0]) + u(1, 4)),
+}

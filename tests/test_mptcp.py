@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mptcp_frames import WELL_FORMED, frame, mptcp, write_pcap
+from mptcp_frames import MALFORMED, WELL_FORMED, frame, mptcp, write_pcap
 from test_std_details import same_as_tshark
 
 from protodump.capture.decode import decode
@@ -32,9 +32,24 @@ def subtypes() -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def malformed() -> Path:
+    TMP.mkdir(exist_ok=True)
+    path = TMP / "mptcp-malformed.pcap"
+    write_pcap(path, [frame(o, 43000 + i) for i, o in enumerate(MALFORMED.values())])
+    return path
+
+
 @pytest.mark.parametrize("args", [("-V",), ("-T", "json"), (), ("-q", "-z", "expert")])
 def test_subtypes_as_tshark(args, subtypes, protodump_run, standard_run):
     same_as_tshark(subtypes, args, protodump_run, standard_run)
+
+
+@pytest.mark.parametrize("args", [("-V",), ("-T", "json"), (), ("-q", "-z", "expert"), ("-Y", "_ws.malformed")])
+def test_malformed_options_as_tshark(args, malformed, protodump_run, standard_run):
+    """An option too short for what its subtype and flags say: tshark's exception ([Malformed Packet: MPTCP],
+    counted under MPTCP), the frame's TCP Info kept; the next frame decodes normally."""
+    same_as_tshark(malformed, args, protodump_run, standard_run)
 
 
 @pytest.mark.parametrize("args", [

@@ -27,7 +27,8 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
             "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer, "arp": arp_layer}
 
 
-MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP"}
+MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP",
+                   "mptcp": "MPTCP"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",

@@ -231,3 +231,17 @@ def analysis_item(analysis: tuple, off: int) -> Item:
     top.add(Item(f.mptcp_analysis_subflows, subflows, off, 0, f"[TCP subflow stream id(s): {subflows}]",
                  generated=True))
     return top
+
+
+def throws(data: bytes, p: int, end: int) -> bool:
+    """Whether one of the MPTCP options among TCP options data[p:end] (whole in the captured bytes) ends
+    tshark's dissection in an exception: a field past the option's length ([Malformed Packet: MPTCP])."""
+    from ..mptcp_analysis import mptcp_spans
+    for q, n in mptcp_spans(data, p, end):
+        if q + n > len(data):
+            return False                # the snap length's cut comes first
+        try:
+            option_item(Item(None), data, q, n, None)
+        except IndexError:
+            return True
+    return False

@@ -696,7 +696,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
         if ts_at is not None:
             vals["ts_opt"] = options[ts_at:ts_at + 10]
             vals["tsval"], vals["tsecr"] = _TS(options, ts_at + 2)
-        if 5 in options:          # SACK edges are shown relative to the acknowledged side: in the key
+        if 5 in options or 30 in options:   # SACK edges are relative to the acknowledged side: in the key
             sack = ((ack - t.ack) & 0xFFFFFFFF if t is not None and fl & 0x10 else 0, shown_ack)
             opts_key = (opts_key, sack, bool(d.problems) and d.problems[-1][1].abbrev == "_ws.malformed.expert")
     pdus = d.pdu_sizes or ()
