@@ -180,6 +180,7 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, stream
             for k, p in enumerate(picks) if p]
 
 
+MPTCP_GROUP = ("mptcp",)   # the conversation every MPTCP subflow is planned as (Planner.step)
 ENTRY = 4              # a planned frame: (frame number, where it is, tcp.stream / udp.stream, previous frame's time)
 NO_TIME = -(1 << 63)   # the previous frame's time of the first frame (Shard.prevs, a planned entry)
 
@@ -244,6 +245,9 @@ class Planner:
                     self.first_ns = frame.ts_ns
                 d = decode(frame)
                 key = _conversation(d)
+                if key is not None and key not in ids and d.transport == "tcp" and has_mptcp_option(d):
+                    # MPTCP subflows are several TCP conversations sharing keys and state: one shard for them all
+                    ids[key] = ids.setdefault(MPTCP_GROUP, len(ids))
                 convs.append(-1 if key is None else ids.setdefault(key, len(ids)))
                 rows.extend((n, where, -1 if streams is None else streams.of(d), prev))
                 prev = frame.ts_ns
@@ -335,9 +339,6 @@ class StreamNumbers:
         if transport == "tcp":
             if d.window is not None and d.payload_offset:
                 number = self.tcp.stream_of(d)
-                if self.unsplittable is None and has_mptcp_option(d):
-                    # an MPTCP connection's subflows are several TCP conversations sharing keys and state
-                    self.unsplittable = f"MPTCP at frame {d.frame.number}"
         elif transport == "udp":
             number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
         elif (transport != "sctp" and d.icmp is not None and d.icmp.quoted_tcp is not None

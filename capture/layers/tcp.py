@@ -133,7 +133,7 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
     nops = 0
     mptcp_seen = 0
     while p < end:
-        if p + (data[p] > 1 if p < len(data) else 0) >= len(data):
+        if p >= len(data) or data[p] > 1 and len(data) <= p + 1 < end:
             raise _CutBeforeOption("an option's kind or length byte past the captured bytes")
         kind = data[p]
         if kind == 1:       # tshark counts NOPs in a row within 32-bit words: one on a word boundary restarts it
