@@ -235,7 +235,8 @@ class TcpTable:
         info.nxtseq = (nextseq - fwd.base) & M32
         info.ack = (ack - rev.base) & M32 if fl & ACK else ack
         info.win_scale, info.window = _scale(fwd, rev, d.window, bool(fl & SYN))
-        self.mp_dupack = (self.mptcp is not None or span[2] > 20) and self._mptcp(d, conn.stream)
+        self.mp_dupack = (self.mptcp is not None or span[2] > 20
+                          and 30 in d.frame.data[span[1] + 20:span[1] + span[2]]) and self._mptcp(d, conn.stream)
         self._sequence(d, conn, fwd, rev, info, seq, ack, nextseq, seglen, ts)
         if fl & FIN:
             if conn.fin_by is None:

@@ -97,6 +97,20 @@ def test_frames_with_any_mptcp_options_decode(bodies):
         assert d.transport == "tcp"
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=0, max_size=30), st.integers(34, 100)), min_size=1, max_size=4))
+def test_frames_cut_anywhere_decode(cuts):
+    """Segments with any MPTCP options, cut by a snap length anywhere: decode, layers and Info never raise."""
+    table = TcpTable()
+    for i, (body, snap) in enumerate(cuts):
+        whole = frame(mptcp(body)[:40 - 12], 42100, seq=1000 + i)
+        data = whole[:snap]
+        d = decode(RawFrame(i + 1, 1_700_000_000_000_000_000 + i, len(data), len(whole), 1, 0, data),
+                   tcp_table=table)
+        build(d)
+        d.plain_info()
+
+
 def test_key_token_and_idsn():
     """The SHA-256 (version 1) token and initial DSN of a key seen in the real capture (tshark's values)."""
     from protodump.capture.mptcp_analysis import crypto
