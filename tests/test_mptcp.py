@@ -24,20 +24,22 @@ MPTCP_CAPTURE = "rutentoy-mptcp.pcap"
 TMP = Path(__file__).resolve().parent / "tmp"
 
 
+def _made(name: str, cases: dict, port: int) -> Path:
+    """A pcap in tests/tmp (tshark runs as nobody) of one segment per case, each its own connection."""
+    TMP.mkdir(exist_ok=True)
+    path = TMP / name
+    write_pcap(path, [frame(o, port + i) for i, o in enumerate(cases.values())])
+    return path
+
+
 @pytest.fixture(scope="module")
 def subtypes() -> Path:
-    TMP.mkdir(exist_ok=True)
-    path = TMP / "mptcp-subtypes.pcap"
-    write_pcap(path, [frame(o, 41000 + i) for i, o in enumerate(WELL_FORMED.values())])
-    return path
+    return _made("mptcp-subtypes.pcap", WELL_FORMED, 41000)
 
 
 @pytest.fixture(scope="module")
 def malformed() -> Path:
-    TMP.mkdir(exist_ok=True)
-    path = TMP / "mptcp-malformed.pcap"
-    write_pcap(path, [frame(o, 43000 + i) for i, o in enumerate(MALFORMED.values())])
-    return path
+    return _made("mptcp-malformed.pcap", MALFORMED, 43000)
 
 
 @pytest.mark.parametrize("args", [("-V",), ("-T", "json"), (), ("-q", "-z", "expert")])
