@@ -106,6 +106,8 @@ class Decoded:
         if self.transport == "tcp" and self.flags is not None:
             from .layers.tcp import info
             return info(self)
+        if self.transport == "tcp":            # a header the snap length cut before its flags: the ports
+            return f"{self.sport} → {self.dport}[Packet size limited during capture]"
         if self.transport == "udp":
             bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
             if bad is not None:             # tshark: the claimed length, and the note in capitals

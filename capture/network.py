@@ -248,8 +248,31 @@ def throwing_option(data: bytes, p: int, end: int) -> str | None:
     return None
 
 
+def _cut_header(d, data: bytes, off: int, end: int) -> None:
+    """A TCP header the snap length cut (the IP length says it is whole): tshark reads the ports, and with the
+    window captured it analyses the segment (its length on the wire); layers.tcp._cut_layer shows what was read."""
+    there = len(data) - off
+    d.transport = "tcp"
+    d.sport, d.dport = struct.unpack_from("!HH", data, off)
+    if there >= 16:
+        d.seq, d.ack, offflags, d.window = struct.unpack_from("!IIHH", data, off + 4)
+        d.flags = offflags & 0x0FFF
+        hl = (offflags >> 12) << 2
+        if 20 <= hl <= end - off:
+            d.spans.append(("tcp", off, hl, "cut"))
+            d.payload_offset = off + hl
+            d.payload = b""
+            d.cut = end - off - hl
+            return
+        d.seq = d.ack = d.flags = d.window = None
+    d.spans.append(("tcp", off, there, "cut"))        # the ports only
+
+
 def tcp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("tcp")
+    if off + 20 <= end and off + 4 <= len(data) < off + 20:
+        _cut_header(d, data, off, end)
+        return
     if off + 20 > end or len(data) < off + 20:
         d.spans.append(("tcp", off, max(0, min(end, len(data)) - off)))
         short(d, "tcp", "TCP", 20, off, end)

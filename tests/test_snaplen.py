@@ -1,7 +1,8 @@
 """Frames cut by the snap length (editcap -s N of bundled captures, made in tests/tmp) against tshark 4.0 + plugin
 (standard_run): inside a TCP or UDP payload (tshark counts the length on the wire: Len=, tcp.len, nxtseq, the
 analysis), inside the TCP options (the options as far as captured, "[Packet size limited during capture: TCP
-truncated]", no analysis tree or tags; the window scaling unknown after a cut SYN), inside an MPTCP option."""
+truncated]", no analysis tree or tags; the window scaling unknown after a cut SYN), inside the TCP header (the
+fields as far as captured; before the window only the ports, unanalysed), inside an MPTCP option."""
 from __future__ import annotations
 
 import shutil
@@ -14,7 +15,8 @@ from conftest import CAPTURES_DIR
 from test_std_details import same_as_tshark
 
 TMP = Path(__file__).resolve().parent / "tmp"
-CUTS = [("rutentoy-login-texture.pcap", 60), ("rutentoy-login-texture.pcap", 80),
+CUTS = [("rutentoy-messages.pcap", 42), ("rutentoy-messages.pcap", 50), ("rutentoy-messages.pcap", 52),
+        ("rutentoy-login-texture.pcap", 60), ("rutentoy-login-texture.pcap", 80),
         ("rutentoy-login-texture.pcap", 100), ("rutentoy-lost-reordered.pcap", 58),
         ("rutentoy-lost-reordered.pcap", 66), ("iceball-tcp-session.pcap", 66), ("iceball-tcp-session.pcap", 80),
         ("rutentoy-mptcp.pcap", 60), ("rutentoy-mptcp.pcap", 76), ("rutentoy-mptcp.pcap", 100),

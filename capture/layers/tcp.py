@@ -559,8 +559,15 @@ def _cut_layer(d, data: bytes, off: int, hl: int) -> Layer:
     """Options cut by the snap length: tshark 4.0 analyses the segment with its length on the wire and shows the
     header as usual, the options as far as they were captured, the times, and then (capture/layers/__init__.py)
     "[Packet size limited during capture: TCP truncated]": no analysis tree, no payload."""
-    sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
-    fl, t = offflags & 0x0FFF, d.tcp
+    there = len(data) - off              # captured bytes of the header: from 4 (the ports) on
+    sport, dport = struct.unpack_from("!HH", data, off)
+    t = d.tcp
+    if t is None:                        # cut before the window: tshark read the ports only
+        top = proto_item(f.tcp, off, there, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}")
+        _port_items(top, off, sport, dport)
+        return Layer("tcp", top)
+    seq, ack, offflags, win = struct.unpack_from("!IIHH", data, off + 4)
+    fl = offflags & 0x0FFF
     seglen = d.cut
     top = proto_item(f.tcp, off, hl, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
                                      f"Seq: {t.seq}" + (f", Ack: {t.ack}" if fl & 0x10 else "") + f", Len: {seglen}")
@@ -585,8 +592,14 @@ def _cut_layer(d, data: bytes, off: int, hl: int) -> Layer:
         text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
         top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
                      f"[Window size scaling factor: {text}]", generated=True))
+    if there < 18:
+        return Layer("tcp", top)
+    csum = struct.unpack_from("!H", data, off + 16)[0]
     top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    if there < 20:
+        return Layer("tcp", top)
+    urp = struct.unpack_from("!H", data, off + 18)[0]
     top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
     if hl > 20:
         _tcp_options(top, data, off + 20, off + hl, bool(fl & 0x02), mp=d.mptcp.options if d.mptcp else None)
@@ -818,7 +831,9 @@ def info(d) -> str:
         text += f" Ack={ack}"
     text += f" Win={win}"
     short = any(len(s) > 4 and s[0] == "tcp" for s in d.spans)     # a short segment: no length
-    if not short:
+    data = d.frame.data
+    tcp_at = next((s[1] for s in reversed(d.spans) if s[0] == "tcp"), 0)
+    if not short and len(data) >= tcp_at + 20:          # (a header cut before its end: tshark got no further)
         text += f" Len={len(d.payload) + d.cut}"
     span = None
     for s in reversed(d.spans):
