@@ -106,6 +106,10 @@ class Decoded:
         if self.transport == "tcp" and self.flags is not None:
             from .layers.tcp import info
             return info(self)
+        if self.spans and self.spans[-1][0] == "udp" and self.spans[-1][-1] == "cut":    # (network.udp)
+            span = self.spans[-1]
+            ulen = f" Len={struct.unpack_from('!H', self.frame.data, span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
+            return f"{self.sport} \u2192 {self.dport}{ulen}[Packet size limited during capture]"
         if self.transport == "tcp":            # a header the snap length cut before its flags: the ports
             return f"{self.sport} → {self.dport}[Packet size limited during capture]"
         if self.transport == "udp":

@@ -203,6 +203,11 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
 
 def udp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("udp")
+    if off + 8 <= end and off + 4 <= len(data) < off + 8:
+        # the header cut by the snap length: tshark shows its ports (and length) and stops there
+        d.sport, d.dport = struct.unpack_from("!HH", data, off)
+        d.spans.append(("udp", off, len(data) - off, "cut"))
+        return
     if off + 8 > end or len(data) < off + 8:
         d.spans.append(("udp", off, max(0, min(end, len(data)) - off)))
         short(d, "udp", "UDP", 8, off, end)

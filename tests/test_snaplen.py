@@ -2,7 +2,8 @@
 (standard_run): inside a TCP or UDP payload (tshark counts the length on the wire: Len=, tcp.len, nxtseq, the
 analysis), inside the TCP options (the options as far as captured, "[Packet size limited during capture: TCP
 truncated]", no analysis tree or tags; the window scaling unknown after a cut SYN), inside the TCP header (the
-fields as far as captured; before the window only the ports, unanalysed), inside an MPTCP option."""
+fields as far as captured; before the window only the ports, unanalysed) or the UDP header (its ports and
+length), inside an MPTCP option."""
 from __future__ import annotations
 
 import shutil
@@ -20,7 +21,8 @@ CUTS = [("rutentoy-messages.pcap", 42), ("rutentoy-messages.pcap", 50), ("rutent
         ("rutentoy-login-texture.pcap", 100), ("rutentoy-lost-reordered.pcap", 58),
         ("rutentoy-lost-reordered.pcap", 66), ("iceball-tcp-session.pcap", 66), ("iceball-tcp-session.pcap", 80),
         ("rutentoy-mptcp.pcap", 60), ("rutentoy-mptcp.pcap", 76), ("rutentoy-mptcp.pcap", 100),
-        ("enet-plain.pcap", 60), ("enet-plain.pcap", 80), ("blank-server-session.pcap", 60)]
+        ("enet-plain.pcap", 60), ("enet-plain.pcap", 80), ("blank-server-session.pcap", 60),
+        ("blank-all-current.pcap", 38), ("blank-all-current.pcap", 40)]
 
 
 def cut(name: str, snaplen: int) -> Path:

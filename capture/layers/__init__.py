@@ -66,8 +66,9 @@ def build(d, roots=None) -> list[Layer]:
         else:
             layers.append(made)
         by_proto[proto] = made
-    if "tcp" in by_proto and len(d.spans[-1]) == 4 and d.spans[-1][3] == "cut":   # TCP options cut (capture.network)
-        name = cut_protocol(data, d.spans[-1][1], d.spans[-1][2])
+    last = d.spans[-1] if d.spans else ()
+    if len(last) == 4 and last[3] == "cut" and last[0] in by_proto:    # a header the snap length cut (network)
+        name = cut_protocol(data, last[1], last[2]) if last[0] == "tcp" else "UDP"
         layers.append(Layer("_ws.short", Item(f._ws_short, None, 0, 0,
                                               f"[Packet size limited during capture: {name} truncated]")))
     if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):
