@@ -38,7 +38,8 @@ def packet_experts(packet):
                     if layer.proto == "_ws.malformed":    # an exception: counted under the protocol it ended
                         yield next((p for p, i in d.problems if i is item.expert_info), layer.proto), item.expert_info
                         continue
-                    yield layer.proto, item.expert_info
+                    # MPTCP's experts are its own protocol's (tshark: the option's "mptcp" protocol)
+                    yield ("mptcp" if item.expert_info.abbrev[:6] == "mptcp." else layer.proto), item.expert_info
     else:
         for proto, info in d.problems:
             yield proto, info

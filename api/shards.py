@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
 from .capture.sets import CaptureSet, expand
+from .capture.mptcp_analysis import has_option as has_mptcp_option
 from .capture.tcp_analysis import FIN, RST
 
 
@@ -179,6 +180,7 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, stream
             for k, p in enumerate(picks) if p]
 
 
+MPTCP_GROUP = ("mptcp",)   # the conversation every MPTCP subflow is planned as (Planner.step)
 ENTRY = 4              # a planned frame: (frame number, where it is, tcp.stream / udp.stream, previous frame's time)
 NO_TIME = -(1 << 63)   # the previous frame's time of the first frame (Shard.prevs, a planned entry)
 
@@ -243,6 +245,9 @@ class Planner:
                     self.first_ns = frame.ts_ns
                 d = decode(frame)
                 key = _conversation(d)
+                if key is not None and key not in ids and d.transport == "tcp" and has_mptcp_option(d):
+                    # MPTCP subflows are several TCP conversations sharing keys and state: one shard for them all
+                    ids[key] = ids.setdefault(MPTCP_GROUP, len(ids))
                 convs.append(-1 if key is None else ids.setdefault(key, len(ids)))
                 rows.extend((n, where, -1 if streams is None else streams.of(d), prev))
                 prev = frame.ts_ns

@@ -37,7 +37,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "icmp",
-                 "unclaimed")
+                 "unclaimed", "mptcp", "cut")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -64,6 +64,8 @@ class Decoded:
         self.reassembled: list | None = None
         self.chunks: list | None = None      # SCTP: capture.sctp.Chunk per chunk
         self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
+        self.mptcp = None                    # TCP: capture.mptcp_analysis.FrameMptcp (a segment with MPTCP options)
+        self.cut = 0                         # TCP: payload bytes on the wire past the captured ones (snap length)
         self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
         self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
@@ -89,7 +91,7 @@ class Decoded:
             return f"[Malformed: {self.error}]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
-                if proto == "tcp":              # a short segment: TCP's Info as far as it got
+                if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
                     from .layers.tcp import info
                     why = self.exception_reason(proto)
                     return info(self) + (f"[Malformed Packet: {why}]" if why else "[Malformed Packet]")
@@ -103,6 +105,12 @@ class Decoded:
                 return f"Bogus IP length ({tlen}, less than header length {hl})"
         if self.transport == "tcp" and self.flags is not None:
             return (_TCP_INFO or _tcp_info())(self)
+        if self.spans and self.spans[-1][0] == "udp" and self.spans[-1][-1] == "cut":    # (network.udp)
+            span = self.spans[-1]
+            ulen = f" Len={struct.unpack_from('!H', self.frame.data, span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
+            return f"{self.sport} → {self.dport}{ulen}[Packet size limited during capture]"
+        if self.transport == "tcp":            # a header the snap length cut before its flags: the ports
+            return f"{self.sport} → {self.dport}[Packet size limited during capture]"
         if self.transport == "udp":
             bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
             if bad is not None:             # tshark: the claimed length, and the note in capitals
@@ -112,7 +120,7 @@ class Decoded:
                 return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
             zero = any(p.abbrev == "udp.checksum.zero" for _, p in self.problems)
             illegal = " [ILLEGAL CHECKSUM (0)]" if zero else ""
-            return f"{self.sport} → {self.dport} Len={len(self.payload)}{illegal}"
+            return f"{self.sport} → {self.dport} Len={len(self.payload) + self.cut}{illegal}"
         if self.transport == "sctp":
             from .sctp import info
             return info(self)
@@ -322,7 +330,8 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.sport = sport
     d.dport = dport
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
-        d.pdu_sizes = d.icmp = None
+        d.pdu_sizes = d.icmp = d.mptcp = None
+    d.cut = 0
     d.unclaimed = False
     d.segment_data = d.segment_data_at = 0
     d.problems = []
@@ -372,7 +381,8 @@ def _wscale(d: Decoded, data: bytes) -> int | None:
     """The window scale option's shift count of a SYN segment (None: no such option)."""
     from .layers.tcp import option_spans
     span = next(s for s in reversed(d.spans) if s[0] == "tcp")
-    for p, kind, n in option_spans(data, span[1] + 20, span[1] + span[2]):
+    end = span[1] + span[2]
+    for p, kind, n in option_spans(data, span[1] + 20, min(end, len(data))):
         if kind == 3 and n == 3:
             return min(data[p + 2], 14)
-    return None
+    return -1 if end > len(data) else None      # options cut by the snap length: the scaling stays unknown

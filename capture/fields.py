@@ -229,6 +229,7 @@ ipv6_opt_experimental = F("ipv6.opt.experimental", "Experimental Option", "bytes
 # tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"); private: the outputs list
 # _ws.malformed already
 _ws_malformed = F("_ws.malformed", "Malformed Packet", "protocol")
+_ws_short = F("_ws.short", "Packet size limited during capture", "protocol")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
 # UDP
@@ -509,4 +510,69 @@ EXPERTS = {
        in TCP_EXPERTS.items()},
     "tcp.bogus_header_length": "Bogus TCP header length", "tcp.option.len.invalid": "Invalid length for option",
     "tcp.short_segment": "Short segment",
+}
+
+# MPTCP: TCP option kind 30 (capture/layers/mptcp.py) and the "mptcp" protocol's analysis (capture/mptcp_analysis.py)
+MPTCP_SUBTYPES = {0: "Multipath Capable", 1: "Join Connection", 2: "Data Sequence Signal", 3: "Add Address",
+                  4: "Remove Address", 5: "Change Subflow Priority", 6: "TCP Fallback", 7: "Fast Close",
+                  8: "TCP Reset"}
+MPTCP_RST_REASONS = {0: "Unspecified error", 1: "MPTCP-specific error", 2: "Lack of resources",
+                     3: "Administratively prohibited", 4: "Too much outstanding data", 5: "Unacceptable performance",
+                     6: "Middlebox interference"}
+mptcp = F("mptcp", "Multipath Transmission Control Protocol", "protocol")
+mptcp_subtype = F("tcp.options.mptcp.subtype", "Multipath TCP subtype", "uint8", values=MPTCP_SUBTYPES, mask=0xF0)
+mptcp_version = F("tcp.options.mptcp.version", "Multipath TCP version", "uint8", mask=0x0F)
+mptcp_reserved = F("tcp.options.mptcp.reserved", "Reserved", "uint16", "HEX", mask=0x0FFF)
+mptcp_flags = F("tcp.options.mptcp.flags", "Multipath TCP flags", "uint8", "HEX")
+mptcp_backup_flag = F("tcp.options.mptcp.backup.flag", "Backup flag", "uint8", mask=0x01)
+mptcp_checksum_flag = F("tcp.options.mptcp.checksumreq.flags", "Checksum required", "uint8", mask=0x80)
+mptcp_extensibility_flag = F("tcp.options.mptcp.extensibility.flag", "Extensibility", "uint8", mask=0x40)
+mptcp_nomoresubflows_flag = F("tcp.options.mptcp.nomoresubflows.flag",
+                              "Do not attempt to establish new subflows to this address and port", "uint8", mask=0x20)
+mptcp_sha1_flag = F("tcp.options.mptcp.sha1.flag", "Use HMAC-SHA1", "uint8", mask=0x01)
+mptcp_sha256_flag = F("tcp.options.mptcp.sha256.flag", "Use HMAC-SHA256", "uint8", mask=0x01)
+mptcp_datafin_flag = F("tcp.options.mptcp.datafin.flag", "DATA_FIN", "uint8", mask=0x10)
+mptcp_dseqn8_flag = F("tcp.options.mptcp.dseqn8.flag", "Data Sequence Number is 8 octets", "uint8", mask=0x08)
+mptcp_dseqnpresent_flag = F("tcp.options.mptcp.dseqnpresent.flag", "Data Sequence Number, Subflow Sequence Number, "
+                            "Data-level Length, Checksum present", "uint8", mask=0x04)
+mptcp_dataack8_flag = F("tcp.options.mptcp.dataack8.flag", "Data ACK is 8 octets", "uint8", mask=0x02)
+mptcp_dataackpresent_flag = F("tcp.options.mptcp.dataackpresent.flag", "Data ACK is present", "uint8", mask=0x01)
+mptcp_reserved_flag = F("tcp.options.mptcp.reserved.flag", "Reserved", "uint8", "HEX", mask=0x1E)
+mptcp_reserved_flag_v0 = F("tcp.options.mptcp.reserved.flag", "Reserved", "uint8", "HEX", mask=0x3E)
+mptcp_rst_flags = [(F(f"tcp.options.mptcp.flag_{c}.flag", name, "bool", mask=m, bits=4), m, name)
+                   for c, name, m in (("U", "Flag U", 8), ("V", "Flag V", 4), ("W", "Flag W", 2),
+                                      ("T", "Transient", 1))]
+mptcp_rst_reason = F("tcp.options.mptcp.rst_reason", "TCPRST Reason", "uint8", "HEX", values=MPTCP_RST_REASONS)
+mptcp_addrid = F("tcp.options.mptcp.addrid", "Address ID", "uint8")
+mptcp_sendkey = F("tcp.options.mptcp.sendkey", "Sender's Key", "uint64")
+mptcp_recvkey = F("tcp.options.mptcp.recvkey", "Receiver's Key", "uint64")
+mptcp_recvtok = F("tcp.options.mptcp.recvtok", "Receiver's Token", "uint32")
+mptcp_sendrand = F("tcp.options.mptcp.sendrand", "Sender's Random Number", "uint32")
+mptcp_sendtrunchmac = F("tcp.options.mptcp.sendtrunchmac", "Sender's Truncated HMAC", "uint64")
+mptcp_sendhmac = F("tcp.options.mptcp.sendhmac", "Sender's HMAC", "bytes")
+mptcp_addaddrtrunchmac = F("tcp.options.mptcp.addaddrtrunchmac", "Truncated HMAC", "uint64")
+mptcp_rawdataack = F("tcp.options.mptcp.rawdataack", "Original MPTCP Data ACK", "uint64")
+mptcp_rawdataseqno = F("tcp.options.mptcp.rawdataseqno", "Data Sequence Number", "uint64")
+mptcp_subflowseqno = F("tcp.options.mptcp.subflowseqno", "Subflow Sequence Number", "uint32")
+mptcp_datalvllen = F("tcp.options.mptcp.datalvllen", "Data-level Length", "uint16")
+mptcp_checksum = F("tcp.options.mptcp.checksum", "Checksum", "uint16", "HEX")
+mptcp_ipver = F("tcp.options.mptcp.ipver", "IP version", "uint8", mask=0x0F)
+mptcp_echo = F("tcp.options.mptcp.echo", "Echo", "uint8", mask=0x01)
+mptcp_ipv4 = F("tcp.options.mptcp.ipv4", "Advertised IPv4 Address", "string")
+mptcp_ipv6 = F("tcp.options.mptcp.ipv6", "Advertised IPv6 Address", "string")
+mptcp_port = F("tcp.options.mptcp.port", "Advertised port", "uint16")
+mptcp_ack = F("mptcp.ack", "Multipath TCP Data ACK", "uint64")
+mptcp_dss_dsn = F("mptcp.dss.dsn", "DSS Data Sequence Number", "uint64")
+mptcp_expected_idsn = F("mptcp.expected_idsn", "Subflow expected IDSN", "uint64")
+mptcp_expected_token = F("mptcp.expected_token", "Subflow token generated from key", "uint32")
+mptcp_analysis = F("mptcp.analysis", "MPTCP analysis", "none")
+mptcp_analysis_subflows = F("mptcp.analysis.subflows", "TCP subflow stream id(s)", "string")
+mptcp_stream = F("mptcp.stream", "Stream index", "uint32")
+mptcp_rm_addr_count = F("mptcp.rm_addr.count", "Number of removed addresses", "uint8")
+mptcp_master = F("mptcp.master", "Master flow", "bool")
+MPTCP_EXPERTS = {
+    "mptcp.connection.echoed_key_mismatch": ("PROTOCOL", "WARN", "The echoed key in the ACK of the MPTCP handshake "
+                                                                 "does not match the key of the SYN/ACK"),
+    "mptcp.connection.missing_algorithm": ("PROTOCOL", "WARN", "No crypto algorithm specified"),
+    "mptcp.connection.unsupported_algorithm": ("PROTOCOL", "WARN", "Unsupported algorithm"),
 }

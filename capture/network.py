@@ -202,6 +202,11 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
 
 def udp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("udp")
+    if off + 8 <= end and off + 4 <= len(data) < off + 8:
+        # the header cut by the snap length: tshark shows its ports (and length) and stops there
+        d.sport, d.dport = struct.unpack_from("!HH", data, off)
+        d.spans.append(("udp", off, len(data) - off, "cut"))
+        return
     if off + 8 > end or len(data) < off + 8:
         d.spans.append(("udp", off, max(0, min(end, len(data)) - off)))
         short(d, "udp", "UDP", 8, off, end)
@@ -220,21 +225,58 @@ def udp(d, data: bytes, off: int, end: int) -> None:
         ulen = 8
     d.payload_offset = off + 8
     d.payload = data[off + 8:off + ulen]
+    if off + ulen > len(data):      # cut by the snap length: the Info column counts the length on the wire
+        d.cut = off + ulen - len(data)
     if not _sum and d.network == "ipv6":      # RFC 8200: a zero UDP checksum is not allowed over IPv6
         d.problems.append(("udp", ExpertInfo("udp.checksum.zero", CHECKSUM, ERROR, "Illegal checksum value (0)")))
 
 
 def sack_throws(data: bytes, p: int, end: int) -> bool:
-    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp.sack_throws),
-    walked only when a SACK kind byte is there at all."""
-    if 5 not in data[p:end]:
-        return False
-    from .layers.tcp import sack_throws as walk
-    return walk(data, p, end)
+    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp.sack_throws)
+    or an MPTCP option tshark's dissector reads past (layers.mptcp.throws), walked only when such a kind byte
+    is there at all."""
+    return throwing_option(data, p, end) is not None
+
+
+def throwing_option(data: bytes, p: int, end: int) -> str | None:
+    """The protocol ("tcp", "mptcp") whose option among data[p:end] ends tshark's dissection in an exception."""
+    options = data[p:end]
+    if 5 in options:
+        from .layers.tcp import sack_throws as walk
+        if walk(data, p, end):
+            return "tcp"
+    if 30 in options:
+        from .layers.mptcp import throws
+        if throws(data, p, end):
+            return "mptcp"
+    return None
+
+
+def _cut_header(d, data: bytes, off: int, end: int) -> None:
+    """A TCP header the snap length cut (the IP length says it is whole): tshark reads the ports, and with the
+    window captured it analyses the segment (its length on the wire); layers.tcp._cut_layer shows what was read."""
+    there = len(data) - off
+    d.transport = "tcp"
+    d.sport, d.dport = struct.unpack_from("!HH", data, off)
+    if there >= 16:
+        d.seq, d.ack, offflags, d.window = struct.unpack_from("!IIHH", data, off + 4)
+        d.flags = offflags & 0x0FFF
+        hl = (offflags >> 12) << 2
+        if 20 <= hl <= end - off:
+            d.spans.append(("tcp", off, hl, "cut"))
+            d.payload_offset = off + hl
+            d.payload = b""
+            d.cut = end - off - hl
+            return
+        d.seq = d.ack = d.flags = d.window = None
+    d.spans.append(("tcp", off, there, "cut"))        # the ports only
 
 
 def tcp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("tcp")
+    if off + 20 <= end and off + 4 <= len(data) < off + 20:
+        _cut_header(d, data, off, end)
+        return
     if off + 20 > end or len(data) < off + 20:
         d.spans.append(("tcp", off, max(0, min(end, len(data)) - off)))
         short(d, "tcp", "TCP", 20, off, end)
@@ -261,15 +303,22 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
                                              "Malformed Packet (Exception occurred)")))
         return
     if len(data) < off + hl:
-        d.spans.append(("tcp", off, max(20, min(end, len(data)) - off)))
-        short(d, "tcp", "TCP options", hl, off, end)
+        # the options cut by the snap length: tshark still analyses the segment (its length on the wire), shows
+        # the options as far as they were captured, then "[Packet size limited during capture: TCP truncated]"
+        d.spans.append(("tcp", off, hl, "cut"))
+        d.payload_offset = off + hl
+        d.payload = b""
+        d.cut = end - off - hl
         return
     d.spans.append(("tcp", off, hl))
-    if hl > 20 and sack_throws(data, off + 20, off + hl):
-        d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
-                                             "Malformed Packet (Exception occurred)")))
+    thrown = throwing_option(data, off + 20, off + hl) if hl > 20 else None
+    if thrown is not None:
+        d.problems.append((thrown, ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                              "Malformed Packet (Exception occurred)")))
     d.payload_offset = off + hl
     d.payload = data[off + hl:end]
+    if end > len(data):         # cut by the snap length: tshark counts the segment's length on the wire
+        d.cut = end - len(data)
 
 
 def arp(d, data: bytes, off: int) -> None:

@@ -145,6 +145,8 @@ class TcpTable:
         # there with another initial sequence number is still "TCP Port numbers reused", as tshark says
         self.retired: dict[frozenset, dict] = {}
         self.reused = False          # the last _connection call started a new connection on reused ports
+        self.mptcp = None            # capture.mptcp_analysis.MptcpTable, made at the first MPTCP option
+        self.mp_dupack = False       # MPTCP tolerates a duplicate ACK in the segment under analysis
 
     def _connection(self, key: frozenset, ts: int, me: tuple, syn_seq: int | None) -> Connection:
         """The connection of a segment from `me`; `syn_seq`: the sequence number of a SYN without ACK (else None).
@@ -215,12 +217,13 @@ class TcpTable:
         info.stream = conn.stream
         info.completeness = conn.completeness
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
+        span = d.spans[-1]
         conn.last_ns = ts
-        seglen = len(d.payload)
+        seglen = len(d.payload) + d.cut
         if fl & SYN:
             fwd.win_scale = wscale if wscale is not None else -2
             if fl & ACK:
-                if rev.win_scale == -1:
+                if rev.win_scale == -1 and wscale != -1:      # (-1: options cut, tshark never got there)
                     rev.win_scale = -2
                 conn.server_port = d.sport
             else:
@@ -232,6 +235,8 @@ class TcpTable:
         info.nxtseq = (nextseq - fwd.base) & M32
         info.ack = (ack - rev.base) & M32 if fl & ACK else ack
         info.win_scale, info.window = _scale(fwd, rev, d.window, bool(fl & SYN))
+        self.mp_dupack = (self.mptcp is not None or span[2] > 20
+                          and 30 in d.frame.data[span[1] + 20:span[1] + span[2]]) and self._mptcp(d, conn.stream)
         self._sequence(d, conn, fwd, rev, info, seq, ack, nextseq, seglen, ts)
         if fl & FIN:
             if conn.fin_by is None:
@@ -239,6 +244,22 @@ class TcpTable:
             info.fin_role = "active" if conn.fin_by == me else "passive"
         self._complete(conn, fl, seglen)
         d.tcp = info
+
+    def _mptcp(self, d, stream: int) -> bool:
+        """MPTCP's part (capture.mptcp_analysis) of segment `d` with an MPTCP option, or of a subflow's; whether
+        MPTCP tolerates a duplicate ACK here (an address or priority signalled since the sender's last one)."""
+        # tshark's sequence analysis (which asks this) comes before the segment's own options are dissected
+        tolerates = self.mptcp is not None and self.mptcp.tolerates_dupack(d, stream)
+        span = d.spans[-1]
+        p, end = span[1] + 20, span[1] + span[2]
+        if end > p and 30 in d.frame.data[p:end]:      # maybe an MPTCP option
+            from .mptcp_analysis import MptcpTable, mptcp_spans
+            spans = mptcp_spans(d.frame.data, p, end)
+            if spans:
+                if self.mptcp is None:
+                    self.mptcp = MptcpTable()
+                self.mptcp.analyze(d, stream, d.frame.data, spans)
+        return tolerates
 
     def _info(self, conn: Connection) -> TcpInfo:
         info = TcpInfo()
@@ -342,7 +363,7 @@ class TcpTable:
                 flags.append("keep_alive_ack")
             elif same and win == 0 and fwd.window == 0 and "zero_window_probe" in rev.lastflags:
                 flags.append("zero_window_probe_ack")
-            elif same and win and win == fwd.window:
+            elif same and win and win == fwd.window and not self.mp_dupack:
                 fwd.dupacks = 1 if fwd.dupacks == -1 else fwd.dupacks + 1
                 flags.append("duplicate_ack")
                 info.dupack_num, info.dupack_frame = fwd.dupacks, fwd.nondup_frame

@@ -280,13 +280,22 @@ SESSIONS = {
     "rutentoy-messages.pcap": (messages, 40005),
     "rutentoy-bad.pcap": (bad, 40006),
     "rutentoy-struct-numbering.pcap": (struct_numbering, 40007),
+    "rutentoy-mptcp.pcap": (login_texture, 40011),
 }
+
+
+# Multipath TCP (RFC 8684, the kernel's in-kernel path manager): both ends in one namespace, so both announce
+# 127.0.0.2 (ADD_ADDR) and both try to join it (MP_JOIN); the server's join is refused (nothing listens on the
+# client's port: RST), the client's is accepted. The endpoint is a backup one, so the data stays on the first
+# subflow and the Rutentoy stream is whole there.
+MPTCP = {"rutentoy-mptcp.pcap": ["limits set subflows 2 add_addr_accepted 2",
+                                 "endpoint add 127.0.0.2 dev lo id 2 signal backup"]}
 
 
 def record(name: str) -> None:
     from netns_record import record_tcp
     make, client_port = SESSIONS[name]
-    record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port)
+    record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, mptcp=MPTCP.get(name))
 
 
 # --- the lost / reordered capture: a recording edited -------------------------------------------------------------

@@ -140,7 +140,7 @@ def record_udp(datagrams, out_path, *, server_port=12354, client_port=None,
 def record_tcp(script, out_path, *, server_port=12355, client_port=None,
                server_addr="127.0.0.1", mtu=1500, offloads_off=True,
                nodelay=True, gap=0.0, linktype="ethernet", nano=False,
-               timeout=60):
+               timeout=60, mptcp=None):
     """Run ``script`` over one real TCP connection on loopback.
 
     Steps: ("c2s"|"s2c", bytes) = one sendall() from that side, fully read
@@ -148,8 +148,12 @@ def record_tcp(script, out_path, *, server_port=12355, client_port=None,
     shuts down its write half (FIN); ("sleep", seconds).  At the end both
     sides send FIN (if not yet done) and read to EOF.  The lo MTU is set to
     ``mtu`` and TSO/GSO/GRO are switched off so segments are <= MTU.
+
+    ``mptcp``: a list of ``ip mptcp`` argument strings (e.g. ``"endpoint add 127.0.0.2 dev lo signal"``) run in
+    the namespace first; the connection is then Multipath TCP (IPPROTO_MPTCP sockets, the listener on the
+    wildcard address so that joined subflows to another local address are accepted).
     """
-    spec = dict(proto="tcp", steps=_norm_steps(script, True),
+    spec = dict(proto="tcp", mptcp=mptcp, steps=_norm_steps(script, True),
                 out=_check_common(out_path, linktype, server_addr),
                 server_port=server_port, client_port=client_port,
                 addr=server_addr, gap=gap, linktype=linktype, nano=nano,
@@ -283,12 +287,20 @@ def _udp_traffic(spec):
             time.sleep(spec["gap"])
 
 
+IPPROTO_MPTCP = 262
+
+
 def _tcp_traffic(spec):
     fam = socket.AF_INET6 if ":" in spec["addr"] else socket.AF_INET
     addr = spec["addr"]
-    lst, cli = socket.socket(fam, socket.SOCK_STREAM), socket.socket(fam, socket.SOCK_STREAM)
+    mptcp = spec.get("mptcp")
+    proto = IPPROTO_MPTCP if mptcp is not None else 0
+    for args in mptcp or ():
+        subprocess.run(["ip", "mptcp", *args.split()], check=True)
+    lst, cli = socket.socket(fam, socket.SOCK_STREAM, proto), socket.socket(fam, socket.SOCK_STREAM, proto)
     with lst, cli:
-        lst.bind((addr, spec["server_port"]))
+        lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        lst.bind(("" if mptcp else addr, spec["server_port"]))
         lst.listen(1)
         if spec["client_port"]:
             cli.bind((addr, spec["client_port"]))

@@ -18,7 +18,7 @@ from .icmp import icmp_layer
 from .ip import ip_layer, ipv6_ext_item, ipv6_layer
 from .null import null_layer, raw_layer
 from .sll import sll2_layer, sll_layer
-from .tcp import tcp_layer, tcp_segments_layer
+from .tcp import cut_protocol, tcp_layer, tcp_segments_layer
 from .udp import udp_layer
 
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,
@@ -27,7 +27,8 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
             "sctp": sctp_layer, "icmp": icmp_layer, "icmpv6": icmp_layer, "arp": arp_layer}
 
 
-MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP"}
+MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP",
+                   "mptcp": "MPTCP"}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
@@ -65,6 +66,11 @@ def build(d, roots=None) -> list[Layer]:
         else:
             layers.append(made)
         by_proto[proto] = made
+    last = d.spans[-1] if d.spans else ()
+    if len(last) == 4 and last[3] == "cut" and last[0] in by_proto:    # a header the snap length cut (network)
+        name = cut_protocol(data, last[1], last[2]) if last[0] == "tcp" else "UDP"
+        layers.append(Layer("_ws.short", Item(f._ws_short, None, 0, 0,
+                                              f"[Packet size limited during capture: {name} truncated]")))
     if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):
         return layers
     for proto, info in d.problems:

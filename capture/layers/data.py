@@ -19,7 +19,8 @@ def _hex_rows(data: bytes) -> list[str]:
 def data_item(data: bytes, off: int) -> Item:
     n = len(data)
     top = Item(f.data, None, off, n, f"Data ({n} byte{'s' if n != 1 else ''})\n\n" + "\n".join(_hex_rows(data)))
-    top.add(Item(f.data_data, data, off, n, f"Data: {data.hex()}"))
+    # a bytes label shows 36 bytes at most (epan's bytes_to_str)
+    top.add(Item(f.data_data, data, off, n, f"Data: {data[:36].hex()}{'…' if n > 36 else ''}"))
     top.add(Item(f.data_len, n, off, 0, f"[Length: {n}]", generated=True))
     return top
 

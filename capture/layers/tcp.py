@@ -7,6 +7,7 @@ from ...engine import tree
 from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ExpertInfo, HiddenItem, Item, Layer, TextItem
 from .. import fields as f
+from . import mptcp as mptcp_option
 from .common import bits, full, ns_text, proto_item, set_text
 
 FLAG_SUMMARY = [(0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
@@ -30,9 +31,10 @@ def _option_values(o: Item, data: bytes, p: int, kind: int, n: int) -> None:
             _tcp_expert(shift, "tcp.options.wscale.shift.invalid")
         m = 1 << min(data[p + 2], 14)
         o.add(Item(f.tcp_wscale_multiplier, m, p + 2, 1, f"[Multiplier: {m}]", generated=True))
-    elif kind == 8:
-        tsval, tsecr = struct.unpack_from("!II", data, p + 2)
+    elif kind == 8:             # one value at a time: the snap length may cut the second (struct.error)
+        tsval = struct.unpack_from("!I", data, p + 2)[0]
         o.add(Item(f.tcp_tsval, tsval, p + 2, 4, f"Timestamp value: {tsval}"))
+        tsecr = struct.unpack_from("!I", data, p + 6)[0]
         o.add(Item(f.tcp_tsecr, tsecr, p + 6, 4, f"Timestamp echo reply: {tsecr}"))
     elif kind not in f.TCP_OPTIONS and n > 2:
         payload = data[p + 2:p + n]
@@ -93,38 +95,49 @@ def _option_label(data: bytes, p: int, kind: int, valid: bool) -> str:
     return f"TCP Option - {name}"
 
 
+class _CutBeforeOption(IndexError):
+    """The option walk reached bytes the snap length cut before an option's kind or length (nothing shown)."""
+
+
 def _bad_option(item: Item, p: int, n: int, message: str) -> None:
     """tshark's text item for an option whose length is unusable, with the expert on it (the walk stops)."""
     _tcp_expert(item.add(TextItem(None, None, p, n, message)), "tcp.option.len.invalid", message)
 
 
-def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, sack=None) -> None:
+def _tcp_options(top: Item, data: bytes, off: int, end: int, syn: bool = False, sack=None, mp=None) -> None:
     """The options item, as tshark 4.0's tcp_dissect_options makes it (_option_items), and after a walk that
     reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
-    item = top.add(Item(f.tcp_options, opts, off, len(opts), ""))
+    item = top.add(Item(f.tcp_options, opts, off, end - off, ""))
     names: list[str] = []
     try:
-        _, whole = _option_items(item, data, off, end, syn, names, sack=sack)
-    except IndexError:          # tshark's exception in an option (capture.network: the layer ends there)
+        _, whole = _option_items(item, data, off, end, syn, names, sack=sack, mp=mp)
+    except _CutBeforeOption:    # the snap length cut the options before an option began
+        whole = False
+    except (IndexError, struct.error):  # tshark's exception in an option (capture.network: the layer ends there)
         names.pop()             # (the option's name is appended after its own dissection)
         whole = False
     if whole and syn and f.TCP_OPTIONS[2][1] not in names:
         _tcp_expert(item, "tcp.options.mss.absent")
-    item.label = f"Options: ({len(opts)} bytes), " + ", ".join(names) if names else f"Options: ({len(opts)} bytes)"
+    item.label = f"Options: ({end - off} bytes), " + ", ".join(names) if names else f"Options: ({end - off} bytes)"
 
 
 def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
-                  names: list[str] | None = None, sack=None) -> tuple[list[str], bool]:
+                  names: list[str] | None = None, sack=None, mp=None) -> tuple[list[str], bool]:
     """Each option's item under `item`; (the names of the options shown, whether the walk reached the end). An
     option whose length byte is missing, too short or runs past the header ends the walk with an expert; a
     fixed-length option of another length is shown without its values, with an expert on its length; after an
-    End of Option List, non-zero padding ends it too."""
+    End of Option List, non-zero padding ends it too. `mp`: the derived values of each MPTCP option, in order
+    (capture.mptcp_analysis.FrameMptcp.options)."""
     names = [] if names is None else names
     nops = 0
+    mptcp_seen = 0
     while p < end:
+        if p >= len(data) or data[p] > 1 and len(data) <= p + 1 < end:
+            raise _CutBeforeOption("an option's kind or length byte past the captured bytes")
         kind = data[p]
-        nops = nops + 1 if kind == 1 else 0
+        if kind == 1:       # tshark counts NOPs in a row within 32-bit words: one on a word boundary restarts it
+            nops = nops + 1 if nops == 0 or (p - item.offset) % 4 else 0
         if kind in (0, 1):
             name = f.TCP_OPTIONS[kind][1]
             if nops == 4:
@@ -150,6 +163,13 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
                         f"{name} (option length = {n} byte{s} says option goes past end of options)")
         if n is None or n < 2 or p + n > end:
             return names, False
+        if kind == 30:
+            names.append("MPTCP")
+            vals = mp[mptcp_seen] if mp and mptcp_seen < len(mp) else None
+            mptcp_seen += 1
+            mptcp_option.option_item(item, data, p, n, vals)     # an IndexError: tshark's exception in it
+            p += n
+            continue
         names.append(name)
         want = OPTION_LENGTHS.get(kind, n)
         o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
@@ -308,11 +328,11 @@ def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
     return out
 
 
-def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None):
+def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool, sack=None, mp=None):
     """The options item: static, but for a timestamps option's values (slots), the one that changes in every
     segment of a connection."""
     holder = Item(None)
-    _tcp_options(holder, data, off, end, syn, sack)
+    _tcp_options(holder, data, off, end, syn, sack, mp)
     opts = holder.children[0]
     if ts_at is None:
         return opts
@@ -535,6 +555,77 @@ def _short_layer(d, data: bytes, off: int, length: int, short: str) -> Layer:
     return Layer("tcp", top)
 
 
+def _cut_layer(d, data: bytes, off: int, hl: int) -> Layer:
+    """Options cut by the snap length: tshark 4.0 analyses the segment with its length on the wire and shows the
+    header as usual, the options as far as they were captured, the times, and then (capture/layers/__init__.py)
+    "[Packet size limited during capture: TCP truncated]": no analysis tree, no payload."""
+    there = len(data) - off              # captured bytes of the header: from 4 (the ports) on
+    sport, dport = struct.unpack_from("!HH", data, off)
+    t = d.tcp
+    if t is None:                        # cut before the window: tshark read the ports only
+        top = proto_item(f.tcp, off, there, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}")
+        _port_items(top, off, sport, dport)
+        return Layer("tcp", top)
+    seq, ack, offflags, win = struct.unpack_from("!IIHH", data, off + 4)
+    fl = offflags & 0x0FFF
+    seglen = d.cut
+    top = proto_item(f.tcp, off, hl, f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, "
+                                     f"Seq: {t.seq}" + (f", Ack: {t.ack}" if fl & 0x10 else "") + f", Len: {seglen}")
+    _port_items(top, off, sport, dport)
+    _conversation_items(top, off, t)
+    top.add(Item(f.tcp_len, seglen, off, 0, f"[TCP Segment Len: {seglen}]", generated=True))
+    top.add(Item(f.tcp_seq, t.seq, off + 4, 4, f"Sequence Number: {t.seq}    (relative sequence number)"))
+    top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
+    top.add(Item(f.tcp_nxtseq, t.nxtseq, off, 0, f"[Next Sequence Number: {t.nxtseq}    (relative sequence number)]",
+                 generated=True))
+    rel = "    (relative ack number)" if fl & 0x10 else ""
+    ack_item = top.add(Item(f.tcp_ack, t.ack, off + 8, 4, f"Acknowledgment Number: {t.ack}{rel}"))
+    if ack and not fl & 0x10:
+        _tcp_expert(ack_item, "tcp.ack.nonzero")
+    top.add(Item(f.tcp_ack_raw, ack, off + 8, 4, f"Acknowledgment number (raw): {ack}"))
+    top.add(_hdr_len_item(off, hl // 4))
+    top.add(_flags_item((t.server_port if fl & 0x02 else None, t.fin_role), off, fl))
+    top.add(Item(f.tcp_window_size_value, win, off + 14, 2, f"Window: {win}"))
+    top.add(Item(f.tcp_window_size, t.window, off + 14, 2, f"[Calculated window size: {t.window}]", generated=True))
+    sc = t.win_scale
+    if sc != -3:
+        text = {-1: "-1 (unknown)", -2: "-2 (no window scaling used)"}.get(sc, str(1 << sc) if sc >= 0 else str(sc))
+        top.add(Item(f.tcp_window_size_scalefactor, (1 << sc) if sc >= 0 else sc, off + 14, 2,
+                     f"[Window size scaling factor: {text}]", generated=True))
+    if there < 18:
+        return Layer("tcp", top)
+    csum = struct.unpack_from("!H", data, off + 16)[0]
+    top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
+    top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
+    if there < 20:
+        return Layer("tcp", top)
+    urp = struct.unpack_from("!H", data, off + 18)[0]
+    top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
+    if hl > 20:
+        _tcp_options(top, data, off + 20, off + hl, bool(fl & 0x02), mp=d.mptcp.options if d.mptcp else None)
+    _timestamps(top, off, t)
+    return Layer("tcp", top)
+
+
+def cut_protocol(data: bytes, off: int, hl: int) -> str:
+    """The protocol whose dissection the snap length cut in TCP options data[off + 20:off + hl]: "MPTCP" when
+    it is an MPTCP option whose kind and length were captured, else "TCP" ([Packet size limited during capture:
+    X truncated])."""
+    p, end = off + 20, off + hl
+    while p + 1 < min(end, len(data)):
+        kind = data[p]
+        if kind in (0, 1):
+            p += 1
+            continue
+        n = data[p + 1]
+        if n < 2 or p + n > end:
+            return "TCP"
+        if p + n > len(data):
+            return "MPTCP" if kind == 30 else "TCP"
+        p += n
+    return "TCP"
+
+
 def sack_throws(data: bytes, p: int, end: int) -> bool:
     """Whether tshark's walk over the options data[p:end] meets a SACK option too short for one block, whose
     D-SACK read then runs past it (an exception: [Malformed Packet])."""
@@ -572,6 +663,8 @@ def short_exception(data: bytes, p: int, end: int, there: int) -> str:
 def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None, short: str | None = None):
     if short is not None:
         return _short_layer(d, data, off, length, short)
+    if segment == "cut":
+        return _cut_layer(d, data, off, length)
     if not full(data, off, length, 20):
         return Layer("tcp", proto_item(f.tcp, off, length, "Transmission Control Protocol"))
     sport, dport, seq, ack, offflags, win, csum, urp = _HEADER(data, off)
@@ -580,7 +673,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     if hl < 5:
         return _bogus_layer(d, data, off, hl, segment if segment is not None else length)
     payload = d.payload
-    seglen = len(payload) if d.transport == "tcp" else 0
+    seglen = len(payload) + d.cut if d.transport == "tcp" else 0
     t = d.tcp
     if t is not None:
         shown_seq, shown_ack, sc, c = t.seq, t.ack, t.win_scale, t.completeness
@@ -616,7 +709,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
         if ts_at is not None:
             vals["ts_opt"] = options[ts_at:ts_at + 10]
             vals["tsval"], vals["tsecr"] = _TS(options, ts_at + 2)
-        if 5 in options:          # SACK edges are shown relative to the acknowledged side: in the key
+        if 5 in options or 30 in options:   # SACK edges are relative to the acknowledged side: in the key
             sack = ((ack - t.ack) & 0xFFFFFFFF if t is not None and fl & 0x10 else 0, shown_ack)
             opts_key = (opts_key, sack, bool(d.problems) and d.problems[-1][1].abbrev == "_ws.malformed.expert")
     pdus = d.pdu_sizes or ()
@@ -638,11 +731,12 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             at = d.segment_data_at
             vals["segn"], vals["segat"] = segn, hl * 4 + at
             vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
-    key = (off, hl, fl, sc, tkey, opts_key, seglen > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
-           bool(ack) and not fl & 0x10)
+    shown = seglen if payload else 0        # no payload item when the snap length left none of it
+    key = (off, hl, fl, sc, tkey, opts_key, shown > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
+           bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
-        tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, seglen))
+        tpl = TEMPLATES.get(key, lambda: _tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, shown))
     label = (f"Transmission Control Protocol, Src Port: {sport}, Dst Port: {dport}, Seq: {shown_seq}" +
              (f", Ack: {shown_ack}" if fl & 0x10 else "") + f", Len: {seglen}")
     return SlotLayer("tcp", f.tcp, off, length, label, tpl, vals)
@@ -652,13 +746,16 @@ def _tcp_nodes(d, data: bytes, off: int, hl: int, fl: int, sc, tkey, opts_key, t
     """The template of a TCP layer of this shape (tcp_layer's key)."""
     nodes = _head_slots(tkey, off, hl, fl, sc, bool(d.ack) and not fl & 0x10)
     sack, cut = opts_key[1:] if isinstance(opts_key, tuple) else (None, False)
+    mp = d.mptcp
     if opts_key is not None:
         nodes.append(_options_node(data, off + 20, off + hl * 4, None if ts_at is None else off + 20 + ts_at,
-                                   bool(fl & 0x02), sack))
+                                   bool(fl & 0x02), sack, mp.options if mp is not None else None))
     if cut:              # an exception in the options (a SACK too short for tshark's D-SACK read): no more
         return nodes + (_analysis_slots(tkey, off)[:1] if tkey else [])
     if tkey:
         nodes += _analysis_slots(tkey, off)
+    if mp is not None and mp.analysis is not None:
+        nodes.append(mptcp_option.analysis_item(mp.analysis, off))
     if seglen:
         nodes += _payload_slots(d, seglen, hl)
     return nodes
@@ -734,8 +831,10 @@ def info(d) -> str:
         text += f" Ack={ack}"
     text += f" Win={win}"
     short = any(len(s) > 4 and s[0] == "tcp" for s in d.spans)     # a short segment: no length
-    if not short:
-        text += f" Len={len(d.payload)}"
+    data = d.frame.data
+    tcp_at = next((s[1] for s in reversed(d.spans) if s[0] == "tcp"), 0)
+    if not short and len(data) >= tcp_at + 20:          # (a header cut before its end: tshark got no further)
+        text += f" Len={len(d.payload) + d.cut}"
     span = None
     for s in reversed(d.spans):
         if s[0] == "tcp":
@@ -758,6 +857,9 @@ def info(d) -> str:
             return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
     if d.segment_data:
         text += " [TCP segment of a reassembled PDU]"
+    if span is not None and len(span) == 4 and span[3] == "cut":
+        # tshark's exception in the options came before the analysis was printed: no analysis tags
+        return text + "[Packet size limited during capture]"
     return info_prefix(d) + text if t is not None and t.flags else text
 
 

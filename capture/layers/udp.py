@@ -8,7 +8,9 @@ from .. import fields as f
 from .common import frozen, full, ns_text, proto_item
 
 
-def udp_layer(d, data: bytes, off: int, length: int) -> Layer:
+def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
+    if cut is not None:
+        return _cut_layer(data, off, length)
     if not full(data, off, length, 8):
         return Layer("udp", proto_item(f.udp, off, length, "User Datagram Protocol"))
     sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
@@ -57,3 +59,15 @@ def _stream(top: Item, conv: tuple, off: int, payload: bool) -> None:
         ts.add(Item(f.udp_time_relative, rel, off, 0, f"[Time since first frame: {rel} seconds]", generated=True))
         ts.add(Item(f.udp_time_delta, delta, off, 0, f"[Time since previous frame: {delta} seconds]",
                     generated=True))
+
+
+def _cut_layer(data: bytes, off: int, there: int) -> Layer:
+    """A header the snap length cut (4 to 7 bytes captured): the ports, and the length when it is there
+    (capture/layers/__init__.py adds tshark's "[Packet size limited during capture: UDP truncated]")."""
+    sport, dport = struct.unpack_from("!HH", data, off)
+    top = proto_item(f.udp, off, there, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
+    top.children = _ports(sport, dport, off)
+    if there >= 6:
+        ulen = struct.unpack_from("!H", data, off + 4)[0]
+        top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}"))
+    return Layer("udp", top)
