@@ -377,9 +377,9 @@ class WebSocket:
                 ctx.expert(pl, "unexpected", "Continuation frame without a message in progress")
                 state = states[ctx.direction] = {"opcode": 2, "compressed": False, "parts": [], "size": 0,
                                                  "frames": []}
-            if payload and not (fin and state["parts"]):
+            if payload and not fin:
                 # tshark puts it on the top level of the tree, after the websocket layer (the frame completing a
-                # fragmented message shows the reassembly instead)
+                # fragmented message shows the reassembly instead; a lone final one is a message: neither)
                 ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
         else:
             if state is not None:
