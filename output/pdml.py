@@ -24,7 +24,7 @@ from ..dissectors import PROTOCOLS
 from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem
 from . import json_out
 from . import tshark_values as tv
-from .json_forms import item_length, masked, raw_hex
+from .json_forms import field_length, masked, raw_hex, source_data
 from .psml import xml_escape
 from .text import LABEL_LENGTH, fit_label
 
@@ -71,10 +71,8 @@ class _Writer:
         return item.offset
 
     def hex_of(self, item, source: int) -> str:
-        sources = self.packet.sources or ()
-        index = item.source or source
-        data = sources[index].data if index < len(sources) else self.packet.frame.data
-        length = item_length(item)
+        data = source_data(self.packet, item.source or source)
+        length = field_length(item, self.packet, source)
         if item.offset + length > len(data):
             return "field length invalid!"
         return data[item.offset:item.offset + length].hex()
@@ -91,7 +89,7 @@ class _Writer:
             add(_ind(1) + '<proto name="fake-field-wrapper">\n')
             level += 1
         pos = self.pos(item, parent_pos)
-        length = item_length(item)
+        length = field_length(item, self.packet, source)
         ind = _ind(level + 1)
         kids = item.children
         src = item.source or source
