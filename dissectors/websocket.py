@@ -18,7 +18,7 @@ import zlib
 
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
-from ..engine.tree import bit_picture, DataSource, Item
+from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
 
@@ -29,6 +29,7 @@ CLOSE_CODES = {1000: "Normal Closure", 1001: "Going Away", 1002: "Protocol error
                1010: "Mandatory Ext.", 1011: "Internal Server", 1015: "TLS handshake"}
 MESSAGE_LIMIT = 16 << 20      # a fragmented message or an inflated one larger than this is not decoded
 FRAGMENT_LIMIT = 4096         # frames of one fragmented message
+FAILED = "Decompression failed"    # tshark's expert (ei_ws_decompression_failed) for a message zlib cannot inflate
 
 
 def frame_length(data: bytes, pos: int) -> int:
@@ -136,7 +137,7 @@ class Inflater:
                 except zlib.error:
                     self.wireshark = zlib.decompressobj(-15)
         if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
-            return None, "Decompression failed: the shared context was lost earlier"
+            return None, f"{FAILED}: the shared context was lost earlier"
         if self.z is None or self.fresh:
             self.z = zlib.decompressobj(-15)
             self.window = b""
@@ -146,7 +147,7 @@ class Inflater:
         except zlib.error as exc:
             self.z = None
             self.broken = not self.fresh    # with context takeover the stream cannot recover (zlib's BAD state)
-            return None, f"Decompression failed: {exc}"
+            return None, f"{FAILED}: {exc}"
         if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
             self.z = None
             return None, f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
@@ -188,7 +189,8 @@ class WebSocket:
 
     def __init__(self):
         b = Binder("websocket")
-        self.experts = EXPERTS
+        # tshark's own for a message that does not inflate (ei_ws_decompression_failed), beside protodump's
+        self.experts = {**EXPERTS, "decompression.failed.expert": (PROTOCOL, WARN)}
         self.info = b.field("websocket", "WebSocket", "protocol")
         u8 = dict(bits=8)
         self.f = {
@@ -430,8 +432,14 @@ class WebSocket:
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             inflater = self.inflater(ctx)
             msg, error = inflater.inflate(msg, single)
-            if msg is None:
-                ctx.expert(pl, "unexpected", error)     # tshark: "Decompression failed", Warning/Protocol
+            if msg is None and error.startswith(FAILED):
+                # zlib could not: tshark's expert item on the top level of the tree, over the (last frame's)
+                # payload, without zlib's reason
+                failed = ctx.top_level(TextItem(None, None, base, len(parts[-1]), FAILED, False, psrc))
+                ctx.expert(failed, "decompression.failed.expert", FAILED)
+                return
+            if msg is None:                             # over protodump's limit
+                ctx.expert(pl, "unexpected", error)
                 return
             # the plugin inflates when it is called: after Wireshark's own buffer for a message it delivers
             # inflated as we do (one frame), before its own for one Wireshark delivers otherwise (compressed,

@@ -201,8 +201,9 @@ def layer_nodes(packet) -> list:
         kids = _nodes(layer.item.children, layer.proto, packet, layer.item.source)
         if layer.proto == tv.LUA_FAKE_KEY:
             out.append(_Node(layer.proto, "none", None, [], _name(layer.proto, layer.proto)))
-        elif layer.item.field is not None and layer.item.field.ftype != "protocol":
-            out.extend(_nodes([layer.item], layer.proto, packet, layer.item.source))   # a field item on the top level
+        elif layer.item.field is None or layer.item.field.ftype != "protocol":
+            # a field or text item on the top level (tcp.segments; websocket's "Decompression failed" expert)
+            out.extend(_nodes([layer.item], layer.proto, packet, layer.item.source))
         else:
             top = layer.item
             raw = (top, packet, 0) if json_forms.item_length(top) > 0 and top.field is not None else None
