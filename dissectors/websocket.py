@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import zlib
 
+from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
 from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
@@ -119,6 +120,9 @@ class Inflater:
         self.z = None
         self.broken = False
         self.window = b""
+        # a damaged message that ended inside a block: its input (tail included) and output, which the plugin
+        # keeps and inflates again in front of the next message (lua/rt_websocket.lua z.carry, z.done)
+        self.carry, self.carry_out = b"", b""
         self.last = None
         # tshark 4.0's own context (packet-websocket.c), only while it is out of step with ours: it inflates the
         # one-frame messages only, so after a fragmented one it goes on from another history (None: in step)
@@ -140,30 +144,49 @@ class Inflater:
             return None, f"{FAILED}: the shared context was lost earlier"
         if self.z is None or self.fresh:
             self.z = zlib.decompressobj(-15)
-            self.window = b""
+            self.window, self.carry, self.carry_out = b"", b"", b""
         z = self.z
+        tail = b"\x00\x00\xff\xff"
         try:
-            out = z.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
+            out = z.decompress(data + tail, MESSAGE_LIMIT + 1)
         except zlib.error as exc:
             self.z = None
             self.broken = not self.fresh    # with context takeover the stream cannot recover (zlib's BAD state)
             return None, f"{FAILED}: {exc}"
+        over = f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
         if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
             self.z = None
-            return None, f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
-        window = self.window
+            return None, over
+        window, carry, carry_out = self.window, self.carry, self.carry_out
         if single and self.wireshark is None:
             self.wireshark_out = out
-        if out:
+        if out or carry_out:        # the plugin inflates the carried input and the message from its window
             pre, zeros = _stored(window), b""
-            if (len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
+            if (len(carry) + len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
                 pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
-            self.last = ((pre, data, b"\x00\x00\xff\xff"), (zeros, window, out))
-            self.window = (window + out)[-self.WINDOW:]
+            self.last = ((pre, carry, data, tail), (zeros, window, carry_out, out))
         if z.eof:                           # a final block ends the stream: the next message starts a new one
             self.z = None
+        elif self._between_blocks():
+            self.window = (window + carry_out + out)[-self.WINDOW:]
+            self.carry, self.carry_out = b"", b""
+        elif len(carry) + len(data) + 4 > MESSAGE_LIMIT:      # the plugin starts afresh
+            self.z = None
+            return None, over
+        else:                               # ended inside a block: zlib goes on with the next message's bytes
+            self.carry, self.carry_out = carry + data + tail, carry_out + out
         return out, None
+
+    def _between_blocks(self) -> bool:
+        """Whether the stream stands between two blocks on a byte boundary (where the plugin's walk says
+        `clean`): only then does an empty final stored block end it with nothing out (in a Huffman block those
+        bits would be codes)."""
+        probe = self.z.copy()
+        try:
+            return probe.decompress(b"\x01\x00\x00\xff\xff") == b"" and probe.eof and not probe.unused_data
+        except zlib.error:
+            return False
 
     def add_sources(self, ctx) -> None:
         """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""
@@ -509,7 +532,8 @@ class Data:
 
     def dissect(self, ctx, prefs):
         n = ctx.end - ctx.pos
-        ctx.tree.label = f"Data ({n} bytes)"
+        # tshark -V follows the data item with a hex dump of its bytes (capture/layers/data.py)
+        ctx.tree.label = f"Data ({n} byte{'s' if n != 1 else ''})\n\n" + "\n".join(hex_rows(ctx.data[ctx.pos:ctx.end]))
         ctx.tree.add(Item(self.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
         ctx.tree.add(Item(self.len, n, ctx.pos, 0, None, True, ctx.source))
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's

@@ -84,7 +84,8 @@ class _Writer:
         if info is not None:
             self.expert(item, level, parent_pos)
             return
-        top_field = level == 0 and (f is None or f.ftype != "protocol")
+        data = f is not None and f.abbrev == "data"     # print.c writes the data protocol as a field
+        top_field = level == 0 and (f is None or f.ftype != "protocol" or data)
         if top_field:
             add(_ind(1) + '<proto name="fake-field-wrapper">\n')
             level += 1
@@ -93,7 +94,9 @@ class _Writer:
         ind = _ind(level + 1)
         kids = item.children
         src = item.source or source
-        if f is None:
+        if data:
+            parts = [ind, '<field name="data" value="', self.hex_of(item, source)]
+        elif f is None:
             parts = [ind, '<field name="" show="', xml_escape(showname(item)), '" size="', str(length),
                      '" pos="', str(pos)]
             if length > 0:
@@ -122,7 +125,7 @@ class _Writer:
                 self.node(child, level + 1, item.offset, src)
             # print.c takes back the wrapper's level before closing: a wrapped field closes one level out
             add((_ind(level) if top_field else ind) +
-                ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
+                ("</proto>\n" if f is not None and f.ftype == "protocol" and not data else "</field>\n"))
         if top_field:
             add(_ind(level) + "</proto>\n")
 
