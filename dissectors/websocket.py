@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import zlib
 
+from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
 from ..engine.protocol import EXPERTS
-from ..engine.tree import bit_picture, DataSource, Item
+from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
 
@@ -29,6 +30,7 @@ CLOSE_CODES = {1000: "Normal Closure", 1001: "Going Away", 1002: "Protocol error
                1010: "Mandatory Ext.", 1011: "Internal Server", 1015: "TLS handshake"}
 MESSAGE_LIMIT = 16 << 20      # a fragmented message or an inflated one larger than this is not decoded
 FRAGMENT_LIMIT = 4096         # frames of one fragmented message
+FAILED = "Decompression failed"    # tshark's expert (ei_ws_decompression_failed) for a message zlib cannot inflate
 
 
 def frame_length(data: bytes, pos: int) -> int:
@@ -118,6 +120,9 @@ class Inflater:
         self.z = None
         self.broken = False
         self.window = b""
+        # a damaged message that ended inside a block: its input (tail included) and output, which the plugin
+        # keeps and inflates again in front of the next message (lua/rt_websocket.lua z.carry, z.done)
+        self.carry, self.carry_out = b"", b""
         self.last = None
         # tshark 4.0's own context (packet-websocket.c), only while it is out of step with ours: it inflates the
         # one-frame messages only, so after a fragmented one it goes on from another history (None: in step)
@@ -136,33 +141,52 @@ class Inflater:
                 except zlib.error:
                     self.wireshark = zlib.decompressobj(-15)
         if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
-            return None, "Decompression failed: the shared context was lost earlier"
+            return None, f"{FAILED}: the shared context was lost earlier"
         if self.z is None or self.fresh:
             self.z = zlib.decompressobj(-15)
-            self.window = b""
+            self.window, self.carry, self.carry_out = b"", b"", b""
         z = self.z
+        tail = b"\x00\x00\xff\xff"
         try:
-            out = z.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
+            out = z.decompress(data + tail, MESSAGE_LIMIT + 1)
         except zlib.error as exc:
             self.z = None
             self.broken = not self.fresh    # with context takeover the stream cannot recover (zlib's BAD state)
-            return None, f"Decompression failed: {exc}"
+            return None, f"{FAILED}: {exc}"
+        over = f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
         if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
             self.z = None
-            return None, f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
-        window = self.window
+            return None, over
+        window, carry, carry_out = self.window, self.carry, self.carry_out
         if single and self.wireshark is None:
             self.wireshark_out = out
-        if out:
+        if out or carry_out:        # the plugin inflates the carried input and the message from its window
             pre, zeros = _stored(window), b""
-            if (len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
+            if (len(carry) + len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
                 pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
-            self.last = ((pre, data, b"\x00\x00\xff\xff"), (zeros, window, out))
-            self.window = (window + out)[-self.WINDOW:]
+            self.last = ((pre, carry, data, tail), (zeros, window, carry_out, out))
         if z.eof:                           # a final block ends the stream: the next message starts a new one
             self.z = None
+        elif self._between_blocks():
+            self.window = (window + carry_out + out)[-self.WINDOW:]
+            self.carry, self.carry_out = b"", b""
+        elif len(carry) + len(data) + 4 > MESSAGE_LIMIT:      # the plugin starts afresh
+            self.z = None
+            return None, over
+        else:                               # ended inside a block: zlib goes on with the next message's bytes
+            self.carry, self.carry_out = carry + data + tail, carry_out + out
         return out, None
+
+    def _between_blocks(self) -> bool:
+        """Whether the stream stands between two blocks on a byte boundary (where the plugin's walk says
+        `clean`): only then does an empty final stored block end it with nothing out (in a Huffman block those
+        bits would be codes)."""
+        probe = self.z.copy()
+        try:
+            return probe.decompress(b"\x01\x00\x00\xff\xff") == b"" and probe.eof and not probe.unused_data
+        except zlib.error:
+            return False
 
     def add_sources(self, ctx) -> None:
         """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""
@@ -188,7 +212,8 @@ class WebSocket:
 
     def __init__(self):
         b = Binder("websocket")
-        self.experts = EXPERTS
+        # tshark's own for a message that does not inflate (ei_ws_decompression_failed), beside protodump's
+        self.experts = {**EXPERTS, "decompression.failed.expert": (PROTOCOL, WARN)}
         self.info = b.field("websocket", "WebSocket", "protocol")
         u8 = dict(bits=8)
         self.f = {
@@ -377,9 +402,9 @@ class WebSocket:
                 ctx.expert(pl, "unexpected", "Continuation frame without a message in progress")
                 state = states[ctx.direction] = {"opcode": 2, "compressed": False, "parts": [], "size": 0,
                                                  "frames": []}
-            if payload and not (fin and state["parts"]):
+            if payload and not fin:
                 # tshark puts it on the top level of the tree, after the websocket layer (the frame completing a
-                # fragmented message shows the reassembly instead)
+                # fragmented message shows the reassembly instead; a lone final one is a message: neither)
                 ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
         else:
             if state is not None:
@@ -430,8 +455,14 @@ class WebSocket:
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             inflater = self.inflater(ctx)
             msg, error = inflater.inflate(msg, single)
-            if msg is None:
-                ctx.expert(pl, "unexpected", error)     # tshark: "Decompression failed", Warning/Protocol
+            if msg is None and error.startswith(FAILED):
+                # zlib could not: tshark's expert item on the top level of the tree, over the (last frame's)
+                # payload, without zlib's reason
+                failed = ctx.top_level(TextItem(None, None, base, len(parts[-1]), FAILED, False, psrc))
+                ctx.expert(failed, "decompression.failed.expert", FAILED)
+                return
+            if msg is None:                             # over protodump's limit
+                ctx.expert(pl, "unexpected", error)
                 return
             # the plugin inflates when it is called: after Wireshark's own buffer for a message it delivers
             # inflated as we do (one frame), before its own for one Wireshark delivers otherwise (compressed,
@@ -501,7 +532,8 @@ class Data:
 
     def dissect(self, ctx, prefs):
         n = ctx.end - ctx.pos
-        ctx.tree.label = f"Data ({n} bytes)"
+        # tshark -V follows the data item with a hex dump of its bytes (capture/layers/data.py)
+        ctx.tree.label = f"Data ({n} byte{'s' if n != 1 else ''})\n\n" + "\n".join(hex_rows(ctx.data[ctx.pos:ctx.end]))
         ctx.tree.add(Item(self.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
         ctx.tree.add(Item(self.len, n, ctx.pos, 0, None, True, ctx.source))
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's

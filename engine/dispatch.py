@@ -33,7 +33,7 @@ MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heur
 
 def _with_top_items(games: list[Layer]) -> list[Layer]:
     """The game layers, each followed by the items its dissector put on the top level of the tree (Layer.after),
-    each one a layer keyed by its field."""
+    each one a layer keyed by its field (a text item, as an expert tshark adds on the top level: by its label)."""
     for layer in games:              # (a loop, not any() over a generator: most frames have one layer or none)
         if layer.after:
             break
@@ -42,7 +42,8 @@ def _with_top_items(games: list[Layer]) -> list[Layer]:
     out = []
     for layer in games:
         out.append(layer)
-        out.extend(Layer(item.field.abbrev, item, False) for item in layer.after or ())
+        out.extend(Layer(item.field.abbrev if item.field is not None else item.label, item, False)
+                   for item in layer.after or ())
     return out
 
 

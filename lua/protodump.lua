@@ -3607,7 +3607,8 @@ end
 
 local ws_conns, ws_frames = {}, {}
 -- Wireshark's websocket.decompress preference (no Lua API reads another protocol's preference): off when its
--- dissector hands up a one-frame compressed message as it is; protodump then hands messages up compressed too.
+-- dissector hands up a one-frame compressed message as it is (seen in rt.ws_messages before that message is
+-- inflated); the plugin then inflates no message, as protodump with the same preference.
 local ws_keep_compressed = false
 function rt.ws_reset() ws_conns, ws_frames = {}, {} end
 
@@ -3681,7 +3682,7 @@ end
 -- { err = reason }. Computed while Wireshark dissects the frame the first time, as its websocket items appear (a
 -- hand-off sees the items up to its own frame; the postdissector sees them all and closes the record), replayed
 -- on every later dissection. `final`: this is the postdissector.
-function rt.ws_messages(pinfo, final)
+function rt.ws_messages(pinfo, final, delivered)
   local rec = ws_frames[pinfo.number]
   if rec and rec.done then return rec.msgs end
   if not ws_fields() then return nil end
@@ -3716,7 +3717,16 @@ function rt.ws_messages(pinfo, final)
     local d = rec.conn.dirs[rec.dir]
     if not d then d = { z = { window = "" } }; rec.conn.dirs[rec.dir] = d end
     if ok and f and f.whole > WS_MAX_FRAME then d.stopped = true end
-    if ok and f and f.opcode < 8 and not d.stopped then ws_data_frame(rec.conn, rec.dir, f, rec.msgs, pinfo) end
+    if ok and f and f.opcode < 8 and not d.stopped then
+      -- the frame Wireshark just handed up, a one-frame compressed message, delivered as it is: its
+      -- websocket.decompress is off, so this message is not inflated either (nor any later one)
+      if delivered and i == #frames and f.fin and f.rsv >= 4 and f.opcode ~= 0 and not ws_keep_compressed
+          and delivered:len() == #f.payload and #f.payload > 0 then
+        local payload = f.key and rt.ws_unmask(f.payload, f.key) or f.payload
+        if delivered:raw(0, delivered:len()) == payload then ws_keep_compressed = true end
+      end
+      ws_data_frame(rec.conn, rec.dir, f, rec.msgs, pinfo)
+    end
     if ok and f and f.opcode == 8 then     -- both sides sent Close: the conversation ends (dissectors/websocket.py)
       d.closed = true
       local n = 0
@@ -3742,7 +3752,7 @@ local ws_calls = {}
 -- Called for a message Wireshark hands up (tvb: what it delivered): the plugin's message to show instead,
 -- its tvb, or nil (nothing of ours here). `found` is false when the plugin could not see the frames.
 function rt.ws_next(pinfo, tvb)
-  local msgs = rt.ws_messages(pinfo)
+  local msgs = rt.ws_messages(pinfo, false, tvb)
   if msgs == nil then return nil, false end
   local i = (ws_calls[pinfo.number] or 0) + 1
   while msgs[i] and msgs[i].err do i = i + 1 end

@@ -28,6 +28,8 @@ def _key(name: str) -> str:
     return _dumps(name.replace(".", "_"))
 
 
+BOOLEAN = 2             # FT_BOOLEAN in the _raw type codes (json_forms.RAW_FTENUM)
+
 # tshark 4.0's TCP options are protocols in name only (proto_register_protocol_in_name_only, FT_BYTES): no parent,
 # so their EK key is the abbrev alone ("tcp_options_mss"; their fields keep the prefix: "tcp_tcp_options_mss_val")
 NAME_ONLY_PROTOCOLS = frozenset(f"tcp.options.{name}" for name in (
@@ -90,7 +92,7 @@ def _nodes(kids, layer: str, packet, source: int = 0) -> list:
             node = _Node(f.abbrev, "protocol", None, None, f.abbrev)
         elif f.ftype == "none":
             node = _Node(f.abbrev, "none", None, None, _name(f.abbrev, layer))
-        elif f.ftype == "bool":
+        elif f.ftype == "bool" or json_forms.RAW_FTENUM.get(f.abbrev) == BOOLEAN:     # Wireshark's FT_BOOLEAN
             conv = (f.json_format or json_out._format_of(f))[1]
             node = _Node(f.abbrev, "bool", conv(item.value) == "1", None, _name(f.abbrev, layer))
         elif f.abbrev == "frame.time":
@@ -199,8 +201,9 @@ def layer_nodes(packet) -> list:
         kids = _nodes(layer.item.children, layer.proto, packet, layer.item.source)
         if layer.proto == tv.LUA_FAKE_KEY:
             out.append(_Node(layer.proto, "none", None, [], _name(layer.proto, layer.proto)))
-        elif layer.item.field is not None and layer.item.field.ftype != "protocol":
-            out.extend(_nodes([layer.item], layer.proto, packet, layer.item.source))   # a field item on the top level
+        elif layer.item.field is None or layer.item.field.ftype != "protocol":
+            # a field or text item on the top level (tcp.segments; websocket's "Decompression failed" expert)
+            out.extend(_nodes([layer.item], layer.proto, packet, layer.item.source))
         else:
             top = layer.item
             raw = (top, packet, 0) if json_forms.item_length(top) > 0 and top.field is not None else None

@@ -44,9 +44,29 @@ def item_length(item) -> int:
     return len(item.value) if isinstance(item.value, (bytes, bytearray)) else 0
 
 
+def source_data(packet, index: int) -> bytes:
+    """The bytes of data source `index` of the packet (0, or one it does not have: the frame's)."""
+    sources = packet.sources or ()
+    return sources[index].data if index < len(sources) else packet.frame.data
+
+
+CLAMPED = frozenset(("none", "protocol"))
+
+
+def field_length(item, packet, source: int = 0) -> int:
+    """fi->length, the length tshark's outputs give (PDML size, `_raw`): proto.c (get_hfi_length) cuts an
+    FT_PROTOCOL or FT_NONE item (a text item is one) to the bytes captured from its start (a TCP option running
+    past a short segment); other items keep theirs (PDML's "field length invalid!")."""
+    n = item_length(item)
+    f = item.field
+    if n and (f is None or f.ftype in CLAMPED):
+        n = max(0, min(n, len(source_data(packet, item.source or source)) - item.offset))
+    return n
+
+
 # Fields Wireshark 4.0 registers with no bitmask (it draws their bit picture itself): their _raw and PDML value
 # are the bytes, as for any unmasked field
-PICTURE_ONLY_MASK = frozenset(("ip.version", "ip.hdr_len", "tcp.hdr_len"))
+PICTURE_ONLY_MASK = frozenset(("ip.version", "ip.hdr_len", "tcp.hdr_len", "ipv6.version"))
 
 
 def masked(item) -> bool:
@@ -63,10 +83,8 @@ def raw_hex(item, packet, source: int = 0) -> str:
         if f.ftype == "bool":          # a boolean's value is 0 or 1, whatever the bit
             return "1" if tv._bool(f, item.value) else "0"
         return "%X" % (int(item.value) & 0xFFFFFFFFFFFFFFFF)
-    sources = packet.sources if packet.sources else ()
-    index = item.source or source
-    data = sources[index].data if index < len(sources) else packet.frame.data
-    length = item_length(item)
+    data = source_data(packet, item.source or source)
+    length = field_length(item, packet, source)
     if item.offset + length > len(data):       # print.c: an item past its buffer's end
         return "field length invalid!"
     return data[item.offset:item.offset + length].hex()
@@ -80,7 +98,15 @@ RAW_FTENUM = {"eth.dst": 29, "eth.src": 29, "eth.addr": 29, "eth.dst.oui": 6, "e
               "frame.time_epoch": 25, "frame.time_delta": 25, "frame.time_delta_displayed": 25,
               "frame.time_relative": 25, "tcp.time_relative": 25, "tcp.time_delta": 25, "udp.time_relative": 25,
               "udp.time_delta": 25, "tcp.analysis.ack_rtt": 25, "tcp.analysis.initial_rtt": 25, "http.time": 25,
-              "tcp.analysis.acks_frame": 35, "http.request_in": 35, "websocket.fragment": 35}
+              "tcp.analysis.acks_frame": 35, "http.request_in": 35, "websocket.fragment": 35, "sll.src.eth": 29,
+              "vlan.dei": 2, "sll.src.ipv4": 32, "arp.src.hw_mac": 29, "arp.dst.hw_mac": 29, "arp.src.proto_ipv4": 32,
+              "arp.dst.proto_ipv4": 32, "ip.rec_rt": 32, "ip.empty_rt": 32, "ip.opt.time_stamp_addr": 32,
+              "ipv6.src": 33, "ipv6.dst": 33, "ipv6.addr": 33, "ipv6.routing.src.addr": 33,
+              "ipv6.routing.mipv6.home_address": 33, "ipv6.routing.srh.addr": 33, "icmpv6.nd.ns.target_address": 33,
+              "icmpv6.nd.na.target_address": 33, "icmpv6.opt.prefix": 33, "icmpv6.mldr.mar.multicast_address": 33,
+              "icmpv6.mldr.mar.source_address": 33, "icmpv6.opt.linkaddr": 30, "icmpv6.opt.src_linkaddr": 30,
+              "icmpv6.opt.target_linkaddr": 30, "tcp.analysis.duplicate_ack_frame": 35, "tcp.analysis.rto": 25,
+              "tcp.analysis.rto_frame": 35}
 
 
 # fields Wireshark 4.0 adds with no tvb (tcp.c: proto_tree_add_uint(tree, hf_tcp_completeness, NULL, ...)): no hex,
@@ -91,11 +117,11 @@ NO_TVB = frozenset(("tcp.completeness",))
 def _raw(item, packet, source: int = 0) -> Raw:
     f = item.field
     if f is None:
-        return Raw([raw_hex(item, packet, source), item.offset, item_length(item), 0, 1])
+        return Raw([raw_hex(item, packet, source), item.offset, field_length(item, packet, source), 0, 1])
     if f.abbrev in NO_TVB:
         return Raw([None, 0, 0, f.mask, RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
     mask = 0 if f.abbrev in PICTURE_ONLY_MASK else f.mask
-    return Raw([raw_hex(item, packet, source), item.offset, item_length(item), mask,
+    return Raw([raw_hex(item, packet, source), item.offset, field_length(item, packet, source), mask,
                 RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
 
 

@@ -24,7 +24,7 @@ from ..dissectors import PROTOCOLS
 from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem
 from . import json_out
 from . import tshark_values as tv
-from .json_forms import item_length, masked, raw_hex
+from .json_forms import field_length, masked, raw_hex, source_data
 from .psml import xml_escape
 from .text import LABEL_LENGTH, fit_label
 
@@ -71,10 +71,8 @@ class _Writer:
         return item.offset
 
     def hex_of(self, item, source: int) -> str:
-        sources = self.packet.sources or ()
-        index = item.source or source
-        data = sources[index].data if index < len(sources) else self.packet.frame.data
-        length = item_length(item)
+        data = source_data(self.packet, item.source or source)
+        length = field_length(item, self.packet, source)
         if item.offset + length > len(data):
             return "field length invalid!"
         return data[item.offset:item.offset + length].hex()
@@ -86,16 +84,19 @@ class _Writer:
         if info is not None:
             self.expert(item, level, parent_pos)
             return
-        top_field = level == 0 and (f is None or f.ftype != "protocol")
+        data = f is not None and f.abbrev == "data"     # print.c writes the data protocol as a field
+        top_field = level == 0 and (f is None or f.ftype != "protocol" or data)
         if top_field:
             add(_ind(1) + '<proto name="fake-field-wrapper">\n')
             level += 1
         pos = self.pos(item, parent_pos)
-        length = item_length(item)
+        length = field_length(item, self.packet, source)
         ind = _ind(level + 1)
         kids = item.children
         src = item.source or source
-        if f is None:
+        if data:
+            parts = [ind, '<field name="data" value="', self.hex_of(item, source)]
+        elif f is None:
             parts = [ind, '<field name="" show="', xml_escape(showname(item)), '" size="', str(length),
                      '" pos="', str(pos)]
             if length > 0:
@@ -124,7 +125,7 @@ class _Writer:
                 self.node(child, level + 1, item.offset, src)
             # print.c takes back the wrapper's level before closing: a wrapped field closes one level out
             add((_ind(level) if top_field else ind) +
-                ("</proto>\n" if f is not None and f.ftype == "protocol" else "</field>\n"))
+                ("</proto>\n" if f is not None and f.ftype == "protocol" and not data else "</field>\n"))
         if top_field:
             add(_ind(level) + "</proto>\n")
 

@@ -305,3 +305,58 @@ def test_messages_delivered_where_tshark_delivers_them(protodump_run, tshark_run
     mine = [layers_of(p, "data") for p in ours]
     assert mine == [layers_of(p, "data") for p in theirs]
     assert sum(map(len, mine)) == 24 and not any(layers_of(p, "freeblox") for p in ours)
+
+
+@pytest.mark.parametrize("name", ["freeblox-session.pcap", "freeblox-nocontext.pcap", "freeblox-fragments.pcap"])
+@pytest.mark.parametrize("form", [("-x",), ("-V",), ("-T", "pdml")])
+def test_no_decompress_is_tsharks(name, form, protodump_run, standard_run):
+    """`-o websocket.decompress:FALSE`: the plugin sees Wireshark hand the first compressed message up as it is
+    before it inflates it, and inflates none (no `Compressed message` / `Decompressed payload` buffers in -x);
+    the bytes nobody takes are a `data` layer, with its hex dump in -V and a `<field name="data">` in PDML."""
+    extra = ("-o", "websocket.decompress:FALSE")
+    ours, theirs = protodump_run(*form, *extra, name), standard_run(*form, *extra, "-r", name)
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "pdml"):
+        assert ours.stdout.split("<packet>", 1)[1] == theirs.stdout.split("<packet>", 1)[1]
+    else:
+        assert ours.stdout == theirs.stdout
+    assert "Decompressed payload" not in ours.stdout
+
+
+def damaged_message_pcap(path, seed: int) -> None:
+    """A permessage-deflate connection whose server sends a message, then one message deflated and cut in two
+    inside a block: the first half (zlib yields what it decoded, then takes the second half's bytes as the same
+    block), the second half, and a last message."""
+    import random
+    from test_freeblox import tcp_pcap, upgrade
+    rng = random.Random(seed)
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"voxel", b"chunk", b"block", b"player"]
+    while True:
+        z = zlib.compressobj(wbits=-15)
+        first = (z.compress(b"hello " * 40) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+        text = b" ".join(rng.choice(words) for _ in range(300))
+        data = (z.compress(text) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+        last = (z.compress(b"bye " * 30) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+        cut = rng.randrange(5, len(data) - 5)
+        d = zlib.decompressobj(-15)
+        try:         # a cut both halves of which still inflate (as a damaged message may)
+            for part in (first, data[:cut], data[cut:]):
+                d.decompress(part + b"\0\0\xff\xff")
+            break
+        except zlib.error:
+            continue
+    segments = upgrade(True) + [(False, ws.encode_frame(2, part, rsv=4)) for part in (first, data[:cut], data[cut:],
+                                                                                        last)]
+    tcp_pcap(path, segments)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_damaged_message_buffers_are_the_plugins(tmp_path, seed, protodump_run, standard_run):
+    """A message that ends inside a block: the plugin keeps its input and inflates it again in front of the next
+    message, so that message's `Compressed message` holds the window, the carried input and its own bytes
+    (Inflater.carry): -x is tshark + plugin's."""
+    path = tmp_path / f"damaged-{seed}.pcap"
+    damaged_message_pcap(path, seed)
+    ours, theirs = protodump_run("-x", str(path)), standard_run("-x", "-r", str(path))
+    assert ours.returncode == 0 and ours.stdout == theirs.stdout
+    assert ours.stdout.count("Compressed message (") >= 3

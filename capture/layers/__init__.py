@@ -35,6 +35,17 @@ EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip
                   "icmp.checksum_bad": "icmp.checksum", "icmpv6.checksum_bad.expert": "icmpv6.checksum",
                   "udp.checksum.zero": "udp.checksum", "eth.padding_bad": "eth.trailer"}
 EXPERT_FIRST = {"udp.checksum.zero"}
+# link layers that hand their payload on through packet-ethertype.c
+ETHERTYPE_LINKS = frozenset(("eth", "sll", "sll2", "vlan", "ieee8021ad"))
+
+
+def exception_offset(d) -> int:
+    """Where tshark's `[Malformed Packet]` item sits: packet-ethertype.c catches the exception and adds it at the
+    start of the tvb it handed on (after eth/sll and any VLAN tag: its PDML pos); without it, frame.c at 0."""
+    if "ethertype" not in d.protocols:
+        return 0
+    ends = [span[1] + span[2] for span in d.spans if span[0] in ETHERTYPE_LINKS]
+    return ends[-1] if ends else 0
 
 
 # layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
@@ -80,7 +91,7 @@ def build(d, roots=None) -> list[Layer]:
             continue             # a layer nothing asked for (a filter on an expert names its layer's protocol)
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
             why = d.exception_reason(proto)
-            top = Item(f._ws_malformed, None, 0, 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}"
+            top = Item(f._ws_malformed, None, exception_offset(d), 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}"
                                                     f"{': ' + why if why else ''}]")
             top.expert(info)
             layers.append(Layer("_ws.malformed", top))

@@ -172,7 +172,8 @@ def _option_items(item: Item, data: bytes, p: int, end: int, syn: bool,
             continue
         names.append(name)
         want = OPTION_LENGTHS.get(kind, n)
-        o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, n,
+        # its item runs to the option's end or the last byte captured (tshark adds it with length -1)
+        o = item.add(Item(f.tcp_option.get(kind, f.tcp_option_unknown), data[p:p + n], p, min(n, len(data) - p),
                           _option_label(data, p, kind, n == want and p + n <= len(data))))
         if kind == 2 and not syn:
             _tcp_expert(o, "tcp.options.mss.present")
