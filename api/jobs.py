@@ -46,7 +46,6 @@ import sys
 import threading
 import time
 from array import array
-from itertools import accumulate
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -539,7 +538,8 @@ MARKER_FULL, MARKER_COLUMN = _markers()
 
 class _Text:
     """The file the worker's writer writes to: its texts, kept as written (`write` is the list's own append: no
-    Python call per write) until a chunk of frames is encoded at once (`encode`)."""
+    Python call per write) until the frame is taken, encoded on its own. (A chunk encoded at once would be one
+    large allocation, which the C library maps afresh: a page fault every 4 KiB, more than the calls it saves.)"""
 
     def __init__(self):
         self.parts: list = []
@@ -549,28 +549,6 @@ class _Text:
         s = "".join(self.parts)
         self.parts.clear()
         return s
-
-    def encode(self, marks, encoding: str, errors: str) -> tuple:
-        """(bytes, each frame's end offset in them) of what was written since the last take, frame i's texts
-        ending at part marks[i]: one join and one encode for the chunk; the ends are the texts' lengths when
-        the bytes are as long as the text (ASCII, the usual case), else each frame is encoded alone."""
-        parts = self.parts
-        joined = "".join(parts)
-        blob = joined.encode(encoding, errors)
-        if len(blob) == len(joined):
-            at = [0, *accumulate(map(len, parts))]
-            ends = array("q", [at[m] for m in marks])
-        else:
-            ends, pieces, start, size = array("q"), [], 0, 0
-            for m in marks:
-                piece = "".join(parts[start:m]).encode(encoding, errors)
-                pieces.append(piece)
-                size += len(piece)
-                ends.append(size)
-                start = m
-            blob = b"".join(pieces)
-        parts.clear()
-        return blob, ends
 
     def isatty(self) -> bool:
         return False
@@ -707,8 +685,8 @@ class _Sender:
             if msg is None:
                 return
             if msg[0] == _FRAMES:
-                _, blob, ends, times, head = msg
-                parts = [_HEAD.pack(_FRAMES, len(times), len(head), len(blob)), ends, times, head, blob]
+                _, ends, times, head, pieces = msg
+                parts = [_HEAD.pack(_FRAMES, len(times), len(head), ends[-1]), ends, times, head, *pieces]
             else:
                 data = pickle.dumps(msg[1], pickle.HIGHEST_PROTOCOL)
                 parts = [_HEAD.pack(msg[0], 0, 0, len(data)), data]
@@ -765,6 +743,7 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
     from .shards import _FRAME, _phs_record, _prepare, _state
     encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"
     text = _Text()
+    parts, take, join = text.parts, text.take, "".join
     writer = run.make_writer(text)
     writer.first_ns = first_ns
     text.take()                                     # what the writer writes when made: the parent's did
@@ -776,9 +755,8 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
     shows, quiet = run.shows, run.quiet
     records = not quiet or run.source.write_path is not None
     hidden = NO_TIME
-    marks, times = [0], array("q")   # per frame: where its texts end in text.parts (from 0); its time
-    parts = text.parts
-    size = 0                         # about how many characters the chunk has (its frames' last texts)
+    ends, times, pieces = array("q", (0,)), array("q"), []
+    size = 0
     head = b""
     wrote = False
     for packet in packets_from_frames(frames, dispatcher=run.dispatcher, tables=tables):
@@ -792,22 +770,25 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
             continue
         if not shown:
             times.append(hidden)
-            marks.append(len(parts))
+            ends.append(size)
             continue
         times.append(packet.frame.ts_ns)
         if not quiet:
             if not wrote:            # the writer's first form (its header), then the form of every other frame
                 wrote = True
                 writer.write(packet)
-                head = text.take().encode(encoding, errors)
+                head = take().encode(encoding, errors)
             writer.write(packet)
-            size += len(parts[-1])
-        marks.append(len(parts))
+            data = join(parts).encode(encoding, errors)
+            parts.clear()
+            pieces.append(data)
+            size += len(data)
+        ends.append(size)
         if size >= CHUNK_BYTES or len(times) >= CHUNK_FRAMES:
-            sender.put((_FRAMES, *text.encode(marks, encoding, errors), times, head))
-            marks, times, size, head = [0], array("q"), 0, b""
+            sender.put((_FRAMES, ends, times, head, pieces))
+            ends, times, pieces, size, head = array("q", (0,)), array("q"), [], 0, b""
     if times:
-        sender.put((_FRAMES, *text.encode(marks, encoding, errors), times, head))
+        sender.put((_FRAMES, ends, times, head, pieces))
     writer.close()
     trailer = text.take().encode(encoding, errors)
     states = []
