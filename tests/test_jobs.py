@@ -128,6 +128,22 @@ def test_io_stat_is_merged(many):
          many)
 
 
+def test_io_stat_avg_width_follows_the_running_mean_across_shards(tmp_path):
+    """An AVG column is as wide as the largest running mean of any interval, frame by frame (tshark's max_vals):
+    here the first datagram's length (4 digits), not the final mean (2 digits). Each conversation is a shard of
+    its own and both share the interval, so the merge replays their values in frame order (IoFunction.merge)."""
+    import dpkt
+    path = tmp_path / "avg.pcap"
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for n in range(30):
+            payload = b"x" * (1000 if n == 0 else 8)
+            w.writepkt(replay._udp_frame(payload, "10.0.0.1", "10.0.0.2", 41000 + n % 2, 42000, n), 
+                       ts=1000 + n / 100)
+    out = same("-q", "-Y", "udp.length", "-z", "io,stat,1,AVG(udp.length)", path)
+    assert b"| 0.000 <> 0.290 |   49 |" in out.stdout, out.stdout.decode()
+
+
 def test_write_gives_the_same_file(bundled, tmp_path):
     for jobs in (1, 2):
         done = run("-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng", bundled, jobs=jobs)
