@@ -16,12 +16,14 @@ the workers then start on them while the parent plans the rest a chunk at a time
 the plan later finds that one process must read the file (time running back, too many live conversations), the
 workers are stopped before anything is written.
 
-Moving results: plain pipes (widened to 1 MB), length-prefixed. A worker sends, per chunk of frames (about 1 MB),
-each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never packet
-trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a sender
-thread so the worker goes on decoding. The parent reads each chunk into a buffer of its own per worker (no
-pickling, no copy but the pipe's), and as it knows from the plan which worker owns each frame, it writes a run of
-one worker's consecutive frames as one slice (frame by frame under -Y or -w). Measured on 20,000 frames of -T json
+Moving results: plain pipes (widened to 256 KB), length-prefixed. A worker sends, per chunk of frames (about
+256 KB), each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never
+packet trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a
+sender thread so the worker goes on decoding: up to 64 MB ahead while the parent plans (it merges only once the
+whole plan says the file can be shared out), 4 MB after (what is sent soon after it is made is still in the
+cache). The parent reads each chunk into a buffer of its own per worker (no pickling, no copy but the pipe's), and
+as it knows from the plan which worker owns each frame, it writes a run of one worker's consecutive frames as one
+slice (frame by frame under -Y or -w). Measured on 20,000 frames of -T json
 (45 MB): the parent's merge takes 0.06 s of CPU. Writers need no change: a worker's writer renders its first
 displayed frame twice (the first rendering has the writer's header: "[", the fields header, the PSML preamble), and
 the parent uses that one only for the frame displayed first overall; the trailer is the one of a worker that wrote.
@@ -59,9 +61,12 @@ from .shards import NO_TIME
 # frame.time_delta_displayed rendered by a worker under a display filter: replaced by the parent. No real delta
 # between two frames of one capture is 246 years and these exact nanoseconds.
 MARKER_NS = 7_777_777_777_123_456_789
-CHUNK_BYTES = 1 << 20          # a worker sends its output in chunks of about this size ...
+CHUNK_BYTES = 256 << 10        # a worker sends its output in chunks of about this size ...
 CHUNK_FRAMES = 2048            # ... or of this many frames
-QUEUE_CHUNKS = 64              # chunks a worker keeps ready while the parent is busy (then it waits)
+QUEUE_PLANNING = 256           # chunks a worker keeps ready while the parent still plans (it merges only then) ...
+QUEUE_CHUNKS = 16              # ... and then, while the parent is busy (then it waits). Kept small (4 MB, not 64):
+                               # output sent soon after it is made is still in the cache; the workers spent about
+                               # 8 % less CPU on 40,000 frames of -T json (tools/bench.py --jobs, 5 runs each)
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
@@ -69,7 +74,7 @@ LOOK = 2048                    # frames planned before forking: one process when
 LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
 ONE = "one conversation has most frames"
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
-PIPE_BYTES = 1 << 20
+PIPE_BYTES = 256 << 10        # (a chunk in one write)
 
 
 def default_jobs() -> int:
@@ -570,7 +575,8 @@ def _worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan:
     sender = _Sender(out)
     try:
         tables = planned_tables(first_ns, filtering)
-        _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan), tables, seek), tables, sender)
+        _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan, sender.planned), tables, seek), tables,
+                sender)
     except BaseException as exc:       # anything: the parent names the shard; never a silent hole
         import traceback
         sender.put((_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
@@ -674,7 +680,7 @@ class _Sender:
 
     def __init__(self, fd: int):
         self.fd = fd
-        self.queue: queue.Queue = queue.Queue(QUEUE_CHUNKS)
+        self.queue: queue.Queue = queue.Queue(QUEUE_PLANNING)
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
@@ -698,15 +704,20 @@ class _Sender:
     def put(self, msg) -> None:
         self.queue.put(msg)
 
+    def planned(self) -> None:
+        """The parent has planned the file and merges from now on: keep fewer chunks ready."""
+        with self.queue.mutex:
+            self.queue.maxsize = QUEUE_CHUNKS
+
     def close(self) -> None:
         self.queue.put(None)
         self.thread.join()
         os.close(self.fd)
 
 
-def _plan_chunks(fd: int):
+def _plan_chunks(fd: int, planned=None):
     """The worker's plan as the parent sends it: read by a thread, so the parent never waits for a worker busy
-    decoding (or blocked sending to the parent, which is still planning)."""
+    decoding (or blocked sending to the parent, which is still planning). `planned()` is called at its end."""
     chunks: queue.Queue = queue.Queue()
 
     def receive():
@@ -716,6 +727,8 @@ def _plan_chunks(fd: int):
                 if not size:
                     break
                 chunks.put(_read(fd, size))
+            if planned is not None:
+                planned()
         except (EOFError, OSError):             # the parent is gone
             os._exit(0)
         chunks.put(None)

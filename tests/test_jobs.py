@@ -144,6 +144,24 @@ def test_io_stat_avg_width_follows_the_running_mean_across_shards(tmp_path):
     assert b"| 0.000 <> 0.290 |   49 |" in out.stdout, out.stdout.decode()
 
 
+def test_a_worker_keeps_fewer_chunks_ready_once_the_plan_is_done():
+    """While the parent plans it merges nothing, so a worker may run far ahead; once the plan has ended (its end
+    marker read), the worker keeps only a few chunks ready: they reach the parent still in the cache."""
+    from protodump import jobs
+    sender = jobs._Sender(os.open(os.devnull, os.O_WRONLY))
+    r, w = os.pipe()
+    try:
+        assert sender.queue.maxsize == jobs.QUEUE_PLANNING > jobs.QUEUE_CHUNKS
+        os.write(w, struct.pack("<q", 32) + struct.pack("<4q", 1, 24, 0, -1) + struct.pack("<q", 0))
+        chunks = list(jobs._plan_chunks(r, sender.planned))
+        assert [list(c) for c in chunks] == [[1, 24, 0, -1]]
+        assert sender.queue.maxsize == jobs.QUEUE_CHUNKS
+    finally:
+        sender.close()
+        os.close(r)
+        os.close(w)
+
+
 def test_write_gives_the_same_file(bundled, tmp_path):
     for jobs in (1, 2):
         done = run("-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng", bundled, jobs=jobs)
