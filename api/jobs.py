@@ -66,7 +66,7 @@ CHUNK_FRAMES = 2048            # ... or of this many frames
 QUEUE_PLANNING = 256           # chunks a worker keeps ready while the parent still plans (it merges only then) ...
 QUEUE_CHUNKS = 16              # ... and then, while the parent is busy (then it waits). Kept small (4 MB, not 64):
                                # output sent soon after it is made is still in the cache; the workers spent about
-                               # 8 % less CPU on 40,000 frames of -T json (tools/bench.py --jobs, 5 runs each)
+                               # 8 % less CPU on 40,000 frames of -T json (5 runs each, alternated, under load)
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
@@ -74,7 +74,7 @@ LOOK = 2048                    # frames planned before forking: one process when
 LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
 ONE = "one conversation has most frames"
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
-PIPE_BYTES = 256 << 10        # (a chunk in one write)
+PIPE_BYTES = 256 << 10         # (a chunk in one write)
 
 
 def default_jobs() -> int:
