@@ -65,8 +65,9 @@ CHUNK_BYTES = 256 << 10        # a worker sends its output in chunks of about th
 CHUNK_FRAMES = 2048            # ... or of this many frames
 QUEUE_PLANNING = 256           # chunks a worker keeps ready while the parent still plans (it merges only then) ...
 QUEUE_CHUNKS = 16              # ... and then, while the parent is busy (then it waits). Kept small (4 MB, not 64):
-                               # output sent soon after it is made is still in the cache; the workers spent about
-                               # 8 % less CPU on 40,000 frames of -T json (5 runs each, alternated, under load)
+                               # output sent soon after it is made is still in the cache (the workers' CPU on 40,000
+                               # frames of -T json: 8 % less in five alternated runs under load), and -j 2 -T json's
+                               # largest process peaks at 50 MB, not 87
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
