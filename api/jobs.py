@@ -21,9 +21,10 @@ Moving results: plain pipes (widened to 256 KB), length-prefixed. A worker sends
 packet trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a
 sender thread so the worker goes on decoding: up to 64 MB ahead while the parent plans (it merges only once the
 whole plan says the file can be shared out), 4 MB after (what is sent soon after it is made is still in the
-cache). The parent reads each chunk into a buffer of its own per worker (no pickling, no copy but the pipe's), and
-as it knows from the plan which worker owns each frame, it writes a run of one worker's consecutive frames as one
-slice (frame by frame under -Y or -w). Measured on 20,000 frames of -T json
+cache). The parent reads each chunk's frame ends and times into a buffer of its own per worker (no pickling), and
+as it knows from the plan which worker owns each frame, it moves a run of one worker's consecutive frames from that
+worker's pipe to the output with splice(2), never through its own memory (read and written where the output takes
+no splice; frame by frame, the chunk read whole, under -Y or -w). Measured on 20,000 frames of -T json
 (45 MB): the parent's merge takes 0.06 s of CPU. Writers need no change: a worker's writer renders its first
 displayed frame twice (the first rendering has the writer's header: "[", the fields header, the PSML preamble), and
 the parent uses that one only for the frame displayed first overall; the trailer is the one of a worker that wrote.
@@ -39,6 +40,7 @@ Standard library only (multiprocessing with fork: the workers inherit the parsed
 """
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import re
@@ -387,6 +389,10 @@ class _Parent:
             raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
         if msg is not None:
             return msg
+        self._dead(k)
+
+    def _dead(self, k: int):
+        """WorkerDied: worker k's pipe ended without its end message."""
         p = self.procs[k]
         p.join(5)
         how = (f"killed by signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
@@ -442,7 +448,13 @@ class _Parent:
         return chunk
 
     def _runs(self) -> None:
+        """Each run's bytes go from the worker's pipe to the output by splice(2), which the kernel moves without
+        copying them through the parent (about 0.09 s of CPU on 335 MB of -T json); where the output cannot take
+        a splice, they are read and written."""
         out, chunks, pos, chunk_of = self.out, self.chunks, self.pos, self._chunk
+        self.splicing = out.fd is not None and hasattr(os, "splice")
+        for inbox in self.inboxes:
+            inbox.leave_blob = True
         first = True
         for run in _RUNS.finditer(self.owner):
             k = run.group()[0]
@@ -457,14 +469,38 @@ class _Parent:
                 if first:               # the writer's first form of the first frame (the header with it)
                     first = False
                     out.add(chunk[1])
+                    self._pass(k, ends[i + 1] - ends[i], drop=True)
                     i += 1
                     take -= 1
                     count -= 1
                     pos[k] += 1
                 if take:
-                    out.add(chunk[2][ends[i]:ends[i + take]])
+                    self._pass(k, ends[i + take] - ends[i])
                 pos[k] += take
                 count -= take
+
+    def _pass(self, k: int, n: int, drop: bool = False) -> None:
+        """The next n bytes of worker k's pipe to the output (drop: read and left out)."""
+        fd, out = self.inboxes[k].fd, self.out
+        try:
+            if self.splicing and not drop and n:
+                out.flush()
+                try:
+                    while n:
+                        moved = os.splice(fd, out.fd, n)
+                        if not moved:
+                            raise EOFError
+                        n -= moved
+                    return
+                except OSError as exc:
+                    if exc.errno not in (errno.EINVAL, errno.ENOSYS):     # (not a pipe's fault: stdout's)
+                        raise
+                    self.splicing = False       # an output that takes no splice (O_APPEND on older kernels)
+            data = _read(fd, n)
+        except EOFError:
+            self._dead(k)
+        if not drop:
+            out.add(data)
 
     def _frame_by_frame(self) -> None:
         run, out, chunks, pos, chunk_of, owner = self.run, self.out, self.chunks, self.pos, self._chunk, self.owner
@@ -632,12 +668,15 @@ class _Inbox:
     def __init__(self, fd: int):
         self.fd = fd
         self.buf = bytearray()
+        self.leave_blob = False        # a chunk's frames' bytes are left in the pipe (blob None): the merge moves them
 
     def read(self):
         import pickle
         kind, n, head, blob = _HEAD.unpack(_read(self.fd, _HEAD.size))
         if kind != _FRAMES:
             return kind, pickle.loads(_read(self.fd, blob))
+        if self.leave_blob:
+            blob = 0
         need = 16 * n + 8 + head + blob
         if len(self.buf) < need:       # (the old buffer may still be exported: a new one)
             self.buf = bytearray(max(need, 2 * len(self.buf)))
@@ -646,7 +685,7 @@ class _Inbox:
         at = 8 * (n + 1)
         ends, times = view[:at].cast("q"), view[at:at + 8 * n].cast("q")
         at += 8 * n
-        return _FRAMES, times, bytes(view[at:at + head]), view[at + head:], ends
+        return _FRAMES, times, bytes(view[at:at + head]), view[at + head:] if blob else None, ends
 
 
 class _Out:

@@ -162,6 +162,20 @@ def test_a_worker_keeps_fewer_chunks_ready_once_the_plan_is_done():
         os.close(w)
 
 
+@pytest.mark.parametrize("mode", ["wb", "ab"])
+def test_output_to_a_file_and_to_a_file_opened_for_appending(many, tmp_path, mode):
+    """The merge moves the workers' bytes to the output with splice(2); a file opened with O_APPEND takes no splice
+    on Linux (EINVAL), so those bytes are read and written instead: the same file either way."""
+    want = run("-T", "json", many, jobs=1).stdout
+    out = tmp_path / "out.json"
+    out.write_bytes(b"before\n")
+    with open(out, mode) as f:
+        got = subprocess.run([*PROTODUMP, "-j", "2", "-T", "json", str(many)], stdout=f, stderr=subprocess.PIPE,
+                             timeout=300, env=ENV)
+    assert got.returncode == 0 and b"shard 1:" in got.stderr
+    assert out.read_bytes() == (b"before\n" if mode == "ab" else b"") + want
+
+
 def test_write_gives_the_same_file(bundled, tmp_path):
     for jobs in (1, 2):
         done = run("-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng", bundled, jobs=jobs)
