@@ -57,6 +57,12 @@ class IoStat(Tap):
     def standard_only(self) -> bool:
         return all(match is None for match in self.matchers) and all(fn is None for fn in self.functions)
 
+    def shard(self) -> None:
+        """This tap sees some conversations of a run whose shards are merged (api/shards.py _prepare)."""
+        for fn in self.functions:
+            if fn is not None:
+                fn.shard()
+
     def prime(self, filters) -> None:
         """The display filters of the whole run (-Y, -R, every -z): tshark 4.0 fills a function's field only when
         some filter names it (proto_get_finfo_ptr_array finds no item of a field nothing asked for), and counts
@@ -207,7 +213,8 @@ class IoFunction:
 
     A cell also keeps what merging shards (--dask, -j) needs to give the one-process result: the number of its
     first frame, whether that frame had a value (MIN starts from it, or from 0), the smallest value, and the
-    largest tracked width value of the cell."""
+    largest tracked width value of the cell. An AVG column on a shard (`shard()`) also logs each frame's values
+    per cell: its width follows the running mean over the frames of every shard, in frame order."""
 
     def __init__(self, func: str, field: str, flt: str):
         self.func, self.field, self.filter = func, field, flt
@@ -216,6 +223,12 @@ class IoFunction:
         self.kind = _kind_of(field)              # "int", "float", "time": from the field's registration
         self.max_val = 0
         self.last = 0                            # the latest interval with a cell (LOAD spreads back from it)
+        self.log: dict | None = None             # AVG on a shard: interval index -> [(frame number, values)]
+
+    def shard(self) -> None:
+        """This column sees some conversations of a run that merges shards (api/shards.py): keep what merge needs."""
+        if self.func == "AVG":
+            self.log = {}
 
     def _values(self, packet):
         if not self.primed:
@@ -251,6 +264,8 @@ class IoFunction:
         values = self._values(packet)
         if c[0] == 1:
             c[4], c[5] = packet.frame.number, bool(values)
+        if self.log is not None and values:
+            self.log.setdefault(idx, []).append((packet.frame.number, values))
         func, floats = self.func, self.kind == "float"
         if func == "COUNT":
             c[2] += len(values)
@@ -312,9 +327,8 @@ class IoFunction:
 
     def merge(self, parts: list[IoFunction]) -> None:
         """The shards' columns (each over some conversations of the same run) into this one, as one process would
-        have computed it. Exact but for one case: AVG's width where several shards share an interval (tshark
-        tracks the running mean frame by frame; the merged width is the larger of the final mean and each
-        shard's own running maximum of a cell it alone fills)."""
+        have computed it. AVG's width follows the running mean frame by frame (tshark tracks it after every frame):
+        where several shards share an interval, their logged values are replayed in frame order."""
         self.primed = any(p.primed for p in parts)
         self.last = max([self.last, *(p.last for p in parts)])
         floats = self.kind == "float"
@@ -337,10 +351,22 @@ class IoFunction:
             elif self.func == "MAX":
                 c[2], c[3] = max(h[2] for h in have), max(h[3] for h in have)
                 c[7] = self._width_value(c)
+            elif len(have) > 1 and self.func == "AVG" and all(p.log is not None for p in parts):
+                self._replay(c, sorted(e for p in parts for e in p.log.get(idx, ())))
             else:
                 c[2], c[3] = sum(h[2] for h in have), sum(h[3] for h in have)
                 c[7] = have[0][7] if len(have) == 1 else self._width_value(c)
             self.max_val = max(self.max_val, c[7])
+
+    def _replay(self, c: list, entries) -> None:
+        """An AVG cell from its frames' values in frame order, as add tracks it (sums in the same order too)."""
+        k = 3 if self.kind == "float" else 2
+        c[1], c[2], c[3], c[7] = 0, 0, 0.0, 0
+        for _, values in entries:
+            for v in values:
+                c[1] += 1
+                c[k] += v
+            self._track(c)
 
     def table(self, interval_us: int, n: int, last_span: int) -> dict:
         """What the renderer needs: the column's width and a formatter of the value of row i."""

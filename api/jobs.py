@@ -16,12 +16,15 @@ the workers then start on them while the parent plans the rest a chunk at a time
 the plan later finds that one process must read the file (time running back, too many live conversations), the
 workers are stopped before anything is written.
 
-Moving results: plain pipes (widened to 1 MB), length-prefixed. A worker sends, per chunk of frames (about 1 MB),
-each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never packet
-trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a sender
-thread so the worker goes on decoding. The parent reads each chunk into a buffer of its own per worker (no
-pickling, no copy but the pipe's), and as it knows from the plan which worker owns each frame, it writes a run of
-one worker's consecutive frames as one slice (frame by frame under -Y or -w). Measured on 20,000 frames of -T json
+Moving results: plain pipes (widened to 256 KB), length-prefixed. A worker sends, per chunk of frames (about
+256 KB), each frame's end offset and time (NO_TIME: not displayed) and the frames' output as encoded bytes, never
+packet trees (lazily built, sharing frozen subtrees and memos: they are the worker's), written with writev from a
+sender thread so the worker goes on decoding: up to 64 MB ahead while the parent plans (it merges only once the
+whole plan says the file can be shared out), 4 MB after (what is sent soon after it is made is still in the
+cache). The parent reads each chunk's frame ends and times into a buffer of its own per worker (no pickling), and
+as it knows from the plan which worker owns each frame, it moves a run of one worker's consecutive frames from that
+worker's pipe to the output with splice(2), never through its own memory (read and written where the output takes
+no splice; frame by frame, the chunk read whole, under -Y or -w). Measured on 20,000 frames of -T json
 (45 MB): the parent's merge takes 0.06 s of CPU. Writers need no change: a worker's writer renders its first
 displayed frame twice (the first rendering has the writer's header: "[", the fields header, the PSML preamble), and
 the parent uses that one only for the frame displayed first overall; the trailer is the one of a worker that wrote.
@@ -37,6 +40,7 @@ Standard library only (multiprocessing with fork: the workers inherit the parsed
 """
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import re
@@ -59,9 +63,13 @@ from .shards import NO_TIME
 # frame.time_delta_displayed rendered by a worker under a display filter: replaced by the parent. No real delta
 # between two frames of one capture is 246 years and these exact nanoseconds.
 MARKER_NS = 7_777_777_777_123_456_789
-CHUNK_BYTES = 1 << 20          # a worker sends its output in chunks of about this size ...
+CHUNK_BYTES = 256 << 10        # a worker sends its output in chunks of about this size ...
 CHUNK_FRAMES = 2048            # ... or of this many frames
-QUEUE_CHUNKS = 64              # chunks a worker keeps ready while the parent is busy (then it waits)
+QUEUE_PLANNING = 256           # chunks a worker keeps ready while the parent still plans (it merges only then) ...
+QUEUE_CHUNKS = 16              # ... and then, while the parent is busy (then it waits). Kept small (4 MB, not 64):
+                               # output sent soon after it is made is still in the cache (the workers' CPU on 40,000
+                               # frames of -T json: 8 % less in five alternated runs under load), and -j 2 -T json's
+                               # largest process peaks at 50 MB, not 87
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
@@ -69,7 +77,7 @@ LOOK = 2048                    # frames planned before forking: one process when
 LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
 ONE = "one conversation has most frames"
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
-PIPE_BYTES = 1 << 20
+PIPE_BYTES = 256 << 10         # (a chunk in one write)
 
 
 def default_jobs() -> int:
@@ -381,6 +389,10 @@ class _Parent:
             raise WorkerDied(f"the worker of {self._shard(k)} failed: {msg[1]}")
         if msg is not None:
             return msg
+        self._dead(k)
+
+    def _dead(self, k: int):
+        """WorkerDied: worker k's pipe ended without its end message."""
         p = self.procs[k]
         p.join(5)
         how = (f"killed by signal {-p.exitcode}" if p.exitcode is not None and p.exitcode < 0
@@ -436,7 +448,13 @@ class _Parent:
         return chunk
 
     def _runs(self) -> None:
+        """Each run's bytes go from the worker's pipe to the output by splice(2), which the kernel moves without
+        copying them through the parent (about 0.09 s of CPU on 335 MB of -T json); where the output cannot take
+        a splice, they are read and written."""
         out, chunks, pos, chunk_of = self.out, self.chunks, self.pos, self._chunk
+        self.splicing = out.fd is not None and hasattr(os, "splice")
+        for inbox in self.inboxes:
+            inbox.leave_blob = True
         first = True
         for run in _RUNS.finditer(self.owner):
             k = run.group()[0]
@@ -451,14 +469,38 @@ class _Parent:
                 if first:               # the writer's first form of the first frame (the header with it)
                     first = False
                     out.add(chunk[1])
+                    self._pass(k, ends[i + 1] - ends[i], drop=True)
                     i += 1
                     take -= 1
                     count -= 1
                     pos[k] += 1
                 if take:
-                    out.add(chunk[2][ends[i]:ends[i + take]])
+                    self._pass(k, ends[i + take] - ends[i])
                 pos[k] += take
                 count -= take
+
+    def _pass(self, k: int, n: int, drop: bool = False) -> None:
+        """The next n bytes of worker k's pipe to the output (drop: read and left out)."""
+        fd, out = self.inboxes[k].fd, self.out
+        try:
+            if self.splicing and not drop and n:
+                out.flush()
+                try:
+                    while n:
+                        moved = os.splice(fd, out.fd, n)
+                        if not moved:
+                            raise EOFError
+                        n -= moved
+                    return
+                except OSError as exc:
+                    if exc.errno not in (errno.EINVAL, errno.ENOSYS):     # (not a pipe's fault: stdout's)
+                        raise
+                    self.splicing = False       # an output that takes no splice (O_APPEND on older kernels)
+            data = _read(fd, n)
+        except EOFError:
+            self._dead(k)
+        if not drop:
+            out.add(data)
 
     def _frame_by_frame(self) -> None:
         run, out, chunks, pos, chunk_of, owner = self.run, self.out, self.chunks, self.pos, self._chunk, self.owner
@@ -537,14 +579,13 @@ MARKER_FULL, MARKER_COLUMN = _markers()
 # --- a worker -------------------------------------------------------------------------------------------------
 
 class _Text:
-    """The file the worker's writer writes to: its text per frame."""
+    """The file the worker's writer writes to: its texts, kept as written (`write` is the list's own append: no
+    Python call per write) until the frame is taken, encoded on its own. (A chunk encoded at once would be one
+    large allocation, which the C library maps afresh: a page fault every 4 KiB, more than the calls it saves.)"""
 
     def __init__(self):
-        self.parts = []
-
-    def write(self, s: str) -> int:
-        self.parts.append(s)
-        return len(s)
+        self.parts: list = []
+        self.write = self.parts.append
 
     def take(self) -> str:
         s = "".join(self.parts)
@@ -571,7 +612,8 @@ def _worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan:
     sender = _Sender(out)
     try:
         tables = planned_tables(first_ns, filtering)
-        _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan), tables, seek), tables, sender)
+        _decode(run, first_ns, planned_frames(run.path, _plan_chunks(plan, sender.planned), tables, seek), tables,
+                sender)
     except BaseException as exc:       # anything: the parent names the shard; never a silent hole
         import traceback
         sender.put((_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
@@ -626,12 +668,15 @@ class _Inbox:
     def __init__(self, fd: int):
         self.fd = fd
         self.buf = bytearray()
+        self.leave_blob = False        # a chunk's frames' bytes are left in the pipe (blob None): the merge moves them
 
     def read(self):
         import pickle
         kind, n, head, blob = _HEAD.unpack(_read(self.fd, _HEAD.size))
         if kind != _FRAMES:
             return kind, pickle.loads(_read(self.fd, blob))
+        if self.leave_blob:
+            blob = 0
         need = 16 * n + 8 + head + blob
         if len(self.buf) < need:       # (the old buffer may still be exported: a new one)
             self.buf = bytearray(max(need, 2 * len(self.buf)))
@@ -640,7 +685,7 @@ class _Inbox:
         at = 8 * (n + 1)
         ends, times = view[:at].cast("q"), view[at:at + 8 * n].cast("q")
         at += 8 * n
-        return _FRAMES, times, bytes(view[at:at + head]), view[at + head:], ends
+        return _FRAMES, times, bytes(view[at:at + head]), view[at + head:] if blob else None, ends
 
 
 class _Out:
@@ -675,7 +720,7 @@ class _Sender:
 
     def __init__(self, fd: int):
         self.fd = fd
-        self.queue: queue.Queue = queue.Queue(QUEUE_CHUNKS)
+        self.queue: queue.Queue = queue.Queue(QUEUE_PLANNING)
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
 
@@ -699,15 +744,20 @@ class _Sender:
     def put(self, msg) -> None:
         self.queue.put(msg)
 
+    def planned(self) -> None:
+        """The parent has planned the file and merges from now on: keep fewer chunks ready."""
+        with self.queue.mutex:
+            self.queue.maxsize = QUEUE_CHUNKS
+
     def close(self) -> None:
         self.queue.put(None)
         self.thread.join()
         os.close(self.fd)
 
 
-def _plan_chunks(fd: int):
+def _plan_chunks(fd: int, planned=None):
     """The worker's plan as the parent sends it: read by a thread, so the parent never waits for a worker busy
-    decoding (or blocked sending to the parent, which is still planning)."""
+    decoding (or blocked sending to the parent, which is still planning). `planned()` is called at its end."""
     chunks: queue.Queue = queue.Queue()
 
     def receive():
@@ -717,6 +767,8 @@ def _plan_chunks(fd: int):
                 if not size:
                     break
                 chunks.put(_read(fd, size))
+            if planned is not None:
+                planned()
         except (EOFError, OSError):             # the parent is gone
             os._exit(0)
         chunks.put(None)
@@ -744,6 +796,7 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
     from .shards import _FRAME, _phs_record, _prepare, _state
     encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"
     text = _Text()
+    parts, take, join = text.parts, text.take, "".join
     writer = run.make_writer(text)
     writer.first_ns = first_ns
     text.take()                                     # what the writer writes when made: the parent's did
@@ -774,12 +827,13 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: _Sender) -> None:
             continue
         times.append(packet.frame.ts_ns)
         if not quiet:
-            writer.write(packet)
             if not wrote:            # the writer's first form (its header), then the form of every other frame
                 wrote = True
-                head = text.take().encode(encoding, errors)
                 writer.write(packet)
-            data = text.take().encode(encoding, errors)
+                head = take().encode(encoding, errors)
+            writer.write(packet)
+            data = join(parts).encode(encoding, errors)
+            parts.clear()
             pieces.append(data)
             size += len(data)
         ends.append(size)

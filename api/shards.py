@@ -451,6 +451,8 @@ def _prepare(tap, first_ns) -> None:
             setattr(tap, name, _track(value))
     if first_ns is not None and hasattr(tap, "first_ns"):
         tap.first_ns = first_ns
+    if hasattr(tap, "shard"):       # what a tap keeps only for the merge (io,stat AVG: each frame's values)
+        tap.shard()
 
 
 def _state(tap) -> dict:

@@ -128,6 +128,54 @@ def test_io_stat_is_merged(many):
          many)
 
 
+def test_io_stat_avg_width_follows_the_running_mean_across_shards(tmp_path):
+    """An AVG column is as wide as the largest running mean of any interval, frame by frame (tshark's max_vals):
+    here the first datagram's length (4 digits), not the final mean (2 digits). Each conversation is a shard of
+    its own and both share the interval, so the merge replays their values in frame order (IoFunction.merge)."""
+    import dpkt
+    path = tmp_path / "avg.pcap"
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, linktype=dpkt.pcap.DLT_EN10MB)
+        for n in range(30):
+            payload = b"x" * (1000 if n == 0 else 8)
+            w.writepkt(replay._udp_frame(payload, "10.0.0.1", "10.0.0.2", 41000 + n % 2, 42000, n), 
+                       ts=1000 + n / 100)
+    out = same("-q", "-Y", "udp.length", "-z", "io,stat,1,AVG(udp.length)", path)
+    assert b"| 0.000 <> 0.290 |   49 |" in out.stdout, out.stdout.decode()
+
+
+def test_a_worker_keeps_fewer_chunks_ready_once_the_plan_is_done():
+    """While the parent plans it merges nothing, so a worker may run far ahead; once the plan has ended (its end
+    marker read), the worker keeps only a few chunks ready: they reach the parent still in the cache."""
+    from protodump import jobs
+    sender = jobs._Sender(os.open(os.devnull, os.O_WRONLY))
+    r, w = os.pipe()
+    try:
+        assert sender.queue.maxsize == jobs.QUEUE_PLANNING > jobs.QUEUE_CHUNKS
+        os.write(w, struct.pack("<q", 32) + struct.pack("<4q", 1, 24, 0, -1) + struct.pack("<q", 0))
+        chunks = list(jobs._plan_chunks(r, sender.planned))
+        assert [list(c) for c in chunks] == [[1, 24, 0, -1]]
+        assert sender.queue.maxsize == jobs.QUEUE_CHUNKS
+    finally:
+        sender.close()
+        os.close(r)
+        os.close(w)
+
+
+@pytest.mark.parametrize("mode", ["wb", "ab"])
+def test_output_to_a_file_and_to_a_file_opened_for_appending(many, tmp_path, mode):
+    """The merge moves the workers' bytes to the output with splice(2); a file opened with O_APPEND takes no splice
+    on Linux (EINVAL), so those bytes are read and written instead: the same file either way."""
+    want = run("-T", "json", many, jobs=1).stdout
+    out = tmp_path / "out.json"
+    out.write_bytes(b"before\n")
+    with open(out, mode) as f:
+        got = subprocess.run([*PROTODUMP, "-j", "2", "-T", "json", str(many)], stdout=f, stderr=subprocess.PIPE,
+                             timeout=300, env=ENV)
+    assert got.returncode == 0 and b"shard 1:" in got.stderr
+    assert out.read_bytes() == (b"before\n" if mode == "ab" else b"") + want
+
+
 def test_write_gives_the_same_file(bundled, tmp_path):
     for jobs in (1, 2):
         done = run("-Y", "tcp || enet", "-w", tmp_path / f"out{jobs}.pcapng", bundled, jobs=jobs)

@@ -449,7 +449,7 @@ def jobs(args) -> int:
             idle = cpus[2][1] or cpus[2][0]
             print(f"  {name:<8} -j 1 {times[1]:6.2f} s   -j 2 {times[2]:6.2f} s   {times[1] / times[2]:.2f}x   "
                   f"cpu -j 1 {cpus[1][0]:.2f} s, -j 2 {cpus[2][0]:.2f} s; two idle cores: about {idle:.2f} s, "
-                  f"{cpus[1][0] / idle:.2f}x", flush=True)
+                  f"{cpus[1][0] / idle:.2f}x{cpus[2][2]}", flush=True)
             rows.append((label, name, times[1], times[2], cpus[1][0], cpus[2][0], idle))
     print("\n| capture | mode | -j 1 wall | -j 2 wall | cpu -j 1 | cpu -j 2 | -j 2 on two idle cores | speed-up |")
     print("|---|---|---|---|---|---|---|---|")
@@ -460,8 +460,9 @@ def jobs(args) -> int:
     return 0
 
 
-def _timed_jobs(argv: list[str]) -> tuple[float, tuple[float, float | None]]:
-    """(wall, (cpu of the whole run, the run's critical path in cpu seconds or None)) of one protodump run.
+def _timed_jobs(argv: list[str]) -> tuple[float, tuple[float, float | None, str]]:
+    """(wall, (cpu of the whole run, the run's critical path in cpu seconds or None, its parts in words)) of one
+    protodump run.
 
     The critical path is what two idle cores would take: the parent's work before the workers start (start-up and
     the plan's first look), then the slower worker, or the rest of all the work (the parent's plan and merge, which
@@ -476,14 +477,16 @@ def _timed_jobs(argv: list[str]) -> tuple[float, tuple[float, float | None]]:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     cpu = usage.ru_utime + usage.ru_stime
-    path = None
+    path, parts = None, ""
     for line in err.splitlines():
         if line.startswith("protodump: -j cpu:"):
             # before the workers X s, planned Y s, parent Z s, workers A B ... s
             nums = [float(x) for x in line.replace(",", " ").split() if x.replace(".", "").isdigit()]
-            before, parent, workers = nums[0], nums[2], nums[3:]
+            before, planned, parent, workers = nums[0], nums[1], nums[2], nums[3:]
             path = before + max(max(workers), (parent - before + sum(workers)) / 2)
-    return wall, (cpu, path)
+            parts = (f" (before the workers {before:.2f} s, then the plan {planned - before:.2f} s and the merge "
+                     f"{parent - planned:.2f} s beside workers of {' + '.join(f'{w:.2f}' for w in workers)} s)")
+    return wall, (cpu, path, parts)
 
 
 def main(argv=None) -> int:
