@@ -1,4 +1,4 @@
--- Strict, bounded zlib inflate for the plugin: the twin of engine/blocks.py _inflate (Python's zlib with a
+-- Strict, bounded zlib inflate for the plugin: the twin of engine/inflate.py (Python's zlib with a
 -- max_length). Wireshark's tvb:uncompress inflates without a cap (a 10 MB bomb becomes 10 GiB before any check)
 -- and returns what it got from a stream with no final block or a bad Adler-32, which Python rejects. So a stream
 -- is first walked here in Lua (RFC 1950/1951: header, blocks, Huffman codes; symbols are decoded, bytes are only
