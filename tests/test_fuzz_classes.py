@@ -179,7 +179,8 @@ def test_upgrade_as_tshark_parses_it(frame, old, new, upgrades, protodump_run, t
 
 def test_header_line_ended_by_a_lone_cr(protodump_run, tshark_run):
     """freeblox-nocontext.pcap's 101 with the LF after `client_no_context_takeover` damaged: tshark ends a line at
-    a lone CR too, so the parameter still holds (no shared inflate context); protodump read one long line."""
+    a lone CR too, so the parameter still holds (no shared inflate context) and the damaged message fails on its own;
+    protodump once read one long line."""
     def damage(p: bytes) -> bytes:
         assert b"client_no_context_takeover\r\nServer" in p
         return p.replace(b"client_no_context_takeover\r\nServer", b"client_no_context_takeover\r\x02Server", 1)
@@ -190,7 +191,8 @@ def test_header_line_ended_by_a_lone_cr(protodump_run, tshark_run):
     path = made("class-lone-cr.pcap", frames)
     ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
     shown = protodump_run("-V", "-r", path).stdout
-    assert "invalid block type" in shown and "shared context was lost" not in shown
+    # tshark's own expert for the message zlib refuses, not the lost-context one a wrong reading would give
+    assert "Decompression failed" in shown and "shared context was lost" not in shown
 
 
 # --- WebSocket frames and messages ------------------------------------------------------------------------------------
