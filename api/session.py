@@ -32,7 +32,7 @@ def packets(path, settings: Settings | None = None, dispatcher: Dispatcher | Non
 def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = None,
                         dispatcher: Dispatcher | None = None, tables: tuple | None = None) -> Iterator[Packet]:
     """Dissect RawFrames from any source (a file, a live capture: capture/live.py), in order. `tables`: the
-    per-capture (tcp, sctp, clock, udp) state to use (-j workers: api/jobs.py planned_tables), else new ones."""
+    per-capture (tcp, sctp, clock, udp) state to use (-j workers: api/planned.py planned_tables), else new ones."""
     dispatcher = dispatcher or Dispatcher(PROTOCOLS, settings)
     # Packet trees and conversation state hold no reference cycles (tests/test_bounded.py checks it: a cycle would
     # keep each packet alive until the next collection), but the shared-subtree memos keep many objects alive,

@@ -308,7 +308,7 @@ BACKWARDS_NS = 1_000_000_000       # frames earlier than a frame before them by 
 
 class StreamNumbers:
     """tcp.stream and udp.stream of every frame as one process numbers them, from the headers alone: the planning
-    pass of -j and --dask, whose workers each see only some conversations (api/jobs.py's Planned* tables take
+    pass of -j and --dask, whose workers each see only some conversations (api/planned.py's Planned* tables take
     these numbers). The same tables count (capture/tcp_analysis.py, capture/conversations.py: first seen, a SYN
     with a new initial sequence number, the tables' bounds), and the same conversation lifetimes
     (engine/lifetime.py) free a TCP connection a few seconds after FIN both ways or RST (api/session.py's ended
@@ -488,7 +488,7 @@ def _file_frames(path, numbers, picks, count, result: ShardResult):
 
 def _frames(shard: Shard, job: Job, result: ShardResult, tables=None):
     """The shard's frames in set order, with their set-wide numbers (and their stream numbers announced to the
-    planned `tables`, api/jobs.py)."""
+    planned `tables`, api/planned.py)."""
     if shard.numbers is None:
         return _file_frames(shard.paths[0], None, None, job.count, result)
     picks = shard.picks or [None] * len(shard.paths)
@@ -534,10 +534,9 @@ def run_shard(shard: Shard, job: Job) -> ShardResult:
         rower = row_maker(job.rows, job.per_pdu)
     tables = None
     if shard.streams is not None:          # tcp.stream / udp.stream as one process numbers them
-        from .capture.sctp import TsnTable
-        from .jobs import PlannedClock, PlannedTcpTable, PlannedUdpTable
+        from .planned import planned_tables
         # frame.time_relative and frame.time_delta from the set's first frame and each frame's previous one
-        tables = (PlannedTcpTable(), TsnTable(), PlannedClock(shard.first_ns, False), PlannedUdpTable())
+        tables = planned_tables(shard.first_ns, False)
     for packet in packets_from_frames(_frames(shard, job, result, tables), dispatcher=dispatcher, tables=tables):
         result.frames += 1
         _FRAME.number = packet.number

@@ -92,7 +92,7 @@ class Decoded:
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
                 if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
-                    from .layers.tcp import info
+                    from .layers.tcp_info import info
                     why = self.exception_reason(proto)
                     return info(self) + (f"[Malformed Packet: {why}]" if why else "[Malformed Packet]")
                 return EXCEPTION_INFO.get(proto, "") + "[Malformed Packet]"
@@ -186,7 +186,7 @@ class Decoded:
         """What the standard layers put before any Info column (TCP analysis tags)."""
         if self.tcp is None or not self.tcp.flags:      # no analysis flag: no tag (and no import)
             return ""
-        from .layers.tcp import info_prefix
+        from .layers.tcp_info import info_prefix
         return info_prefix(self)
 
     def bad(self, proto: str, message: str, abbrev: str = "_ws.malformed") -> None:
@@ -231,12 +231,12 @@ class Decoded:
 
 
 _BUILD = None      # capture.layers.build, imported on first use (a summary never builds a tree)
-_TCP_INFO = None   # capture.layers.tcp.info, imported on first use (an import statement per call costs a lookup)
+_TCP_INFO = None   # capture.layers.tcp_info.info, imported on first use (an import statement per call costs a lookup)
 
 
 def _tcp_info():
     global _TCP_INFO
-    from .layers.tcp import info
+    from .layers.tcp_info import info
     _TCP_INFO = info
     return info
 
@@ -379,7 +379,7 @@ def _comment_problems(d: Decoded) -> None:
 
 def _wscale(d: Decoded, data: bytes) -> int | None:
     """The window scale option's shift count of a SYN segment (None: no such option)."""
-    from .layers.tcp import option_spans
+    from .layers.tcp_option_spans import option_spans
     span = next(s for s in reversed(d.spans) if s[0] == "tcp")
     end = span[1] + span[2]
     for p, kind, n in option_spans(data, span[1] + 20, min(end, len(data))):

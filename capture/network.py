@@ -232,7 +232,7 @@ def udp(d, data: bytes, off: int, end: int) -> None:
 
 
 def sack_throws(data: bytes, p: int, end: int) -> bool:
-    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp.sack_throws)
+    """Whether TCP options data[p:end] hold a SACK too short for tshark's D-SACK read (layers.tcp_option_spans.sack_throws)
     or an MPTCP option tshark's dissector reads past (layers.mptcp.throws), walked only when such a kind byte
     is there at all."""
     return throwing_option(data, p, end) is not None
@@ -242,7 +242,7 @@ def throwing_option(data: bytes, p: int, end: int) -> str | None:
     """The protocol ("tcp", "mptcp") whose option among data[p:end] ends tshark's dissection in an exception."""
     options = data[p:end]
     if 5 in options:
-        from .layers.tcp import sack_throws as walk
+        from .layers.tcp_option_spans import sack_throws as walk
         if walk(data, p, end):
             return "tcp"
     if 30 in options:
@@ -254,7 +254,7 @@ def throwing_option(data: bytes, p: int, end: int) -> str | None:
 
 def _cut_header(d, data: bytes, off: int, end: int) -> None:
     """A TCP header the snap length cut (the IP length says it is whole): tshark reads the ports, and with the
-    window captured it analyses the segment (its length on the wire); layers.tcp._cut_layer shows what was read."""
+    window captured it analyses the segment (its length on the wire); layers.tcp_partial.cut_layer shows what was read."""
     there = len(data) - off
     d.transport = "tcp"
     d.sport, d.dport = struct.unpack_from("!HH", data, off)
@@ -296,7 +296,7 @@ def tcp(d, data: bytes, off: int, end: int) -> None:
         return
     if off + hl > end:
         # tshark's "Short segment": the header and the options it can read, then an exception (Malformed)
-        from .layers.tcp import short_exception
+        from .layers.tcp_option_spans import short_exception
         there = min(end, len(data))
         d.spans.append(("tcp", off, there - off, None, short_exception(data, off + 20, off + hl, there)))
         d.problems.append(("tcp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,

@@ -147,15 +147,15 @@ def test_io_stat_avg_width_follows_the_running_mean_across_shards(tmp_path):
 def test_a_worker_keeps_fewer_chunks_ready_once_the_plan_is_done():
     """While the parent plans it merges nothing, so a worker may run far ahead; once the plan has ended (its end
     marker read), the worker keeps only a few chunks ready: they reach the parent still in the cache."""
-    from protodump import jobs
-    sender = jobs._Sender(os.open(os.devnull, os.O_WRONLY))
+    from protodump import jobs_pipes as pipes
+    sender = pipes.Sender(os.open(os.devnull, os.O_WRONLY))
     r, w = os.pipe()
     try:
-        assert sender.queue.maxsize == jobs.QUEUE_PLANNING > jobs.QUEUE_CHUNKS
+        assert sender.queue.maxsize == pipes.QUEUE_PLANNING > pipes.QUEUE_CHUNKS
         os.write(w, struct.pack("<q", 32) + struct.pack("<4q", 1, 24, 0, -1) + struct.pack("<q", 0))
-        chunks = list(jobs._plan_chunks(r, sender.planned))
+        chunks = list(pipes.plan_chunks(r, sender.planned))
         assert [list(c) for c in chunks] == [[1, 24, 0, -1]]
-        assert sender.queue.maxsize == jobs.QUEUE_CHUNKS
+        assert sender.queue.maxsize == pipes.QUEUE_CHUNKS
     finally:
         sender.close()
         os.close(r)

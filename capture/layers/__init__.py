@@ -18,7 +18,8 @@ from .icmp import icmp_layer
 from .ip import ip_layer, ipv6_ext_item, ipv6_layer
 from .null import null_layer, raw_layer
 from .sll import sll2_layer, sll_layer
-from .tcp import cut_protocol, tcp_layer, tcp_segments_layer
+from .tcp import tcp_layer, tcp_segments_layer
+from .tcp_option_spans import cut_protocol
 from .udp import udp_layer
 
 BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer, "sll": sll_layer,

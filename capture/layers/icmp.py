@@ -12,7 +12,7 @@ from .common import proto_item
 from . import ndp
 from .data import data_item, data_layer
 from .ip import ip_layer, ipv6_layer
-from .tcp import quoted_tcp_item
+from .tcp_partial import quoted_tcp_item
 
 
 def _named(names: dict, v: int, v6: bool = False) -> str:

@@ -1,0 +1,123 @@
+"""A worker of -j (api/jobs.py): a forked process that decodes the frames of its shard as the parent plans them,
+renders them with the command's own writer and sends their output in chunks (api/jobs_pipes.py), then its
+trailer and its statistics' state."""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from array import array
+from typing import TYPE_CHECKING
+
+from .jobs_pipes import CHUNK_BYTES, CHUNK_FRAMES, END, ERROR, FRAMES, Sender, plan_chunks
+from .planned import planned_frames, planned_tables
+from .shards import NO_TIME
+
+if TYPE_CHECKING:
+    from .jobs import Run
+
+
+class _Text:
+    """The file the worker's writer writes to: its texts, kept as written (`write` is the list's own append: no
+    Python call per write) until the frame is taken, encoded on its own. (A chunk encoded at once would be one
+    large allocation, which the C library maps afresh: a page fault every 4 KiB, more than the calls it saves.)"""
+
+    def __init__(self):
+        self.parts: list = []
+        self.write = self.parts.append
+
+    def take(self) -> str:
+        s = "".join(self.parts)
+        self.parts.clear()
+        return s
+
+    def isatty(self) -> bool:
+        return False
+
+    def flush(self) -> None:
+        pass
+
+
+def worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: int, out: int, filtering: bool,
+           theirs: list) -> None:
+    """A forked process: decode the shard as the parent plans it (`plan`: its frames, chunk by chunk), send its
+    frames' output in chunks, then its trailer and statistics."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent decides
+    for fd in theirs:
+        os.close(fd)
+    from .reassembly.budget import PENDING, STATE
+    for budget in (PENDING, STATE):                  # all the workers hold no more than one process would
+        budget.share(workers)
+    sender = Sender(out)
+    try:
+        tables = planned_tables(first_ns, filtering)
+        _decode(run, first_ns, planned_frames(run.path, plan_chunks(plan, sender.planned), tables, seek), tables,
+                sender)
+    except BaseException as exc:       # anything: the parent names the shard; never a silent hole
+        import traceback
+        sender.put((ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
+    sender.close()
+    os._exit(0)
+
+
+def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
+    from .session import packets_from_frames
+    from .shards import _FRAME, _phs_record, _prepare, _state
+    encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"
+    text = _Text()
+    parts, take, join = text.parts, text.take, "".join
+    writer = run.make_writer(text)
+    writer.first_ns = first_ns
+    text.take()                                     # what the writer writes when made: the parent's did
+    taps = run.taps
+    for tap in taps:
+        _prepare(tap, first_ns)
+    from .shards import FirstSeen
+    phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
+    shows, quiet = run.shows, run.quiet
+    records = not quiet or run.source.write_path is not None
+    hidden = NO_TIME
+    ends, times, pieces = array("q", (0,)), array("q"), []
+    size = 0
+    head = b""
+    wrote = False
+    for packet in packets_from_frames(frames, dispatcher=run.dispatcher, tables=tables):
+        _FRAME.number = packet.number
+        for tap, paths in zip(taps, phs_paths):
+            tap.add(packet)
+            if paths is not None:
+                _phs_record(tap, packet, paths)
+        shown = shows is None or shows(packet)
+        if not records:
+            continue
+        if not shown:
+            times.append(hidden)
+            ends.append(size)
+            continue
+        times.append(packet.frame.ts_ns)
+        if not quiet:
+            if not wrote:            # the writer's first form (its header), then the form of every other frame
+                wrote = True
+                writer.write(packet)
+                head = take().encode(encoding, errors)
+            writer.write(packet)
+            data = join(parts).encode(encoding, errors)
+            parts.clear()
+            pieces.append(data)
+            size += len(data)
+        ends.append(size)
+        if size >= CHUNK_BYTES or len(times) >= CHUNK_FRAMES:
+            sender.put((FRAMES, ends, times, head, pieces))
+            ends, times, pieces, size, head = array("q", (0,)), array("q"), [], 0, b""
+    if times:
+        sender.put((FRAMES, ends, times, head, pieces))
+    writer.close()
+    trailer = text.take().encode(encoding, errors)
+    states = []
+    for tap, paths in zip(taps, phs_paths):
+        state = _state(tap)
+        if paths is not None:
+            state["paths"] = paths
+        states.append((tap.kind, state, tap.result()))
+    sender.put((END, (trailer, wrote, states, time.process_time())))
