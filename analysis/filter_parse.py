@@ -3,13 +3,13 @@
 Grammar (Wireshark 4.0; `and` binds tighter than `or`, as in tshark):
     expr    := and ( ("or" | "||") and )*
     and     := unary ( ("and" | "&&") unary )*
-    unary   := ("not" | "!") unary | "(" expr ")" | test
+    unary   := ("not" | "!") unary | "(" expr ")" | [ "any" | "all" ] test
     test    := field [ relop value | "&" value | "contains" entity | "matches" entity | ["not" | "!"] "in" set ]
     value   := [ "+" ] entity                             entity := field | WORD | STRING | CHAR
     set     := "{" element ( "," element )* "}"        element := value [ ".." value ]
     field   := WORD [ SLICE ]                             (a WORD naming a known field or protocol)
              | FUNC "(" value ( "," value )* ")"        (filter_functions: len, count, upper, ...)
-Nodes: ("or", a, b) ("and", a, b) ("not", a) ("exists", Field) ("cmp", op, Field, value, op_token)
+Nodes: ("or", a, b) ("and", a, b) ("not", a) ("any"|"all", relation) ("exists", Field) ("cmp", op, Field, value, op_token)
 ("contains"|"matches", Field, value, op_token) ("in", Field, [(value, value|None)], op_token).
 """
 from __future__ import annotations
@@ -102,6 +102,12 @@ class Parser:
                 raise self.unexpected(close)       # at the end: tshark 4.0's "Unexpected end of filter expression."
             self.next()
             return node
+        if tok.kind == "WORD" and tok.text in ("any", "all"):      # keywords in tshark 4.0: a quantified relation
+            self.next()
+            node = self.test()
+            if node[0] == "exists" or node[0] == "cmp" and node[1] == "&":   # not relations: `&` is arithmetic
+                raise self.unexpected(self.peek())
+            return node if node[0] == "not" else (tok.text, node)           # on "not in": no effect (tshark 4.0)
         return self.test()
 
     def test(self):
@@ -220,6 +226,8 @@ class Parser:
         if self.is_call(self.peek()):
             return self.call(self.peek())
         tok = self.next()
+        if tok.kind == "WORD" and tok.text in ("any", "all"):
+            raise self.unexpected(tok)
         if tok.kind == "WORD":
             if self.is_field(tok.text):
                 return self.sliced(tok)

@@ -1,6 +1,6 @@
 """Display-filter sets and membership as tshark 4.0 takes them (epan/dfilter/grammar.lemon): members separated by
 commas only (`{14 16 21}` is a syntax error in 4.0, as in 4.4), `a..b` ranges, a unary `+`, `not in` / `! in`,
-raw strings; only a plain field may be tested for membership. Each filter's frames, error text, caret and exit code
+raw strings, `any` / `all` quantifiers; only a plain field may be tested for membership. Each filter's frames, error text, caret and exit code
 are compared with tshark + plugin on one capture."""
 from __future__ import annotations
 
@@ -30,6 +30,14 @@ FILTERS = [
     # a string token in a syntax error: re-quoted with C escapes
     "frame.protocols in {\"a\" \"x\"}", "frame.protocols == \"a\" \"b\\x41c\"", "frame.protocols in {\"b\" \"c\\\"d\"}",
     "frame.protocols == \"a\" \"x\\by\\fz\\rw\\vq\\\\\"", "frame.protocols == \"a\" r\"b\\\"c\"", "r\"x\" == frame.protocols",
+    # quantifiers: `all` holds when every pair of values does (a set: every value equal to one member)
+    "all udp.port == 12354", "any udp.port == 12354", "all udp.port in {12354, 35367}", "all udp.port in {1..40000}",
+    "all udp.port != 12354", "any udp.port != 12354", "all udp.port > 1", "all udp.port > 20000",
+    "all udp.port ~= 12354", "all ip.addr == 127.0.0.1", "all udp.payload contains 00", "all len(udp.port) == 2",
+    "all udp.payload matches \"^\\x00\"", "all blank.type in {Login, Join}", "all udp.srcport == udp.dstport",
+    "any udp.port not in {12354}", "all udp.port not in {12354}",
+    "all frame.number", "any", "all frame.number and udp", "all == 1", "all not udp.port == 1", "all udp.port & 2",
+    "blank.type == all",
     # only a plain field in a set
     "foo in {1}", "1 in {1}", "\"x\" not in {1}", "foo not in {1}", "len(frame.protocols) in {1}",
     "frame.protocols[0:2] in {\"et\"}", "foo in {1", "foo in {1} and bar", "bar and foo in {1}",
