@@ -65,15 +65,34 @@ def _compile(node):
     if tag == "exists":
         get = _getter(node[1])[0]
         return lambda p, ix: bool(get(p, ix))
+    if tag in ("any", "all"):         # a quantified relation (tshark 4.0: `all udp.port > 1`)
+        return _relation(node[1], tag)
+    return _relation(node, "")
+
+
+def _relation(node, quant: str):
+    """A relation over the values of its sides: true when one pair satisfies it (the default, `any`), or, with
+    `all`, when every pair does (a set: every value equal to one member, or within one range)."""
+    tag = node[0]
     if tag == "cmp":
-        return _comparison(*node[1:])
+        return _comparison(*node[1:], quant=quant)
     if tag == "contains":
-        return _contains(*node[1:])
+        return _contains(*node[1:], quant=quant)
     if tag == "matches":
-        return _matches(*node[1:])
+        return _matches(*node[1:], quant=quant)
     if tag == "in":
-        return _membership(*node[1:])
+        return _membership(*node[1:], quant=quant)
     raise AssertionError(tag)
+
+
+def _every(pairs) -> bool:
+    """all() over at least one item (a relation on an absent field is false)."""
+    seen = False
+    for ok in pairs:
+        if not ok:
+            return False
+        seen = True
+    return seen
 
 
 def _items(ref: Field):
@@ -163,7 +182,7 @@ def _check_types(left: Field, lkind: str, lspec: Spec, right, rkind: str, rspec:
         raise FilterError(f"{left.name} and {right.name} are not of compatible types.", right.pos, right.length)
 
 
-def _comparison(op: str, left: Field, right, op_tok):
+def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
     if lkind == "none":
         _check_types(left, lkind, lspec, right, lkind, lspec, op, op_tok)
@@ -175,6 +194,12 @@ def _comparison(op: str, left: Field, right, op_tok):
                               left.pos, left.length)
         return lambda p, ix: any(a & b for b in rget(p, ix) for a in lget(p, ix))
     eq, lt, gt = _order(FAMILY[lkind])
+    if quant == "all" and op != "!=":
+        test = {"==": eq, "~=": lambda a, b: not eq(a, b), "<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b),
+                ">=": lambda a, b: gt(a, b) or eq(a, b), "&": lambda a, b: a & b}[op]
+        return lambda p, ix: _every(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
+    if quant == "any" and op == "!=":
+        op = "~="
     if op == "==":
         return lambda p, ix: any(eq(a, b) for b in rget(p, ix) for a in lget(p, ix))
     if op == "!=":       # all not equal: false when either side is absent, as tshark 4.0
@@ -188,17 +213,19 @@ def _comparison(op: str, left: Field, right, op_tok):
     return lambda p, ix: any(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
 
 
-def _contains(left: Field, right, op_tok):
+def _contains(left: Field, right, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
     if lkind not in ("string", "bytes", "protocol"):
         raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'contains' comparison.",
                           left.pos, left.length)
     rget, rkind, rspec = _operand(right, lspec, left.name)
     _check_types(left, lkind, lspec, right, rkind, rspec, "contains", op_tok)
+    if quant == "all":
+        return lambda p, ix: _every(b in a for b in rget(p, ix) for a in lget(p, ix))
     return lambda p, ix: any(b in a for b in rget(p, ix) for a in lget(p, ix))
 
 
-def _matches(left: Field, right, op_tok):
+def _matches(left: Field, right, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
     if lkind not in ("string", "bytes", "protocol"):
         raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'matches' comparison.",
@@ -214,13 +241,14 @@ def _matches(left: Field, right, op_tok):
     except re.error as exc:
         raise FilterError(f"Invalid regular expression: {exc}.", right.pos, right.length) from None
     search = regex.search
+    agg = _every if quant == "all" else any
     if lkind == "string":
-        return lambda p, ix: any(search(a) for a in lget(p, ix))
+        return lambda p, ix: agg(search(a) for a in lget(p, ix))
     # bytes are matched as Latin-1 text (one character per byte)
-    return lambda p, ix: any(search(a.decode("latin-1")) for a in lget(p, ix))
+    return lambda p, ix: agg(search(a.decode("latin-1")) for a in lget(p, ix))
 
 
-def _membership(left: Field, elements, op_tok):
+def _membership(left: Field, elements, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
     if lkind in ("none",):
         raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'in' comparison.",
@@ -237,6 +265,8 @@ def _membership(left: Field, elements, op_tok):
             _check_types(left, lkind, lspec, high, hi[1], hi[2], "in", op_tok)
             tests.append((lo[0], hi[0]))
 
+    agg = all if quant == "all" else any       # all: every value equals one member (tshark 4.0 ORs the members)
+
     def member(p, ix):
         values = lget(p, ix)
         if not values:
@@ -244,11 +274,11 @@ def _membership(left: Field, elements, op_tok):
         for lo_get, hi_get in tests:
             for b in lo_get(p, ix):
                 if hi_get is None:
-                    if any(eq(a, b) for a in values):
+                    if agg(eq(a, b) for a in values):
                         return True
                 else:
                     for c in hi_get(p, ix):
-                        if any(not lt(a, b) and not gt(a, c) for a in values):
+                        if agg(not lt(a, b) and not gt(a, c) for a in values):
                             return True
         return False
     return member

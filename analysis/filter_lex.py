@@ -24,7 +24,7 @@ class FilterError(ValueError):
 
 @dataclass(frozen=True)
 class Token:
-    kind: str          # WORD STRING CHAR OP AND OR NOT IN CONTAINS MATCHES ( ) { } , .. SLICE EOF
+    kind: str          # WORD STRING CHAR OP AND OR NOT IN CONTAINS MATCHES ( ) { } , .. + SLICE EOF
     text: str          # the source text (for a STRING: the decoded value; for an OP: the canonical operator)
     pos: int
     length: int
@@ -36,7 +36,7 @@ KEYWORDS = {"and": "AND", "or": "OR", "not": "NOT", "in": "IN", "contains": "CON
             "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "any_eq": "==",
             "all_ne": "!=", "any_ne": "~="}
 SYMBOLS = [("&&", "AND"), ("||", "OR"), ("==", "=="), ("!=", "!="), ("~=", "~="), ("~", "MATCHES"), ("<=", "<="),
-           (">=", ">="),
+           (">=", ">="), ("+", "+"),
            ("..", ".."), ("<", "<"), (">", ">"), ("!", "NOT"), ("&", "&"), ("(", "("), (")", ")"), ("{", "{"),
            ("}", "}"), (",", ",")]
 OPS = {"==", "!=", "~=", "<", "<=", ">", ">=", "&"}
@@ -51,8 +51,8 @@ def tokenize(text: str) -> list[Token]:
         c = text[i]
         if c.isspace():
             i += 1
-        elif c == '"':
-            value, end = _string(text, i)
+        elif c == '"' or (c in "rR" and text.startswith('"', i + 1)):
+            value, end = _string(text, i) if c == '"' else _raw_string(text, i)
             tokens.append(Token("STRING", value, i, end - i))
             i = end
         elif c == "'":
@@ -125,6 +125,29 @@ def _string(text: str, start: int) -> tuple[str, int]:
             out.append(ESCAPES.get(e, e))
             i += 2
     raise FilterError("The final quote was missing from a quoted string.", n)
+
+
+def _raw_string(text: str, start: int) -> tuple[str, int]:
+    """A raw string r"..." (or R"..."): no escapes; a backslash keeps the next character, so \\" does not end it."""
+    i, n = start + 2, len(text)
+    while i < n:
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == '"':
+            return text[start + 2:i], i + 1
+        else:
+            i += 1
+    raise FilterError("The final quote was missing from a quoted string.", n)
+
+
+# how tshark 4.0 shows a string token in a syntax error (wsutil's ws_escape_string: these escaped, the rest as is)
+SHOWN_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+                 "\\": "\\\\", '"': '\\"', "\0": "\\0"}
+
+
+def shown_string(value: str) -> str:
+    """A string token as a syntax error names it: in quotes, with C escapes (the error adds its own quotes)."""
+    return '"' + "".join(SHOWN_ESCAPES.get(ch, ch) for ch in value) + '"'
 
 
 def _char(text: str, start: int) -> tuple[str, int]:

@@ -3,13 +3,13 @@
 Grammar (Wireshark 4.0; `and` binds tighter than `or`, as in tshark):
     expr    := and ( ("or" | "||") and )*
     and     := unary ( ("and" | "&&") unary )*
-    unary   := ("not" | "!") unary | "(" expr ")" | test
-    test    := field [ relop value | "&" value | "contains" value | "matches" value | "in" set ]
-    value   := field | WORD | STRING | CHAR
+    unary   := ("not" | "!") unary | "(" expr ")" | [ "any" | "all" ] test
+    test    := field [ relop value | "&" value | "contains" entity | "matches" entity | ["not" | "!"] "in" set ]
+    value   := [ "+" ] entity                             entity := field | WORD | STRING | CHAR
     set     := "{" element ( "," element )* "}"        element := value [ ".." value ]
     field   := WORD [ SLICE ]                             (a WORD naming a known field or protocol)
              | FUNC "(" value ( "," value )* ")"        (filter_functions: len, count, upper, ...)
-Nodes: ("or", a, b) ("and", a, b) ("not", a) ("exists", Field) ("cmp", op, Field, value, op_token)
+Nodes: ("or", a, b) ("and", a, b) ("not", a) ("any"|"all", relation) ("exists", Field) ("cmp", op, Field, value, op_token)
 ("contains"|"matches", Field, value, op_token) ("in", Field, [(value, value|None)], op_token).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .filter_functions import FUNCTIONS, Call
-from .filter_lex import FilterError, Token, tokenize
+from .filter_lex import FilterError, Token, shown_string, tokenize
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,8 @@ class Parser:
     def unexpected(self, tok: Token) -> FilterError:
         if tok.kind == "EOF":
             return FilterError("Unexpected end of filter expression.")      # tshark 4.0 points at nothing
-        shown = f'"{tok.text}"' if tok.kind == "STRING" else self.text[tok.pos:tok.pos + tok.length]
-        return FilterError(f'"{shown}" was unexpected in this context.' if tok.kind != "STRING"
-                           else f"{shown} was unexpected in this context.", tok.pos, tok.length)
+        shown = shown_string(tok.text) if tok.kind == "STRING" else self.text[tok.pos:tok.pos + tok.length]
+        return FilterError(f'"{shown}" was unexpected in this context.', tok.pos, tok.length)
 
     # -- grammar
     def expr(self):
@@ -103,24 +102,53 @@ class Parser:
                 raise self.unexpected(close)       # at the end: tshark 4.0's "Unexpected end of filter expression."
             self.next()
             return node
+        if tok.kind == "WORD" and tok.text in ("any", "all"):      # keywords in tshark 4.0: a quantified relation
+            self.next()
+            node = self.test()
+            if node[0] == "exists" or node[0] == "cmp" and node[1] == "&":   # not relations: `&` is arithmetic
+                raise self.unexpected(self.peek())
+            return node if node[0] == "not" else (tok.text, node)           # on "not in": no effect (tshark 4.0)
         return self.test()
 
     def test(self):
         tok = self.peek()
+        earlier = self.deferred
         field = self.field(tok)
         op = self.peek()
+        if op.kind == "IN" or op.kind == "NOT" and self.tokens[self.i + 1].kind == "IN":
+            self.member_of_set(field, earlier)
         if op.kind == "OP":
             self.next()
             return ("cmp", op.text, field, self.value(), op)
         if op.kind in ("CONTAINS", "MATCHES"):
             self.next()
-            return (op.kind.lower(), field, self.value(), op)
+            return (op.kind.lower(), field, self.value(signed=False), op)
         if op.kind == "IN":
             self.next()
             return ("in", field, self.set(), op)
+        if op.kind == "NOT":          # after a field, "not" / "!" can only start "not in" (tshark 4.0)
+            self.next()
+            op = self.next()
+            if op.kind != "IN":
+                raise self.unexpected(op)
+            return ("not", ("in", field, self.set(), op))
         if isinstance(field, Call):
             raise FilterError("You cannot test whether a function is present.", field.pos, field.length)
         return ("exists", field)
+
+    def member_of_set(self, field, earlier: FilterError | None) -> None:
+        """tshark 4.0 tests only a plain field for membership: anything else (a function, a slice, a literal, an
+        unknown name) is this one error, at the name (a slice: no position), in place of the name's own error."""
+        if isinstance(field, Field) and field.ranges is None and self.is_field(field.name):
+            return
+        self.deferred = earlier
+        if isinstance(field, Call):
+            where, length = field.pos, len(field.name)
+        elif field.ranges is not None:
+            where, length = None, 1
+        else:
+            where, length = field.pos, field.length
+        self.defer(FilterError("Only a field may be tested for membership in a set.", where, length))
 
     def call(self, tok: Token) -> Call:
         """FUNC ( value, ... ): a display-filter function (the "(" is next)."""
@@ -152,13 +180,16 @@ class Parser:
         if self.is_call(tok):
             return self.call(tok)
         if tok.kind != "WORD":
-            if tok.kind in ("STRING", "CHAR") and self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN"):
+            if tok.kind in ("STRING", "CHAR") and self.tokens[self.i + 1].kind in ("OP", "CONTAINS", "MATCHES", "IN",
+                                                                                  "NOT"):
                 self.defer(self.left_side(tok))
                 self.next()
                 return Field(tok.text, None, tok.pos, tok.length)
             raise self.unexpected(tok)
         if not self.is_field(tok.text):
             after = self.tokens[self.i + 1].kind
+            if after == "NOT" and self.tokens[self.i + 2].kind == "IN":
+                after = "IN"
             if after in ("WORD", "STRING", "CHAR"):      # a syntax error: reported before any name error
                 raise self.unexpected(self.tokens[self.i + 1])
             if after == "SLICE":
@@ -175,8 +206,9 @@ class Parser:
         op = self.tokens[self.i + 1]
         text = self.text[op.pos:op.pos + op.length]
         shown = f'"{text}"' if op.kind == "OP" else text
-        return FilterError(f"Left side of {shown} expression must be a field or function, "
-                           f"not {self.text[tok.pos:tok.pos + tok.length]}.", tok.pos, tok.length)
+        side = shown_string(tok.text) if tok.kind == "STRING" else self.text[tok.pos:tok.pos + tok.length]
+        return FilterError(f"Left side of {shown} expression must be a field or function, not {side}.", tok.pos,
+                           tok.length)
 
     def sliced(self, tok: Token) -> Field:
         ranges = None
@@ -186,11 +218,16 @@ class Parser:
             ranges, length = s.ranges, s.pos + s.length - tok.pos
         return Field(tok.text, ranges, tok.pos, length)
 
-    def value(self):
-        """The right side of a test: a field when the word names one (tshark's rule), else a literal."""
+    def value(self, signed: bool = True):
+        """The right side of a test: a field when the word names one (tshark's rule), else a literal; a comparison's
+        and a set member's may carry a unary "+" (signed), a no-op."""
+        if signed and self.peek().kind == "+":
+            self.next()
         if self.is_call(self.peek()):
             return self.call(self.peek())
         tok = self.next()
+        if tok.kind == "WORD" and tok.text in ("any", "all"):
+            raise self.unexpected(tok)
         if tok.kind == "WORD":
             if self.is_field(tok.text):
                 return self.sliced(tok)

@@ -178,7 +178,8 @@ ipv6_tclass = F("ipv6.tclass", "Traffic Class", "uint32", "HEX", mask=0x0FF00000
 ipv6_flow = F("ipv6.flow", "Flow Label", "uint24", "HEX", mask=0x0FFFFF)
 ipv6_dscp = F("ipv6.tclass.dscp", "Differentiated Services Codepoint", "uint32", mask=0x0FC00000)
 ipv6_ecn = F("ipv6.tclass.ecn", "Explicit Congestion Notification", "uint32", mask=0x00300000)
-ip_version_any = F("ip.version", "Version", "uint8")
+# packet-ipv6.c registers its own "ip.version" (hf_ip_version, mask 0xF0) for a hidden item beside ipv6.version
+ipv6_ip_version = F("ip.version", "Version", "uint8", mask=0xF0)
 ipv6_plen = F("ipv6.plen", "Payload Length", "uint16")
 ipv6_nxt = F("ipv6.nxt", "Next Header", "uint8", values=IP_PROTOS)
 ipv6_hlim = F("ipv6.hlim", "Hop Limit", "uint8")
@@ -576,3 +577,8 @@ MPTCP_EXPERTS = {
     "mptcp.connection.missing_algorithm": ("PROTOCOL", "WARN", "No crypto algorithm specified"),
     "mptcp.connection.unsupported_algorithm": ("PROTOCOL", "WARN", "Unsupported algorithm"),
 }
+
+
+# Fields Wireshark 4.0 registers with no bitmask (its dissector draws their bit picture itself): their _raw and PDML
+# value are the bytes, as for any unmasked field (output/json_forms.masked). IPv6's hidden ip.version is not one.
+PICTURE_ONLY_MASK = frozenset((ip_version, ip_hdr_len, tcp_hdr_len, ipv6_version))

@@ -22,6 +22,8 @@ EVERYTHING = None
 # -e / column names that need only the standard layers and the layers' presence (output/columns.py)
 PLAIN_COLUMNS = {"_ws.col.No.", "_ws.col.Time", "_ws.col.Source", "_ws.col.Destination", "_ws.col.Protocol",
                  "_ws.col.Length"}
+# fields another protocol's layer adds too (packet-ipv6.c's hidden ip.version): the layers they are also in
+ALSO_IN = {"ip.version": ("ipv6",)}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
@@ -34,7 +36,8 @@ class Demand:
         self._of: dict[str, frozenset] = {}
         self._plain: dict[str, frozenset | None] = {}
         # the protocols the names belong to ("ip.src" -> "ip", aliases' parts too): the layers index() builds
-        self.roots = frozenset(n.split(".")[0] for n in self.names)
+        self.roots = frozenset(n.split(".")[0] for n in self.names).union(
+            *(ALSO_IN.get(n, ()) for n in self.names))
 
     def of(self, proto: str):
         hit = self._of.get(proto)

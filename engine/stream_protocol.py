@@ -13,6 +13,7 @@ from .streams import emit_stream_lua
 
 RESYNC_SCAN = 65536        # bytes scanned for a resynchronisation point
 NUMBERING_SCAN = 4096      # bytes framed ahead to recognise the opcode numbering (a bounded cost per PDU)
+LAYOUT_MEMORY = 65536      # plugin: PDUs per connection whose first-pass layout is replayed (rt_stream_protocol)
 
 
 def ports_of(direction: str) -> tuple[int, int]:
@@ -240,4 +241,5 @@ def lua_spec(p: StreamProtocol, gen, fns: dict) -> str:
             f"sent_by = {{ {', '.join(f'[{lua_str(k)}] = {lua_str(v)}' for k, v in p.sent_by.items())} }}, "
             f"final = {{ {', '.join(f'[{lua_str(k)}] = true' for k in sorted(p.final))} }}, "
             f"type_field = {lua_str(p.type_field)}, description = {lua_str(p.description)}, "
-            f"scan = {RESYNC_SCAN}, numbering_scan = {NUMBERING_SCAN}, bodies = {{ {', '.join(bodies)} }} }}")
+            f"scan = {RESYNC_SCAN}, numbering_scan = {NUMBERING_SCAN}, layout_memory = {LAYOUT_MEMORY}, "
+            f"bodies = {{ {', '.join(bodies)} }} }}")

@@ -83,6 +83,27 @@ function rt.stream_len(spec, tvb, pinfo, offset, conv)
   return spec.header_size + pkt.size
 end
 
+-- The numbering and the packet a PDU was decoded with on the first pass, replayed when Wireshark dissects the
+-- frame again (pinfo.visited: tshark -2, a GUI click): by then conv.flags and conv.numbering are as the end of the
+-- first pass left them (an alternate would pick another layout: Rutentoy's 04 after the texture exchange). Kept
+-- only for a PDU whose layout that state could change (an alternate for its opcode, or the numbering not yet
+-- recognised), in a bounded table per connection (spec.layout_memory, the oldest evicted: then the live state).
+-- Only the first pass stores (a later pass with no record, tshark -2 after a tree-less first pass, decodes in
+-- order from live state, and must not evict what the first pass kept).
+local function pdu_layout(spec, c, role, code)
+  local key = string.format("%d#%d", c.frame, c.pdu)
+  local kept = c.conv.layouts and c.conv.layouts.map[key]
+  if kept and c.visited then return kept[1], kept[2] end
+  local undecided = c.conv.numbering == nil
+  local numbering = rt.stream_numbering(spec, c.conv, role, c.tvb, 0, spec.pref())
+  local pkt = rt.stream_packet(spec, c.conv, numbering, role, code)
+  if not c.visited and (undecided or spec.alternates[numbering .. "|" .. role .. "|" .. string.format("%d", code)]) then
+    c.conv.layouts = c.conv.layouts or rt.btable()
+    rt.bput(c.conv.layouts, key, { numbering, pkt }, spec.layout_memory)
+  end
+  return numbering, pkt
+end
+
 local function stream_decode(spec, c, T, role)
   local okh, eh = pcall(spec.header_fn, c, T)
   if not okh then
@@ -91,8 +112,7 @@ local function stream_decode(spec, c, T, role)
   end
   local values = c.sc[1]
   local code = values[spec.type_field]
-  local numbering = rt.stream_numbering(spec, c.conv, role, c.tvb, 0, spec.pref())
-  local pkt = rt.stream_packet(spec, c.conv, numbering, role, code)
+  local numbering, pkt = pdu_layout(spec, c, role, code)
   if pkt == nil then
     local name = spec.names[numbering] and spec.names[numbering][code]
     local what = name and string.format("Opcode 0x%02x (%s) has no layout", code, name)

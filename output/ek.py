@@ -42,6 +42,8 @@ def parent_protocol(abbrev: str, layer: str) -> str | None:
     `_ws.lua` ... for Wireshark's, else the abbrev's first part. None for a protocol or a text item."""
     if abbrev in NAME_ONLY_PROTOCOLS:
         return None
+    if layer == "ipv6" and abbrev == "ip.version":     # packet-ipv6.c registers its own hidden ip.version
+        return "ipv6"
     if abbrev.startswith(layer + "."):
         return layer
     if abbrev.startswith("_ws."):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from ..capture.fields import PICTURE_ONLY_MASK
 from ..engine.tree import MALFORMED, TextItem
 from . import json_out
 from . import tshark_values as tv
@@ -64,16 +65,13 @@ def field_length(item, packet, source: int = 0) -> int:
     return n
 
 
-# Fields Wireshark 4.0 registers with no bitmask (it draws their bit picture itself): their _raw and PDML value
-# are the bytes, as for any unmasked field
-PICTURE_ONLY_MASK = frozenset(("ip.version", "ip.hdr_len", "tcp.hdr_len", "ipv6.version"))
 
 
 def masked(item) -> bool:
     """Whether tshark prints the item's value ("%X") where it would print its bytes (a field with a bitmask)."""
     f = item.field
     return f is not None and bool(f.mask) and isinstance(item.value, (int, bool)) \
-        and f.abbrev not in PICTURE_ONLY_MASK
+        and f not in PICTURE_ONLY_MASK
 
 
 def raw_hex(item, packet, source: int = 0) -> str:
@@ -120,7 +118,7 @@ def _raw(item, packet, source: int = 0) -> Raw:
         return Raw([raw_hex(item, packet, source), item.offset, field_length(item, packet, source), 0, 1])
     if f.abbrev in NO_TVB:
         return Raw([None, 0, 0, f.mask, RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
-    mask = 0 if f.abbrev in PICTURE_ONLY_MASK else f.mask
+    mask = 0 if f in PICTURE_ONLY_MASK else f.mask
     return Raw([raw_hex(item, packet, source), item.offset, field_length(item, packet, source), mask,
                 RAW_FTENUM.get(f.abbrev) or FTENUM.get(f.ftype, 0)])
 

@@ -206,6 +206,9 @@ def _ip_cut(top: Item, data: bytes, off: int, n: int) -> Layer:
     return Layer("ip", top)
 
 
+IP_VERSION_NOTE = '[This field makes the filter match on "ip.version == 6" possible]'
+
+
 def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
     if not full(data, off, length, 40):
         return Layer("ipv6", proto_item(f.ipv6, off, length, "Internet Protocol Version 6"))
@@ -213,7 +216,9 @@ def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
     src, dst = socket.inet_ntop(socket.AF_INET6, src), socket.inet_ntop(socket.AF_INET6, dst)
     top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}")
     top.add(Item(f.ipv6_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"))
-    top.add(HiddenItem(f.ip_version_any, vtf >> 28, off, 1))      # tshark's hidden "ip.version" beside it
+    # tshark's hidden "ip.version" beside it, with the text packet-ipv6.c appends
+    top.add(HiddenItem(f.ipv6_ip_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"
+                                                             f" {IP_VERSION_NOTE}"))
     tc = (vtf >> 20) & 0xFF
     tci = top.add(Item(f.ipv6_tclass, tc, off, 4, f"{bits(vtf, 0x0FF00000, 32)} = Traffic Class: 0x{tc:02x}"
                                                    f" ({_ds_text(tc)})"))

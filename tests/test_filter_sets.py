@@ -1,0 +1,60 @@
+"""Display-filter sets and membership as tshark 4.0 takes them (epan/dfilter/grammar.lemon): members separated by
+commas only (`{14 16 21}` is a syntax error in 4.0, as in 4.4), `a..b` ranges, a unary `+`, `not in` / `! in`,
+raw strings, `any` / `all` quantifiers; only a plain field may be tested for membership. Each filter's frames, error text, caret and exit code
+are compared with tshark + plugin on one capture."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import tshark_available
+from protodump.analysis.filter import FilterError, compile_filter
+
+pytestmark = pytest.mark.skipif(not tshark_available(), reason="tshark is not on PATH")
+
+CAPTURE = "blank-server-session.pcap"
+FILTERS = [
+    # accepted
+    "frame.number in {14,16,21}", "frame.number in { 14 , 16 }", "frame.number in {14..16}",
+    "frame.number in {14 .. 16}", "frame.number in {14,16..18,21}", "frame.number in {16..14}",
+    "frame.number in {+14}", "frame.number in {+ 14, 15..+16}", "frame.number == +14", "frame.number == +udp.port",
+    "frame.number not in {14,16}", "frame.number ! in {14, 16..18}", "not frame.number not in {14,16}",
+    "frame.number in {14,16} and frame.number not in {16}", "blank.type in {1, 2}", "udp.port in {12354, 1..100}",
+    "frame.protocols in {r\"eth:ethertype:ip:udp:blank\"}", "frame.number in {0x0e, 016}",
+    # refused: whitespace between members, empty members, no set
+    "frame.number in {14 16 21}", "frame.number in {14, 16 21}", "frame.number in {14..16 21}",
+    "frame.number in{14 16}", "frame.number in {14\t16}", "frame.number in {14,,16}", "frame.number in {}",
+    "frame.number in {14,}", "frame.number in {,14}", "frame.number in {14..}", "frame.number in {..16}",
+    "frame.number in {14..16..18}", "frame.number in {14,16", "frame.number in 14", "frame.number in {++14}",
+    "frame.number not {14,16}", "frame.number not in 14", "udp not udp", "udp !", "frame.number contains +14",
+    "blank.type in {1 2}", "eth.src in {00:00:00:00:00:00 11:22:33:44:55:66}",
+    # a string token in a syntax error: re-quoted with C escapes
+    "frame.protocols in {\"a\" \"x\"}", "frame.protocols == \"a\" \"b\\x41c\"", "frame.protocols in {\"b\" \"c\\\"d\"}",
+    "frame.protocols == \"a\" \"x\\by\\fz\\rw\\vq\\\\\"", "frame.protocols == \"a\" r\"b\\\"c\"", "r\"x\" == frame.protocols",
+    # quantifiers: `all` holds when every pair of values does (a set: every value equal to one member)
+    "all udp.port == 12354", "any udp.port == 12354", "all udp.port in {12354, 35367}", "all udp.port in {1..40000}",
+    "all udp.port != 12354", "any udp.port != 12354", "all udp.port > 1", "all udp.port > 20000",
+    "all udp.port ~= 12354", "all ip.addr == 127.0.0.1", "all udp.payload contains 00", "all len(udp.port) == 2",
+    "all udp.payload matches \"^\\x00\"", "all blank.type in {Login, Join}", "all udp.srcport == udp.dstport",
+    "any udp.port not in {12354}", "all udp.port not in {12354}",
+    "all frame.number", "any", "all frame.number and udp", "all == 1", "all not udp.port == 1", "all udp.port & 2",
+    "blank.type == all",
+    # only a plain field in a set
+    "foo in {1}", "1 in {1}", "\"x\" not in {1}", "foo not in {1}", "len(frame.protocols) in {1}",
+    "frame.protocols[0:2] in {\"et\"}", "foo in {1", "foo in {1} and bar", "bar and foo in {1}",
+]
+
+
+@pytest.mark.parametrize("text", FILTERS)
+def test_set_filter_as_tshark(text, tshark_run, protodump_run):
+    theirs = tshark_run("-r", CAPTURE, "-Y", text)
+    ours = protodump_run("-r", CAPTURE, "-Y", text)
+    assert ours.returncode == theirs.returncode
+    assert ours.stdout == theirs.stdout
+    assert ours.stderr == theirs.stderr.replace("tshark: ", "protodump: ", 1)
+
+
+def test_whitespace_members_are_refused():
+    """tshark 4.0 refuses members without commas (the issue's `{14 16 21}`): a test that fails if we accept it."""
+    with pytest.raises(FilterError) as info:
+        compile_filter("frame.number in {14 16 21}")
+    assert (info.value.message, info.value.position) == ('"16" was unexpected in this context.', 20)
