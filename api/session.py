@@ -43,6 +43,10 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     udp_table = UdpTable()           # per-capture UDP stream indexes
     if tables is not None:
         tcp_table, tsn_table, clock, udp_table = tables
+    two_pass = getattr(dispatcher, "tcp_pass", None)      # -2's passes (cli/two_pass_opts.py)
+    if two_pass is not None:
+        (tcp_table.record, tcp_table.learnt), (tsn_table.record, tsn_table.learnt) = two_pass
+        dispatcher.pass_tables = tcp_table, tsn_table
     if tables is None:               # (-j workers' tables start a connection where the planning pass says)
         dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
     was_enabled = gc.isenabled()

@@ -445,6 +445,7 @@ sctp_initack_fields = [F("sctp.initack_initiate_tag", "Initiate tag", "uint32", 
                        F("sctp.initack_initial_tsn", "Initial TSN", "uint32")]
 sctp_fragments = F("sctp.fragments", "Reassembled SCTP Fragments", "none")
 sctp_fragment = F("sctp.fragment", "SCTP Fragment", "uint32")
+sctp_reassembled_in = F("sctp.reassembled_in", "Reassembled Message in frame", "uint32")
 sctp_initiate_tag = F("sctp.initiate_tag", "Initiate tag", "uint32", "HEX")
 sctp_sack_cumulative_tsn_ack_raw = F("sctp.sack_cumulative_tsn_ack_raw", "Cumulative TSN ACK (absolute)", "uint32")
 sctp_sack_a_rwnd = F("sctp.sack_a_rwnd", "Advertised receiver window credit (a_rwnd)", "uint32")

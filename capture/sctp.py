@@ -84,6 +84,10 @@ class TsnTable:
     def __init__(self):
         self.bases: dict[tuple, int] = {}
         self.pending: dict[tuple, list] = {}     # (direction, stream id) -> [(frame, length)] of a message so far
+        # -2 (cli/two_pass_opts.py): the first pass records where each piece's message completes (`record`:
+        # (frame, chunk index) -> frame), the second shows it in the piece (`learnt`) as tshark's second pass
+        self.record: dict[tuple, int] | None = None
+        self.learnt: dict[tuple, int] | None = None
 
     def analyze(self, d, data: bytes) -> None:
         """Set d.tsn_bases = (the sender's base, the receiver's base) for this packet, and d.sctp_fragments =
@@ -96,6 +100,8 @@ class TsnTable:
                 if me not in self.bases:
                     self._put(me, c.tsn)
                 self._fragment(d, i, c, (me, c.sid))
+                if self.learnt and (d.frame.number, i) in self.learnt:
+                    d.sctp_fragments = {**(d.sctp_fragments or {}), i: self.learnt[d.frame.number, i]}
         d.tsn_bases = (self.bases.get(me), self.bases.get(peer))
 
     def _fragment(self, d, index: int, c: Chunk, key: tuple) -> None:
@@ -111,15 +117,23 @@ class TsnTable:
             self.pending[key] = []
         pieces = self.pending[key]
         if len(pieces) < 4096:
-            pieces.append((d.frame.number, c.data_length))
+            pieces.append((d.frame.number, c.data_length, index))
         if end:
             del self.pending[key]
-            d.sctp_fragments = {**(d.sctp_fragments or {}), index: pieces}
+            frame = d.frame.number
+            if self.record is not None:
+                self.record.update({(n, i): frame for n, _, i in pieces if n != frame})
+            done = (SecondPassPieces if self.learnt is not None else list)((n, size) for n, size, _ in pieces)
+            d.sctp_fragments = {**(d.sctp_fragments or {}), index: done}
 
     def _put(self, key: tuple, base: int) -> None:
         if len(self.bases) >= self.LIMIT:
             self.bases.pop(next(iter(self.bases)))
         self.bases[key] = base
+
+
+class SecondPassPieces(list):
+    """The pieces of a message on tshark's second pass (-2), which numbers their payload bytes from 0."""
 
 
 def info(d) -> str:
@@ -211,7 +225,9 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
         item.add(Item(f.sctp_data_ssn, c.ssn, p + 10, 2, f"Stream sequence number: {c.ssn}"))
         item.add(Item(f.sctp_data_ppid, c.ppid, p + 12, 4, f"Payload protocol identifier: "
                                                              f"{PPIDS.get(c.ppid, 'Unknown')} ({c.ppid})"))
-        if fragments:
+        if isinstance(fragments, int):        # -2: a piece of a message completed in a later frame
+            item.add(Item(f.sctp_reassembled_in, fragments, p + 16, 0, f"Reassembled Message in frame: {fragments}"))
+        elif fragments:
             _fragments(item, fragments)
     else:
         for field, at, size, label in _FIXED.get(c.kind, ()):
@@ -241,13 +257,14 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
 
 def _fragments(item: Item, pieces: list) -> None:
     """tshark's summary of a message reassembled from DATA chunks, in the chunk that completed it. tshark 4.0
-    numbers the pieces' payload bytes from the message length on (not from 0): kept as it prints them."""
+    numbers the pieces' payload bytes from the message length on (not from 0) on its first pass, from 0 on its second
+    (-2): kept as it prints them."""
     total = sum(n for _, n in pieces)
     # measured: the summary spans this chunk's user data; each piece claims bytes [at, at + n) of the frame
     # (PDML shows them past its end: "field length invalid!")
     top = item.add(Item(f.sctp_fragments, None, item.offset + 16, pieces[-1][1],
                         f"Reassembled SCTP Fragments ({total} bytes, {len(pieces)} fragments): "))
-    at = total
+    at = 0 if isinstance(pieces, SecondPassPieces) else total
     for frame, n in pieces:
         top.add(Item(f.sctp_fragment, frame, at, n, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)"))
         at += n

@@ -147,6 +147,10 @@ class TcpTable:
         self.reused = False          # the last _connection call started a new connection on reused ports
         self.mptcp = None            # capture.mptcp_analysis.MptcpTable, made at the first MPTCP option
         self.mp_dupack = False       # MPTCP tolerates a duplicate ACK in the segment under analysis
+        # -2 (cli/two_pass_opts.py): the first pass keeps every connection by stream index (`record`); the second
+        # shows what the first learnt (`learnt`: stream -> (completeness, iRTT)) from the first frame on, as tshark
+        self.record: dict[int, Connection] | None = None
+        self.learnt: dict[int, tuple] | None = None
 
     def _connection(self, key: frozenset, ts: int, me: tuple, syn_seq: int | None) -> Connection:
         """The connection of a segment from `me`; `syn_seq`: the sequence number of a SYN without ACK (else None).
@@ -160,6 +164,8 @@ class TcpTable:
         if conn is None and len(self.connections) >= MAX_CONNECTIONS:
             self.connections.pop(next(iter(self.connections)))
         conn = self.connections[key] = Connection(self.streams, ts)
+        if self.record is not None:
+            self.record[self.streams] = conn
         self.streams += 1
         return conn
 
@@ -178,6 +184,18 @@ class TcpTable:
             return True
         bases = self.retired.pop(key, None) if self.retired else None
         return syn_seq is not None and bases is not None and bases.get(me) not in (None, syn_seq)
+
+    def learnt_facts(self) -> dict[int, tuple]:
+        """What a first pass learnt of each connection (`record`): stream -> (completeness, iRTT or None)."""
+        return {stream: (conn.completeness, conn.irtt_ns) for stream, conn in (self.record or {}).items()}
+
+    def _second_pass(self, info: TcpInfo) -> None:
+        """A second pass (tshark -2) shows the conversation's final completeness and its iRTT on every frame."""
+        facts = self.learnt.get(info.stream)
+        if facts is not None:
+            info.completeness = facts[0]
+            if facts[1] is not None:
+                info.irtt_ns = facts[1]
 
     def forget(self, key: frozenset) -> None:
         """Free a connection's state (engine.lifetime freed its endpoints after its end): its senders' base
@@ -243,6 +261,8 @@ class TcpTable:
                 conn.fin_by = me
             info.fin_role = "active" if conn.fin_by == me else "passive"
         self._complete(conn, fl, seglen)
+        if self.learnt:
+            self._second_pass(info)
         d.tcp = info
 
     def _mptcp(self, d, stream: int) -> bool:
@@ -303,6 +323,8 @@ class TcpTable:
         else:
             base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
             info.seq = (seq - base) & M32
+        if self.learnt:
+            self._second_pass(info)
         d.tcp = info
 
     def quoted(self, d) -> None:

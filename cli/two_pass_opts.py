@@ -15,6 +15,9 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     if not two_pass or not path or path == "-":
         return first               # a live capture or a pipe cannot be read twice: one pass
     from ..session import packets
+    # the first pass keeps each TCP connection's final state (capture.tcp_analysis) and where each SCTP message
+    # completes (capture.sctp); the second shows them
+    first.tcp_pass = ({}, None), ({}, None)
     try:
         for _ in packets(path, dispatcher=first):
             pass
@@ -23,4 +26,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     prefs = {**settings.prefs, **second_pass_prefs(first.conversations)}
     second = Dispatcher(protocols, Settings(dict(settings.prefs), settings.decode_as))
     second.settings.prefs.update(prefs)         # after the check: the learnt facts are no user preference
+    tcp, sctp = getattr(first, "pass_tables", (None, None))
+    second.tcp_pass = (None, tcp.learnt_facts() if tcp is not None else None), \
+        (None, sctp.record if sctp is not None else None)
     return second

@@ -89,3 +89,23 @@ def test_first_pass_layouts_are_replayed_and_bounded(lua):
     out = subprocess.run([lua, "-"], input=prog.encode(), capture_output=True, check=True).stdout.decode().split()
     # three kept (the newest frames replay Chunk); the two evicted fall back to the live flags (Delete)
     assert out == ["3", "Delete,Delete,Chunk,Chunk,Chunk"]
+
+
+@pytest.mark.parametrize("name", ["rutentoy-login-texture.pcap", "iceball-tcp-session.pcap"])
+def test_two_pass_tcp_completeness_and_irtt(name, tshark_run, protodump_run):
+    """tshark's second pass knows each TCP conversation's final completeness from its first frame on, and the
+    iRTT on the frames before the handshake's ACK (the SYN/ACK's SEQ/ACK analysis): protodump -2 -V shows the
+    same (capture.tcp_analysis TcpTable.record / learnt), and one pass keeps the values as they grew."""
+    theirs = tshark_run("-2", "-V", "-r", name).stdout
+    assert theirs.count("[Conversation completeness: Complete, WITH_DATA (31)]") == theirs.count("\nFrame ") + 1
+    assert theirs == protodump_run("-2", "-V", "-r", name).stdout
+    assert "Incomplete, SYN_SENT (1)" in protodump_run("-V", "-r", name).stdout
+
+
+def test_two_pass_sctp_reassembled_in(tshark_run, protodump_run):
+    """tshark's second pass shows, in a message's first DATA piece, the frame that completes it, and numbers the
+    pieces' payload bytes from 0 (its first pass from the message length on): capture.sctp TsnTable.record."""
+    theirs = tshark_run("-2", "-V", "-r", "rutentoy-sctp.pcap").stdout
+    assert "Reassembled Message in frame: 11" in theirs and "Frame: 10, payload: 0-599 (600 bytes)" in theirs
+    assert theirs == protodump_run("-2", "-V", "-r", "rutentoy-sctp.pcap").stdout
+    assert "Frame: 10, payload: 1033-1632 (600 bytes)" in protodump_run("-V", "-r", "rutentoy-sctp.pcap").stdout
