@@ -18,7 +18,7 @@ from .filter_functions import Call, call_getter
 from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
 from .filter_parse import Field, Literal, parse
-from .filter_values import converter, item_bytes, literal, raw_bytes, slicer, type_name
+from .filter_values import Negative, converter, item_bytes, literal, raw_bytes, slicer, type_name
 
 __all__ = ["FilterError", "DisplayFilter", "compile_filter"]
 
@@ -197,7 +197,7 @@ def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
     if quant == "all" and op != "!=":
         test = {"==": eq, "~=": lambda a, b: not eq(a, b), "<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b),
                 ">=": lambda a, b: gt(a, b) or eq(a, b), "&": lambda a, b: a & b}[op]
-        return lambda p, ix: _every(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
+        return lambda p, ix: _every(b.__class__ is Negative or test(a, b) for b in rget(p, ix) for a in lget(p, ix))
     if quant == "any" and op == "!=":
         op = "~="
     if op == "==":
@@ -208,7 +208,8 @@ def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
             return bool(a_values and b_values) and not any(eq(a, b) for b in b_values for a in a_values)
         return all_ne
     if op == "~=":
-        return lambda p, ix: any(not eq(a, b) for b in rget(p, ix) for a in lget(p, ix))
+        return lambda p, ix: any(not eq(a, b) for b in rget(p, ix) if b.__class__ is not Negative
+                                 for a in lget(p, ix))
     test = {"<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b), ">=": lambda a, b: gt(a, b) or eq(a, b)}[op]
     return lambda p, ix: any(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
 
@@ -274,11 +275,17 @@ def _membership(left: Field, elements, op_tok, quant: str = ""):
         for lo_get, hi_get in tests:
             for b in lo_get(p, ix):
                 if hi_get is None:
-                    if agg(eq(a, b) for a in values):
+                    if agg(eq(a, b) or quant == "all" and b.__class__ is Negative for a in values):
                         return True
                 else:
                     for c in hi_get(p, ix):
-                        if agg(not lt(a, b) and not gt(a, c) for a in values):
+                        if b.__class__ is Negative or c.__class__ is Negative:
+                            # tshark 4.0: a failed bound holds for `all` (nothing to test), never for `any`
+                            vacuous = quant == "all"
+                            if agg((vacuous if b.__class__ is Negative else not lt(a, b))
+                                   and (vacuous if c.__class__ is Negative else not gt(a, c)) for a in values):
+                                return True
+                        elif agg(not lt(a, b) and not gt(a, c) for a in values):
                             return True
         return False
     return member
