@@ -39,11 +39,9 @@ FILTERS = [
     "all frame.number", "any", "all frame.number and udp", "all == 1", "all not udp.port == 1", "all udp.port & 2",
     "blank.type == all",
     # a negative number for an unsigned field: tshark 4.0's run-time negation fails, so every test with it is false
-    # (`!=` holds, `all` holds vacuously); `&` takes its two's complement
-    "frame.number > -1", "frame.number >= -1", "frame.number < -1", "frame.number ~= -1", "frame.number != -1",
-    "tcp.port != -1", "frame.number > -0x1", "frame.number > -0", "frame.number & -2", "udp.port > -1",
-    "frame.number in {-1..3, 5}", "all frame.number > -1", "all frame.number in {-1}", "all frame.number in {-1..3}",
-    "all frame.number in {1..-3}", "all tcp.port in {-1..3}",
+    # (`all` holds vacuously; a failed range bound too)
+    "frame.number > -1", "frame.number >= -1", "frame.number ~= -1", "frame.number > -0x1", "udp.port > -1",
+    "frame.number in {-1..3, 5}", "all frame.number in {-1}", "all frame.number in {1..-3}",
     # only a plain field in a set
     "foo in {1}", "1 in {1}", "\"x\" not in {1}", "foo not in {1}", "len(frame.protocols) in {1}",
     "frame.protocols[0:2] in {\"et\"}", "foo in {1", "foo in {1} and bar", "bar and foo in {1}",
