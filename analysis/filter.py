@@ -17,7 +17,7 @@ import re
 from .filter_functions import Call, call_getter
 from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
-from .filter_parse import Field, Literal, parse
+from .filter_parse import Arith, Field, Literal, parse
 from .filter_values import Negative, converter, item_bytes, literal, raw_bytes, slicer, type_name
 
 __all__ = ["FilterError", "DisplayFilter", "compile_filter"]
@@ -62,6 +62,9 @@ def _compile(node):
     if tag == "not":
         a = _compile(node[1])
         return lambda p, ix: not a(p, ix)
+    if tag == "exists" and isinstance(node[1], Arith):      # a bare arithmetic expression: true when non-zero
+        get = _getter(node[1])[0]
+        return lambda p, ix: any(get(p, ix))
     if tag == "exists":
         get = _getter(node[1])[0]
         return lambda p, ix: bool(get(p, ix))
@@ -105,6 +108,8 @@ def _getter(ref: Field):
     of those values."""
     if isinstance(ref, Call):
         return call_getter(ref, _getter, _items)
+    if isinstance(ref, Arith):
+        return _arith(ref, None)
     spec = registry()[ref.name]
     kind = spec.kind
     if ref.name in EXPERT_FIELDS:
@@ -148,8 +153,46 @@ def _getter(ref: Field):
     return (lambda p, ix: [conv(v) for v in values_of(p, ix)]), kind, spec
 
 
+ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+         "/": lambda a, b: None if b == 0 else int(a / b), "%": lambda a, b: None if b == 0 else a % b}
+
+
+def _arith(node: Arith, outer: Spec | None, name: str = ""):
+    """tshark 4.0 arithmetic: integer operands (a constant takes the left side's type, or on the right of a
+    comparison, the type of the comparison's left side); a division by zero gives no value."""
+    if isinstance(node.left, Literal):
+        if outer is None:
+            raise FilterError("Constant arithmetic expression on the LHS is invalid.", node.left.pos)
+        lget, lkind, lspec = _operand(node.left, outer, name)
+    else:
+        lget, lkind, lspec = _getter(node.left)
+    if lkind != "int":
+        raise FilterError(f"FT_{lspec.ftype.upper()} cannot {node.op}.", node.left.pos, node.left.length)
+    if isinstance(node.right, Literal) and node.right.kind != "WORD":
+        raise FilterError(f'{_quoted(node.right)} is not a valid arithmetic operand.', node.right.pos,
+                          node.right.length)
+    rget = _operand(node.right, lspec, node.name or name)[0]
+    fn = ARITH[node.op]
+
+    def values(p, ix):
+        out = []
+        for a in lget(p, ix):
+            for b in rget(p, ix):
+                v = fn(a, b)
+                if v is not None:
+                    out.append(v)
+        return out
+    return values, "int", lspec
+
+
+def _quoted(lit: Literal) -> str:
+    return f'"{lit.text}"' if lit.kind == "STRING" else lit.text
+
+
 def _operand(value, spec: Spec, name: str):
     """The right side: a getter for a field, or a constant list for a literal converted to the left's type."""
+    if isinstance(value, Arith):
+        return _arith(value, spec, name)
     if isinstance(value, (Field, Call)):
         return _getter(value)
     const = [literal(value, spec, name)]

@@ -42,6 +42,12 @@ FILTERS = [
     # (`all` holds vacuously; a failed range bound too)
     "frame.number > -1", "frame.number >= -1", "frame.number ~= -1", "frame.number > -0x1", "udp.port > -1",
     "frame.number in {-1..3, 5}", "all frame.number in {-1}", "all frame.number in {1..-3}",
+    # arithmetic (tshark 4.0): + - * / % on integer fields, * / % binding tighter; a bare expression tests non-zero
+    "frame.number + 1 == 15", "frame.len - 10 > 50", "frame.number+14", "frame.number - 1", "not frame.number - 1",
+    "frame.number*2 == 4", "frame.number / 2 == 3", "frame.number / 0 == 1", "frame.number % 5 == 0",
+    "frame.number + 2 * 3 == 13", "frame.number == 1 + 2", "udp.port + frame.number == 12370",
+    "frame.number == frame.number * 2 - frame.number", "frame.protocols + 1 == 2", "frame.number + \"a\" == 2",
+    "1 + 1 == frame.number",
     # only a plain field in a set
     "foo in {1}", "1 in {1}", "\"x\" not in {1}", "foo not in {1}", "len(frame.protocols) in {1}",
     "frame.protocols[0:2] in {\"et\"}", "foo in {1", "foo in {1} and bar", "bar and foo in {1}",
