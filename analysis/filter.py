@@ -164,6 +164,8 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
         if outer is None:
             raise FilterError("Constant arithmetic expression on the LHS is invalid.", node.left.pos)
         lget, lkind, lspec = _operand(node.left, outer, name)
+    elif isinstance(node.left, Arith):
+        lget, lkind, lspec = _arith(node.left, outer, name)
     else:
         lget, lkind, lspec = _getter(node.left)
     if lkind != "int":

@@ -138,9 +138,10 @@ class Parser:
             first = field
             while isinstance(first, Arith):
                 first = first.left
-            if isinstance(first, Field) and not self.is_field(first.name) and not _name_like(first.name):
+            if isinstance(first, Field) and not self.is_field(first.name):
                 self.deferred = earlier
-                self.defer(FilterError("Constant arithmetic expression on the LHS is invalid.", first.pos))
+                self.defer(FilterError("Constant arithmetic expression on the LHS is invalid.", first.pos,
+                                       first.length))
         op = self.peek()
         if op.kind == "IN" or op.kind == "NOT" and self.tokens[self.i + 1].kind == "IN":
             self.member_of_set(field, earlier)
