@@ -160,6 +160,13 @@ ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a *
 def _arith(node: Arith, outer: Spec | None, name: str = ""):
     """tshark 4.0 arithmetic: integer operands (a constant takes the left side's type, or on the right of a
     comparison, the type of the comparison's left side); a division by zero gives no value."""
+    if node.op == "neg":            # tshark 4.0 cannot negate an unsigned value: it compares as no number
+        get, kind, spec = _getter(node.left)
+        if kind != "int":
+            raise FilterError(f"FT_{spec.ftype.upper()} cannot -.", node.left.pos, node.left.length)
+        if spec.ftype.startswith("u"):
+            return (lambda p, ix: [Negative(-v & 0xFFFFFFFFFFFFFFFF) for v in get(p, ix)]), kind, spec
+        return (lambda p, ix: [-v for v in get(p, ix)]), kind, spec
     if isinstance(node.left, Literal):
         if outer is None:
             raise FilterError("Constant arithmetic expression on the LHS is invalid.", node.left.pos)

@@ -273,6 +273,13 @@ class Parser:
         tok = self.next()
         if tok.kind == "WORD" and tok.text in ("any", "all"):
             raise self.unexpected(tok)
+        if tok.kind == "WORD" and tok.text[:1] == "-" and self.is_field(tok.text[1:]):    # unary minus on a field
+            return Arith("neg", Field(tok.text[1:], None, tok.pos + 1, tok.length - 1), None, tok.pos, tok.length)
+        if tok.kind == "WORD" and tok.text == "-" and self.peek().kind == "WORD" and self.peek().text[:1] != "-":
+            after = self.value(signed=False)        # "- 1", "- udp.port": a unary minus apart from its operand
+            if isinstance(after, Literal):
+                return Literal("-" + after.text, "WORD", tok.pos, after.pos + after.length - tok.pos)
+            return Arith("neg", after, None, tok.pos, after.pos + after.length - tok.pos)
         if tok.kind == "WORD":
             if self.is_field(tok.text):
                 return self.sliced(tok)

@@ -42,6 +42,8 @@ FILTERS = [
     # (`all` holds vacuously; a failed range bound too)
     "frame.number > -1", "frame.number >= -1", "frame.number ~= -1", "frame.number > -0x1", "udp.port > -1",
     "frame.number in {-1..3, 5}", "all frame.number in {-1}", "all frame.number in {1..-3}",
+    "frame.number == -udp.port", "frame.number != -udp.port", "frame.number ~= -udp.port", "frame.number != - 1",
+    "frame.number > - 1",
     # arithmetic (tshark 4.0): + - * / % on integer fields, * / % binding tighter; a bare expression tests non-zero
     "frame.number + 1 == 15", "frame.len - 10 > 50", "frame.number+14", "frame.number - 1", "not frame.number - 1",
     "frame.number*2 == 4", "frame.number / 2 == 3", "frame.number / 0 == 1", "frame.number % 5 == 0",
