@@ -17,8 +17,8 @@ import re
 from .filter_functions import Call, call_getter
 from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
-from .filter_parse import Field, Literal, parse
-from .filter_values import converter, item_bytes, literal, raw_bytes, slicer, type_name
+from .filter_parse import Arith, Field, Literal, parse
+from .filter_values import Negative, converter, item_bytes, literal, raw_bytes, slicer, type_name
 
 __all__ = ["FilterError", "DisplayFilter", "compile_filter"]
 
@@ -62,6 +62,9 @@ def _compile(node):
     if tag == "not":
         a = _compile(node[1])
         return lambda p, ix: not a(p, ix)
+    if tag == "exists" and isinstance(node[1], Arith):      # a bare arithmetic expression: true when non-zero
+        get = _getter(node[1])[0]
+        return lambda p, ix: any(get(p, ix))
     if tag == "exists":
         get = _getter(node[1])[0]
         return lambda p, ix: bool(get(p, ix))
@@ -105,6 +108,8 @@ def _getter(ref: Field):
     of those values."""
     if isinstance(ref, Call):
         return call_getter(ref, _getter, _items)
+    if isinstance(ref, Arith):
+        return _arith(ref, None)
     spec = registry()[ref.name]
     kind = spec.kind
     if ref.name in EXPERT_FIELDS:
@@ -148,8 +153,55 @@ def _getter(ref: Field):
     return (lambda p, ix: [conv(v) for v in values_of(p, ix)]), kind, spec
 
 
+ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+         "/": lambda a, b: None if b == 0 else int(a / b), "%": lambda a, b: None if b == 0 else a % b}
+
+
+def _arith(node: Arith, outer: Spec | None, name: str = ""):
+    """tshark 4.0 arithmetic: integer operands (a constant takes the left side's type, or on the right of a
+    comparison, the type of the comparison's left side); a division by zero gives no value."""
+    if node.op == "neg":            # tshark 4.0 cannot negate an unsigned value: it compares as no number
+        get, kind, spec = _getter(node.left)
+        if kind != "int":
+            raise FilterError(f"FT_{spec.ftype.upper()} cannot -.", node.left.pos, node.left.length)
+        if spec.ftype.startswith("u"):
+            return (lambda p, ix: [Negative(-v & 0xFFFFFFFFFFFFFFFF) for v in get(p, ix)]), kind, spec
+        return (lambda p, ix: [-v for v in get(p, ix)]), kind, spec
+    if isinstance(node.left, Literal):
+        if outer is None:
+            raise FilterError("Constant arithmetic expression on the LHS is invalid.", node.left.pos)
+        lget, lkind, lspec = _operand(node.left, outer, name)
+    elif isinstance(node.left, Arith):
+        lget, lkind, lspec = _arith(node.left, outer, name)
+    else:
+        lget, lkind, lspec = _getter(node.left)
+    if lkind != "int":
+        raise FilterError(f"FT_{lspec.ftype.upper()} cannot {node.op}.", node.left.pos, node.left.length)
+    if isinstance(node.right, Literal) and node.right.kind != "WORD":
+        raise FilterError(f'{_quoted(node.right)} is not a valid arithmetic operand.', node.right.pos,
+                          node.right.length)
+    rget = _operand(node.right, lspec, node.name or name)[0]
+    fn = ARITH[node.op]
+
+    def values(p, ix):
+        out = []
+        for a in lget(p, ix):
+            for b in rget(p, ix):
+                v = fn(a, b)
+                if v is not None:
+                    out.append(v)
+        return out
+    return values, "int", lspec
+
+
+def _quoted(lit: Literal) -> str:
+    return f'"{lit.text}"' if lit.kind == "STRING" else lit.text
+
+
 def _operand(value, spec: Spec, name: str):
     """The right side: a getter for a field, or a constant list for a literal converted to the left's type."""
+    if isinstance(value, Arith):
+        return _arith(value, spec, name)
     if isinstance(value, (Field, Call)):
         return _getter(value)
     const = [literal(value, spec, name)]
@@ -197,7 +249,7 @@ def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
     if quant == "all" and op != "!=":
         test = {"==": eq, "~=": lambda a, b: not eq(a, b), "<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b),
                 ">=": lambda a, b: gt(a, b) or eq(a, b), "&": lambda a, b: a & b}[op]
-        return lambda p, ix: _every(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
+        return lambda p, ix: _every(b.__class__ is Negative or test(a, b) for b in rget(p, ix) for a in lget(p, ix))
     if quant == "any" and op == "!=":
         op = "~="
     if op == "==":
@@ -208,7 +260,8 @@ def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
             return bool(a_values and b_values) and not any(eq(a, b) for b in b_values for a in a_values)
         return all_ne
     if op == "~=":
-        return lambda p, ix: any(not eq(a, b) for b in rget(p, ix) for a in lget(p, ix))
+        return lambda p, ix: any(not eq(a, b) for b in rget(p, ix) if b.__class__ is not Negative
+                                 for a in lget(p, ix))
     test = {"<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b), ">=": lambda a, b: gt(a, b) or eq(a, b)}[op]
     return lambda p, ix: any(test(a, b) for b in rget(p, ix) for a in lget(p, ix))
 
@@ -274,11 +327,17 @@ def _membership(left: Field, elements, op_tok, quant: str = ""):
         for lo_get, hi_get in tests:
             for b in lo_get(p, ix):
                 if hi_get is None:
-                    if agg(eq(a, b) for a in values):
+                    if agg(eq(a, b) or quant == "all" and b.__class__ is Negative for a in values):
                         return True
                 else:
                     for c in hi_get(p, ix):
-                        if agg(not lt(a, b) and not gt(a, c) for a in values):
+                        if b.__class__ is Negative or c.__class__ is Negative:
+                            # tshark 4.0: a failed bound holds for `all` (nothing to test), never for `any`
+                            vacuous = quant == "all"
+                            if agg((vacuous if b.__class__ is Negative else not lt(a, b))
+                                   and (vacuous if c.__class__ is Negative else not gt(a, c)) for a in values):
+                                return True
+                        elif agg(not lt(a, b) and not gt(a, c) for a in values):
                             return True
         return False
     return member

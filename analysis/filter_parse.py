@@ -36,6 +36,26 @@ class Literal:
     length: int
 
 
+@dataclass(frozen=True)
+class Arith:
+    """`left OP right` (tshark 4.0 arithmetic on integer fields: + - * / %)."""
+    op: str
+    left: object
+    right: object
+    pos: int
+    length: int
+
+    @property
+    def name(self) -> str:
+        return getattr(self.left, "name", "")
+
+
+def _arith_op(tok: Token, strong: bool) -> bool:
+    ops = ("*", "%") if strong else ("+",)
+    words = ("/",) if strong else ("-",)
+    return tok.kind in ops or tok.kind == "WORD" and tok.text in words
+
+
 class Parser:
     def __init__(self, text: str, is_field):
         self.text, self.is_field = text, is_field
@@ -113,13 +133,21 @@ class Parser:
     def test(self):
         tok = self.peek()
         earlier = self.deferred
-        field = self.field(tok)
+        field = self.arith(lambda: self.field(self.peek()))
+        if isinstance(field, Arith):
+            first = field
+            while isinstance(first, Arith):
+                first = first.left
+            if isinstance(first, Field) and not self.is_field(first.name):
+                self.deferred = earlier
+                self.defer(FilterError("Constant arithmetic expression on the LHS is invalid.", first.pos,
+                                       first.length))
         op = self.peek()
         if op.kind == "IN" or op.kind == "NOT" and self.tokens[self.i + 1].kind == "IN":
             self.member_of_set(field, earlier)
         if op.kind == "OP":
             self.next()
-            return ("cmp", op.text, field, self.value(), op)
+            return ("cmp", op.text, field, self.arith(self.value), op)
         if op.kind in ("CONTAINS", "MATCHES"):
             self.next()
             return (op.kind.lower(), field, self.value(signed=False), op)
@@ -135,6 +163,23 @@ class Parser:
         if isinstance(field, Call):
             raise FilterError("You cannot test whether a function is present.", field.pos, field.length)
         return ("exists", field)
+
+    def arith(self, operand):
+        """operand ( (+|-) operand )*, each operand a product: * / % bind tighter (tshark 4.0)."""
+        node = self.product(operand)
+        while _arith_op(self.peek(), False):
+            op = self.next()
+            right = self.product(self.value)
+            node = Arith(op.text, node, right, node.pos, right.pos + right.length - node.pos)
+        return node
+
+    def product(self, operand):
+        node = operand()
+        while _arith_op(self.peek(), True):
+            op = self.next()
+            right = self.value()
+            node = Arith(op.text, node, right, node.pos, right.pos + right.length - node.pos)
+        return node
 
     def member_of_set(self, field, earlier: FilterError | None) -> None:
         """tshark 4.0 tests only a plain field for membership: anything else (a function, a slice, a literal, an
@@ -228,6 +273,13 @@ class Parser:
         tok = self.next()
         if tok.kind == "WORD" and tok.text in ("any", "all"):
             raise self.unexpected(tok)
+        if tok.kind == "WORD" and tok.text[:1] == "-" and self.is_field(tok.text[1:]):    # unary minus on a field
+            return Arith("neg", Field(tok.text[1:], None, tok.pos + 1, tok.length - 1), None, tok.pos, tok.length)
+        if tok.kind == "WORD" and tok.text == "-" and self.peek().kind == "WORD" and self.peek().text[:1] != "-":
+            after = self.value(signed=False)        # "- 1", "- udp.port": a unary minus apart from its operand
+            if isinstance(after, Literal):
+                return Literal("-" + after.text, "WORD", tok.pos, after.pos + after.length - tok.pos)
+            return Arith("neg", after, None, tok.pos, after.pos + after.length - tok.pos)
         if tok.kind == "WORD":
             if self.is_field(tok.text):
                 return self.sliced(tok)

@@ -55,6 +55,18 @@ def parse_int(text: str) -> int | None:
     return sign * int(digits, base)
 
 
+class Negative(int):
+    """A negative number given for an unsigned field: tshark 4.0 negates it at run time, which fails, so every
+    comparison with it is false (`!=`, "all not equal", then holds); `&` takes its two's complement."""
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return False
+
+    __ne__ = __lt__ = __gt__ = __le__ = __ge__ = __eq__
+    __hash__ = int.__hash__
+
+
 def literal(lit: Literal, spec: Spec, name: str):
     """Convert a literal to a comparable value of the field's kind, or raise FilterError as tshark words it."""
     kind = spec.kind
@@ -80,6 +92,8 @@ def literal(lit: Literal, spec: Spec, name: str):
                 raise _err(f'"{lit.text}" too big for this field, maximum {high}.', lit)
             if low is not None and value < low:
                 raise _err(f'"{lit.text}" too small for this field, minimum {low}.', lit)
+            if low is None and value < 0:
+                return Negative(value & high)
         return value
     if kind == "bool":
         if lit.text in ("True", "TRUE"):

@@ -23,7 +23,10 @@ def v6_capture() -> str:
     pl = b"\xaf\xb1\x1a\xfb" + b"\x00" * 20
     e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
     pkts = [e / IPv6(src="::1", dst="::1") / UDP(sport=40000, dport=12354) / pl,
-            e / IP(src="127.0.0.1", dst="127.0.0.1") / UDP(sport=40000, dport=12354) / pl]
+            e / IP(src="127.0.0.1", dst="127.0.0.1") / UDP(sport=40000, dport=12354) / pl,
+            # a traffic class: EF (tshark's IPv6 text says "EF PHB"), AF11 with ECT(1)
+            e / IPv6(src="::1", dst="::1", tc=0xb8) / UDP(sport=40000, dport=12354) / pl,
+            e / IPv6(src="::1", dst="::1", tc=0x29) / UDP(sport=40000, dport=12354) / pl]
     for i, p in enumerate(pkts):
         p.time = 1700000000 + i * 0.25
     TMP.mkdir(exist_ok=True)
@@ -52,4 +55,5 @@ def test_whole_ipv6_packet(form, v6_capture, protodump_run, standard_run):
 
 def test_ip_version_filter_matches_both(v6_capture, protodump_run, standard_run):
     args = ("-Y", "ip.version == 6", "-T", "fields", "-e", "frame.number", "-e", "ip.version")
-    assert protodump_run(*args, "-r", v6_capture).stdout == standard_run(*args, "-r", v6_capture).stdout == "1\t6\n"
+    expected = "1\t6\n3\t6\n4\t6\n"
+    assert protodump_run(*args, "-r", v6_capture).stdout == standard_run(*args, "-r", v6_capture).stdout == expected

@@ -24,8 +24,11 @@ ECN_LONG = ["Not ECN-Capable Transport", "ECN-Capable Transport codepoint '01'",
             "ECN-Capable Transport codepoint '10'", "Congestion Experienced"]
 
 
-def _ds_text(ds: int) -> str:
-    return f"DSCP: {DSCP_SHORT.get(ds >> 2, 'Unknown')}, ECN: {ECN_SHORT[ds & 3]}"
+DSCP_SHORT_V6 = {**DSCP_SHORT, 46: "EF PHB"}     # packet-ipv6.c's traffic class says "EF PHB"
+
+
+def _ds_text(ds: int, short: dict = DSCP_SHORT) -> str:
+    return f"DSCP: {short.get(ds >> 2, 'Unknown')}, ECN: {ECN_SHORT[ds & 3]}"
 
 
 def _ds_children(item: Item, value: int, ds: int, off: int, n: int, mask_shift: int, width: int,
@@ -221,7 +224,7 @@ def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
                                                              f" {IP_VERSION_NOTE}"))
     tc = (vtf >> 20) & 0xFF
     tci = top.add(Item(f.ipv6_tclass, tc, off, 4, f"{bits(vtf, 0x0FF00000, 32)} = Traffic Class: 0x{tc:02x}"
-                                                   f" ({_ds_text(tc)})"))
+                                                   f" ({_ds_text(tc, DSCP_SHORT_V6)})"))
     _ds_children(tci, vtf, tc, off, 4, 20, 32, (f.ipv6_dscp, f.ipv6_ecn))
     flow = vtf & 0xFFFFF
     top.add(Item(f.ipv6_flow, flow, off + 1, 3, f"{bits(vtf & 0xFFFFFF, 0x0FFFFF, 24)} = Flow Label: 0x{flow:05x}"))
