@@ -143,6 +143,8 @@ class Parser:
                 self.defer(FilterError("Constant arithmetic expression on the LHS is invalid.", first.pos,
                                        first.length))
         op = self.peek()
+        if isinstance(field, Arith) and op.kind in ("IN", "NOT", "CONTAINS", "MATCHES"):
+            raise self.unexpected(op)         # tshark 4.0: arithmetic only takes part in a relation (==, <, ...)
         if op.kind == "IN" or op.kind == "NOT" and self.tokens[self.i + 1].kind == "IN":
             self.member_of_set(field, earlier)
         if op.kind == "OP":

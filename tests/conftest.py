@@ -12,6 +12,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (a seed from each test's own code), so CI's verdict on a commit
+# is the verdict it had here; HYPOTHESIS_PROFILE=explore draws fresh ones, to hunt for new failing inputs.
+settings.register_profile("repeatable", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES_DIR = ROOT / "captures"

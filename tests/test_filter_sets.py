@@ -50,6 +50,9 @@ FILTERS = [
     "frame.number + 2 * 3 == 13", "frame.number == 1 + 2", "udp.port + frame.number == 12370",
     "frame.number == frame.number * 2 - frame.number", "frame.protocols + 1 == 2", "frame.number + \"a\" == 2",
     "1 + 1 == frame.number", "foo + 1 == 2", "frame.number == 2 * 3 + 1", "frame.number == 2 * 3 * 2 - 5", "12 + 1",
+    # arithmetic takes part in a relation only: not in a set, `contains` or `matches` (the error is at the operator)
+    "frame.number * 2 in {1}", "a*a in ", "frame.number + 1 not in {3}", "frame.number*2 !in {1}",
+    "frame.number - 1 contains 1", "frame.number % 2 matches \"a\"",
     # only a plain field in a set
     "foo in {1}", "1 in {1}", "\"x\" not in {1}", "foo not in {1}", "len(frame.protocols) in {1}",
     "frame.protocols[0:2] in {\"et\"}", "foo in {1", "foo in {1} and bar", "bar and foo in {1}",
