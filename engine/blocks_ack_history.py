@@ -53,9 +53,7 @@ class AckHistory(Field):
 
     def emit_lua(self, gen, shown, raw):
         w = gen.w
-        with w.block("do"):
-            w(f"rt.need(c, 4, {lua_str(self.label)}, T)")
-            w("local r = c.tvb(c.pos, 4)")
+        with gen.fixed_range(4, self.label):
             w(f"c.sc[#c.sc][{lua_str(self.name)}] = rt.ack_history(c, T, r, F[{lua_str(self.abbrev)}], "
               f"F[{lua_str(self.bit_info.abbrev)}], F[{lua_str(self.acked_info.abbrev)}], {self.bits}, {self.modulo}, "
               f"rt.lookup(c, {lua_str(self.relative_to)}) or 0)")

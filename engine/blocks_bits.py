@@ -5,10 +5,9 @@ through rt.bits in lua/rt_bits.lua), so tshark builds the same tree.
 """
 from __future__ import annotations
 
-import copy
 import struct
 
-from .fields import Field, Number
+from .fields import Field, NumberWithParts, WithParts
 from .lua_literals import lua_str
 from .tree import Item
 
@@ -24,34 +23,17 @@ class Part:
         self.info = None
 
 
-class BitSplit(Field):
+class BitSplit(NumberWithParts):
     """An integer with named bit groups under it (ENet's peer id / session id / flags in one u16, the command
     byte's type nibble and flags). Parts are registered as `<prefix>.<part>` and their values (ints; 0/1 for
     booleans) go into the scope under their names, so later fields and switches can read them."""
 
-    def __init__(self, number: Number, parts: tuple[Part, ...]):
-        super().__init__(number.name, number.label)
-        self.number, self.parts = number, parts
-        self.codes, self.endian, self.size = number.codes, number.endian, number.size
+    def part_info(self, b, prefix, p):
+        if p.is_bool:
+            return b.field(f"{prefix}.{p.name}", p.label, "bool", mask=p.mask, bits=self.size * 8)
+        return b.field(f"{prefix}.{p.name}", p.label, self.number.ftype, base=p.base, values=p.values, mask=p.mask)
 
-    def bind(self, b, prefix):
-        bound = copy.copy(self)
-        bound.abbrev = f"{prefix}.{self.name}"
-        bound.number = self.number.bind(b, prefix)
-        bound.info = bound.number.info
-        bound.parts = tuple(copy.copy(p) for p in self.parts)
-        bits = self.size * 8
-        for p in bound.parts:
-            if p.is_bool:
-                p.info = b.field(f"{prefix}.{p.name}", p.label, "bool", mask=p.mask, bits=bits)
-            else:
-                p.info = b.field(f"{prefix}.{p.name}", p.label, bound.number.ftype, base=p.base, values=p.values,
-                                 mask=p.mask)
-        return bound
-
-    def take(self, ctx, parent, offset, raw):
-        self.number.take(ctx, parent, offset, raw)
-        item = parent.children[-1]
+    def take_parts(self, ctx, item, offset, raw):
         scope = ctx.scopes[-1]
         for p in self.parts:
             value = (raw & p.mask) >> p.shift
@@ -70,11 +52,6 @@ class BitSplit(Field):
             for p in self.parts:
                 raw |= (int(values.get(p.name, 0)) << p.shift) & p.mask
         self.number.encode({self.name: raw}, out)
-
-    def infos(self):
-        yield self.info
-        for p in self.parts:
-            yield p.info
 
     # --- Lua ------------------------------------------------------------------------------------------------------
     def emit_lua(self, gen, shown, raw):
@@ -111,7 +88,7 @@ class Bits:
         return (v & ((1 << self.width) - 1)) << self.shift
 
 
-class BitFields(Field):
+class BitFields(WithParts):
     """One little-endian integer holding several bit fields (the i21/i19/i21 chunk coordinates in a u64, the
     block nibbles in a u16): the integer in hex, each part as a child with its own (sign-extended) value."""
 
@@ -121,17 +98,13 @@ class BitFields(Field):
         self.size = struct.calcsize("<" + code)
         self.parts = parts
 
-    def bind(self, b, prefix):
-        bound = copy.copy(self)
-        bound.abbrev = f"{prefix}.{self.name}"
-        bound.info = b.field(bound.abbrev, self.label, f"uint{self.size * 8}", base="HEX")
-        bound.parts = tuple(copy.copy(p) for p in self.parts)
-        for p in bound.parts:
-            bits = 8 if p.width <= 8 else 16 if p.width <= 16 else 32
-            kind = f"{'int' if p.signed else 'uint'}{bits}"
-            p.info = b.field(f"{prefix}.{p.name}", p.label, kind, base="DEC" if p.signed else p.base,
-                             values=p.values)
-        return bound
+    def register(self, b):
+        self.info = b.field(self.abbrev, self.label, f"uint{self.size * 8}", base="HEX")
+
+    def part_info(self, b, prefix, p):
+        bits = 8 if p.width <= 8 else 16 if p.width <= 16 else 32
+        kind = f"{'int' if p.signed else 'uint'}{bits}"
+        return b.field(f"{prefix}.{p.name}", p.label, kind, base="DEC" if p.signed else p.base, values=p.values)
 
     def take(self, ctx, parent, offset, raw):
         scope = ctx.scopes[-1]
@@ -152,16 +125,9 @@ class BitFields(Field):
                 raw |= p.insert(values.get(p.name, 0))
         out += struct.pack("<" + self.codes[0], raw)
 
-    def infos(self):
-        yield self.info
-        for p in self.parts:
-            yield p.info
-
     def emit_lua(self, gen, shown, raw):
         w = gen.w
-        with w.block("do"):
-            w(f"rt.need(c, {self.size}, {lua_str(self.label)}, T)")
-            w(f"local r = c.tvb(c.pos, {self.size})")
+        with gen.fixed_range(self.size, self.label):
             w("local s = r:bytes():raw()")
             w(f"local it = T:add_le(F[{lua_str(self.abbrev)}], r)")
             w(f"c.sc[#c.sc][{lua_str(self.name)}] = rt.bits(s, 0, {min(self.size * 8, 48)}, false)")

@@ -68,9 +68,7 @@ class FixedPoint(Field):
     def emit_lua(self, gen, shown, raw):
         w = gen.w
         signed = self.codes[0].islower()
-        with w.block("do"):
-            w(f"rt.need(c, {self.size}, {lua_str(self.label)}, T)")
-            w(f"local r = c.tvb(c.pos, {self.size})")
+        with gen.fixed_range(self.size, self.label):
             w(f"local v = r:le_{'int' if signed else 'uint'}()")
             w(f"c.sc[#c.sc][{lua_str(self.name)}] = v")
             w(f"T:add_le(F[{lua_str(self.raw_info.abbrev)}], r)")
@@ -130,9 +128,7 @@ class Packed(Field):
 
     def emit_lua(self, gen, shown, raw):
         w = gen.w
-        with w.block("do"):
-            w(f"rt.need(c, 2, {lua_str(self.label)}, T)")
-            w("local r = c.tvb(c.pos, 2)")
+        with gen.fixed_range(2, self.label):
             w(f"local v = r:le_{'int' if self.codes[0] == 'h' else 'uint'}()")
             w(f"c.sc[#c.sc][{lua_str(self.name)}] = v")
             w(f"T:add_le(F[{lua_str(self.raw_info.abbrev)}], r)")
@@ -181,9 +177,7 @@ class ScaledByte(Packed):
 
     def emit_lua(self, gen, shown, raw):
         w, q = gen.w, lua_str
-        with w.block("do"):
-            w(f"rt.need(c, 1, {q(self.label)}, T)")
-            w("local r = c.tvb(c.pos, 1)")
+        with gen.fixed_range(1, self.label):
             w(f"local v = r:{'int' if self.codes[0] == 'b' else 'uint'}()")
             w(f"c.sc[#c.sc][{q(self.name)}] = v")
             w(f"T:add(F[{q(self.raw_info.abbrev)}], r)")

@@ -60,8 +60,7 @@ class Counted(Field):
         w, q = gen.w, lua_str
         with w.block("do"):
             w(f"local n = rt.lookup(c, {q(self.length)}) or 0")
-            w(f"rt.need(c, n, {q(self.label)}, T)")
-            w("local r = c.tvb(c.pos, n)")
+            gen.take_range("n", self.label)
             if self.text:
                 w(f"c.sc[#c.sc][{q(self.name)}] = rt.utf8(c.tvb:raw(c.pos, n))")
                 w(f"T:add_packet_field(F[{q(self.abbrev)}], r, ENC_UTF_8)")

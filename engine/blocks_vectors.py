@@ -100,9 +100,7 @@ class Vec3(Field):
     def emit_lua(self, gen, shown, raw):
         w = gen.w
         n = len(self.elements)
-        with w.block("do"):
-            w(f"rt.need(c, {self.size}, {lua_str(self.label)}, T)")
-            w(f"local r = c.tvb(c.pos, {self.size})")
+        with gen.fixed_range(self.size, self.label):
             w(f"local it = T:add(F[{lua_str(self.abbrev)}], r)")
             shows = [gen.tmp("e") for _ in range(n)]
             raws = [gen.tmp("w") for _ in range(n)]
@@ -207,9 +205,7 @@ class QuatSmallest3(Field):
 
     def emit_lua(self, gen, shown, raw):
         w = gen.w
-        with w.block("do"):
-            w(f"rt.need(c, 8, {lua_str(self.label)}, T)")
-            w("local r = c.tvb(c.pos, 8)")
+        with gen.fixed_range(8, self.label):
             w(f"c.sc[#c.sc][{lua_str(self.name)}] = r:le_uint64()")
             w("local largest, q = rt.quat_smallest3(r)")
             w(f"local it = T:add_le(F[{lua_str(self.abbrev)}], r)")

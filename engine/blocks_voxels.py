@@ -178,9 +178,7 @@ class Summary(Field):
 
     def emit_lua(self, gen, shown, raw):
         w = gen.w
-        with w.block("do"):
-            w(f"rt.need(c, {self.size}, {lua_str(self.label)}, T)")
-            w(f"local r = c.tvb(c.pos, {self.size})")
+        with gen.fixed_range(self.size, self.label):
             w(f"local s = rt.summary(c, {self.count}, {self.stride}, {self.width})")
             w(f"local it = T:add(F[{lua_str(self.abbrev)}], r)")
             w("local parts = {}")

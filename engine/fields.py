@@ -239,41 +239,66 @@ class Flag:
         self.info: FieldInfo | None = None
 
 
-class Flags(Field):
-    """An integer shown with one line per flag bit under it."""
+class WithParts(Field):
+    """A field whose item holds one sub-item per part (flag bits, bit groups): binding copies the parts and gives
+    each its FieldInfo (`part_info`); `infos` yields the field's own, then the parts'."""
 
-    def __init__(self, number: Number, flags: tuple[Flag, ...]):
-        super().__init__(number.name, number.label)
-        self.number, self.flags = number, flags
-        self.codes, self.endian, self.size = number.codes, number.endian, number.size
+    parts: tuple = ()
 
     def bind(self, b, prefix):
-        bound = copy.copy(self)
-        bound.abbrev = f"{prefix}.{self.name}"
-        bound.number = self.number.bind(b, prefix)
-        bound.info = bound.number.info
-        bound.flags = tuple(copy.copy(f) for f in self.flags)
-        for flag in bound.flags:
-            flag.info = b.field(f"{bound.abbrev}.{flag.name}", flag.label, "bool", mask=flag.mask,
-                                bits=self.size * 8)
+        bound = super().bind(b, prefix)
+        bound.parts = tuple(copy.copy(p) for p in self.parts)
+        for p in bound.parts:
+            p.info = bound.part_info(b, prefix, p)
         return bound
+
+    def part_info(self, b: Binder, prefix: str, part) -> FieldInfo:
+        raise NotImplementedError
+
+    def infos(self):
+        yield self.info
+        for p in self.parts:
+            yield p.info
+
+
+class NumberWithParts(WithParts):
+    """A Number whose item holds its parts (Flags' bits, BitSplit's bit groups): the number decodes, encodes and
+    registers itself; `take_parts` adds the parts under its item."""
+
+    def __init__(self, number: Number, parts: tuple):
+        super().__init__(number.name, number.label)
+        self.number, self.parts = number, parts
+        self.codes, self.endian, self.size = number.codes, number.endian, number.size
+
+    def register(self, b):
+        self.number = copy.copy(self.number)
+        self.number.abbrev = self.abbrev
+        self.number.register(b)
+        self.info = self.number.info
 
     def store(self, scope, raw):
         scope[self.name] = raw
 
     def take(self, ctx, parent, offset, raw):
         self.number.take(ctx, parent, offset, raw)
-        item = parent.children[-1]
-        for flag in self.flags:
+        self.take_parts(ctx, parent.children[-1], offset, raw)
+
+    def take_parts(self, ctx: Ctx, item: Item, offset: int, raw: int) -> None:
+        raise NotImplementedError
+
+
+class Flags(NumberWithParts):
+    """An integer shown with one line per flag bit under it."""
+
+    def part_info(self, b, prefix, flag):
+        return b.field(f"{self.abbrev}.{flag.name}", flag.label, "bool", mask=flag.mask, bits=self.size * 8)
+
+    def take_parts(self, ctx, item, offset, raw):
+        for flag in self.parts:
             item.add(Item(flag.info, bool(raw & flag.mask), offset, self.size, None, False, ctx.source))
 
     def encode(self, values, out):
         self.number.encode(values, out)
-
-    def infos(self):
-        yield self.info
-        for flag in self.flags:
-            yield flag.info
 
 
 class Padding(Field):
@@ -797,6 +822,7 @@ def template_parts(template: str) -> list[tuple[bool, str]]:
     return parts
 
 
-__all__ = ["Binder", "Field", "Number", "Flag", "Flags", "Padding", "CString", "Bytes", "Struct", "Packet",
-           "Array", "Switch", "U8", "I8", "U16LE", "U16BE", "I16LE", "I16BE", "U32LE", "U32BE", "I32LE", "I32BE",
-           "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "WhenPref", "pref_on", "combine", "accepts", "format_template", "template_parts"]
+__all__ = ["Binder", "Field", "Number", "Flag", "Flags", "NumberWithParts", "WithParts", "Padding", "CString",
+           "Bytes", "Struct", "Packet", "Array", "Switch", "U8", "I8", "U16LE", "U16BE", "I16LE", "I16BE", "U32LE",
+           "U32BE", "I32LE", "I32BE", "U64LE", "U64BE", "F32LE", "F32BE", "F64LE", "WhenPref", "pref_on", "combine",
+           "accepts", "format_template", "template_parts"]

@@ -8,6 +8,8 @@ The emitted Lua avoids bit operators and bit32 (Lua 5.2 in Wireshark 4.0, 5.4 fr
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from .. import __version__
 from . import fields
 from .lua_literals import lua_str
@@ -65,6 +67,19 @@ class Generator:
         self.value_tables: dict[tuple, str] = {}
         self.counter = 0
         self.proto_var = ""                      # the Lua Proto of the protocol being emitted (its prefs)
+
+    @contextmanager
+    def fixed_range(self, size, label: str):
+        """A `do` block opening on the `size` bytes a field needs (a shorter packet: rt.need's expert) taken as the
+        range `r`: the start of every fixed-size field's Lua."""
+        with self.w.block("do"):
+            self.take_range(size, label)
+            yield
+
+    def take_range(self, size, label: str) -> None:
+        """`size` bytes (a number or a Lua expression) needed and taken as the range `r`."""
+        self.w(f"rt.need(c, {size}, {lua_str(label)}, T)")
+        self.w(f"local r = c.tvb(c.pos, {size})")
 
     def tmp(self, stem: str) -> str:
         self.counter += 1
@@ -215,8 +230,7 @@ class Generator:
             with self.w.block("do"):
                 return self.emit_Number(f, shown, raw, item_var="it")
         w = self.w
-        w(f"rt.need(c, {f.size}, {lua_str(f.label)}, T)")
-        w(f"local r = c.tvb(c.pos, {f.size})")
+        self.take_range(f.size, f.label)
         w(f"local v = {self.read_expr(f, 'r')}")
         w(f"c.sc[#c.sc][{lua_str(f.name)}] = v")
         it = item_var or "it"
@@ -243,7 +257,7 @@ class Generator:
     def emit_Flags(self, f, shown, raw):
         with self.w.block("do"):
             self.emit_Number(f.number, shown, raw, item_var="it")
-            for flag in f.flags:
+            for flag in f.parts:
                 self.w(f"it:{self.add(f.number)}(F[{lua_str(flag.info.abbrev)}], r)")
 
     def emit_WhenPref(self, f, shown, raw):
@@ -255,9 +269,7 @@ class Generator:
         self.fixed_bytes(f)
 
     def fixed_bytes(self, f):
-        with self.w.block("do"):
-            self.w(f"rt.need(c, {f.size}, {lua_str(f.label)}, T)")
-            self.w(f"local r = c.tvb(c.pos, {f.size})")
+        with self.fixed_range(f.size, f.label):
             self.w(f"c.sc[#c.sc][{lua_str(f.name)}] = r:raw()")
             self.w(f"T:add(F[{lua_str(f.abbrev)}], r)")
             self.w(f"c.pos = c.pos + {f.size}")
