@@ -19,14 +19,15 @@ ENet decompresses a datagram into a 4096-byte buffer (ENET_PROTOCOL_MAXIMUM_MTU)
 `limit` is RECEIVE_BUFFER minus the header (2 or 4 bytes, plus 4 with checksums on).
 
 Why libenet itself runs when it can: this decoder is one adaptive-model update and one range-coder step per output
-byte, and even flattened into one loop over parallel lists CPython does about 1 MB/s, some 25 to 35x slower
-than libenet's C (tools/bench_rangecoder.py; README, "The range decoder"). A well-kept library already does the job, bit for bit: when the system has
-libenet (Debian's libenet7), `decompress` calls its enet_range_coder_decompress through ctypes, and
-`decompress_python` (the code below) is the fallback when it is missing (or PROTODUMP_RANGECODER=python). The two
-give the same bytes and the same errors on every input: libenet's only answer to a failure is 0 bytes, so on a
-failure, and for what libenet cannot be asked (a limit above RECEIVE_BUFFER, a limit that is not a positive int),
-`decompress` runs the Python decoder, which says why (tests/test_rangecoder.py runs both paths on the same inputs).
-The Python decoder stays the reference and the twin of the Lua one.
+byte, and even flattened into one loop over parallel lists CPython does about 1 MB/s, some 25 to 35x slower than
+libenet's C (tools/bench_rangecoder.py; docs/benchmarks.md, "The range decoder"). A well-kept library already does
+the job, bit for bit: when the system has libenet (Debian's libenet7), `decompress` calls its
+enet_range_coder_decompress through ctypes, and `decompress_python` (the code below) is the fallback when it is
+missing (or PROTODUMP_RANGECODER=python). The two give the same bytes and the same errors on every input: libenet's
+only answer to a failure is 0 bytes, so on a failure, and for what libenet cannot be asked (a limit above
+RECEIVE_BUFFER, a limit that is not a positive int), `decompress` runs the Python decoder, which says why
+(tests/test_rangecoder.py runs both paths on the same inputs). The Python decoder stays the reference and the twin
+of the Lua one.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hostile captures of tests/test_hostile.py and the README's timings, made with the project's encoders:
+"""The hostile captures of tests/test_hostile.py and of docs/benchmarks.md's timings, made with the project's encoders:
 Iceball file transfers over TCP (tools/make_iceball_captures.file_transfer) carrying a zlib bomb, a large
 legitimate Lua file, incompressible bytes; blank chunks inflating past blank's limit. Written to tests/tmp
 (never committed: they are large)."""

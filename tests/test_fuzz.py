@@ -76,7 +76,7 @@ def test_minimiser_shrinks_to_the_failing_frames(monkeypatch):
 @pytest.mark.skipif(TSHARK is None, reason="tshark is not on PATH")
 def test_fixed_sample_through_both_halves():
     """Seed 1, three cases per family (about a minute): no crash, hang, Lua error or dissector error, and the game
-    layers of protodump and tshark + plugin equal in every frame. The README's Fuzzing section has a longer run."""
+    layers of protodump and tshark + plugin equal in every frame. docs/fuzzing.md has longer runs."""
     totals = fuzz.campaign(list(fuzz.FAMILIES), seed=1, cases=3, log=lambda line: None)
     for family, t in totals.items():
         assert t["frames"] > 0, family

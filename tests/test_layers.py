@@ -1,4 +1,4 @@
-"""The layers import one way: each folder may import only the layers below it (README, "How it is built")."""
+"""The layers import one way: each folder may import only the layers below it (docs/architecture.md)."""
 import ast
 from pathlib import Path
 
