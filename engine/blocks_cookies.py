@@ -386,7 +386,7 @@ class ImageReassembly(Field):
         yield from self.r.values()
 
     def emit_lua(self, gen, shown, raw):
-        fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.r.items())
+        fs = gen.field_refs(self.r)
         spec = (f"{{ size = {self.size}, key = {lua_str(self.key)}, len_field = {lua_str(self.length)}, "
                 f"max_side = {self.max_side}, limit = {self.limit}, pending = {self.pending}, "
                 f"digest_cmd = {lua_str(self.digest_from[0])}, digest_arg = {lua_str(self.digest_from[1])}, "

@@ -130,7 +130,7 @@ class BlockMap(Field):
 
     def emit_lua(self, gen, shown, raw):
         """rt.block_map (lua/rt_voxels.lua) on the chunk `back` bytes before the Lua position."""
-        fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
+        fs = gen.field_refs(self.f)
         gen.w(f"rt.block_map(c, T, c.pos - {self.back}, {self.side}, {lua_str(self.layout)}, "
               f"{lua_str(map_label(self.label, self.side))}, {'true' if self.hex_ids else 'false'}, {{ {fs} }})")
 
@@ -263,7 +263,7 @@ class SplitIdGrid(Field):
         yield from self.f.values()
 
     def emit_lua(self, gen, shown, raw):
-        fs = ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in self.f.items())
+        fs = gen.field_refs(self.f)
         gen.w(f"rt.split_id_grid(c, T, {self.count}, {self.MAX_LISTED}, {lua_str(self.label)}, "
               f"{gen.values_table(self.names)}, {{ {fs} }})")
 

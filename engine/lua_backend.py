@@ -81,6 +81,10 @@ class Generator:
         self.w(f"rt.need(c, {size}, {lua_str(label)}, T)")
         self.w(f"local r = c.tvb(c.pos, {size})")
 
+    def field_refs(self, infos: dict) -> str:
+        """`key = F[abbrev], ...`: a block's FieldInfos by key, as the members of a Lua table its runtime reads."""
+        return ", ".join(f"{k} = F[{lua_str(v.abbrev)}]" for k, v in infos.items())
+
     def tmp(self, stem: str) -> str:
         self.counter += 1
         return f"{stem}{self.counter}"
