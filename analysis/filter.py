@@ -180,7 +180,12 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
     if isinstance(node.right, Literal) and node.right.kind != "WORD":
         raise FilterError(f'{_quoted(node.right)} is not a valid arithmetic operand.', node.right.pos,
                           node.right.length)
-    rget = _operand(node.right, lspec, node.name or name)[0]
+    rget, rkind, rspec = _operand(node.right, lspec, node.name or name)
+    if rkind != "int":              # a field, call or sum on the right (a constant took the left's type)
+        right = node.right
+        if rkind == "float":
+            raise FilterError(f"{node.left.name} and {right.name} are not type compatible.", right.pos, right.length)
+        raise FilterError(f"FT_{rspec.ftype.upper()} cannot {node.op}.", right.pos, right.length)
     fn = ARITH[node.op]
 
     def values(p, ix):

@@ -68,18 +68,19 @@ def call_getter(call: Call, getter, items_getter):
     items_getter(arg) the tree items of a plain field argument."""
     check_arity(call)
     check_arguments(call)
-    spec = lambda kind: Spec(f"{call.name}()", kind, None, kind)    # noqa: E731
+    # the result's type, as tshark names it in errors: len() and count() are uint32, abs/max/min their argument's
+    spec = lambda kind, ftype=None: Spec(f"{call.name}()", kind, None, ftype or kind)    # noqa: E731
     if call.name == "count":
         get = getter(call.args[0])[0]
-        return (lambda p, ix: [len(get(p, ix))]), "int", spec("int")
+        return (lambda p, ix: [len(get(p, ix))]), "int", spec("int", "uint32")
     if call.name == "len":
         arg = call.args[0]
         get, kind, _ = getter(arg)
         if kind in ("string", "bytes", "protocol") or getattr(arg, "ranges", None) is not None:
             measure = (lambda v: len(v.encode()) if isinstance(v, str) else len(v))   # noqa: E731
-            return (lambda p, ix: [measure(v) for v in get(p, ix)]), "int", spec("int")
+            return (lambda p, ix: [measure(v) for v in get(p, ix)]), "int", spec("int", "uint32")
         items = items_getter(arg)
-        return (lambda p, ix: [it.length or 0 for it in items(p, ix)]), "int", spec("int")
+        return (lambda p, ix: [it.length or 0 for it in items(p, ix)]), "int", spec("int", "uint32")
     if call.name in ("upper", "lower"):
         get, kind, _ = getter(call.args[0])
         if kind != "string":
@@ -103,13 +104,13 @@ def call_getter(call: Call, getter, items_getter):
     if not kinds <= set(NUMERIC) or len(kinds) != 1:
         raise FilterError(f"Argument{'s' if len(getters) > 1 else ''} of {call.name}() must be numbers of one type.",
                           call.pos, call.length)
-    kind = kinds.pop()
+    kind, ftype = kinds.pop(), getters[0][2].ftype
     if call.name == "abs":
         get = getters[0][0]
-        return (lambda p, ix: [abs(v) for v in get(p, ix)]), kind, spec(kind)
+        return (lambda p, ix: [abs(v) for v in get(p, ix)]), kind, spec(kind, ftype)
     pick = max if call.name == "max" else min
 
     def extreme(p, ix):
         values = [v for get, _, _ in getters for v in get(p, ix)]
         return [pick(values)] if values else []
-    return extreme, kind, spec(kind)
+    return extreme, kind, spec(kind, ftype)
