@@ -115,7 +115,8 @@ def test_io_stat_functions_in_json(protodump_run):
 BAD_FILTERS = ["bogus == 1", "blank.bogus == 1", "bogus ==", "1 == 2", '"abc" == udp.port', "bogus contains 1",
                'bogus ~ "x"', "bogus eq 1", "bogus[0] == 1", "host 1.2.3.4", "udp.port ==", "(udp", "bogus && udp",
                "len(bogus) == 1", "upper(1) == 1", 'string(bogus) == "1"', "max(bogus, udp.port) == 1",
-               "abs(bogus) == 1", "udp.port == 1 || bogus"]
+               "abs(bogus) == 1", "udp.port == 1 || bogus", 'len(udp.port) == "abc"', 'abs(udp.port) == "x"',
+               "udp.port + udp.payload", "frame.len + frame.time_delta == 1"]
 
 
 @pytest.mark.parametrize("flt", BAD_FILTERS)
