@@ -49,7 +49,7 @@ def applies(taps) -> bool:
 # --- the machine -----------------------------------------------------------------------------------------------------
 
 class Conversation:
-    __slots__ = ("counts", "last", "proto", "dirs", "handshake", "ended", "held")
+    __slots__ = ("counts", "last", "proto", "dirs", "handshake", "ended", "held", "state")
 
     def __init__(self, now: float):
         self.counts: dict = {}       # path -> [frames, bytes, first frame]
@@ -59,6 +59,7 @@ class Conversation:
         self.handshake = 0           # 1: SYN seen, 2: SYN-ACK seen
         self.ended = False
         self.held = 0                # bytes of a TCP PDU being assembled (its pending stream reassembly)
+        self.state: dict = {}        # the stream protocol's conversation dict (both directions: its numbering)
 
 
 class Direction:
@@ -69,7 +70,7 @@ class Direction:
         self.buf = b""               # bytes of a PDU not yet complete
         self.fin = False
         self.acked = None            # the highest ack the peer sent (raw)
-        self.conv: dict = {}         # unused by the plain framers; StreamProtocol keeps its numbering here
+        self.conv: dict = {}         # the conversation's state dict (Conversation.state)
         self.name = name             # "a:p>b:q" (StreamProtocol reads the ports)
 
 
@@ -161,7 +162,8 @@ class Fused:
             if me is not None or stop > start or flags & (FIN | RST):
                 raise Bail
             conv.handshake |= 2 if flags & ACK else 1
-            conv.dirs[src] = Direction((seq + 1) % SEQ_MOD, f"{src[0]}:{src[1]}>{dst[0]}:{dst[1]}")
+            conv.dirs[src] = d = Direction((seq + 1) % SEQ_MOD, f"{src[0]}:{src[1]}>{dst[0]}:{dst[1]}")
+            d.conv = conv.state
             return self.intern(("tcp",))
         if me is None or conv.handshake != 3:
             raise Bail                 # a start not captured: the decoder resynchronises
@@ -208,7 +210,7 @@ class Fused:
     def cut(self, conv: Conversation, me: Direction, proto, payload: bytes) -> int:
         """PDUs of the stream that end in this segment (engine.streams.Cutter.run on a clean stream)."""
         data = me.buf + payload if me.buf else payload
-        length = self.framer(proto)
+        length, seen = self.framer(proto), self.seen(proto)
         pos, count, size = 0, 0, len(data)
         while pos < size:
             n = length(proto, data, pos, me)
@@ -216,6 +218,7 @@ class Fused:
                 raise Bail             # the decoder stops this direction (undecoded data)
             if n == 0 or pos + n > size:
                 break
+            seen(proto, data, pos, n, me)
             count += 1
             pos += n
         before = len(me.buf)
@@ -231,6 +234,10 @@ class Fused:
     def framer(proto):
         return _stream_length if isinstance(proto, StreamProtocol) else _channel_length
 
+    @staticmethod
+    def seen(proto):
+        return _stream_seen if isinstance(proto, StreamProtocol) else _nothing
+
     def contributions(self) -> list:
         return [conv.counts for conv in self.convs.values()]
 
@@ -239,17 +246,26 @@ def _channel_length(proto, data, pos, me) -> int:
     return proto.pdu_length(data, pos, me.conv, me.name, {})
 
 
+def _nothing(proto, data, pos, n, me) -> None:
+    pass
+
+
 def _stream_length(proto, data, pos, me) -> int:
-    """StreamProtocol.pdu_length, when it needs no state a dissection sets: an opcode numbering recognised by the
-    framing itself, and no alternate layout (chosen by flags that dissected messages set)."""
+    """StreamProtocol.pdu_length, when it needs no state a dissection sets: no alternate layout (chosen by flags
+    that dissected messages set)."""
     n = proto.pdu_length(data, pos, me.conv, me.name, {})
     if pos < len(data):
-        numbering = me.conv.get("numbering")
-        if numbering is None and len(proto.numberings) > 1:
-            raise Bail
-        if (numbering or proto.numberings[0], proto.role(me.name), data[pos]) in proto.alternates:
+        numbering = me.conv.get("numbering") or proto.numberings[0]
+        if (numbering, proto.role(me.name), data[pos]) in proto.alternates:
             raise Bail
     return n
+
+
+def _stream_seen(proto, data, pos, n, me) -> None:
+    """What StreamProtocol.dissect leaves in the conversation besides flags: the numbering it recognises from
+    the PDU's own bytes (the view it gets ends with the PDU), when the framing had not yet."""
+    if me.conv.get("numbering") is None:
+        proto.numbering(memoryview(data)[:pos + n], pos, me.conv, proto.role(me.name), {})
 
 
 def key_of(frame):
