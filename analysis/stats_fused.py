@@ -34,6 +34,7 @@ ETH_IP = b"\x08\x00"
 FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
 SEQ_MOD = 1 << 32
 BASE = ("eth", "ip")
+GIVE_UP = 8192           # frames after which a machine that models under a quarter of them stops
 _U16, _U32 = struct.Struct("!H"), struct.Struct("!I")
 
 
@@ -92,14 +93,22 @@ class Fused:
         self.held = 0                # upper bound of the machine's pending reassembly, now
         self.peak = 0                # ... its highest
         self.paths: dict = {}        # interned path tuples
+        self.modelled = 0            # frames counted by the machine (of conversations still modelled)
 
-    def run(self, path) -> None:
+    def run(self, path) -> bool:
+        """False when the machine models too little of the capture to pay for itself (a quarter of the frames
+        after the first GIVE_UP): the caller decodes every frame in full."""
         capture = open_capture(path)
+        n = 0
         try:
             for frame in capture:
                 self.frame(frame)
+                n += 1
+                if n == GIVE_UP and self.modelled * 4 < n:
+                    return False
         finally:
             capture.close()
+        return True
 
     def frame(self, frame) -> None:
         key, parsed = key_of(frame)
@@ -121,6 +130,7 @@ class Fused:
         except Bail:
             self.bail(key, conv)
             return
+        self.modelled += 1
         hit = conv.counts.get(path)
         if hit is None:
             conv.counts[path] = [1, frame.length, frame.number]
@@ -130,6 +140,7 @@ class Fused:
 
     def bail(self, key, conv) -> None:
         self.full.add(key)
+        self.modelled -= sum(c[0] for c in conv.counts.values())
         self.held -= conv.held
         del self.convs[key]
 
@@ -345,9 +356,8 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
     if packets_of is None:
         from ..session import packets_from_frames as packets_of
     fused = Fused(dispatcher)
-    fused.run(path)
-    lifetimes = dispatcher.lifetimes
-    if fused.keys > lifetimes.cap // 2 or fused.peak > PENDING.limit // 4:
+    useful = fused.run(path)
+    if not useful or fused.keys > dispatcher.lifetimes.cap // 2 or fused.peak > PENDING.limit // 4:
         return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
     counts, peak = _full_counts(path, dispatcher, packets_of, fused.full)
     if peak + fused.peak > PENDING.limit // 2:
