@@ -11,8 +11,9 @@ conversation that path follows from the headers and the game's own framing funct
 Anything the machine does not model sends the whole conversation (each of its frames, from its first) to the
 full decode in a second pass over the file: another port or a heuristic, IP options or fragments, a cut frame, a
 SYN on a live connection, a sequence number out of place (retransmission, gap, overlap, keep-alive), data after
-FIN/RST, framing that fails or that needs state a dissection would set (Rutentoy's alternate layouts, a numbering
-not yet recognised), a pause as long as the conversation timeout. ENet, WebSocket, SCTP, IPv6, non-IP: full
+FIN/RST, framing that fails, a stateful message (one that sets what the framing reads: Rutentoy's texture
+exchange) that fails to decode, a pause as long as the conversation timeout. Stateful messages are dissected
+here, as the full decode does with nothing asked of the layer; every other PDU is only measured. ENet, WebSocket, SCTP, IPv6, non-IP: full
 decode. Conversations are independent in the decoder (the -j planner rests on the same), except through the
 global bounds, which the fused path respects by falling back to the full decode of every frame: more
 conversations than half the live cap, or pending reassembly that could come near its budget (an upper bound
@@ -24,8 +25,10 @@ import struct
 
 from ..capture.files import open_capture
 from ..engine.channel_protocol import ChannelProtocol
+from ..engine.context import Ctx
 from ..engine.protocol import Protocol
 from ..engine.stream_protocol import StreamProtocol
+from ..engine.tree import Item
 from ..reassembly.budget import PENDING
 from ..reassembly.tcp import MAX_PDU
 from .stats_phs import ProtocolHierarchy, protocol_path
@@ -35,7 +38,8 @@ FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
 SEQ_MOD = 1 << 32
 BASE = ("eth", "ip")
 GIVE_UP = 8192           # frames after which a machine that models under a quarter of them stops
-_U16, _U32 = struct.Struct("!H"), struct.Struct("!I")
+_U16 = struct.Struct("!H")
+TIMESTAMPS = b"\x01\x01\x08"      # NOP NOP timestamps: the options of most segments
 
 
 class Bail(Exception):
@@ -94,6 +98,7 @@ class Fused:
         self.peak = 0                # ... its highest
         self.paths: dict = {}        # interned path tuples
         self.modelled = 0            # frames counted by the machine (of conversations still modelled)
+        self.now, self.number = 0.0, 0   # the frame's capture time and number
 
     def run(self, path) -> bool:
         """False when the machine models too little of the capture to pay for itself (a quarter of the frames
@@ -124,7 +129,8 @@ class Fused:
         elif now - conv.last >= self.timeout or now < conv.last:
             self.bail(key, conv)
             return
-        conv.last = now
+        conv.last = self.now = now
+        self.number = frame.number
         try:
             path = self.tcp_path(conv, parsed, frame) if key[0] == 6 else self.udp_path(parsed)
         except Bail:
@@ -229,7 +235,7 @@ class Fused:
                 raise Bail             # the decoder stops this direction (undecoded data)
             if n == 0 or pos + n > size:
                 break
-            seen(proto, data, pos, n, me)
+            seen(proto, data, pos, n, me, self)
             count += 1
             pos += n
         before = len(me.buf)
@@ -237,8 +243,9 @@ class Fused:
         grown = len(me.buf) - before
         conv.held += grown
         self.held += grown
-        if self.held > self.peak:
-            self.peak = self.held
+        total = self.held + PENDING.used      # (what stateful messages dissected here hold: Rutentoy's chunks)
+        if total > self.peak:
+            self.peak = total
         return count
 
     @staticmethod
@@ -257,26 +264,32 @@ def _channel_length(proto, data, pos, me) -> int:
     return proto.pdu_length(data, pos, me.conv, me.name, {})
 
 
-def _nothing(proto, data, pos, n, me) -> None:
+def _nothing(proto, data, pos, n, me, machine) -> None:
     pass
 
 
 def _stream_length(proto, data, pos, me) -> int:
-    """StreamProtocol.pdu_length, when it needs no state a dissection sets: no alternate layout (chosen by flags
-    that dissected messages set)."""
-    n = proto.pdu_length(data, pos, me.conv, me.name, {})
-    if pos < len(data):
-        numbering = me.conv.get("numbering") or proto.numberings[0]
-        if (numbering, proto.role(me.name), data[pos]) in proto.alternates:
-            raise Bail
-    return n
+    return proto.pdu_length(data, pos, me.conv, me.name, {})
 
 
-def _stream_seen(proto, data, pos, n, me) -> None:
-    """What StreamProtocol.dissect leaves in the conversation besides flags: the numbering it recognises from
-    the PDU's own bytes (the view it gets ends with the PDU), when the framing had not yet."""
-    if me.conv.get("numbering") is None:
-        proto.numbering(memoryview(data)[:pos + n], pos, me.conv, proto.role(me.name), {})
+def _stream_seen(proto, data, pos, n, me, machine) -> None:
+    """What StreamProtocol.dissect leaves in the conversation for its framing: the numbering it recognises from
+    the PDU's own bytes (the view it gets ends with the PDU), and the flags a stateful message sets (Rutentoy's
+    texture exchange: an alternate layout): such a message is dissected here as the full decode does it with
+    nothing asked of the layer (no items but what its state needs)."""
+    conv, role = me.conv, proto.role(me.name)
+    if conv.get("numbering") is None:
+        proto.numbering(memoryview(data)[:pos + n], pos, conv, role, {})
+    packet = proto.packet_for(conv.get("numbering") or proto.numberings[0], role, data[pos], conv)
+    if packet is None or not packet.stateful():
+        return
+    ctx = Ctx(data, pos, pos + n, Item(proto.info, proto.description, pos, n, proto.description, False, 0), proto,
+              conv, me.name, machine.number)
+    ctx.time, ctx.demand, ctx.asked = machine.now, frozenset(), frozenset()     # values only (Field.scan)
+    try:
+        proto.dissect(ctx, {})
+    except Exception:  # noqa: BLE001 - the full decode shows it as an expert; its state is not modelled
+        raise Bail from None
 
 
 def key_of(frame):
@@ -310,7 +323,7 @@ def key_of(frame):
         hlen = (off >> 4) * 4
         if hlen < 20 or 34 + hlen > end or off & 0x0F or flags & 0xC0:
             return None, None
-        if hlen > 20 and 30 in _option_kinds(data, 54, 34 + hlen):
+        if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and 30 in _option_kinds(data, 54, 34 + hlen):
             return None, None                                    # MPTCP
         a, b = (_dotted(src), sport), (_dotted(dst), dport)
         key = (6, a, b) if a <= b else (6, b, a)
@@ -357,6 +370,8 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
         from ..session import packets_from_frames as packets_of
     fused = Fused(dispatcher)
     useful = fused.run(path)
+    parts = fused.contributions()
+    fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
     if not useful or fused.keys > dispatcher.lifetimes.cap // 2 or fused.peak > PENDING.limit // 4:
         return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
     counts, peak = _full_counts(path, dispatcher, packets_of, fused.full)
@@ -364,7 +379,7 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
         from ..engine.dispatch import Dispatcher
         fresh = Dispatcher(dispatcher.protocols.values(), dispatcher.settings)
         return _tree(_full_counts(path, fresh, packets_of, None)[0])
-    for part in fused.contributions():
+    for part in parts:
         _add(counts, part)
     return _tree(counts)
 
