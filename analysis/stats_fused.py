@@ -38,7 +38,10 @@ FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
 SEQ_MOD = 1 << 32
 BASE = ("eth", "ip")
 GIVE_UP = 8192           # frames after which a machine that models under a quarter of them stops
+SWEEP = 16384            # frames between two sweeps of the state the full decode would have freed
 _U16 = struct.Struct("!H")
+ABORT = ("abort",)        # key_of: a frame no conversation can be told for
+VLAN_TAGS = (b"\x81\x00", b"\x88\xa8", b"\x91\x00")
 TIMESTAMPS = b"\x01\x01\x08"      # NOP NOP timestamps: the options of most segments
 
 
@@ -62,7 +65,7 @@ class Conversation:
         self.proto = None            # the stream protocol (TCP), once chosen
         self.dirs: dict = {}         # TCP: sender (addr, port) -> Direction
         self.handshake = 0           # 1: SYN seen, 2: SYN-ACK seen
-        self.ended = False
+        self.ended = False           # TCP: True after FIN both ways or RST; UDP: the capture time it ended
         self.held = 0                # bytes of a TCP PDU being assembled (its pending stream reassembly)
         self.state: dict = {}        # the stream protocol's conversation dict (both directions: its numbering)
 
@@ -79,6 +82,39 @@ class Direction:
         self.name = name             # "a:p>b:q" (StreamProtocol reads the ports)
 
 
+# Datagram protocols the machine dissects itself with a counting stand-in stack (Hands), as the full decode does
+# when nothing is asked of them: their hand-ups are the layers above (ENet: its messages, to Iceball).
+HANDS_UP = {"enet"}
+
+
+class Hands:
+    """Stands in for a frame's layer stack (engine.dispatch.Stack) under a dissection the machine runs: each
+    hand-up becomes a layer name, as Stack.handoff would make it when nothing is asked of the protocol above
+    (its dissection skipped: own_state_only); anything else the stack would do is not modelled."""
+
+    __slots__ = ("dispatcher", "made", "ended", "depth")
+
+    def __init__(self, dispatcher):
+        self.dispatcher, self.made, self.ended, self.depth = dispatcher, [], False, 1
+
+    def handoff(self, table, keys, data, start, end, source, direction, meta):
+        if start >= end:
+            return None
+        registered = self.dispatcher.tables.get(table) or {}
+        proto = next((registered[k] for k in keys if k in registered), None)
+        if proto is None:
+            if self.dispatcher.heuristic_lists.get(table.split(".")[0]):
+                raise Bail             # a heuristic would be asked (and reorders its list)
+            return None
+        if not getattr(proto, "own_state_only", False):
+            raise Bail                 # it would be dissected: its own hand-ups
+        self.made.append(proto.name)
+        return proto.name
+
+    def dissect(self, *args, **kw):
+        raise Bail                     # enet.payload (a preference: never on the fused path)
+
+
 class Fused:
     """Pass 1 over a capture: per conversation, the counts of the frames the machine models, or the key of a
     conversation the full decode must take."""
@@ -86,11 +122,15 @@ class Fused:
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher
         self.prefs = dispatcher.settings.prefs
-        self.udp = {p: proto for p, proto in dispatcher.tables.get("udp.port", {}).items()
-                    if type(proto) is Protocol}
         self.tcp = {p: proto for p, proto in dispatcher.tables.get("tcp.port", {}).items()
                     if isinstance(proto, (StreamProtocol, ChannelProtocol)) and getattr(proto, "lua", True)}
-        self.timeout = dispatcher.lifetimes.timeout
+        self.registered = dispatcher.tables.get("udp.port", {})
+        self.heuristics = list(dispatcher.heuristic_lists.get("udp", ()))
+        if any(getattr(p, "heuristic_wants_conv", False) for p, _ in self.heuristics):
+            self.heuristics = None
+        self.ambiguous = False       # a payload several UDP heuristics take: their order matters, no fused path
+        self.placeless = False       # a frame of no known conversation (key_of's ABORT): no fused path
+        self.timeout, self.linger = dispatcher.lifetimes.timeout, dispatcher.lifetimes.linger
         self.convs: dict = {}        # key -> Conversation
         self.full: set = set()       # keys the full decode takes
         self.keys = 0                # distinct keys seen (the live cap)
@@ -109,6 +149,8 @@ class Fused:
             for frame in capture:
                 self.frame(frame)
                 n += 1
+                if not n % SWEEP:
+                    self.sweep(self.now)
                 if n == GIVE_UP and self.modelled * 4 < n:
                     return False
         finally:
@@ -117,7 +159,15 @@ class Fused:
 
     def frame(self, frame) -> None:
         key, parsed = key_of(frame)
-        if key is None or key in self.full:
+        if key is ABORT:
+            self.placeless = True
+            return
+        if key is None or key in self.full or parsed is None:
+            if key is not None and parsed is not None and key[0] == 17:
+                self.check_heuristics(parsed, frame)
+            conv = self.convs.get(key)
+            if conv is not None:
+                self.bail(key, conv)
             self.full.add(key)
             return
         conv = self.convs.get(key)
@@ -132,7 +182,7 @@ class Fused:
         conv.last = self.now = now
         self.number = frame.number
         try:
-            path = self.tcp_path(conv, parsed, frame) if key[0] == 6 else self.udp_path(parsed)
+            path = self.tcp_path(conv, parsed, frame) if key[0] == 6 else self.udp_path(conv, parsed, frame)
         except Bail:
             self.bail(key, conv)
             return
@@ -150,14 +200,66 @@ class Fused:
         self.held -= conv.held
         del self.convs[key]
 
-    def udp_path(self, parsed) -> tuple:
-        _, sport, dport, payload_len = parsed
+    def udp_path(self, conv: Conversation, parsed, frame) -> tuple:
+        """As Dispatcher.udp_protocol: the conversation's claimed protocol, the ports' registration, then the
+        heuristics (only where exactly one would take the payload: then their order does not matter)."""
+        ends, sport, dport, payload_len = parsed
         if not payload_len:
             return self.intern(("udp",))
-        proto = self.udp.get(sport) or self.udp.get(dport)
+        registered = self.registered
+        proto = conv.proto or registered.get(sport) or registered.get(dport)
         if proto is None:
+            proto = self.heuristic(frame.data[42:42 + payload_len])
+            if proto is None:
+                return self.intern(("udp", "data"))        # tshark's data dissector takes it
+            if getattr(proto, "heuristic_claims", False):
+                conv.proto = proto
+        if type(proto) is Protocol:
+            return self.intern(("udp", proto.name))
+        if proto.name not in HANDS_UP:
             raise Bail
-        return self.intern(("udp", proto.name))
+        return self.intern(("udp", proto.name, *self.hand_ups(conv, proto, ends, frame, payload_len)))
+
+    def check_heuristics(self, parsed, frame) -> None:
+        """A datagram the full decode takes: whether several UDP heuristics would take it (their order, which
+        the machine's own look-ups change, would then decide)."""
+        _, sport, dport, size = parsed
+        if size and self.heuristics and not (self.registered.get(sport) or self.registered.get(dport)):
+            try:
+                self.heuristic(frame.data[42:42 + size])
+            except Bail:
+                pass
+
+    def heuristic(self, payload: bytes):
+        """The one UDP heuristic that takes the payload, or None; Bail when several would (their order decides)."""
+        if self.heuristics is None:
+            raise Bail
+        taken = [p for p, match in self.heuristics if match(payload)]
+        if len(taken) > 1:
+            self.ambiguous = True
+            raise Bail
+        return taken[0] if taken else None
+
+    def hand_ups(self, conv: Conversation, proto, ends, frame, size: int) -> tuple:
+        """The layers a datagram protocol's dissection hands up (ENet's messages): its dissection with nothing
+        asked (scan_datagram: its state, no items), under a stand-in stack that counts the hand-ups."""
+        if conv.ended is not False and self.now - conv.ended > self.linger:
+            raise Bail                 # its state was freed: not modelled
+        (src, sport), (dst, dport) = ends
+        stack = Hands(self.dispatcher)
+        start = 42                     # Ethernet, IPv4 without options, UDP
+        ctx = Ctx(frame.data, start, start + size, Item(proto.info, proto.description, start, size,
+                                                        proto.description, False, 0),
+                  proto, conv.state, f"{_dotted(src)}:{sport}>{_dotted(dst)}:{dport}", frame.number)
+        ctx.stack, ctx.time, ctx.demand = stack, self.now, frozenset()
+        stack.depth = 1
+        try:
+            proto.dissect(ctx, {})
+        except Exception:  # noqa: BLE001 - the full decode shows it as an expert; not modelled
+            raise Bail from None
+        if stack.ended and conv.ended is False:
+            conv.ended = self.now
+        return tuple(stack.made)
 
     def intern(self, tail: tuple) -> tuple:
         path = self.paths.get(tail)
@@ -213,16 +315,29 @@ class Fused:
             me.nxt = (me.nxt + 1) % SEQ_MOD
             peer = conv.dirs.get(dst)
             if peer is not None and peer.fin:
-                conv.ended = True
-                self.held -= conv.held
-                conv.held = 0
+                self.end_tcp(conv)
         if flags & RST:
-            conv.ended = True
-            self.held -= conv.held
-            conv.held = 0
+            self.end_tcp(conv)
         if not count:
             return self.intern(("tcp",))
         return self.intern(("tcp",) + (proto.name,) * count)
+
+    def end_tcp(self, conv: Conversation) -> None:
+        """The connection is over: only its last acknowledgements are modelled (no state)."""
+        conv.ended = True
+        self.held -= conv.held
+        conv.held = 0
+        conv.dirs, conv.state = {}, {}
+
+    def sweep(self, now: float) -> None:
+        """Free the state of conversations the full decode has freed by now (ended and lingered, or idle past
+        the timeout): any later frame of theirs is not modelled (frame() and hand_ups() give them up)."""
+        for conv in self.convs.values():
+            ended = conv.ended is not False and conv.ended is not True and now - conv.ended > self.linger
+            if (ended or now - conv.last >= self.timeout) and (conv.state or conv.dirs):
+                self.held -= conv.held
+                conv.held = 0
+                conv.dirs, conv.state = {}, {}
 
     def cut(self, conv: Conversation, me: Direction, proto, payload: bytes) -> int:
         """PDUs of the stream that end in this segment (engine.streams.Cutter.run on a clean stream)."""
@@ -293,42 +408,73 @@ def _stream_seen(proto, data, pos, n, me, machine) -> None:
 
 
 def key_of(frame):
-    """(key, parsed) of an Ethernet/IPv4 UDP or TCP frame the machine can read; (None, None) otherwise. UDP:
-    (key, (ends, sport, dport, payload length)); TCP: (key, (ends, seq, ack, flags, data, payload start, stop)).
-    The key is the conversation: (transport, lower end, higher end)."""
+    """(key, parsed) of a frame. The key is its conversation, (transport, lower end, higher end), as the full
+    decode's state keys it (an ICMP error quoting a datagram: the quoted one's), or None for a frame of no IPv4
+    conversation (IPv6, ARP: decoded in full with its own kind), or ABORT for one that cannot be placed (an IP
+    fragment, a header cut before the ports, another link type or a VLAN tag: then no fused path at all).
+    parsed is None when the machine cannot model the frame (its conversation goes to the full decode), else for
+    UDP (ends, sport, dport, payload length), for TCP (ends, seq, ack, flags, data, payload start, stop)."""
     data = frame.data
-    if frame.caplen != frame.length or frame.linktype != 1 or len(data) < 34 or data[12:14] != ETH_IP:
+    if frame.linktype != 1:
+        return ABORT, None
+    if len(data) < 14 or data[12:14] != ETH_IP:
+        return (ABORT, None) if data[12:14] in VLAN_TAGS else (None, None)
+    if len(data) < 34 or data[14] >> 4 != 4 or data[20] & 0x3F or data[21]:
+        return ABORT, None                                      # fragments (or no IPv4 header)
+    ihl = (data[14] & 0x0F) * 4
+    transport = data[23]
+    if transport == 1:
+        return _quoted(data, 14 + ihl), None
+    if transport not in (6, 17):
         return None, None
-    if data[14] != 0x45 or data[20] & 0x3F or data[21]:      # IP options, fragments
-        return None, None
+    if len(data) < 14 + ihl + 4:
+        return ABORT, None
+    key = _key(transport, data[26:30], data[30:34], *struct.unpack_from("!HH", data, 14 + ihl))
+    if frame.caplen != frame.length or ihl != 20:
+        return key, None                                        # cut by the snap length, IP options
     total = _U16.unpack_from(data, 16)[0]
     end = 14 + total
     if total < 20 or end > len(data):
-        return None, None
-    transport = data[23]
+        return key, None
     src, dst = data[26:30], data[30:34]
     if transport == 17:
         if total < 28:
-            return None, None
+            return key, None
         sport, dport, ulen = struct.unpack_from("!HHH", data, 34)
         if ulen < 8 or 34 + ulen > end:
-            return None, None
-        a, b = (src, sport), (dst, dport)
-        key = (17, a, b) if a <= b else (17, b, a)
-        return key, ((a, b), sport, dport, ulen - 8)
-    if transport == 6:
-        if total < 40:
-            return None, None
-        sport, dport, seq, ack, off, flags = struct.unpack_from("!HHIIBB", data, 34)
-        hlen = (off >> 4) * 4
-        if hlen < 20 or 34 + hlen > end or off & 0x0F or flags & 0xC0:
-            return None, None
-        if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and 30 in _option_kinds(data, 54, 34 + hlen):
-            return None, None                                    # MPTCP
-        a, b = (_dotted(src), sport), (_dotted(dst), dport)
-        key = (6, a, b) if a <= b else (6, b, a)
-        return key, ((a, b), seq, ack, flags, data, 34 + hlen, end)
-    return None, None
+            return key, None
+        return key, (((src, sport), (dst, dport)), sport, dport, ulen - 8)
+    if total < 40:
+        return key, None
+    sport, dport, seq, ack, off, flags = struct.unpack_from("!HHIIBB", data, 34)
+    hlen = (off >> 4) * 4
+    if hlen < 20 or 34 + hlen > end or off & 0x0F or flags & 0xC0:
+        return key, None
+    if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and 30 in _option_kinds(data, 54, 34 + hlen):
+        return key, None                                        # MPTCP
+    return key, (((_dotted(src), sport), (_dotted(dst), dport)), seq, ack, flags, data, 34 + hlen, end)
+
+
+def _key(transport: int, src: bytes, dst: bytes, sport: int, dport: int) -> tuple:
+    a, b = (src, sport), (dst, dport)
+    return (transport, a, b) if a <= b else (transport, b, a)
+
+
+def _quoted(data: bytes, at: int):
+    """An ICMP error's key: the conversation of the datagram it quotes (the full decode hands the quoted payload
+    to that conversation's dissector); ABORT when the quote cannot be read, None when there is none."""
+    if len(data) < at + 8 or data[at] not in (3, 4, 5, 11, 12):
+        return None
+    ip = at + 8
+    if len(data) < ip + 20 or data[ip] >> 4 != 4:
+        return ABORT
+    ihl = (data[ip] & 0x0F) * 4
+    transport = data[ip + 9]
+    if transport not in (6, 17):
+        return None
+    if len(data) < ip + ihl + 4:
+        return ABORT
+    return _key(transport, data[ip + 12:ip + 16], data[ip + 16:ip + 20], *struct.unpack_from("!HH", data, ip + ihl))
 
 
 _DOTTED: dict = {}
@@ -372,7 +518,8 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
     useful = fused.run(path)
     parts = fused.contributions()
     fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
-    if not useful or fused.keys > dispatcher.lifetimes.cap // 2 or fused.peak > PENDING.limit // 4:
+    if not useful or fused.ambiguous or fused.placeless or fused.keys > dispatcher.lifetimes.cap // 2 \
+            or fused.peak > PENDING.limit // 4:
         return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
     counts, peak = _full_counts(path, dispatcher, packets_of, fused.full)
     if peak + fused.peak > PENDING.limit // 2:
