@@ -136,7 +136,7 @@ def _template() -> list:
 
 
 TEMPLATE = _template()
-EDITS = st.lists(st.tuples(st.sampled_from(["drop", "repeat", "swap", "cut", "flip", "late", "shift"]),
+EDITS = st.lists(st.tuples(st.sampled_from(["drop", "repeat", "swap", "cut", "flip", "late", "shift", "icmp"]),
                            st.integers(0, len(TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
 
 
@@ -163,7 +163,18 @@ def _damaged(edits) -> list:
             if len(buf) > 54 and buf[23] == 6:
                 seq = (int.from_bytes(buf[38:42], "big") + (arg % 64) - 32) % (1 << 32)
                 frames[i][1] = buf[:38] + seq.to_bytes(4, "big") + buf[42:]
+        elif op == "icmp" and len(buf) > 42 and buf[23] in (6, 17):   # an ICMP error quoting it, sent back
+            frames.insert(i + 1, [ts, _icmp_error(buf, arg)])
     return [tuple(f) for f in frames]
+
+
+def _icmp_error(buf: bytes, arg: int) -> bytes:
+    """Port unreachable (or time exceeded) quoting the frame's IP header and some of its payload."""
+    quoted = buf[14:14 + 28 + arg % 64]
+    icmp = dpkt.icmp.ICMP(type=3 if arg & 1 else 11, code=3 if arg & 1 else 0, data=b"\0\0\0\0" + quoted)
+    ip = dpkt.ip.IP(src=buf[30:34], dst=buf[26:30], p=1, ttl=64, data=icmp)
+    ip.len = len(ip)
+    return bytes(dpkt.ethernet.Ethernet(src=buf[0:6], dst=buf[6:12], type=0x0800, data=ip))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
