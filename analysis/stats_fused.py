@@ -24,8 +24,10 @@ from __future__ import annotations
 import struct
 
 from ..capture.files import open_capture
+from ..capture.tcp_analysis import MAX_CONNECTIONS
 from ..engine.channel_protocol import ChannelProtocol
 from ..engine.context import Ctx
+from ..engine.lifetime import Lifetimes
 from ..engine.protocol import Protocol
 from ..engine.stream_protocol import StreamProtocol
 from ..engine.tree import Item
@@ -33,7 +35,7 @@ from ..reassembly.budget import PENDING
 from ..reassembly.tcp import MAX_PDU
 from .stats_phs import ProtocolHierarchy, protocol_path
 
-ETH_IP = b"\x08\x00"
+ETH_IP, ETH_IPV6 = b"\x08\x00", b"\x86\xdd"
 FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
 SEQ_MOD = 1 << 32
 BASE = ("eth", "ip")
@@ -131,9 +133,12 @@ class Fused:
         self.ambiguous = False       # a payload several UDP heuristics take: their order matters, no fused path
         self.placeless = False       # a frame of no known conversation (key_of's ABORT): no fused path
         self.timeout, self.linger = dispatcher.lifetimes.timeout, dispatcher.lifetimes.linger
+        self.lives = Lifetimes(self.timeout, 1 << 62, self.linger)   # for track(): never a cap of its own
+        self.live_peak = self.tcp_peak = self.unplaced = 0
+        self.tcp_open: set = set()
+        self.ended_now = False       # the frame placed now ended its conversation
         self.convs: dict = {}        # key -> Conversation
         self.full: set = set()       # keys the full decode takes
-        self.keys = 0                # distinct keys seen (the live cap)
         self.held = 0                # upper bound of the machine's pending reassembly, now
         self.peak = 0                # ... its highest
         self.paths: dict = {}        # interned path tuples
@@ -162,20 +167,51 @@ class Fused:
         if key is ABORT:
             self.placeless = True
             return
-        if key is None or key in self.full or parsed is None:
-            if key is not None and parsed is not None and key[0] == 17:
-                self.check_heuristics(parsed, frame)
-            conv = self.convs.get(key)
-            if conv is not None:
-                self.bail(key, conv)
-            self.full.add(key)
-            return
-        conv = self.convs.get(key)
         ns = frame.ts_ns
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
+        if key is None:
+            if frame.data[12:14] == ETH_IPV6:
+                self.unplaced += 1     # a conversation of its own, perhaps: counted against the bounds
+            return self.leave(key)
+        self.ended_now = False
+        self.place(key, parsed, frame, now)
+        self.track(key, now)
+
+    def leave(self, key) -> None:
+        """The full decode takes the conversation (or the frames of no IPv4 conversation: key None)."""
+        conv = self.convs.get(key)
+        if conv is not None:
+            self.bail(key, conv)
+        self.full.add(key)
+
+    def track(self, key, now: float) -> None:
+        """An upper bound of what the full decode keeps at once across all conversations (engine.lifetime's live
+        and ending ones; capture.tcp_analysis's connections, freed only when they end), its highest so far."""
+        lives = self.lives
+        if lives.due(now):
+            for pair in lives.expired(now):
+                if lives.ended_last:
+                    self.tcp_open.discard(pair)
+        lives.touch(key, now)
+        if self.ended_now:
+            lives.end(key, now)
+        live = len(lives.live) + len(lives.ending)
+        if live > self.live_peak:
+            self.live_peak = live
+        if key[0] == 6 and key not in self.tcp_open:
+            self.tcp_open.add(key)
+            if len(self.tcp_open) > self.tcp_peak:
+                self.tcp_peak = len(self.tcp_open)
+
+    def place(self, key, parsed, frame, now: float) -> None:
+        """Count the frame in its conversation, or give the conversation to the full decode."""
+        if key in self.full or parsed is None:
+            if parsed is not None and key[0] == 17:
+                self.check_heuristics(parsed, frame)
+            return self.leave(key)
+        conv = self.convs.get(key)
         if conv is None:
             conv = self.convs[key] = Conversation(now)
-            self.keys += 1
         elif now - conv.last >= self.timeout or now < conv.last:
             self.bail(key, conv)
             return
@@ -257,8 +293,10 @@ class Fused:
             proto.dissect(ctx, {})
         except Exception:  # noqa: BLE001 - the full decode shows it as an expert; not modelled
             raise Bail from None
-        if stack.ended and conv.ended is False:
-            conv.ended = self.now
+        if stack.ended:
+            self.ended_now = True
+            if conv.ended is False:
+                conv.ended = self.now
         return tuple(stack.made)
 
     def intern(self, tail: tuple) -> tuple:
@@ -324,7 +362,7 @@ class Fused:
 
     def end_tcp(self, conv: Conversation) -> None:
         """The connection is over: only its last acknowledgements are modelled (no state)."""
-        conv.ended = True
+        conv.ended = self.ended_now = True
         self.held -= conv.held
         conv.held = 0
         conv.dirs, conv.state = {}, {}
@@ -518,8 +556,9 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
     useful = fused.run(path)
     parts = fused.contributions()
     fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
-    if not useful or fused.ambiguous or fused.placeless or fused.keys > dispatcher.lifetimes.cap // 2 \
-            or fused.peak > PENDING.limit // 4:
+    if not useful or fused.ambiguous or fused.placeless or fused.peak > PENDING.limit // 4 \
+            or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
+            or fused.tcp_peak + fused.unplaced >= MAX_CONNECTIONS:
         return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
     counts, peak = _full_counts(path, dispatcher, packets_of, fused.full)
     if peak + fused.peak > PENDING.limit // 2:
