@@ -2,22 +2,25 @@
 the full decode for every other frame, and one protocol tree merged from both in first-seen order.
 
 io,phs needs per frame only its protocol path (analysis.stats_phs.protocol_path) and its length. For a clean
-conversation that path follows from the headers and the game's own framing function alone:
-  - UDP to a port a plain table protocol registers (blank): eth ip udp <proto> (eth ip udp when empty);
+conversation that path follows from the headers, the game's own framing function and the little state it reads:
+  - UDP, by registration or by the one heuristic that takes it: a plain table protocol (blank) is one layer;
+    ENet is dissected here as the full decode does when nothing is asked of it (scan_datagram: its state, no
+    items) under a stand-in stack (Hands) that names the layers its hand-ups make (Iceball, not dissected);
   - TCP to a port a generated-plugin stream protocol registers (Rutentoy, Iceball over TCP), both starts seen,
-    every payload at exactly the next sequence number and not yet acknowledged: eth ip tcp, then the protocol's
-    name once per PDU that ends in the segment, cut with the protocol's own pdu_length (the function
-    engine/streams.py cuts with), so no second framing exists.
-Anything the machine does not model sends the whole conversation (each of its frames, from its first) to the
-full decode in a second pass over the file: another port or a heuristic, IP options or fragments, a cut frame, a
-SYN on a live connection, a sequence number out of place (retransmission, gap, overlap, keep-alive), data after
-FIN/RST, framing that fails, a stateful message (one that sets what the framing reads: Rutentoy's texture
-exchange) that fails to decode, a pause as long as the conversation timeout. Stateful messages are dissected
-here, as the full decode does with nothing asked of the layer; every other PDU is only measured. ENet, WebSocket, SCTP, IPv6, non-IP: full
-decode. Conversations are independent in the decoder (the -j planner rests on the same), except through the
-global bounds, which the fused path respects by falling back to the full decode of every frame: more
-conversations than half the live cap, or pending reassembly that could come near its budget (an upper bound
-of the machine's conversations plus what the second pass held).
+    every payload at exactly the next sequence number and not yet acknowledged: tcp, then the protocol's name
+    once per PDU that ends in the segment, cut with the protocol's own pdu_length (no second framing). Messages
+    that keep state its framing reads (Rutentoy's numbering and texture-exchange flags) are dissected here,
+    values only; every other PDU is only measured.
+Anything else sends its whole conversation (every frame, from its first) to the full decode, in a second pass
+over the file: an unknown port, IP options, a cut frame, a SYN on a live connection, a sequence number out of
+place (retransmission, gap, overlap, keep-alive), data after FIN/RST, framing that fails, a dissection that
+raises, a frame after the conversation's state was freed (idle timeout, end and linger), and every WebSocket,
+SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their own conversations).
+Conversations are independent in the decoder (the -j planner rests on the same) except through its global
+bounds and tables; the fused path gives way to the full decode of every frame when any could matter: a frame
+that cannot be placed in its conversation (IP fragments, another link type, VLAN tags), a payload two UDP
+heuristics would take (their order is global), live conversations or TCP connections reaching the caps
+(counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget.
 """
 from __future__ import annotations
 
