@@ -137,7 +137,7 @@ class Fused:
         self.placeless = False       # a frame of no known conversation (key_of's ABORT): no fused path
         self.timeout, self.linger = dispatcher.lifetimes.timeout, dispatcher.lifetimes.linger
         self.lives = Lifetimes(self.timeout, 1 << 62, self.linger)   # for track(): never a cap of its own
-        self.live_peak = self.tcp_peak = self.unplaced = 0
+        self.live_peak = self.tcp_peak = self.unplaced = self.tracked = 0
         self.tcp_open: set = set()
         self.ended_now = False       # the frame placed now ended its conversation
         self.convs: dict = {}        # key -> Conversation
@@ -191,7 +191,8 @@ class Fused:
         """An upper bound of what the full decode keeps at once across all conversations (engine.lifetime's live
         and ending ones; capture.tcp_analysis's connections, freed only when they end), its highest so far."""
         lives = self.lives
-        if lives.due(now):
+        self.tracked += 1
+        if not self.tracked & 1023 and lives.due(now):     # expiring late only counts more: still a bound
             for pair in lives.expired(now):
                 if lives.ended_last:
                     self.tcp_open.discard(pair)
