@@ -35,6 +35,7 @@ from ..engine.protocol import Protocol
 from ..engine.stream_protocol import StreamProtocol
 from ..engine.tree import Item
 from ..reassembly.budget import PENDING
+from ..engine.streams import default_resync
 from ..reassembly.tcp import MAX_PDU
 from .stats_phs import ProtocolHierarchy, protocol_path
 
@@ -76,7 +77,7 @@ class Conversation:
 
 
 class Direction:
-    __slots__ = ("nxt", "buf", "fin", "acked", "conv", "name")
+    __slots__ = ("nxt", "buf", "fin", "acked", "conv", "name", "skewed", "stopped", "resyncing")
 
     def __init__(self, nxt: int, name: str):
         self.nxt = nxt               # next expected raw sequence number
@@ -85,6 +86,9 @@ class Direction:
         self.acked = None            # the highest ack the peer sent (raw)
         self.conv: dict = {}         # the conversation's state dict (Conversation.state)
         self.name = name             # "a:p>b:q" (StreamProtocol reads the ports)
+        self.skewed = False          # a segment without payload came ahead of the stream
+        self.stopped = False         # the framing failed: the rest is undecoded data (Direction.stopped)
+        self.resyncing = False       # after a gap, no PDU start found yet
 
 
 # Datagram protocols the machine dissects itself with a counting stand-in stack (Hands), as the full decode does
@@ -328,18 +332,27 @@ class Fused:
             return self.intern(("tcp",))
         if me is None or conv.handshake != 3:
             raise Bail                 # a start not captured: the decoder resynchronises
+        size = stop - start
+        lost = False
         if seq != me.nxt:
-            raise Bail
+            if not 0 < (seq - me.nxt) % SEQ_MOD < SEQ_MOD // 2 or me.skewed:
+                raise Bail             # behind (retransmission, overlap, keep-alive), or ahead twice
+            if size:
+                if me.buf:
+                    raise Bail         # a hole in a PDU being assembled
+                lost = True            # "previous segment not captured": the decoder resynchronises
+            else:
+                me.skewed = True       # TCP's analysis moves on, the byte stream does not: no more payload
+                me.nxt = seq
         if flags & ACK:
             peer = conv.dirs.get(dst)
             if peer is not None:
                 if peer.acked is not None and (ack - peer.acked) % SEQ_MOD >= SEQ_MOD // 2:
                     raise Bail         # an acknowledgement going back
                 peer.acked = ack
-        size = stop - start
         count = 0
         if size:
-            if me.fin:
+            if me.fin or me.skewed:
                 raise Bail
             if me.acked is not None and (me.acked - seq - 1) % SEQ_MOD < SEQ_MOD // 2:
                 raise Bail             # acknowledged before it was seen: tshark calls it a retransmission
@@ -351,7 +364,7 @@ class Fused:
                 proto = conv.proto = self.tcp.get(lo) or self.tcp.get(hi)
                 if proto is None:
                     raise Bail
-            count = self.cut(conv, me, proto, data[start:stop])
+            count = self.cut(conv, me, proto, data[start:stop], lost)
         if flags & FIN:
             me.fin = True
             me.nxt = (me.nxt + 1) % SEQ_MOD
@@ -381,15 +394,35 @@ class Fused:
                 conv.held = 0
                 conv.dirs, conv.state = {}, {}
 
-    def cut(self, conv: Conversation, me: Direction, proto, payload: bytes) -> int:
-        """PDUs of the stream that end in this segment (engine.streams.Cutter.run on a clean stream)."""
+    def cut(self, conv: Conversation, me: Direction, proto, payload: bytes, lost: bool) -> int:
+        """The layers of the stream that this segment completes (engine.streams.Cutter.run on a stream whose
+        only trouble is a gap): each PDU that ends in it, and an undecoded-data layer for bytes skipped to
+        resynchronise or for a direction that can no longer be framed."""
+        if me.stopped:
+            return 1
         data = me.buf + payload if me.buf else payload
         length, seen = self.framer(proto), self.seen(proto)
+
+        def measured(at: int) -> int:
+            try:
+                return int(length(proto, data, at, me))
+            except Bail:
+                raise
+            except Exception:  # noqa: BLE001 - as Cutter.length: a framing error cannot frame
+                return -1
         pos, count, size = 0, 0, len(data)
+        if lost or me.resyncing:
+            found = self.resync(proto, data, me, measured)
+            if found is None:
+                me.resyncing, me.buf = True, b""
+                return 1
+            me.resyncing = False
+            count, pos = (1 if found else 0), found
         while pos < size:
-            n = length(proto, data, pos, me)
+            n = measured(pos)
             if n < 0 or n > MAX_PDU or (n == 0 and size - pos > MAX_PDU):
-                raise Bail             # the decoder stops this direction (undecoded data)
+                me.stopped, me.buf = True, b""
+                return count + 1
             if n == 0 or pos + n > size:
                 break
             seen(proto, data, pos, n, me, self)
@@ -404,6 +437,18 @@ class Fused:
         if total > self.peak:
             self.peak = total
         return count
+
+    @staticmethod
+    def resync(proto, data: bytes, me: Direction, measured):
+        """Cutter.resync: the protocol's own, else engine.streams.default_resync."""
+        custom = getattr(proto, "resync", None)
+        if custom is None:
+            return default_resync(measured, len(data))
+        try:
+            found = custom(data, 0, me.conv, me.name)
+        except Exception:  # noqa: BLE001
+            return None
+        return found if found is None or 0 <= found <= len(data) else None
 
     @staticmethod
     def framer(proto):
