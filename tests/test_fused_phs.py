@@ -72,11 +72,12 @@ def test_fused_equals_full_decode_on_every_bundled_capture(path):
 
 
 def test_the_machine_models_the_clean_conversations():
-    """Not a vacuous equality: the clean UDP, ENet and TCP sessions are counted by the machine, WebSocket and a
-    capture that starts mid-stream or loses segments by the full decode."""
+    """Not a vacuous equality: the UDP, ENet and TCP sessions are counted by the machine (a direction that stops
+    framing too), WebSocket, SCTP, MPTCP and a capture that starts mid-stream or reorders segments by the full
+    decode."""
     for name in ("blank-server-session", "iceball-tcp-session", "rutentoy-messages", "rutentoy-struct-numbering",
                  "rutentoy-login-texture", "rutentoy-segmentation", "iceball-enet-session", "enet-all-commands-rc",
-                 "blank-port-23456"):
+                 "blank-port-23456", "rutentoy-bad", "iceball-tcp-bad"):
         assert modelled(ROOT / "captures" / f"{name}.pcap") == (1, 0), name
     for name in ("freeblox-session", "rutentoy-midstream", "rutentoy-lost-reordered", "rutentoy-mptcp",
                  "rutentoy-sctp"):
