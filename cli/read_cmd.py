@@ -173,6 +173,17 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):
         capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
+    if _fused(path, source, quiet, shows, keeps, exporter, two_pass, count, settings, taps):
+        from ..analysis.stats_fused import run_taps
+        capture_path.close()          # (opened to fail early on a missing file or a non-capture)
+        try:
+            run_taps(path, dispatcher, taps)    # io,phs alone: the fused machine (analysis/stats_fused.py)
+            _write_stats(taps, out, stats_format)
+            return
+        except CaptureError:          # a damaged file: the plain pass below says how far it read
+            capture_path = open_or_exit(path)
+            dispatcher = Dispatcher(PROTOCOLS, settings)
+            dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
     # --- -j N: the conversations decoded by N processes, merged back in frame order (api/jobs.py) ---
     if jobs_opts.divert(path, capture_path, source=source, two_pass=two_pass, exporter=exporter,
                         fake_items=output_format in ("ek", "pdml"),
@@ -341,6 +352,17 @@ def _compile_or_exit(text):
         return None
     from . import filter_cli
     return filter_cli.compile_or_exit(text)
+
+
+def _fused(path, source, quiet, shows, keeps, exporter, two_pass, count, settings, taps) -> bool:
+    """Whether the run is -q -z io,phs alone on one capture file, with nothing that changes the decode (-d, -o)
+    and one process (no --jobs N above 1): analysis/stats_fused.py answers it without building layers."""
+    from ..analysis.stats_fused import applies
+    jobs = click.get_current_context().meta.get(jobs_opts._KEY)
+    return bool(quiet and applies(taps) and shows is None and keeps is None and exporter is None and not two_pass
+                and not count and source.interface is None and source.write_path is None and path != "-"
+                and not sets_opts.is_set(path) and not settings.prefs and not settings.decode_as
+                and jobs in (None, 1))
 
 
 def _write_stats(taps, out, stats_format) -> None:
