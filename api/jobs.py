@@ -56,7 +56,8 @@ from .jobs_worker import worker
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
 MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
-LOOK = 2048                    # frames planned before forking: one process when one conversation has most of them
+LOOK = 512                     # frames planned before forking: one process when one conversation has most of them
+                               # (a small look: it is all the parent's time before the workers start)
 LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
 ONE = "one conversation has most frames"
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
@@ -101,7 +102,9 @@ def unsplittable(jobs, path, *, two_pass=False, live=False, exporter=None, line_
         return True
     if any("time_delta_displayed" in (text or "") for text in (display_filter, *zstats)):
         return True
-    from .analysis import stats
+    if not zstats:
+        return False
+    from .analysis import stats          # (only then: its modules are a twentieth of the start-up)
     from .shards import _family, MERGES
     try:
         return any(_family(stats.make_tap(arg)) not in MERGES for arg in zstats)
