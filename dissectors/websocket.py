@@ -25,6 +25,7 @@ import zlib
 
 from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
+from ..engine.inflate import InflateError, deflate_walk
 from ..engine.protocol import EXPERTS
 from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
@@ -173,9 +174,18 @@ class Inflater:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
                 pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
             self.last = ((pre, carry, data, tail), (zeros, window, carry_out, out))
-        if z.eof:                           # a final block ends the stream: the next message starts a new one
+        # where the stream stands now, found as the plugin finds it (rt.deflate_walk): after a final block (the
+        # next message starts a new stream), between two blocks on a byte boundary, or inside a block
+        try:
+            _, _, ended, clean = deflate_walk(carry + data + tail, 0, MESSAGE_LIMIT + len(carry_out), len(window),
+                                              self.WINDOW, True)
+        except InflateError:                # the walk refuses what zlib took: the plugin fails it (never seen)
             self.z = None
-        elif self._between_blocks():
+            self.broken = not self.fresh
+            return None, FAILED
+        if ended == "final":
+            self.z = None
+        elif clean:
             self.window = (window + carry_out + out)[-self.WINDOW:]
             self.carry, self.carry_out = b"", b""
         elif len(carry) + len(data) + 4 > MESSAGE_LIMIT:      # the plugin starts afresh
@@ -184,16 +194,6 @@ class Inflater:
         else:                               # ended inside a block: zlib goes on with the next message's bytes
             self.carry, self.carry_out = carry + data + tail, carry_out + out
         return out, None
-
-    def _between_blocks(self) -> bool:
-        """Whether the stream stands between two blocks on a byte boundary (where the plugin's walk says
-        `clean`): only then does an empty final stored block end it with nothing out (in a Huffman block those
-        bits would be codes)."""
-        probe = self.z.copy()
-        try:
-            return probe.decompress(b"\x01\x00\x00\xff\xff") == b"" and probe.eof and not probe.unused_data
-        except zlib.error:
-            return False
 
     def add_sources(self, ctx) -> None:
         """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""

@@ -64,7 +64,8 @@ class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
 
-    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand", "tries")
+    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand", "tries",
+                 "postdissected")
 
     def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources, demand=None):
         self.frame, self.decoded, self.games = frame, decoded, games
@@ -75,6 +76,9 @@ class Packet:
         # vain, and a stream dissector that kept a segment's bytes: (the game layer made next or None, offset of
         # the payload in its data source, their names); -T pdml shows each call (wslua's fake item)
         self.tries = None
+        # how many layers at the end of `games` the plugin's postdissector shows (Stack.run_late): wslua's fake
+        # item of that call comes before the first of them, not last
+        self.postdissected = 0
 
     @property
     def game(self) -> Layer | None:
@@ -160,7 +164,7 @@ class PlainPacket(Packet):
 
     def __init__(self, frame, decoded):
         self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
-        self._info, self.demand, self.tries = None, None, None
+        self._info, self.demand, self.tries, self.postdissected = None, None, None, 0
 
     @property
     def protocol(self) -> str:
@@ -287,6 +291,7 @@ class Stack:
         proto = self.lookup(table, keys, data[start:end], start)
         if proto is not None:
             self.silent.append((len(self.layers), proto.name))
+            self.tries.append((len(self.layers), 0, [proto.name]))     # its call (-T pdml's _ws.lua.fake)
         return None if proto is None else proto.name
 
     def run_late(self) -> None:
@@ -300,9 +305,11 @@ class Stack:
                 self.dissect(proto, data, start, end, source, direction, meta).listed = False
 
     def packet(self) -> Packet:
+        before = len(self.layers)
         if self.late:
             self.run_late()
         packet = self._packet()
+        packet.postdissected = len(self.layers) - before
         if self.tries:
             layers = self.layers
             packet.tries = [(layers[i] if i < len(layers) else None, at, names) for i, at, names in self.tries]
