@@ -300,7 +300,8 @@ class Stack:
         are not listed there)."""
         late, self.late = self.late, []
         for table, keys, data, start, end, source, direction, meta in late:
-            proto = self.lookup(table, keys, data[start:end], start) if start < end else None
+            # (the postdissector offers the message to the protocols' own functions: no Lua call of its own to note)
+            proto = self.dispatcher.lookup(table, keys, data[start:end], self.conversation) if start < end else None
             if proto is not None:
                 self.dissect(proto, data, start, end, source, direction, meta).listed = False
 

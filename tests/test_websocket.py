@@ -388,3 +388,45 @@ def test_damaged_message_buffers_are_the_plugins(tmp_path, seed, protodump_run, 
     ours, theirs = protodump_run("-x", str(path)), standard_run("-x", "-r", str(path))
     assert ours.returncode == 0 and ours.stdout == theirs.stdout
     assert ours.stdout.count("Compressed message (") >= 3
+
+
+def delivery_pcap(path, text: bool = False) -> None:
+    """What tshark 4.0's websocket does with messages nobody takes, on one permessage-deflate connection: two
+    control frames in one segment (its Info column shows the last: col_set_str at each frame), a fragmented
+    binary message (reassembled, handed up: a data layer, the Protocol column stays WebSocket), a compressed
+    fragmented one (handed up still compressed: the data layer holds the deflate bytes), a fragmented text message
+    whose last frame is empty (neither reassembled nor handed up). With `text`, two text messages in one segment:
+    tshark shows each with its data-text-lines layer, which protodump does not (tools/parity_report's test)."""
+    from test_freeblox import tcp_pcap, upgrade
+    z = zlib.compressobj(wbits=-15)
+    packed = (z.compress(b"hello" * 10) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    frame = ws.encode_frame
+    segments = upgrade(True) + [
+        (False, frame(9, b"a") + frame(10, b"b")),
+        (False, frame(2, b"xy", fin=False) + frame(0, b"zw")),
+        (False, frame(2, packed[:3], fin=False, rsv=4) + frame(0, packed[3:])),
+        (False, frame(1, b"ab", fin=False) + frame(0, b"")),
+    ]
+    if text:
+        segments.append((False, frame(1, b"txt") + frame(1, b"two")))
+    tcp_pcap(path, segments)
+
+
+@pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json"), ("-T", "pdml"), ("-x",)])
+def test_messages_nobody_takes_are_tsharks(tmp_path, form, protodump_run, standard_run):
+    """Frames and messages no game takes, whole frames as tshark 4.0 + plugin shows them (its fake items aside)."""
+    from whole_frame import compare
+    path = tmp_path / "delivery.pcap"
+    delivery_pcap(path)
+    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "json"):
+        same, compared, left_out, differ = compare(ours.stdout, theirs.stdout)
+        assert same == compared == 9 and not left_out, differ
+    elif form == ("-T", "pdml"):
+        assert ours.stdout.split("<packet>", 1)[1] == theirs.stdout.split("<packet>", 1)[1]
+    else:
+        assert ours.stdout == theirs.stdout
+    if not form:
+        lines = ours.stdout.splitlines()
+        assert lines[5].endswith("WebSocket 60 WebSocket Pong [FIN] ") and " data " not in ours.stdout
