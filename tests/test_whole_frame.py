@@ -47,7 +47,6 @@ def test_whole_frame_json(runs):
     same, compared, left_out, differ = compare(a.stdout, b.stdout)
     assert not [n for n, _ in left_out if n == 0], left_out
     print(f"{name}: {same}/{compared} frames identical ({100 * same / max(compared, 1):.1f} %)")
-    # a frame whose websocket layer holds a reassembly (conftest.tshark_divergent) is no exception any more
     _check_listed(name, differ + left_out, "-T json")
 
 
