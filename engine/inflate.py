@@ -45,6 +45,7 @@ DBASE = (1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 51
          6145, 8193, 12289, 16385, 24577)
 DEXTRA = (0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13)
 ORDER = (16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15)
+REVERSED = [int(f"{i:0{FAST}b}"[::-1], 2) for i in range(1 << FAST)]     # FAST-bit numbers, bits reversed
 
 
 class _Code:
@@ -54,40 +55,27 @@ class _Code:
     __slots__ = ("count", "symbol", "fast")
 
     def __init__(self, lengths: list[int], kind: str):
+        order = sorted((n, s) for s, n in enumerate(lengths) if n)     # the canonical order: by length, then symbol
         count = [0] * 16
-        for n in lengths:
+        for n, _ in order:
             count[n] += 1
-        top = max((n for n in range(1, 16) if count[n]), default=0)
         left = 1
         for n in range(1, 16):
             left = left * 2 - count[n]
             if left < 0:
                 raise InflateError(f"invalid {kind} code (over-subscribed)")
-        if top > 0 and left > 0 and (kind == "code lengths" or top != 1):
+        if order and left > 0 and (kind == "code lengths" or order[-1][0] != 1):
             raise InflateError(f"invalid {kind} code (incomplete)")
-        offs = [0] * 16
-        for n in range(1, 15):
-            offs[n + 1] = offs[n] + count[n]
-        symbol = [0] * len(lengths)
-        for s, n in enumerate(lengths):
-            if n:
-                symbol[offs[n]] = s
-                offs[n] += 1
         fast: list = [None] * (1 << FAST)
-        count[0] = 0
-        code, nextc = 0, [0] * 16
-        for n in range(1, 16):
-            code = (code + count[n - 1]) * 2
-            nextc[n] = code
-        for s, n in enumerate(lengths):
-            if n:
-                c = nextc[n]
-                nextc[n] = c + 1
-                if n <= FAST:
-                    r = int(f"{c:0{n}b}"[::-1], 2)
-                    for k in range(r, 1 << FAST, 1 << n):
-                        fast[k] = (s, n)
-        self.count, self.symbol, self.fast = count, symbol, fast
+        code, prev = 0, order[0][0] if order else 0
+        for n, s in order:            # canonical codes in that order: +1 each, shifted left at a longer length
+            if n != prev:
+                code <<= n - prev
+                prev = n
+            if n <= FAST:             # its bits reversed (sent first bit first), at every FAST-bit index it starts
+                fast[REVERSED[code] >> (FAST - n)::1 << n] = [(s, n)] * (1 << (FAST - n))
+            code += 1
+        self.count, self.symbol, self.fast = count, [s for _, s in order], fast
 
 
 def _fixed() -> tuple[_Code, _Code]:
