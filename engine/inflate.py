@@ -167,40 +167,49 @@ def deflate_walk(s: bytes, at: int, limit: int, history: int, wsize: int, resuma
     def codes(lit: _Code, dist: _Code) -> None:
         reach = min(history, wsize)
         fast, mask = lit.fast, (1 << FAST) - 1
-        out = st[3]
+        pos, buf, nb, out = st[0], st[1], st[2], st[3]
         while True:
-            pos, buf, nb = st[0], st[1], st[2]
-            while nb < FAST and pos < n:          # decode(lit)'s fast path, inlined
+            while nb < FAST and pos < n:          # decode(lit)'s fast path, inlined, on local state
                 buf |= s[pos] << nb
                 pos += 1
                 nb += 8
             hit = fast[buf & mask]
             if hit is not None and hit[1] <= nb:
-                st[0], st[1], st[2] = pos, buf >> hit[1], nb - hit[1]
-                sym = hit[0]
+                sym, k = hit
+                buf >>= k
+                nb -= k
+                if sym < 256:
+                    out += 1
+                    if out > limit:
+                        raise InflateError("over the limit")
+                    continue
             else:
-                st[0], st[1], st[2] = pos, buf, nb
+                st[0], st[1], st[2], st[3] = pos, buf, nb, out
                 sym = decode(lit)
-            if sym < 256:
-                out += 1
-            elif sym == 256:
+                pos, buf, nb = st[0], st[1], st[2]
+                if sym < 256:
+                    out += 1
+                    if out > limit:
+                        raise InflateError("over the limit")
+                    continue
+            if sym == 256:
                 break
-            else:
-                sym -= 257
-                if sym >= 29:
-                    raise InflateError("invalid literal/length code")
-                length = LBASE[sym] + (bits(LEXTRA[sym]) if LEXTRA[sym] else 0)
-                d = decode(dist)
-                if d >= 30:
-                    raise InflateError("invalid distance code")
-                back = DBASE[d] + (bits(DEXTRA[d]) if DEXTRA[d] else 0)
-                if back > out + reach or back > wsize:
-                    raise InflateError("invalid distance too far back")
-                out += length
+            st[0], st[1], st[2], st[3] = pos, buf, nb, out    # bits() and decode() work on the shared state
+            sym -= 257
+            if sym >= 29:
+                raise InflateError("invalid literal/length code")
+            length = LBASE[sym] + (bits(LEXTRA[sym]) if LEXTRA[sym] else 0)
+            d = decode(dist)
+            if d >= 30:
+                raise InflateError("invalid distance code")
+            back = DBASE[d] + (bits(DEXTRA[d]) if DEXTRA[d] else 0)
+            if back > out + reach or back > wsize:
+                raise InflateError("invalid distance too far back")
+            out += length
             if out > limit:
                 raise InflateError("over the limit")
-            st[3] = out
-        st[3] = out
+            pos, buf, nb = st[0], st[1], st[2]
+        st[0], st[1], st[2], st[3] = pos, buf, nb, out
 
     def blocks() -> None:
         while True:
