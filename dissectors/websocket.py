@@ -8,9 +8,16 @@ direction kept across messages unless `<side>_no_context_takeover` was negotiate
 handed up with `ctx.handoff("ws.port", (server port,), ...)`: decode-as `-d ws.port==P,proto`, registrations
 `ports["ws.port"]`, then the heuristic list "ws"; nobody takes it: a `data` layer, as tshark shows it.
 
-Measured in tshark 4.0.17 (docs/tshark-formats.md): its ws dissector delivers unfragmented messages unmasked and
-inflated in the frame that completes them; a fragmented message is only delivered when its last frame has a
-payload, and then without inflating it. protodump decodes every message (a deliberate difference).
+Measured in tshark 4.0.17 (docs/tshark-formats.md 8): its ws dissector delivers unfragmented messages unmasked and
+inflated in the frame that completes them; a fragmented message is only reassembled and delivered when its last
+frame has a payload, and then without inflating it. The websocket layer shows what tshark's shows (its fragment
+tree, its "Decompression failed", the bytes it delivers as `data` when nobody takes them); the game layers above
+show every message, as the generated plugin does (lua/rt_websocket.lua assembles the messages itself): a message
+tshark does not deliver goes to the game at the end of the frame, as the plugin's postdissector shows it.
+
+protodump's own checks of the frames (RSV bits, opcode, masking, control frame size, a continuation without a
+message): tshark's dissector makes none, and a Lua plugin cannot add items inside Wireshark's websocket tree, so
+they are behind the preference `-o websocket.checks:TRUE` (default FALSE: the frame is tshark's).
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ import zlib
 
 from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
+from ..engine.inflate import InflateError, deflate_walk
 from ..engine.protocol import EXPERTS
 from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
@@ -166,9 +174,18 @@ class Inflater:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
                 pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
             self.last = ((pre, carry, data, tail), (zeros, window, carry_out, out))
-        if z.eof:                           # a final block ends the stream: the next message starts a new one
+        # where the stream stands now, found as the plugin finds it (rt.deflate_walk): after a final block (the
+        # next message starts a new stream), between two blocks on a byte boundary, or inside a block
+        try:
+            _, _, ended, clean = deflate_walk(carry + data + tail, 0, MESSAGE_LIMIT + len(carry_out), len(window),
+                                              self.WINDOW, True)
+        except InflateError:                # the walk refuses what zlib took: the plugin fails it (never seen)
             self.z = None
-        elif self._between_blocks():
+            self.broken = not self.fresh
+            return None, FAILED
+        if ended == "final":
+            self.z = None
+        elif clean:
             self.window = (window + carry_out + out)[-self.WINDOW:]
             self.carry, self.carry_out = b"", b""
         elif len(carry) + len(data) + 4 > MESSAGE_LIMIT:      # the plugin starts afresh
@@ -177,16 +194,6 @@ class Inflater:
         else:                               # ended inside a block: zlib goes on with the next message's bytes
             self.carry, self.carry_out = carry + data + tail, carry_out + out
         return out, None
-
-    def _between_blocks(self) -> bool:
-        """Whether the stream stands between two blocks on a byte boundary (where the plugin's walk says
-        `clean`): only then does an empty final stored block end it with nothing out (in a Huffman block those
-        bits would be codes)."""
-        probe = self.z.copy()
-        try:
-            return probe.decompress(b"\x01\x00\x00\xff\xff") == b"" and probe.eof and not probe.unused_data
-        except zlib.error:
-            return False
 
     def add_sources(self, ctx) -> None:
         """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""
@@ -205,6 +212,7 @@ class WebSocket:
     revision_pref = None
     lua = False                    # the plugin relies on Wireshark's own http and websocket dissectors
     lua_parity = False             # ... so tests/test_parity.py does not compare this layer
+    info_afresh = True             # tshark's sets the Info column afresh at each frame: a segment shows its last
     listed_after = ("http",)       # Wireshark's websocket runs under http: frame.protocols "...:tcp:http:websocket"
     column_names = {"http": "HTTP", "websocket": "WebSocket"}     # tshark's Protocol column for these layers
     # the limits lua/rt_websocket.lua reads from the plugin's LIMITS table (its message assembly for Freeblox)
@@ -247,9 +255,20 @@ class WebSocket:
         self.ports = {"tcp.port": ()}
         self.heuristics = {"tcp": self.upgrade_match}
 
+    CHECKS = "websocket.checks"
+
     def preferences(self) -> dict:
-        # tshark's own websocket pref (default TRUE): inflate permessage-deflate messages before handing them up
-        return {"decompress": ("Decompress permessage-deflate messages", "TRUE", ["TRUE", "FALSE", "true", "false"])}
+        boolean = ["TRUE", "FALSE", "true", "false"]
+        # tshark's own websocket pref (default TRUE): inflate permessage-deflate messages before handing them up;
+        # then protodump's own (tshark has no such preference, and the plugin cannot place these items)
+        return {"decompress": ("Decompress permessage-deflate messages", "TRUE", boolean),
+                "checks": ("protodump's own checks of the frames (RSV bits, opcode, masking, control frames, "
+                           "continuations), which tshark's websocket dissector does not make", "FALSE", boolean)}
+
+    def check(self, ctx, item, kind: str, message: str) -> None:
+        """One of protodump's own expert infos, shown only with -o websocket.checks:TRUE."""
+        if ctx.conv.get("checks"):
+            ctx.expert(item, kind, message)
 
     @staticmethod
     def upgrade_match(payload: bytes) -> bool:
@@ -272,6 +291,7 @@ class WebSocket:
             self.become_http(ctx)
             return ws_handshake.dissect_http(ctx, self.http, ctx.conv)
         ctx.conv["decompress"] = prefs.get("websocket.decompress", "TRUE").upper() == "TRUE"
+        ctx.conv["checks"] = prefs.get(self.CHECKS, "FALSE").upper() == "TRUE"
         return self.frame(ctx)
 
     def become_http(self, ctx) -> None:
@@ -357,6 +377,8 @@ class WebSocket:
         return at, size, key, rsv_item, op_item
 
     def check_header(self, ctx, rsv_item, op_item, rsv, opcode, fin, masked, size, deflate) -> None:
+        if not ctx.conv.get("checks"):
+            return
         allowed = 4 if deflate is not None and opcode in (1, 2) else 0
         if rsv & ~allowed:
             ctx.expert(rsv_item, "unexpected", f"Reserved bits 0x{rsv:x} set without a negotiated extension")
@@ -380,7 +402,7 @@ class WebSocket:
                 close.add(Item(f["reason"], payload[2:].decode("utf-8", "replace"), base + 2, len(payload) - 2,
                                None, False, src))
             if len(payload) == 1:
-                ctx.expert(close, "malformed", "A close payload needs a 2-byte status code")
+                self.check(ctx, close, "malformed", "A close payload needs a 2-byte status code")
         elif opcode in (9, 10):
             pl.add(Item(f["ping" if opcode == 9 else "pong"], payload, base, len(payload), None, False, src))
         else:
@@ -399,7 +421,7 @@ class WebSocket:
         state = states.get(ctx.direction)
         if opcode == 0:
             if state is None:       # tshark 4.0 takes it as a whole message of its own: so do we
-                ctx.expert(pl, "unexpected", "Continuation frame without a message in progress")
+                self.check(ctx, pl, "unexpected", "Continuation frame without a message in progress")
                 state = states[ctx.direction] = {"opcode": 2, "compressed": False, "parts": [], "size": 0,
                                                  "frames": []}
             if payload and not fin:
@@ -408,7 +430,7 @@ class WebSocket:
                 ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
         else:
             if state is not None:
-                ctx.expert(pl, "unexpected", "New message before the previous one was finished: it is dropped")
+                self.check(ctx, pl, "unexpected", "New message before the previous one was finished: it is dropped")
             state = states[ctx.direction] = {"opcode": opcode, "compressed": bool(rsv & 4), "parts": [], "size": 0,
                                              "frames": []}
         state["parts"].append(payload)
@@ -421,59 +443,52 @@ class WebSocket:
         if not fin:
             return
         del states[ctx.direction]
+        state["final_pmc"] = bool(rsv & 4)
         self.message(ctx, pl, state, at, where, info)
 
     def message(self, ctx, pl, state, at, where, info) -> None:
-        """A complete message: reassembled, inflated, handed up (or shown as data)."""
-        parts, f = state["parts"], self.f
-        msg = b"".join(parts)
+        """A complete message: reassembled, inflated, handed up (or shown as data). What tshark 4.0's dissector
+        does with it decides the websocket layer; the game layers get protodump's message, as the plugin's own
+        assembly gives it to them (docs/tshark-formats.md 8)."""
+        parts = state["parts"]
+        raw = msg = b"".join(parts)
         base, psrc, plain = where
         single = len(parts) == 1
-        reassembled = None
-        if len(parts) > 1:
-            # Wireshark's fragment tree (reassemble.c show_fragment_tree), on the top level of the tree after the
-            # websocket layer: each fragment (several may share a frame) as "#frame(bytes)" and "payload: first-last"
-            shares, pos = [], 0
-            for frame, part in zip(state["frames"], parts):
-                shares.append((frame, pos, len(part)))
-                pos += len(part)
-            listed = ", ".join(f"#{frame}({n})" for frame, _, n in shares)
-            # tshark reassembles when the last frame has a payload (process_reassembled_data): the items span the
-            # fragments in its "Reassembled Message" buffer
-            if parts[-1]:
-                reassembled = ctx.new_source("Reassembled Message", msg)
-            src = ctx.source if reassembled is None else reassembled
-            where = (lambda first, n: (at, 0)) if reassembled is None else (lambda first, n: (first, n))
-            node = ctx.top_level(Item(f["fragments"], None, *where(0, len(msg)), f"[{len(parts)} Reassembled "
-                                      f"websocket Fragments ({len(msg)} bytes): {listed}]", True, src))
-            for frame, first, n in shares:
-                node.add(Item(f["fragment"], frame, *where(first, n), f"Frame: {frame}, payload: {first}-"
-                              f"{first + n - 1} ({n} byte{'s' if n != 1 else ''})", True, src))
-            node.add(Item(f["frag_count"], len(parts), *where(0, 0), None, True, src))
-            node.add(Item(f["reassembled"], len(msg), *where(0, 0), None, True, src))
+        # tshark reassembles a fragmented message, and hands it up, only when its last frame has a payload; it
+        # inflates it only when that last frame says it is compressed (RSV1), which a sender never sets
+        delivered = single or bool(parts[-1])
+        reassembled = None if single or not delivered else self.fragment_tree(ctx, state, raw)
         inflater = None
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             inflater = self.inflater(ctx)
             msg, error = inflater.inflate(msg, single)
-            if msg is None and error.startswith(FAILED):
+            tshark_inflates = single or state["final_pmc"]
+            if msg is None and error.startswith(FAILED) and tshark_inflates:
                 # zlib could not: tshark's expert item on the top level of the tree, over the (last frame's)
                 # payload, without zlib's reason
                 failed = ctx.top_level(TextItem(None, None, base, len(parts[-1]), FAILED, False, psrc))
                 ctx.expert(failed, "decompression.failed.expert", FAILED)
                 return
-            if msg is None:                             # over protodump's limit
+            if msg is None and not error.startswith(FAILED):         # over protodump's limit
                 ctx.expert(pl, "unexpected", error)
                 return
             # the plugin inflates when it is called: after Wireshark's own buffer for a message it delivers
             # inflated as we do (one frame), before its own for one Wireshark delivers otherwise (compressed,
             # inflated from another history) or not at all
-            if not single or inflater.wireshark_out != msg:
+            if msg is not None and (not single or inflater.wireshark_out != msg):
                 if single and inflater.wireshark_out:
                     ctx.new_source("Decompressed payload", inflater.wireshark_out)
                 inflater.add_sources(ctx)
             single, name = False, "Decompressed payload"
         else:
             name = "Unmasked data" if not plain else "Reassembled WebSocket message"
+        table = self.table(ctx.conv)
+        if msg is None:
+            # tshark hands the still compressed message up; the plugin, with no message of its own for it, keeps
+            # the connection if its protocol took it before (a call that shows nothing); else it is data
+            if delivered and ctx.stack is not None and ctx.stack.call_silently(*table, raw, 0, len(raw)) is None:
+                self.show_unclaimed(ctx, pl, state["opcode"], raw, 0, len(raw), reassembled, info)
+            return
         if single:            # this frame's payload, where it is (the frame, or its unmasked buffer)
             data, start, source = (ctx.data, base, psrc) if plain else (msg, 0, psrc)
         elif reassembled is not None and name != "Decompressed payload":
@@ -484,9 +499,33 @@ class WebSocket:
             inflater.add_sources(ctx)
         if not msg:
             return
-        taken = ctx.handoff(*self.table(ctx.conv), start, start + len(msg), data, source)
-        if taken is None:
-            self.show_unclaimed(ctx, pl, state["opcode"], data, start, len(msg), source, info)
+        if not delivered:     # the plugin's postdissector shows it, at the end of the frame
+            ctx.handoff(*table, start, start + len(msg), data, source, late=True)
+            return
+        taken = ctx.handoff(*table, start, start + len(msg), data, source)
+        if taken is None:     # nobody took it: what tshark delivered (a compressed message as it came)
+            if inflater is not None and reassembled is not None:
+                data, start, source = raw, 0, reassembled
+            self.show_unclaimed(ctx, pl, state["opcode"], data, start, len(data) - start, source, info)
+
+    def fragment_tree(self, ctx, state, msg: bytes) -> int:
+        """Wireshark's fragment tree (reassemble.c show_fragment_tree) on the top level of the tree after the
+        websocket layer: each fragment (several may share a frame) as "#frame(bytes)" and "payload: first-last",
+        its items spanning the fragments in tshark's "Reassembled Message" buffer (returned)."""
+        f, shares, pos = self.f, [], 0
+        for frame, part in zip(state["frames"], state["parts"]):
+            shares.append((frame, pos, len(part)))
+            pos += len(part)
+        listed = ", ".join(f"#{frame}({n})" for frame, _, n in shares)
+        src = ctx.new_source("Reassembled Message", msg)
+        node = ctx.top_level(Item(f["fragments"], None, 0, len(msg), f"[{len(shares)} Reassembled websocket "
+                                  f"Fragments ({len(msg)} bytes): {listed}]", True, src))
+        for frame, first, n in shares:
+            node.add(Item(f["fragment"], frame, first, n, f"Frame: {frame}, payload: {first}-{first + n - 1} "
+                          f"({n} byte{'s' if n != 1 else ''})", True, src))
+        node.add(Item(f["frag_count"], len(shares), 0, 0, None, True, src))
+        node.add(Item(f["reassembled"], len(msg), 0, 0, None, True, src))
+        return src
 
     @staticmethod
     def table(conv: dict) -> tuple[str, tuple]:

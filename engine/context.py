@@ -67,13 +67,18 @@ class Ctx:
         return (top.offset, top.source) if top is not None else (item.offset, item.source)
 
     def handoff(self, table: str, keys, start: int, end: int, data: bytes | None = None, source: int | None = None,
-                meta: dict | None = None) -> str | None:
+                meta: dict | None = None, late: bool = False) -> str | None:
         """Decode bytes [start, end) of `data` (default: this layer's data) as a new layer, with the protocol
         chosen by decode-as, then registration ports[table] for one of `keys`, then the heuristics of list
         `table` (Wireshark's dissector table then heuristic list). `source`: the data source index the bytes
         belong to (default this layer's). `meta`: facts for the new layer (ctx.meta). Returns the name of the
-        protocol that took it, or None."""
+        protocol that took it, or None. `late`: decoded at the end of the frame, after every other layer and
+        unlisted in frame.protocols (the plugin's postdissector: engine.dispatch.Stack.run_late); returns None."""
         if self.stack is None:
+            return None
+        if late:
+            self.stack.late.append((table, keys, self.data if data is None else data, start, end,
+                                    self.source if source is None else source, self.direction, meta or {}))
             return None
         return self.stack.handoff(table, keys, self.data if data is None else data, start, end,
                                   self.source if source is None else source, self.direction, meta or {})

@@ -64,7 +64,8 @@ class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
 
-    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand", "tries")
+    __slots__ = ("frame", "decoded", "games", "_info", "protocol", "sources", "_index", "demand", "tries",
+                 "postdissected")
 
     def __init__(self, frame, decoded, games: list[Layer], info, protocol: str, sources, demand=None):
         self.frame, self.decoded, self.games = frame, decoded, games
@@ -75,6 +76,9 @@ class Packet:
         # vain, and a stream dissector that kept a segment's bytes: (the game layer made next or None, offset of
         # the payload in its data source, their names); -T pdml shows each call (wslua's fake item)
         self.tries = None
+        # how many layers at the end of `games` the plugin's postdissector shows (Stack.run_late): wslua's fake
+        # item of that call comes before the first of them, not last
+        self.postdissected = 0
 
     @property
     def game(self) -> Layer | None:
@@ -160,7 +164,7 @@ class PlainPacket(Packet):
 
     def __init__(self, frame, decoded):
         self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
-        self._info, self.demand, self.tries = None, None, None
+        self._info, self.demand, self.tries, self.postdissected = None, None, None, 0
 
     @property
     def protocol(self) -> str:
@@ -188,7 +192,7 @@ class Stack:
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
     __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
-                 "ended", "now", "dropped", "notes", "tries")
+                 "ended", "now", "dropped", "notes", "tries", "late", "silent")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -204,6 +208,8 @@ class Stack:
         self.dropped = False             # this frame's pair was freed while it was being dissected (state budget)
         self.notes: list = []            # (protocol name, note) for the first layer of that protocol
         self.tries: list[tuple[int, int, list[str]]] = []   # (layers made before, payload offset, Lua heuristics)
+        self.late: list[tuple] = []      # hand-offs kept for the end of the frame (Ctx.handoff(late=True))
+        self.silent: list[tuple[int, str]] = []   # (layers made before, protocol) called that showed nothing
 
     def lookup(self, table: str, keys, payload: bytes, offset: int):
         """Dispatcher.lookup, noting the Lua heuristics it tried in vain on the payload at `offset`."""
@@ -277,8 +283,34 @@ class Stack:
         self.dissect(proto, data, start, end, source, direction, meta)
         return proto.name
 
+    def call_silently(self, table: str, keys, data: bytes, start: int, end: int) -> str | None:
+        """The protocol the hand-off would go to is called but shows nothing (the plugin's WebSocket heuristic
+        given a message it could not assemble claims it for its connection): named in frame.protocols only."""
+        if self.depth >= MAX_DEPTH or start >= end:
+            return None
+        proto = self.lookup(table, keys, data[start:end], start)
+        if proto is not None:
+            self.silent.append((len(self.layers), proto.name))
+            self.tries.append((len(self.layers), 0, [proto.name]))     # its call (-T pdml's _ws.lua.fake)
+        return None if proto is None else proto.name
+
+    def run_late(self) -> None:
+        """The hand-offs kept for the end of the frame, as the plugin's postdissector shows the messages
+        Wireshark did not hand up: after every other layer, and not in frame.protocols (a postdissector's layers
+        are not listed there)."""
+        late, self.late = self.late, []
+        for table, keys, data, start, end, source, direction, meta in late:
+            # (the postdissector offers the message to the protocols' own functions: no Lua call of its own to note)
+            proto = self.dispatcher.lookup(table, keys, data[start:end], self.conversation) if start < end else None
+            if proto is not None:
+                self.dissect(proto, data, start, end, source, direction, meta).listed = False
+
     def packet(self) -> Packet:
+        before = len(self.layers)
+        if self.late:
+            self.run_late()
         packet = self._packet()
+        packet.postdissected = len(self.layers) - before
         if self.tries:
             layers = self.layers
             packet.tries = [(layers[i] if i < len(layers) else None, at, names) for i, at, names in self.tries]
@@ -293,13 +325,23 @@ class Stack:
                 d.no_dissector()             # tshark's data layer for a payload nobody took
             return Packet(self.frame, d, [], d.plain_info, protocol, [], self.dispatcher.demand)
         protos = self.dispatcher.protocols
-        for layer in self.layers:                     # frame.protocols: "eth:...:udp:enet:iceball"
+        silent = self.silent
+        for i, layer in enumerate(self.layers):       # frame.protocols: "eth:...:udp:enet:iceball"
+            if silent:
+                d.protocols.extend(name for at, name in silent if at == i)
             if layer.listed:
                 d.protocols.extend(getattr(protos.get(layer.proto), "listed_after", ()))   # a parent it runs under
                 d.protocols.append(layer.proto)
+        if silent:
+            d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
-        last = self.layers[-1].proto
+        at = len(self.layers) - 1
+        while at > 0 and self.layers[at].proto == "data":
+            at -= 1                                   # tshark's data dissector leaves the columns as they were
+        last = self.layers[at].proto
         infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
+        if len(infos) > 1 and getattr(protos.get(last), "info_afresh", False):
+            infos = infos[-1:]          # a dissector that sets its column afresh at each PDU: the last one's
         # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
         # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))

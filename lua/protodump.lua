@@ -1404,7 +1404,7 @@ function rt.measure(steps, tvb, pos, values)
   return at - pos
 end
 -- Strict, bounded zlib inflate for the plugin: the twin of engine/inflate.py (Python's zlib with a
--- max_length). Wireshark's tvb:uncompress inflates without a cap (a 10 MB bomb becomes 10 GiB before any check)
+-- max_length; deflate_walk there is this file's deflate_walk, line for line). Wireshark's tvb:uncompress inflates without a cap (a 10 MB bomb becomes 10 GiB before any check)
 -- and returns what it got from a stream with no final block or a bad Adler-32, which Python rejects. So a stream
 -- is first walked here in Lua (RFC 1950/1951: header, blocks, Huffman codes; symbols are decoded, bytes are only
 -- counted) and given up as soon as its output passes the limit or it breaks a rule zlib enforces; only then does
@@ -1539,9 +1539,10 @@ do
       local final = 0
       repeat
         at_header = true
-        final = bits(1)
-        local btype = bits(2)
+        local head = bits(3)          -- all three at once: input running out here has consumed none of them
         at_header = false
+        final = head % 2
+        local btype = (head - final) / 2
         if btype == 0 then
           local drop = nb % 8                               -- to a byte boundary; whole bytes read ahead go back
           if drop > 0 then bits(drop) end

@@ -298,21 +298,6 @@ def layers_of(layers, proto: str) -> list:
     return [v for k, v in layers if k == proto]
 
 
-def tshark_divergent(layers) -> bool:
-    """A frame (protodump's layers) where tshark's own websocket layer shows a fragmented message differently
-    from protodump's websocket layer (tshark 4.0 does not reassemble: docs/tshark-formats.md section 7). The game
-    layers above it are the same (the plugin assembles WebSocket messages itself, lua/rt_websocket.lua): only the
-    websocket and fields comparisons skip these frames. The reassembly is on the top level of the tree (a layer
-    `websocket.fragments`), as tshark shows it."""
-    def keys(obj):
-        for k, v in obj:
-            yield k
-            if isinstance(v, list):
-                yield from keys(v)
-    return any(k == "websocket.fragments" for k, _ in layers) or \
-        any(k == "websocket.fragments" for layer in layers_of(layers, "websocket") for k in keys(layer))
-
-
 _PACKET_START = re.compile(r"^  \{$", re.M)
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import (CAPTURES_DIR, GOLDEN_DIR, PLUGIN, PROTODUMP, TSHARK, VARIANTS, packet_layers, tshark_divergent,
+from conftest import (CAPTURES_DIR, GOLDEN_DIR, PLUGIN, PROTODUMP, TSHARK, VARIANTS, packet_layers,
                       variant_id)
 
 CORE = ["frame.number", "ip.src", "udp.srcport", "udp.length", "blank.seq", "blank.type", "blank.login.name",
@@ -94,15 +94,14 @@ def _keys(obj):
 
 
 def divergent_lines(capture: str) -> set[int]:
-    """Output lines (0-based frames) that differ from tshark by design, read from the capture's golden JSON:
-    messages tshark's own WebSocket dissector delivers differently (conftest.tshark_divergent), and frames with
-    an expert info of protodump's own (own_experts)."""
+    """Output lines (0-based frames) that differ from tshark by design, read from the capture's golden JSON: frames
+    with an expert info of protodump's own (own_experts)."""
     golden = GOLDEN_DIR / f"{capture}.json"
     if not golden.exists():
         return set()
     layers = packet_layers(golden.read_bytes().decode("utf-8", "surrogateescape"))
     own = own_experts()
-    return {i for i, frame in enumerate(layers) if tshark_divergent(frame) or own & set(_keys(frame))}
+    return {i for i, frame in enumerate(layers) if own & set(_keys(frame))}
 
 
 def _same(ours, theirs, fields, sep="\t", skip=frozenset()):

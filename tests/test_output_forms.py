@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from conftest import VARIANTS, get, layers_of, packet_layers, pairs, tshark_divergent, variant_id
+from conftest import VARIANTS, get, layers_of, packet_layers, pairs, variant_id
 
 GAMES = ("blank", "enet", "iceball", "rutentoy", "freeblox")
 CREATOR = ('creator="wireshark/', 'creator="protodump/')
@@ -32,19 +32,11 @@ def game_layers(layers) -> list:
     return [(k, v) for k, v in layers if k in GAMES or k.endswith("_raw") and k[:-4] in GAMES]
 
 
-def divergent_frames(protodump_run, variant) -> set[int]:
-    """Frames where tshark's own WebSocket dissector does not hand Freeblox the message (conftest.tshark_divergent)."""
-    name, extra = variant
-    layers = packet_layers(protodump_run(*extra, "-T", "json", name).stdout)
-    return {n for n, frame in enumerate(layers, 1) if tshark_divergent(frame)}
-
-
-def compare_json_game_layers(ours: str, theirs: str, skip=()) -> None:
+def compare_json_game_layers(ours: str, theirs: str) -> None:
     mine, their = packet_layers(ours), packet_layers(theirs)
     assert len(mine) == len(their)
     for number, (a, b) in enumerate(zip(mine, their), 1):
-        if number not in skip:
-            assert game_layers(a) == game_layers(b), f"frame {number}"
+        assert game_layers(a) == game_layers(b), f"frame {number}"
 
 
 def psml_rows(text: str, udp: bool) -> list:
@@ -72,7 +64,7 @@ def test_psml_is_tsharks(protodump_run, standard_run, variant):
                          ids=["j-games", "J", "j-fields"])
 def test_json_protocol_filters(protodump_run, standard_run, variant, args):
     ours, theirs = both(protodump_run, standard_run, variant, "-T", "json", *args)
-    compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
+    compare_json_game_layers(ours, theirs)
     for a, b in zip(packet_layers(ours), packet_layers(theirs)):       # filtered standard layers: the same
         for key in ("frame", "eth", "ip"):
             if args[0] == "-j" and "udp" in args[1] and key != "udp":
@@ -82,13 +74,13 @@ def test_json_protocol_filters(protodump_run, standard_run, variant, args):
 @pytest.mark.parametrize("variant", SMALL, ids=variant_id)
 def test_json_x_raw_arrays(protodump_run, standard_run, variant):
     ours, theirs = both(protodump_run, standard_run, variant, "-T", "json", "-x")
-    compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
+    compare_json_game_layers(ours, theirs)
 
 
 @pytest.mark.parametrize("variant", SMALL, ids=variant_id)
 def test_jsonraw(protodump_run, standard_run, variant):
     ours, theirs = both(protodump_run, standard_run, variant, "-T", "jsonraw")
-    compare_json_game_layers(ours, theirs, divergent_frames(protodump_run, variant))
+    compare_json_game_layers(ours, theirs)
 
 
 def ek_packets(text: str) -> list:
@@ -101,11 +93,9 @@ def compare_ek(protodump_run, standard_run, variant, *args) -> None:
     ours, theirs = both(protodump_run, standard_run, variant, "-T", "ek", *args)
     mine, their = ek_packets(ours), ek_packets(theirs)
     assert len(mine) == len(their)
-    skip = divergent_frames(protodump_run, variant)
     for number, (a, b) in enumerate(zip(mine, their), 1):
         assert get(a, "timestamp") == get(b, "timestamp")
-        if number not in skip:
-            assert game_layers(get(a, "layers")) == game_layers(get(b, "layers")), f"frame {number}"
+        assert game_layers(get(a, "layers")) == game_layers(get(b, "layers")), f"frame {number}"
 
 
 @pytest.mark.parametrize("variant", SMALL, ids=variant_id)

@@ -10,18 +10,22 @@ import pytest
 from conftest import ROOT
 
 
-def test_whole_report(system_tshark):
+def test_whole_report(system_tshark, tmp_path):
     if " 4.0." not in system_tshark.version():     # the tool runs the system's tshark; the standard layers are 4.0's
         pytest.skip(f"the system tshark is not 4.0 ({system_tshark.version()})")
+    from test_websocket import delivery_pcap
+    made = tmp_path / "text-messages.pcap"        # its last frame: two text messages (tshark's data-text-lines)
+    delivery_pcap(made, text=True)
     run = subprocess.run([sys.executable, "tools/parity_report.py", "--whole", "captures/blank-2015.pcap",
-                          "captures/websocket-bad.pcap"], cwd=ROOT, capture_output=True, text=True)
+                          "captures/websocket-bad.pcap", str(made)], cwd=ROOT, capture_output=True, text=True)
     out = run.stdout
     assert "| blank-2015.pcap | 12 | 12 | 100.0 % | 0 | 0 |" in out, run.stderr
     assert "| blank-2015.pcap [-o blank.revision:2015] | 12 | 12 | 100.0 % | 0 | 0 |" in out
-    # protodump's own websocket experts (tshark 4.0 has none): named with the first place they differ
-    assert "| websocket-bad.pcap | 27 | 21 | 77.8 % | 1 | 5 |" in out
-    assert "websocket-bad.pcap frame 16: /websocket/websocket.payload:" in out
-    assert "websocket-bad.pcap frame 21: tshark 4.0's websocket" in out
+    assert "| websocket-bad.pcap | 27 | 27 | 100.0 % | 0 | 0 |" in out
+    # a difference is named with the first place it shows
+    assert "| text-messages.pcap | 10 | 9 | 90.0 % | 0 | 1 |" in out
+    assert "text-messages.pcap frame 10: /frame/frame.protocols: 'eth:ethertype:ip:tcp:http:websocket' (protodump)" \
+        in out
     assert run.returncode == 1             # a capture under 99 %
     ok = subprocess.run([sys.executable, "tools/parity_report.py", "--whole", "captures/blank-2015.pcap"], cwd=ROOT,
                         capture_output=True, text=True)

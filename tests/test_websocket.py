@@ -8,7 +8,7 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import layers_of, packet_layers
+from conftest import get, layers_of, packet_layers
 from protodump.dissectors import websocket as ws
 from protodump.dissectors import ws_handshake
 from protodump.engine.context import Ctx
@@ -27,14 +27,14 @@ class Recorder(Ctx):
 
     __slots__ = ("handed",)
 
-    def handoff(self, table, keys, start, end, data=None, source=None, meta=None):
+    def handoff(self, table, keys, start, end, data=None, source=None, meta=None, late=False):
         self.handed.append((table, tuple(keys), bytes((self.data if data is None else data)[start:end])))
         return "recorded"
 
 
-def feed(chunks, conv=None):
+def feed(chunks, conv=None, prefs=None):
     """[(direction, bytes)] -> (conv, [(direction, messages handed up, experts, tree)]): each direction's bytes are
-    cut with pdu_length and dissected PDU by PDU, as engine/streams.py does."""
+    cut with pdu_length and dissected PDU by PDU, as engine/streams.py does (with the preferences `prefs`)."""
     conv = {} if conv is None else conv
     buffers, out = {}, []
     for frame, (direction, data) in enumerate(chunks, 1):
@@ -47,7 +47,7 @@ def feed(chunks, conv=None):
             tree = Item(ws.PROTOCOL.info, None, pos, n)
             ctx = Recorder(buf, pos, pos + n, tree, ws.PROTOCOL, conv, direction, frame, [])
             ctx.handed = []
-            ws.PROTOCOL.dissect(ctx, {})
+            ws.PROTOCOL.dissect(ctx, prefs or {})
             experts = [i.expert_info.message for i in tree.walk() if i.expert_info]
             out.append((direction, [h[2] for h in ctx.handed], experts, tree))
             pos += n
@@ -128,15 +128,19 @@ def test_wrong_accept_is_not_checked_as_tshark_4_0():
     assert out[1][3].find("http.sec_websocket_accept.valid") is None
 
 
-def test_fragments_spanning_segments_and_several_frames_per_segment():
+@pytest.mark.parametrize("last", [b"", b"e"])
+def test_fragments_spanning_segments_and_several_frames_per_segment(last):
     frames = (ws.encode_frame(2, b"ab", fin=False, mask=MASK) + ws.encode_frame(0, b"cd", fin=False, mask=MASK)
-              + ws.encode_frame(0, b"", mask=MASK) + ws.encode_frame(9, b"p", mask=MASK))
+              + ws.encode_frame(0, last, mask=MASK) + ws.encode_frame(9, b"p", mask=MASK))
     chunks = handshake(None) + [(CLIENT, frames[:3]), (CLIENT, frames[3:11]), (CLIENT, frames[11:])]
     _, out = feed(chunks)
     handed = [m for o in out[2:] for m in o[1]]
-    assert handed == [b"abcd"]
+    assert handed == [b"abcd" + last]
     final = next(o for o in out[2:] if o[1])[3]
-    assert final.find("websocket.fragment.count").value == 3
+    count = final.find("websocket.fragment.count")
+    # tshark 4.0 reassembles only when the last frame has a payload (the message still goes to the game layers,
+    # at the end of the frame: the plugin's postdissector)
+    assert (count.value == 3) if last else count is None
     ping = out[-1][3].find("websocket.payload.ping")
     assert ping is not None and ping.value == b"p"
 
@@ -176,20 +180,29 @@ def test_failed_inflate_and_output_limit():
     assert out[3][1] == [] and any(e.startswith("Decompression failed") for e in out[3][2])
 
 
-def test_header_violations_are_reported():
+@pytest.mark.parametrize("checks", ["TRUE", "FALSE", None])
+def test_header_violations_are_reported(checks):
+    """protodump's own checks, with -o websocket.checks:TRUE only (tshark's dissector makes none: by default the
+    websocket layer is tshark's)."""
+    prefs = {} if checks is None else {"websocket.checks": checks}
     _, out = feed(handshake(None) + [(SERVER, ws.encode_frame(2, b"\x01", rsv=2)),
                                      (SERVER, ws.encode_frame(3, b"\x01")),
                                      (SERVER, ws.encode_frame(9, bytes(130))),
                                      (CLIENT, ws.encode_frame(2, b"\x01")),
                                      (SERVER, ws.encode_frame(2, b"\x01", mask=MASK)),
-                                     (SERVER, ws.encode_frame(8, b"\x03"))])
+                                     (SERVER, ws.encode_frame(8, b"\x03")),
+                                     (SERVER, ws.encode_frame(0, b"\x01"))], prefs=prefs)
     experts = [o[2] for o in out[2:]]
+    if checks != "TRUE":
+        assert experts == [[]] * 7
+        return
     assert "Reserved bits 0x2 set without a negotiated extension" in experts[0]
     assert "Unknown opcode 3" in experts[1]
     assert any("control frame" in e for e in experts[2])
     assert "Frame from the client not masked" in experts[3]
     assert "Frame from the server masked" in experts[4]
     assert "A close payload needs a 2-byte status code" in experts[5]
+    assert "Continuation frame without a message in progress" in experts[6]
 
 
 def test_close_code_and_reason():
@@ -281,17 +294,32 @@ def test_session_control_frames(protodump_run):
     assert ("websocket.payload.close.status_code", "1001") in values
     assert ("websocket.payload.close.reason", "going away") in values
     assert ("websocket.opcode", "9") in values and ("websocket.opcode", "10") in values
-    # the fragmented PLAYER_CHAT (+ its empty last frame): its reassembly on the top level of the tree, as tshark's
-    fragments = [kv for packet in layers for layer in layers_of(packet, "websocket.fragments") for kv in flat(layer, [])]
-    assert ("websocket.fragment.count", "4") in fragments
+    # the fragmented PLAYER_CHAT (+ its empty last frame): tshark 4.0 neither reassembles it nor hands it up (no
+    # websocket.fragments); the game layer shows it at the end of the frame, as the plugin's postdissector
+    assert not [p for p in layers if layers_of(p, "websocket.fragments")]
+    late = [n for n, p in enumerate(layers, 1)
+            if layers_of(p, "freeblox") and "freeblox" not in get(get(p, "frame"), "frame.protocols")]
+    assert late == [126] and layers[125][-1][0] == "freeblox"
+    assert ("freeblox.player_chat.message", "fragmented hello") in flat(layers_of(layers[125], "freeblox")[0], [])
 
 
-def test_bad_capture_experts(protodump_run):
-    out = protodump_run("-V", "websocket-bad.pcap").stdout
-    for message in ("Decompression failed", "Reserved bits 0x2 set",   # (tshark 4.0 checks no Accept key)
-                    "Unknown opcode 3", "A control frame must be final", "Frame from the client not masked",
-                    "Continuation frame without a message in progress"):
+OWN_CHECKS = ("Reserved bits 0x2 set", "Unknown opcode 3", "A control frame must be final",
+              "Frame from the client not masked", "Continuation frame without a message in progress")
+
+
+def test_bad_capture_experts(protodump_run, standard_run):
+    """websocket-bad.pcap's damaged frames: protodump's own checks with -o websocket.checks:TRUE; by default the
+    frames are tshark 4.0 + plugin's, byte for byte (tshark's dissector makes none of these checks, and a Lua
+    plugin cannot add items inside Wireshark's websocket tree)."""
+    out = protodump_run("-V", "-o", "websocket.checks:TRUE", "websocket-bad.pcap").stdout
+    for message in ("Decompression failed",) + OWN_CHECKS:      # (tshark 4.0 checks no Accept key)
         assert message in out, message
+    plain = protodump_run("-V", "websocket-bad.pcap").stdout
+    assert plain == standard_run("-V", "-r", "websocket-bad.pcap").stdout
+    assert "Decompression failed" in plain and not any(message in plain for message in OWN_CHECKS)
+    # on: the same frames with the expert items added, nothing taken away
+    on, off = out.splitlines(), plain.splitlines()
+    assert len(on) > len(off) and set(off) <= set(on)
     # its 2^40-byte frame keeps the low 32 bits of its length (0), as tshark frames it: nothing stops the stream
     assert "Cannot frame the stream" not in out and "Extended Payload length (64 bits): 1099511627776" in out
 
@@ -360,3 +388,45 @@ def test_damaged_message_buffers_are_the_plugins(tmp_path, seed, protodump_run, 
     ours, theirs = protodump_run("-x", str(path)), standard_run("-x", "-r", str(path))
     assert ours.returncode == 0 and ours.stdout == theirs.stdout
     assert ours.stdout.count("Compressed message (") >= 3
+
+
+def delivery_pcap(path, text: bool = False) -> None:
+    """What tshark 4.0's websocket does with messages nobody takes, on one permessage-deflate connection: two
+    control frames in one segment (its Info column shows the last: col_set_str at each frame), a fragmented
+    binary message (reassembled, handed up: a data layer, the Protocol column stays WebSocket), a compressed
+    fragmented one (handed up still compressed: the data layer holds the deflate bytes), a fragmented text message
+    whose last frame is empty (neither reassembled nor handed up). With `text`, two text messages in one segment:
+    tshark shows each with its data-text-lines layer, which protodump does not (tools/parity_report's test)."""
+    from test_freeblox import tcp_pcap, upgrade
+    z = zlib.compressobj(wbits=-15)
+    packed = (z.compress(b"hello" * 10) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    frame = ws.encode_frame
+    segments = upgrade(True) + [
+        (False, frame(9, b"a") + frame(10, b"b")),
+        (False, frame(2, b"xy", fin=False) + frame(0, b"zw")),
+        (False, frame(2, packed[:3], fin=False, rsv=4) + frame(0, packed[3:])),
+        (False, frame(1, b"ab", fin=False) + frame(0, b"")),
+    ]
+    if text:
+        segments.append((False, frame(1, b"txt") + frame(1, b"two")))
+    tcp_pcap(path, segments)
+
+
+@pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json"), ("-T", "pdml"), ("-x",)])
+def test_messages_nobody_takes_are_tsharks(tmp_path, form, protodump_run, standard_run):
+    """Frames and messages no game takes, whole frames as tshark 4.0 + plugin shows them (its fake items aside)."""
+    from whole_frame import compare
+    path = tmp_path / "delivery.pcap"
+    delivery_pcap(path)
+    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "json"):
+        same, compared, left_out, differ = compare(ours.stdout, theirs.stdout)
+        assert same == compared == 9 and not left_out, differ
+    elif form == ("-T", "pdml"):
+        assert ours.stdout.split("<packet>", 1)[1] == theirs.stdout.split("<packet>", 1)[1]
+    else:
+        assert ours.stdout == theirs.stdout
+    if not form:
+        lines = ours.stdout.splitlines()
+        assert lines[5].endswith("WebSocket 60 WebSocket Pong [FIN] ") and " data " not in ours.stdout

@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("captures", nargs="+")
     args = parser.parse_args(argv)
     if args.whole:
-        print("| capture | frames | identical | share | left out (tshark's websocket) | differ |")
+        print("| capture | frames | identical | share | frame count differs | differ |")
         print("|---|---|---|---|---|---|")
         notes, worst = [], 100.0
         for capture in args.captures:
@@ -89,8 +89,7 @@ def main(argv: list[str]) -> int:
                 notes += lines
                 worst = min(worst, share)
         if notes:
-            print("\nFrames not identical (left out: tshark 4.0's websocket shows them otherwise; else the first "
-                  "difference):")
+            print("\nFrames not identical (the first difference of each):")
             print("\n".join(notes))
         return 1 if worst < args.min_share else 0
     totals: dict = {}
