@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .compiled import install as _install_compiled
+from .hot_path import install as _install_compiled
 
 _install_compiled()        # the optional compiled hot path (protodump/compiled.py), before any hot module loads
 

@@ -17,99 +17,21 @@ the next build. PROTODUMP_PURE=1 turns the compiled modules off.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
+import importlib
 import os
 import sys
 from pathlib import Path
 
-# the modules a Rutentoy/Iceball/Freeblox -V or summary run spends its per-frame time in (cProfile)
-HOT = (
-    "protodump.session",
-    "protodump.capture.clock", "protodump.capture.decode", "protodump.capture.link", "protodump.capture.network",
-    "protodump.capture.pcapfile", "protodump.capture.tcp_analysis",
-    "protodump.capture.layers.common", "protodump.capture.layers.eth", "protodump.capture.layers.frame",
-    "protodump.capture.layers.ip", "protodump.capture.layers.tcp", "protodump.capture.layers.tcp_info",
-    "protodump.engine.blocks_bits", "protodump.engine.blocks_cookies", "protodump.engine.context",
-    "protodump.engine.dispatch", "protodump.engine.fields", "protodump.engine.lifetime",
-    "protodump.engine.stream_protocol", "protodump.engine.streams", "protodump.engine.template",
-    "protodump.engine.tree",
-    "protodump.output.text",
-    "protodump.reassembly.tcp",
-)
+from .hot_path import HOT, CompiledFinder, cache_dir, compiled_path
+
 # Cython 3, compiling the modules as Python: annotations are documentation here, never C types
 DIRECTIVES = {"language_level": 3, "binding": True, "annotation_typing": False}
 
 
-def cache_dir() -> Path:
-    """This interpreter's directory of compiled modules (one per Python version and machine)."""
-    root = os.environ.get("PROTODUMP_COMPILED")
-    if root is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "protodump", "compiled")
-    return Path(root) / f"{sys.implementation.cache_tag}-{sys.platform}-{os.uname().machine}"
-
-
-def source_hash(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:20]
-
-
-def compiled_path(directory: Path, name: str, source: str) -> Path:
-    """Where the compiled form of module `name` built from `source` (a .py path) lives."""
-    return directory / f"{name}.{source_hash(source)}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
-
-
-class CompiledFinder(importlib.abc.MetaPathFinder):
-    """Finds a hot module's source as the other finders do, then its compiled form for that exact source."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-        self.loaded: list[str] = []
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in HOT:
-            return None
-        spec = None
-        for finder in sys.meta_path:
-            if finder is not self and hasattr(finder, "find_spec"):
-                spec = finder.find_spec(name, path, target)
-                if spec is not None:
-                    break
-        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-            return spec
-        try:
-            so = compiled_path(self.directory, name, spec.origin)
-        except OSError:
-            return spec
-        if not so.is_file():
-            return spec                 # not built, or built from another version of the source
-        self.loaded.append(name)
-        return importlib.util.spec_from_file_location(
-            name, so, loader=importlib.machinery.ExtensionFileLoader(name, str(so)),
-            submodule_search_locations=spec.submodule_search_locations)
-
-
-def install() -> CompiledFinder | None:
-    """Put the finder first on sys.meta_path when a cache exists (nothing is done, nothing is hashed, otherwise)."""
-    if os.environ.get("PROTODUMP_PURE"):
-        return None
-    directory = cache_dir()
-    if not directory.is_dir():
-        return None
-    for finder in sys.meta_path:
-        if isinstance(finder, CompiledFinder):
-            return finder
-    finder = CompiledFinder(directory)
-    sys.meta_path.insert(0, finder)
-    return finder
-
-
-def build(names=HOT, directory: Path | None = None, quiet: bool = True) -> list[str]:
+def build(names=HOT, directory: Path | None = None, quiet: bool = True, force: bool = False) -> list[str]:
     """Compile `names` (their current sources) into `directory` (default: cache_dir()); the compiled forms of
-    older sources of those modules are removed. Returns the names built. Raises ImportError without Cython 3.
+    older sources of those modules are removed; those already built from their current source are kept
+    (`force`: rebuilt). Returns the names built. Raises ImportError without Cython 3.
     Run it where no hot module was loaded compiled (PROTODUMP_PURE=1, as `main` does)."""
     import shutil
     import tempfile
@@ -125,7 +47,10 @@ def build(names=HOT, directory: Path | None = None, quiet: bool = True) -> list[
     sources = {}
     for name in names:
         spec = _source_spec(name)
-        sources[name] = spec.origin, bool(spec.submodule_search_locations)
+        if force or not compiled_path(directory, name, spec.origin).is_file():     # else up to date
+            sources[name] = spec.origin, bool(spec.submodule_search_locations)
+    if not sources:
+        return []
     with tempfile.TemporaryDirectory(prefix="protodump-compiled-") as tmp:
         tree = Path(tmp) / "src"
         exts = []
@@ -160,7 +85,7 @@ def _source_spec(name: str):
     path = importlib.import_module(parent).__path__ if parent else None
     for finder in finders:
         spec = finder.find_spec(name, path) if hasattr(finder, "find_spec") else None
-        if spec is not None:
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
             return spec
     raise ImportError(f"no source for {name}")
 
@@ -175,7 +100,7 @@ def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["build"]:
         if not os.environ.get("PROTODUMP_PURE"):
-            # Cython fails now and then on a module this process loaded compiled: build from a pure process
+            # built from a process that loaded none of them compiled
             import subprocess
             return subprocess.call([sys.executable, "-m", "protodump.compiled", *args],
                                    env={**os.environ, "PROTODUMP_PURE": "1"})
@@ -184,7 +109,7 @@ def main(argv=None) -> int:
         except ImportError as exc:
             print(f"protodump.compiled: not built: {exc}", file=sys.stderr)
             return 1
-        print(f"{len(built)} modules compiled into {cache_dir()}")
+        print(f"compiled hot path: {len(built)} modules compiled, {len(HOT) - len(built)} up to date, in {cache_dir()}")
         return 0
     if args[:1] == ["status"]:
         state = status()
