@@ -2,8 +2,8 @@
 compiled form was built from the very source beside it.
 
 The per-frame work (decode, TCP analysis, the game dissection, the -V and summary writers) is pure Python; Cython
-compiles those modules unchanged (no annotations read, no `cdef`), which takes about an eighth off a -V run and a
-fifth off a summary run. Nothing depends on it: without a build, or without Cython, protodump is the same
+compiles those modules unchanged (no annotations read, no `cdef`), which takes about a fifth off a -V run and more
+than a quarter off a summary run (tools/bench.py builds it when it can: --compiled). Nothing depends on it: without a build, or without Cython, protodump is the same
 pure-Python package, and the outputs are byte for byte the same either way (tests/test_compiled.py).
 
 The compiled modules never sit beside the sources (an editable install would import a stale `.so` instead of an
@@ -12,7 +12,7 @@ it), each named by its module and a hash of the source it was built from. At imp
 module's source and loads the compiled one only if its hash matches; an edited source is imported as Python until
 the next build. PROTODUMP_PURE=1 turns the compiled modules off.
 
-    python -m protodump.compiled build      # compile HOT into the cache (needs Cython >= 3 and a C compiler)
+    python -m protodump.compiled build      # compile HOT into the cache (pip install 'protodump[fast]', a C compiler)
     python -m protodump.compiled status     # which hot modules would load compiled
 """
 from __future__ import annotations
