@@ -3,6 +3,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .hot_path import install as _install_compiled
+
+_install_compiled()        # the optional compiled hot path (protodump/compiled.py), before any hot module loads
+
 __version__ = "0.1.0"
 __all__ = ["read", "live", "encode", "compile_filter", "FilterError", "EncodeError", "Packet", "Field", "protocol",
            "to_dataframe"]

@@ -305,6 +305,23 @@ def compile_package() -> None:
     compileall.compile_dir(str(ROOT), quiet=1, rx=re.compile(r"/(\.git|tests|tools|lua|captures|docs)/"))
 
 
+def compiled_hot_path(mode: str) -> str:
+    """Build (or check) the compiled hot path the timed protodump runs will load; says which path is timed."""
+    if mode == "no":
+        os.environ["PROTODUMP_PURE"] = "1"
+        return "protodump: pure Python (--compiled no)"
+    os.environ.pop("PROTODUMP_PURE", None)
+    env = {**os.environ, "PROTODUMP_PURE": "1"}
+    built = subprocess.run([sys.executable, "-m", "protodump.compiled", "build"], env=env, cwd=ROOT,
+                           capture_output=True, text=True)
+    if built.returncode:
+        if mode == "yes":
+            raise SystemExit(f"--compiled yes: {(built.stderr or built.stdout).strip()[-400:]}")
+        why = (built.stderr.strip().splitlines() or ["build failed"])[-1]
+        return f"protodump: pure Python (no compiled hot path: {why})"
+    return "protodump: " + built.stdout.strip()
+
+
 def protodump_cmd() -> list[str]:
     """The console script beside this interpreter (not a pyenv shim: its start-up would be timed too)."""
     exe = Path(sys.executable).parent / "protodump"
@@ -508,8 +525,12 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", default="", help="with --big: tools not to run (tshark+lua, tshark)")
     ap.add_argument("--jobs", type=int, metavar="N", help="-j 1 against -j 2 in every mode, on N frames of many "
                     "conversations and N of one conversation (--only: a subset of the modes)")
+    ap.add_argument("--compiled", choices=("auto", "yes", "no"), default="auto",
+                    help="protodump's optional compiled hot path (protodump/compiled.py): auto builds it when "
+                         "Cython >= 3 is installed, no times the pure-Python modules (PROTODUMP_PURE=1)")
     args = ap.parse_args(argv)
     compile_package()
+    print(compiled_hot_path(args.compiled))
     if args.jobs:
         return jobs(args)
     if args.big:
