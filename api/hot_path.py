@@ -76,8 +76,30 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
             return spec                 # not built, or built from another version of the source
         self.loaded.append(name)
         return importlib.util.spec_from_file_location(
-            name, so, loader=importlib.machinery.ExtensionFileLoader(name, str(so)),
+            name, so, loader=CompiledOrSource(name, str(so), spec.loader),
             submodule_search_locations=spec.submodule_search_locations)
+
+
+class CompiledOrSource(importlib.machinery.ExtensionFileLoader):
+    """Loads the compiled module; one that cannot load (a corrupt or foreign .so) loads from its source instead."""
+
+    def __init__(self, name: str, path: str, source_loader):
+        super().__init__(name, path)
+        self.source_loader = source_loader
+        self.failed = False
+
+    def create_module(self, spec):
+        try:
+            return super().create_module(spec)
+        except (ImportError, OSError):
+            self.failed = True
+            return None                 # the default module object, filled from the source below
+
+    def exec_module(self, module):
+        if not self.failed:
+            return super().exec_module(module)
+        module.__file__ = self.source_loader.path
+        return self.source_loader.exec_module(module)
 
 
 def install() -> CompiledFinder | None:

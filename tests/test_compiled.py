@@ -52,6 +52,23 @@ def test_name_follows_the_source(tmp_path):
     assert hot_path.compiled_path(tmp_path, "m", str(src)) == first
 
 
+def test_broken_build_loads_the_source(tmp_path):
+    """A compiled file that cannot load (corrupt, or built for another machine) falls back to the module's source."""
+    pkg = tmp_path / "src"
+    pkg.mkdir()
+    (pkg / "probe_hot.py").write_text("def answer():\n    return 'source'\n")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PROTODUMP_COMPILED": str(cache), "PYTHONPATH": str(pkg)}
+    env.pop("PROTODUMP_PURE", None)
+    prelude = "from protodump import hot_path; hot_path.HOT = hot_path.HOT + ('probe_hot',); "
+    where = _run(prelude + "print(hot_path.cache_dir())", env, tmp_path).strip()
+    Path(where).mkdir(parents=True)
+    hot_path.compiled_path(Path(where), "probe_hot", str(pkg / "probe_hot.py")).write_bytes(b"\x7fELF garbage")
+    load = prelude + ("f = hot_path.install(); import probe_hot; "
+                      "print(probe_hot.answer(), probe_hot.__file__.endswith('.py'), f.loaded)")
+    assert _run(load, env, tmp_path).split() == ["source", "True", "['probe_hot']"]
+
+
 @needs_cython
 def test_stale_build_is_never_loaded(tmp_path):
     """A module built, then edited: the edited source is imported, not the build of the old one."""
