@@ -15,19 +15,25 @@ from protodump import compiled, hot_path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _cython3() -> bool:
+def _builder() -> str | None:
+    """A Python that can build: this one with Cython 3, or the venv tools/test.sh makes for it
+    (PROTODUMP_CYTHON_PYTHON; pyenet's metadata keeps Cython 3 out of the test interpreter itself)."""
+    other = os.environ.get("PROTODUMP_CYTHON_PYTHON")
+    if other and Path(other).exists():
+        return other
     try:
         import Cython
     except ImportError:
-        return False
-    return int(Cython.__version__.split(".")[0]) >= 3
+        return None
+    return sys.executable if int(Cython.__version__.split(".")[0]) >= 3 else None
 
 
-needs_cython = pytest.mark.skipif(not _cython3(), reason="Cython >= 3 not installed (the pure-Python path is used)")
+BUILDER = _builder()
+needs_cython = pytest.mark.skipif(BUILDER is None, reason="Cython >= 3 not installed (the pure-Python path is used)")
 
 
-def _run(code: str, env: dict, cwd: Path) -> str:
-    return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
+def _run(code: str, env: dict, cwd: Path, python: str = sys.executable) -> str:
+    return subprocess.run([python, "-c", code], env=env, cwd=cwd, capture_output=True, text=True,
                           check=True).stdout
 
 
@@ -79,7 +85,7 @@ def test_stale_build_is_never_loaded(tmp_path):
            "PROTODUMP_PURE": "1"}
     prelude = ("import sys; from protodump import compiled, hot_path; "
                "hot_path.HOT = compiled.HOT = hot_path.HOT + ('probe_hot',); ")
-    _run(prelude + "compiled.build(['probe_hot'])", env, tmp_path)
+    _run(prelude + "compiled.build(['probe_hot'])", env, tmp_path, BUILDER)
     env.pop("PROTODUMP_PURE")
     load = prelude + ("hot_path.install(); import probe_hot; "
                       "print(probe_hot.answer(), probe_hot.__file__.endswith('.py'))")
@@ -94,7 +100,7 @@ def test_compiled_output_is_identical(tmp_path):
     cache = tmp_path / "cache"
     names = ["protodump.capture.layers.common", "protodump.capture.clock"]
     pure = {**os.environ, "PROTODUMP_PURE": "1", "PROTODUMP_COMPILED": str(cache)}
-    _run(f"from protodump import compiled; compiled.build({names!r})", pure, ROOT)
+    _run(f"from protodump import compiled; compiled.build({names!r})", pure, ROOT, BUILDER)
     fast = {k: v for k, v in pure.items() if k != "PROTODUMP_PURE"}
     state = _run("from protodump import compiled; print(sorted(n for n, ok in compiled.status().items() if ok))",
                  fast, ROOT)

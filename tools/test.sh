@@ -46,5 +46,14 @@ if [ "$ROOTFS" != none ] && [ "$(id -u)" = 0 ] && [ ! -x "$ROOTFS/usr/bin/tshark
   fi
 fi
 [ "$ROOTFS" = none ] || export PROTODUMP_WIRESHARK_ROOT="$ROOTFS"
+# The optional compiled hot path (python -m protodump.compiled build) needs Cython >= 3, which pyenet's metadata
+# refuses in this interpreter: a venv of its own that sees this interpreter's packages builds it in
+# tests/test_compiled.py. Without the network it is not made, and those tests skip.
+CYVENV="${PROTODUMP_CYTHON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/protodump-cython}"
+if [ ! -x "$CYVENV/bin/cython" ]; then
+  { python3 -m venv --system-site-packages "$CYVENV" && PIP_ROOT_USER_ACTION=ignore "$CYVENV/bin/python" -m pip \
+      install -q 'cython>=3'; } >/dev/null 2>&1 || echo "tools/test.sh: no Cython 3 venv: compiled-path tests skip" >&2
+fi
+if [ -x "$CYVENV/bin/cython" ]; then export PROTODUMP_CYTHON_PYTHON="$CYVENV/bin/python"; fi
 PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q -e '.[test,dask]'     # dask: pandas, pyarrow and dask.distributed too
 python3 -m pytest -q "$@"
