@@ -103,24 +103,13 @@ class Decoded:
                 tlen = struct.unpack_from("!H", self.frame.data, span[1] + 2)[0]
                 hl = (self.frame.data[span[1]] & 15) * 4
                 return f"Bogus IP length ({tlen}, less than header length {hl})"
-        if self.transport == "tcp" and self.flags is not None:
-            return (_TCP_INFO or _tcp_info())(self)
-        if self.spans and self.spans[-1][0] == "udp" and self.spans[-1][-1] == "cut":    # (network.udp)
-            span = self.spans[-1]
-            ulen = f" Len={struct.unpack_from('!H', self.frame.data, span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
-            return f"{self.sport} → {self.dport}{ulen}[Packet size limited during capture]"
-        if self.transport == "tcp":            # a header the snap length cut before its flags: the ports
-            return f"{self.sport} → {self.dport}[Packet size limited during capture]"
-        if self.transport == "udp":
-            bad = next((p.message for _, p in self.problems if p.abbrev == "udp.length.bad"), None)
-            if bad is not None:             # tshark: the claimed length, and the note in capitals
-                ulen = struct.unpack_from("!H", self.frame.data, self.payload_offset - 4)[0]
-                claim = bad.split("value ", 1)[-1].upper()
-                tail = f" Len={ulen - 8}" if " > " in bad else ""
-                return f"{self.sport} → {self.dport} [BAD UDP LENGTH {claim}]{tail}"
-            zero = any(p.abbrev == "udp.checksum.zero" for _, p in self.problems)
-            illegal = " [ILLEGAL CHECKSUM (0)]" if zero else ""
-            return f"{self.sport} → {self.dport} Len={len(self.payload) + self.cut}{illegal}"
+        if self.transport == "tcp":
+            if self.flags is not None:
+                return (_TCP_INFO or _tcp_info())(self)
+            from .layers.tcp_info import cut_header_info        # (rare: the snap length cut the header short)
+            return cut_header_info(self)
+        if self.transport == "udp" or self.spans and self.spans[-1][0] == "udp" and self.spans[-1][-1] == "cut":
+            return (_UDP_INFO or _udp_info())(self)
         if self.transport == "sctp":
             from .sctp import info
             return info(self)
@@ -238,6 +227,16 @@ def _tcp_info():
     global _TCP_INFO
     from .layers.tcp_info import info
     _TCP_INFO = info
+    return info
+
+
+_UDP_INFO = None   # capture.layers.udp.info, the same way
+
+
+def _udp_info():
+    global _UDP_INFO
+    from .layers.udp import info
+    _UDP_INFO = info
     return info
 
 

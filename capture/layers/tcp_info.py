@@ -28,6 +28,11 @@ def info_prefix(d) -> str:
                    if not (spurious and kind == "retransmission"))
 
 
+def cut_header_info(d) -> str:
+    """A header the snap length cut before its flags: the ports, and tshark's note."""
+    return f"{d.sport} \u2192 {d.dport}[Packet size limited during capture]"
+
+
 def info(d) -> str:
     """TCP's own Info column: ports, flags, relative Seq/Ack, window, length, the options tshark lists."""
     fl, t = d.flags or 0, getattr(d, "tcp", None)

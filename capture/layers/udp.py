@@ -8,6 +8,27 @@ from .. import fields as f
 from .common import frozen, full, ns_text, proto_item
 
 
+def info(d) -> str:
+    """UDP's Info column: the ports and length, with tshark's notes for a bad length, a zero checksum, and a
+    header the snap length cut short."""
+    head = f"{d.sport} \u2192 {d.dport}"
+    span = d.spans[-1] if d.spans else None
+    if span is not None and span[0] == "udp" and span[-1] == "cut":         # (network.udp)
+        ulen = f" Len={struct.unpack_from('!H', d.frame.data, span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
+        return f"{head}{ulen}[Packet size limited during capture]"
+    problems = d.problems
+    if problems:
+        bad = next((p.message for _, p in problems if p.abbrev == "udp.length.bad"), None)
+        if bad is not None:             # tshark: the claimed length, and the note in capitals
+            ulen = struct.unpack_from("!H", d.frame.data, d.payload_offset - 4)[0]
+            claim = bad.split("value ", 1)[-1].upper()
+            tail = f" Len={ulen - 8}" if " > " in bad else ""
+            return f"{head} [BAD UDP LENGTH {claim}]{tail}"
+        if any(p.abbrev == "udp.checksum.zero" for _, p in problems):
+            return f"{head} Len={len(d.payload) + d.cut} [ILLEGAL CHECKSUM (0)]"
+    return f"{head} Len={len(d.payload) + d.cut}"
+
+
 def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
     if cut is not None:
         return _cut_layer(data, off, length)
