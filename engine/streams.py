@@ -149,7 +149,7 @@ class Streams:
         if proto is not None and d.payload and not made and not _resent(d):
             if getattr(proto, "lua", True) is not False:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
-                stack.tries.append((len(stack.layers), d.payload_offset, [proto.name]))   # its call (-T pdml)
+                stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
             else:
                 d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
 

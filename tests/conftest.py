@@ -307,7 +307,7 @@ def tshark_divergent(layers) -> bool:
     def keys(obj):
         for k, v in obj:
             yield k
-            if isinstance(v, list):
+            if isinstance(v, list) and all(isinstance(x, tuple) for x in v):    # an object, not a _raw array
                 yield from keys(v)
     return any(k == "websocket.fragments" for k, _ in layers) or \
         any(k == "websocket.fragments" for layer in layers_of(layers, "websocket") for k in keys(layer))
