@@ -266,6 +266,8 @@ class JsonFormWriter:
     """A JSON array of packets, each rendered by `render(packet, first_ns)` (first_ns: the capture's first frame
     time, for the _ws.col.Time column)."""
 
+    lua_fakes = True       # shows wslua's fake items (a -j worker marks them: output/lua_fakes.py)
+
     def __init__(self, out, render):
         self.out, self.render, self.first = out, render, True
         self.first_ns: int | None = None

@@ -242,6 +242,8 @@ def _head(day: int) -> str:
 class JsonWriter:
     """Streams packets as one JSON array, one packet at a time (constant memory)."""
 
+    lua_fakes = True       # shows wslua's fake items (a -j worker marks them: output/lua_fakes.py)
+
     def __init__(self, out):
         self.out, self.first = out, True
 
