@@ -63,7 +63,9 @@ class Merger:
         self.chunks = [None] * k_n          # per worker: the chunk being read (times, head, blob, ends: Inbox)
         self.pos = [0] * k_n                # ... and the next frame in it
         self.fakes = [{}] * k_n             # ... and its frames' heuristic lookups: {index: (lookups, runs)}
+        self.marked = [None] * k_n          # ... their indexes not yet merged, the next one last
         self.replay = None                  # the heuristic lists' order at each frame (output/lua_fakes.py)
+        self.patched = 0                    # frames whose fake items were counted again
         ends = [None] * k_n                 # per worker: its end message
         if self.sends_frames:
             if self.filtering or run.source.dump is not None or run.quiet:
@@ -85,6 +87,7 @@ class Merger:
             print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, planned {self.planned_cpu:.3f} s, "
                   f"parent {time.process_time():.3f} s, workers {' '.join(f'{e[3]:.3f}' for e in ends)} s",
                   file=sys.stderr)
+            print(f"protodump: -j {len(self.inboxes)}: {self.patched} frames' fake items recounted", file=sys.stderr)
         self._finish([e[2] for e in ends])
 
     def _chunk(self, k: int):
@@ -96,6 +99,7 @@ class Merger:
             marks.update((i, (found, runs)) for i, found, runs in msg[1])
             msg = self._receive(k)
         self.fakes[k] = marks
+        self.marked[k] = sorted(marks, reverse=True) if marks else None     # (popped from the end, in order)
         if msg[0] != FRAMES:
             raise WorkerDied(f"{self._shard(k)} ended early")
         chunk = self.chunks[k] = msg[1:]
@@ -129,8 +133,10 @@ class Merger:
                     take -= 1
                     count -= 1
                     pos[k] += 1
-                if take and self.fakes[k]:      # frames whose fake items one process would count otherwise
-                    for at in sorted(j for j in self.fakes[k] if i <= j < i + take):
+                marked = self.marked[k]
+                while take and marked and marked[-1] < i + take:     # frames with heuristic lookups
+                    at = marked.pop()
+                    if at >= i:
                         fixes = self._fixes(k, at)
                         if fixes:
                             self._pass(k, ends[at] - ends[i])
@@ -153,7 +159,9 @@ class Merger:
         if self.replay is None:
             from .output.lua_fakes import Replay
             self.replay = Replay(self.run.dispatcher)
-        return self.replay.fix(*found)
+        fixes = self.replay.fix(*found)
+        self.patched += bool(fixes)
+        return fixes
 
     def _fixed(self, k: int, i: int, text, shift: int = 0):
         """Frame i's text with its fake items counted as one process would (shift: where the frame starts)."""
@@ -216,12 +224,12 @@ class Merger:
                     text = self._fixed(k, i, head, len(head) - (ends[i + 1] - ends[i])) if first \
                         else self._fixed(k, i, blob[ends[i]:ends[i + 1]])
                     first = False
-                else:
-                    self._fixes(k, i)
                     if filtering:
                         text = _patch(bytes(text), ts - prev_shown if prev_shown is not None else 0)
                         prev_shown = ts
                     out.add(text)
+                else:
+                    self._fixes(k, i)
                 if dump is not None:
                     run.source.passed(_Passed(frame), sys.stdout)
         finally:

@@ -45,27 +45,36 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
     of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the layer made
     next (or, when none was, before the data layer of the payload nobody took, else at the end); the
     postdissector's at 0, last. marks: a lookup's run starts with its Mark (see the module docstring)."""
-    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
+    games, tries = packet.games, packet.tries
+    if not games and not tries:            # (most frames of a capture: only the postdissector's call)
+        return [(layer, ()) for layer in packet.layers()] + [_END]
+    # layers by identity (a game layer is the same object in packet.games, packet.layers() and packet.tries; never
+    # `layer.item`, which would build a standard layer's template items)
+    calls = {id(layer) for layer in games if layer.listed and layer.proto in LUA_PROTOCOLS}
     tried: dict[int, list] = {}
     event = 0
-    for layer, at, names, heard in packet.tries or ():
-        run = tried.setdefault(id(layer.item) if layer is not None else 0, [])
+    for layer, at, names, heard in tries or ():
+        run = tried.setdefault(id(layer) if layer is not None else 0, [])
         if marks and heard is not None:
             run.append(Mark(event, at))
             event += 1
         run.extend([at] * len(names))
     out = []
     for layer in packet.layers():
-        top = layer.item
-        fakes = list(tried.pop(id(top), ()) or (tried.pop(0, ()) if layer.proto == "data" else ()))
-        if id(top) in calls:       # a layer in a reassembled buffer was called on the segment's payload (the
+        key = id(layer)
+        fakes = tried.pop(key, None) or (tried.pop(0, None) if layer.proto == "data" else None)
+        if key in calls:           # a layer in a reassembled buffer was called on the segment's payload (the
             # plugin reassembles inside the call); not freeblox: websocket calls it on a buffer of its own
+            top = layer.item
             over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
                 and layer.proto in TCP_CALLED
-            fakes.append(packet.decoded.payload_offset if over_tcp else top.offset)
-        out.append((layer, fakes))
+            fakes = (fakes or []) + [packet.decoded.payload_offset if over_tcp else top.offset]
+        out.append((layer, fakes or ()))
     out.append((None, [at for ats in tried.values() for at in ats] + [0]))
     return out
+
+
+_END = (None, (0,))
 
 
 # --- -j: the worker's side ----------------------------------------------------------------------------------------
