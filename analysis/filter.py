@@ -18,7 +18,7 @@ from .filter_functions import Call, call_getter
 from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
 from .filter_parse import Arith, Field, Literal, parse
-from .filter_values import Negative, converter, item_bytes, literal, raw_bytes, slicer, type_name
+from .filter_values import Negative, converter, ft_name, item_bytes, literal, raw_bytes, slicer, type_name
 
 __all__ = ["FilterError", "DisplayFilter", "compile_filter"]
 
@@ -163,7 +163,7 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
     if node.op == "neg":            # tshark 4.0 cannot negate an unsigned value: it compares as no number
         get, kind, spec = _getter(node.left)
         if kind != "int":
-            raise FilterError(f"FT_{spec.ftype.upper()} cannot -.", node.left.pos, node.left.length)
+            raise FilterError(f"{ft_name(spec)} cannot -.", node.left.pos, node.left.length)
         if spec.ftype.startswith("u"):
             return (lambda p, ix: [Negative(-v & 0xFFFFFFFFFFFFFFFF) for v in get(p, ix)]), kind, spec
         return (lambda p, ix: [-v for v in get(p, ix)]), kind, spec
@@ -176,7 +176,7 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
     else:
         lget, lkind, lspec = _getter(node.left)
     if lkind != "int":
-        raise FilterError(f"FT_{lspec.ftype.upper()} cannot {node.op}.", node.left.pos, node.left.length)
+        raise FilterError(f"{ft_name(lspec)} cannot {node.op}.", node.left.pos, node.left.length)
     if isinstance(node.right, Literal) and node.right.kind != "WORD":
         raise FilterError(f'{_quoted(node.right)} is not a valid arithmetic operand.', node.right.pos,
                           node.right.length)

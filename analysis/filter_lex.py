@@ -11,9 +11,10 @@ from dataclasses import dataclass
 class FilterError(ValueError):
     """A filter that cannot be compiled: a message and the position (and length) of the culprit in the text."""
 
-    def __init__(self, message: str, position: int | None = None, length: int = 1):
+    def __init__(self, message: str, position: int | None = None, length: int = 1, echo: str = ""):
         super().__init__(message)
         self.message, self.position, self.length = message, position, max(length, 1)
+        self.echo = echo        # what tshark's scanner echoes to stdout before the error (flex's default rule)
 
     def caret(self, text: str) -> str:
         """The filter, and under it a caret (and tildes) at the culprit, as tshark prints them."""
@@ -100,8 +101,8 @@ def _string(text: str, start: int) -> tuple[str, int]:
             out.append(c)
             i += 1
             continue
-        if i + 1 >= n:
-            break
+        if i + 1 >= n:          # a backslash last: tshark 4.0 points at it, and its scanner echoes it
+            raise FilterError("The final quote was missing from a quoted string.", i, echo="\\")
         e = text[i + 1]
         if e in "xuU":
             width = {"x": 2, "u": 4, "U": 8}[e]
@@ -132,6 +133,8 @@ def _raw_string(text: str, start: int) -> tuple[str, int]:
     i, n = start + 2, len(text)
     while i < n:
         if text[i] == "\\":
+            if i + 1 == n:      # a backslash last: tshark 4.0 points at it, and its scanner echoes it
+                raise FilterError("The final quote was missing from a quoted string.", i, echo="\\")
             i += 2
         elif text[i] == '"':
             return text[start + 2:i], i + 1

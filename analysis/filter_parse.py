@@ -213,14 +213,14 @@ class Parser:
         else:
             self.next()
         end = self.tokens[self.i - 1]
+        if tok.text not in FUNCTIONS:
+            raise FilterError(f"Function '{tok.text}' does not exist", tok.pos, tok.length)
         return Call(tok.text, tuple(args), tok.pos, end.pos + end.length - tok.pos)
 
     def is_call(self, tok: Token) -> bool:
-        if tok.kind != "WORD" or self.tokens[self.i + 1].kind != "(":
-            return False
-        if tok.text not in FUNCTIONS:
-            raise FilterError(f"Function '{tok.text}' does not exist", tok.pos, tok.length)
-        return True
+        """A WORD before "(" is a call (tshark 4.0: whatever the word; an unknown function is refused once the
+        call has parsed, so a syntax error inside it comes first: `{foo (}`)."""
+        return tok.kind == "WORD" and self.tokens[self.i + 1].kind == "("
 
     def field(self, tok: Token) -> Field:
         """A field at the left of a test: it must name a known field or protocol (or be a function call)."""

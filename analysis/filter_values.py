@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 
-from .filter_fields import Spec
+from .filter_fields import NUMERIC_TEXT, Spec
 from .filter_lex import FilterError
 from .filter_parse import Literal
 
@@ -18,6 +18,22 @@ HEX = frozenset("0123456789abcdefABCDEF")
 TYPE_NAMES = {"float": "Floating point (single-precision)", "double": "Floating point (double-precision)",
               "string": "Character string", "bytes": "Sequence of bytes", "bool": "Boolean", "none": "Label",
               "protocol": "Protocol", "ipv4": "IPv4 address", "ipv6": "IPv6 address", "ether": "Ethernet or other MAC address"}
+
+
+# tshark's enum ftenum names (its arithmetic errors: "FT_IPv4 cannot +."), where protodump keeps a simpler type:
+# addresses and times as their text
+FT_NAMES = {"ipv4": "FT_IPv4", "ipv6": "FT_IPv6", "ether": "FT_ETHER", "bool": "FT_BOOLEAN"}
+ABSOLUTE_TIMES = frozenset(("frame.time", "frame.time_utc"))
+
+
+def ft_name(spec: Spec) -> str:
+    if spec.kind in FT_NAMES:
+        return FT_NAMES[spec.kind]
+    if spec.abbrev in NUMERIC_TEXT:
+        return "FT_RELATIVE_TIME"
+    if spec.abbrev in ABSOLUTE_TIMES:
+        return "FT_ABSOLUTE_TIME"
+    return FT_NAMES.get(spec.ftype) or f"FT_{spec.ftype.upper()}"
 
 
 def type_name(spec: Spec) -> str:

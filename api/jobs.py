@@ -33,7 +33,8 @@ Statistics are each worker's tap state, merged as for --dask (shards.merge_taps)
 (reassembly/budget.py) are shared: each worker holds 1/N. Whatever cannot be cut this way runs in one process,
 silently: -2, live capture, standard input, capture sets, follow and other statistics that do not merge,
 --export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself, `-T ek` and `-T pdml`
-(the plugin's fake items follow the heuristic lists' order, which every earlier frame moves), and a capture of one
+(the plugin's fake items follow the heuristic lists' order, which every earlier frame moves; the JSON forms' fake
+items are recounted by the parent from the workers' lookups: output/lua_fakes.py), and a capture of one
 conversation (nothing to share out).
 
 Standard library only (multiprocessing with fork: the workers inherit the parsed options, filter and taps).

@@ -10,7 +10,7 @@ import sys
 import time
 
 from .capture.files import open_capture
-from .jobs_pipes import CHUNK_BYTES, END, ERROR, FRAMES, read_exact, send_all
+from .jobs_pipes import CHUNK_BYTES, END, ERROR, FAKES, FRAMES, read_exact, send_all
 from .planned import MARKER_NS
 from .shards import NO_TIME
 
@@ -62,6 +62,10 @@ class Merger:
         k_n = len(self.inboxes)
         self.chunks = [None] * k_n          # per worker: the chunk being read (times, head, blob, ends: Inbox)
         self.pos = [0] * k_n                # ... and the next frame in it
+        self.fakes = [{}] * k_n             # ... and its frames' heuristic lookups: {index: (lookups, runs)}
+        self.marked = [None] * k_n          # ... their indexes not yet merged, the next one last
+        self.replay = None                  # the heuristic lists' order at each frame (output/lua_fakes.py)
+        self.patched = 0                    # frames whose fake items were counted again
         ends = [None] * k_n                 # per worker: its end message
         if self.sends_frames:
             if self.filtering or run.source.dump is not None or run.quiet:
@@ -83,12 +87,19 @@ class Merger:
             print(f"protodump: -j cpu: before the workers {self.forked_cpu:.3f} s, planned {self.planned_cpu:.3f} s, "
                   f"parent {time.process_time():.3f} s, workers {' '.join(f'{e[3]:.3f}' for e in ends)} s",
                   file=sys.stderr)
+            print(f"protodump: -j {len(self.inboxes)}: {self.patched} frames' fake items recounted", file=sys.stderr)
         self._finish([e[2] for e in ends])
 
     def _chunk(self, k: int):
         """Worker k's next chunk of frames (what is pending is written first: it may lie in k's buffer)."""
         self.out.flush()
         msg = self._receive(k)
+        marks = {}
+        while msg[0] == FAKES:
+            marks.update((i, (found, runs)) for i, found, runs in msg[1])
+            msg = self._receive(k)
+        self.fakes[k] = marks
+        self.marked[k] = sorted(marks, reverse=True) if marks else None     # (popped from the end, in order)
         if msg[0] != FRAMES:
             raise WorkerDied(f"{self._shard(k)} ended early")
         chunk = self.chunks[k] = msg[1:]
@@ -116,22 +127,56 @@ class Merger:
                 ends = chunk[3]
                 if first:               # the writer's first form of the first frame (the header with it)
                     first = False
-                    out.add(chunk[1])
+                    out.add(self._fixed(k, i, chunk[1], len(chunk[1]) - (ends[i + 1] - ends[i])))
                     self._pass(k, ends[i + 1] - ends[i], drop=True)
                     i += 1
                     take -= 1
                     count -= 1
                     pos[k] += 1
+                marked = self.marked[k]
+                while take and marked and marked[-1] < i + take:     # frames with heuristic lookups
+                    at = marked.pop()
+                    if at >= i:
+                        fixes = self._fixes(k, at)
+                        if fixes:
+                            self._pass(k, ends[at] - ends[i])
+                            self._pass(k, ends[at + 1] - ends[at], fixes=fixes)
+                            take -= at + 1 - i
+                            count -= at + 1 - i
+                            pos[k] += at + 1 - i
+                            i = at + 1
                 if take:
                     self._pass(k, ends[i + take] - ends[i])
                 pos[k] += take
                 count -= take
 
-    def _pass(self, k: int, n: int, drop: bool = False) -> None:
-        """The next n bytes of worker k's pipe to the output (drop: read and left out)."""
+    def _fixes(self, k: int, i: int) -> list:
+        """Frame i of worker k's chunk: its heuristic lookups replayed in frame order (every frame that has
+        some, in order), and its runs of fake items whose count differs from the worker's (lua_fakes.Replay.fix)."""
+        found = self.fakes[k].get(i)
+        if found is None:
+            return []
+        if self.replay is None:
+            from .output.lua_fakes import Replay
+            self.replay = Replay(self.run.dispatcher)
+        fixes = self.replay.fix(*found)
+        self.patched += bool(fixes)
+        return fixes
+
+    def _fixed(self, k: int, i: int, text, shift: int = 0):
+        """Frame i's text with its fake items counted as one process would (shift: where the frame starts)."""
+        fixes = self._fixes(k, i)
+        if not fixes:
+            return text
+        from .output.lua_fakes import patch
+        return patch(bytes(text), fixes, shift)
+
+    def _pass(self, k: int, n: int, drop: bool = False, fixes=None) -> None:
+        """The next n bytes of worker k's pipe to the output (drop: read and left out; fixes: a frame's runs of
+        fake items to patch, lua_fakes.patch)."""
         fd, out = self.inboxes[k].fd, self.out
         try:
-            if self.splicing and not drop and n:
+            if self.splicing and not drop and n and not fixes:
                 out.flush()
                 try:
                     while n:
@@ -147,6 +192,9 @@ class Merger:
             data = read_exact(fd, n)
         except EOFError:
             self._dead(k)
+        if fixes:
+            from .output.lua_fakes import patch
+            data = patch(data, fixes)
         if not drop:
             out.add(data)
 
@@ -169,15 +217,19 @@ class Merger:
                 pos[k] = i + 1
                 frame = next(frame_iter) if frame_iter is not None else None
                 ts = times[i]
-                if ts == NO_TIME:              # not displayed
+                if ts == NO_TIME:              # not displayed (its heuristic lookups still count)
+                    self._fixes(k, i)
                     continue
                 if not quiet:
-                    text = head if first else blob[ends[i]:ends[i + 1]]
+                    text = self._fixed(k, i, head, len(head) - (ends[i + 1] - ends[i])) if first \
+                        else self._fixed(k, i, blob[ends[i]:ends[i + 1]])
                     first = False
                     if filtering:
                         text = _patch(bytes(text), ts - prev_shown if prev_shown is not None else 0)
                         prev_shown = ts
                     out.add(text)
+                else:
+                    self._fixes(k, i)
                 if dump is not None:
                     run.source.passed(_Passed(frame), sys.stdout)
         finally:

@@ -24,7 +24,8 @@ PIPE_BYTES = 256 << 10         # (a chunk in one write)
 # parent reads it into a buffer of its own per worker, reused from chunk to chunk, and writes slices of it: no
 # pickling, no copy but the pipe's. The end (trailer, statistics) and a failure are pickled (END, ERROR).
 
-FRAMES, END, ERROR = 1, 2, 3
+FRAMES, END, ERROR, FAKES = 1, 2, 3, 4     # FAKES (pickled): the heuristic lookups of the next chunk's frames
+                                         # (output/lua_fakes.py), sent before it when it has any
 HEAD = struct.Struct("<qqqq")
 SIZE = struct.Struct("<q")              # the length of a chunk of the plan (0: the end of the plan)
 

@@ -10,7 +10,7 @@ import time
 from array import array
 from typing import TYPE_CHECKING
 
-from .jobs_pipes import CHUNK_BYTES, CHUNK_FRAMES, END, ERROR, FRAMES, Sender, plan_chunks
+from .jobs_pipes import CHUNK_BYTES, CHUNK_FRAMES, END, ERROR, FAKES, FRAMES, Sender, plan_chunks
 from .planned import planned_frames, planned_tables
 from .shards import NO_TIME
 
@@ -82,6 +82,11 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
     size = 0
     head = b""
     wrote = False
+    from .output import lua_fakes
+    # the output shows wslua's fake items: each frame's heuristic lookups go to the parent, which counts them in
+    # frame order and patches a frame where this worker's count differs (output/lua_fakes.py)
+    marking = lua_fakes.MARKING = bool(getattr(writer, "lua_fakes", False))
+    fakes: list = []             # (frame's index in the chunk, its lookups, its runs' places)
     for packet in packets_from_frames(frames, dispatcher=run.dispatcher, tables=tables):
         _FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):
@@ -91,7 +96,10 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
         shown = shows is None or shows(packet)
         if not records:
             continue
+        found = lua_fakes.lookups(packet) if marking and packet.tries else None
         if not shown:
+            if found:
+                fakes.append((len(times), found, ()))
             times.append(hidden)
             ends.append(size)
             continue
@@ -101,16 +109,28 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
                 wrote = True
                 writer.write(packet)
                 head = take().encode(encoding, errors)
+                if found:
+                    head = lua_fakes.unmark(head)[0]
             writer.write(packet)
             data = join(parts).encode(encoding, errors)
             parts.clear()
+            if found:
+                data, runs = lua_fakes.unmark(data)
+                fakes.append((len(times) - 1, found, runs))
             pieces.append(data)
             size += len(data)
+        elif found:
+            fakes.append((len(times) - 1, found, ()))
         ends.append(size)
         if size >= CHUNK_BYTES or len(times) >= CHUNK_FRAMES:
+            if fakes:
+                sender.put((FAKES, fakes))
+                fakes = []
             sender.put((FRAMES, ends, times, head, pieces))
             ends, times, pieces, size, head = array("q", (0,)), array("q"), [], 0, b""
     if times:
+        if fakes:
+            sender.put((FAKES, fakes))
         sender.put((FRAMES, ends, times, head, pieces))
     writer.close()
     trailer = text.take().encode(encoding, errors)

@@ -169,7 +169,7 @@ class Packet:
 
     def to_json(self) -> str:
         """This packet as one element of `tshark -T json` (text: duplicate keys kept, as tshark writes them)."""
-        return json_out.packet_text(self._p)
+        return json_out.packet_text(self._p, fakes=False)
 
     def to_dict(self) -> dict:
         """tshark's JSON shape as a dict: {"_index", "_type", "_score", "_source": {"layers": {...}}}. A key that

@@ -29,6 +29,8 @@ def compile_or_exit(text: str | None) -> DisplayFilter | None:
             click.echo(caret, err=True)
         if is_capture_filter(text):
             click.echo(CAPTURE_FILTER_NOTE, err=True)
+        if exc.echo:                 # (tshark's stdout, flushed at its exit)
+            click.echo(exc.echo, nl=False)
         sys.exit(2)
 
 

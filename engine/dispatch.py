@@ -74,7 +74,8 @@ class Packet:
         self.demand = demand          # engine.demand.Demand: index() holds only the layers it reads
         # calls of the plugin that made no layer: its heuristics tried before the one that took a payload, or in
         # vain, and a stream dissector that kept a segment's bytes: (the game layer made next or None, offset of
-        # the payload in its data source, their names); -T pdml shows each call (wslua's fake item)
+        # the payload in its data source, their names, and for a heuristic list's lookup (list, winner or None,
+        # calls) else None); -T pdml, ek and json show each call (wslua's fake item: output/lua_fakes.py)
         self.tries = None
         # how many layers at the end of `games` the plugin's postdissector shows (Stack.run_late): wslua's fake
         # item of that call comes before the first of them, not last
@@ -207,16 +208,18 @@ class Stack:
         self.now = 0.0                   # the frame's capture time (seconds)
         self.dropped = False             # this frame's pair was freed while it was being dissected (state budget)
         self.notes: list = []            # (protocol name, note) for the first layer of that protocol
-        self.tries: list[tuple[int, int, list[str]]] = []   # (layers made before, payload offset, Lua heuristics)
+        # (layers made before, payload offset, Lua calls that made no layer, the heuristic list's lookup or None)
+        self.tries: list[tuple[int, int, list[str], tuple | None]] = []
         self.late: list[tuple] = []      # hand-offs kept for the end of the frame (Ctx.handoff(late=True))
         self.silent: list[tuple[int, str]] = []   # (layers made before, protocol) called that showed nothing
 
     def lookup(self, table: str, keys, payload: bytes, offset: int):
         """Dispatcher.lookup, noting the Lua heuristics it tried in vain on the payload at `offset`."""
-        tried: list[str] = []
+        tried: list = []
         proto = self.dispatcher.lookup(table, keys, payload, self.conversation, tried)
-        if tried:
-            self.tries.append((len(self.layers), offset, tried))
+        if tried:                   # the heuristic list was tried: its Lua calls, and what -j replays
+            name, won, vain = tried[0]
+            self.tries.append((len(self.layers), offset, vain, (name, won, len(vain))))
         return proto
 
     @property
@@ -291,7 +294,7 @@ class Stack:
         proto = self.lookup(table, keys, data[start:end], start)
         if proto is not None:
             self.silent.append((len(self.layers), proto.name))
-            self.tries.append((len(self.layers), 0, [proto.name]))     # its call (-T pdml's _ws.lua.fake)
+            self.tries.append((len(self.layers), 0, [proto.name], None))     # its call (wslua's _ws.lua.fake)
         return None if proto is None else proto.name
 
     def run_late(self) -> None:
@@ -309,11 +312,16 @@ class Stack:
         before = len(self.layers)
         if self.late:
             self.run_late()
-        packet = self._packet()
+        packet = self.with_tries(self._packet())
         packet.postdissected = len(self.layers) - before
+        return packet
+
+    def with_tries(self, packet: Packet) -> Packet:
+        """The packet, with the plugin calls that made no layer (Packet.tries)."""
         if self.tries:
             layers = self.layers
-            packet.tries = [(layers[i] if i < len(layers) else None, at, names) for i, at, names in self.tries]
+            packet.tries = [(layers[i] if i < len(layers) else None, at, names, heard)
+                            for i, at, names, heard in self.tries]
         return packet
 
     def _packet(self) -> Packet:
@@ -351,6 +359,18 @@ class Stack:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)
         return Packet(self.frame, d, self.layers, info, column, self.sources, demand)
+
+
+def settle(entries: list, won: int | None) -> list[str]:
+    """A heuristic list's entries were tried in order up to `won`, the one that took the payload (None: none
+    did): the names of the plugin's heuristics that ran in vain before it (wslua adds its fake item for each
+    call; Wireshark's own, emulated, add none), and the winner moves to the front of its list (packet.c). One
+    process's Dispatcher.lookup and the -j parent's replay of the workers' lookups (output/lua_fakes.py) both
+    go through here, so the two orders cannot drift apart."""
+    vain = [p.name for p, _ in entries[:won] if getattr(p, "lua", True) is not False]
+    if won:
+        entries.insert(0, entries.pop(won))
+    return vain
 
 
 class Dispatcher:
@@ -437,7 +457,9 @@ class Dispatcher:
     def lookup(self, table: str, keys, payload: bytes, conv_of=None, tried: list | None = None) -> Protocol | None:
         """The protocol for a payload: decode-as (table, key), then the table's registrations, then the
         heuristic list named by the table's first part ("udp.port" -> "udp"). A protocol whose heuristic decides
-        per connection (`heuristic_wants_conv`) is given its conversation dict: conv_of(proto) -> dict."""
+        per connection (`heuristic_wants_conv`) is given its conversation dict: conv_of(proto) -> dict. When the
+        heuristic list was tried, `tried` gets (its name, the protocol that took the payload or None, the names of
+        the plugin's heuristics that said no before: wslua adds a fake item for each call)."""
         decode_as = self.settings.decode_as
         if decode_as:
             for key in keys:
@@ -450,19 +472,23 @@ class Dispatcher:
                 p = registered.get(key)
                 if p is not None:
                     return p
-        entries = self.heuristic_lists.get(table.split(".")[0], ())
+        name = table.split(".")[0]
+        entries = self.heuristic_lists.get(name)
+        if not entries:
+            return None
+        won = None
         for i, (p, match) in enumerate(entries):
             if getattr(p, "heuristic_wants_conv", False) and conv_of is not None:
                 took = match(payload, conv_of(p))
             else:
                 took = match(payload)
             if took:
-                if i:      # packet.c: the heuristic that took a packet moves to the front of its list
-                    entries.insert(0, entries.pop(i))
-                return p
-            if tried is not None and getattr(p, "lua", True) is not False:
-                tried.append(p.name)       # the plugin's heuristic ran (wslua adds its fake item) and said no
-        return None
+                won = i
+                break
+        vain = settle(entries, won)
+        if tried is not None:
+            tried.append((name, entries[0][0].name if won is not None else None, vain))
+        return entries[0][0] if won is not None else None
 
     def dissect(self, frame, d) -> Packet:
         """Dissect one frame's game layers (if any). Never raises for any packet content."""
@@ -539,8 +565,8 @@ class Dispatcher:
                                  info.data_at)
         stack = Stack(self, frame, quoted)
         proto = self.udp_protocol(stack, quoted)
-        if proto is None:
-            return Stack(self, frame, d).packet()
+        if proto is None:         # (the heuristics tried on the quoted payload: before its data layer)
+            return stack.with_tries(Stack(self, frame, d).packet())
         stack.dissect(proto, frame.data, info.data_at, info.data_at + len(quoted.payload))
         info.handed = True                    # no data layer for the quoted payload
         if d.protocols and d.protocols[-1] == "data":
@@ -549,7 +575,7 @@ class Dispatcher:
             if layer.listed:
                 d.protocols.extend(getattr(self.protocols.get(layer.proto), "listed_after", ()))
                 d.protocols.append(layer.proto)
-        return Packet(frame, d, stack.layers, d.plain_info, d.protocol_column(), stack.sources)
+        return stack.with_tries(Packet(frame, d, stack.layers, d.plain_info, d.protocol_column(), stack.sources))
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then

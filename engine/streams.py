@@ -101,7 +101,8 @@ class Streams:
     def choose(self, stack, conn: Connection, table: str, d, payload: bytes):
         """The connection's protocol: chosen at its first payload (decode-as, ports lower first, heuristics;
         until one claims it, every payload is offered to the heuristics), then kept."""
-        if conn.proto is None and payload:
+        if conn.proto is None and payload and not _resent(d):
+            # (a retransmitted or out-of-order segment goes to no subdissector: no heuristic tried, no wslua item)
             ports = (d.sport, d.dport) if d.sport <= d.dport else (d.dport, d.sport)
             conn.proto = stack.lookup(table, ports, payload, d.payload_offset)
         return conn.proto
@@ -149,7 +150,7 @@ class Streams:
         if proto is not None and d.payload and not made and not _resent(d):
             if getattr(proto, "lua", True) is not False:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
-                stack.tries.append((len(stack.layers), d.payload_offset, [proto.name]))   # its call (-T pdml)
+                stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
             else:
                 d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
 

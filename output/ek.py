@@ -18,7 +18,7 @@ import time
 
 from ..engine.tree import MALFORMED, TextItem
 from . import json_forms, json_out
-from .pdml import lua_calls
+from .lua_fakes import lua_calls
 from . import tshark_values as tv
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode

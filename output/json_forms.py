@@ -17,8 +17,9 @@ import time
 
 from ..capture.fields import PICTURE_ONLY_MASK
 from ..engine.tree import MALFORMED, TextItem
-from . import json_out
+from . import json_out, lua_fakes
 from . import tshark_values as tv
+from .lua_fakes import Mark, lua_calls
 
 # Wireshark 4.0's enum ftenum, for the last member of a _raw array
 FTENUM = {"none": 0, "protocol": 1, "bool": 2, "uint8": 4, "uint16": 5, "uint24": 6, "uint32": 7, "uint64": 11,
@@ -104,7 +105,7 @@ RAW_FTENUM = {"eth.dst": 29, "eth.src": 29, "eth.addr": 29, "eth.dst.oui": 6, "e
               "icmpv6.nd.na.target_address": 33, "icmpv6.opt.prefix": 33, "icmpv6.mldr.mar.multicast_address": 33,
               "icmpv6.mldr.mar.source_address": 33, "icmpv6.opt.linkaddr": 30, "icmpv6.opt.src_linkaddr": 30,
               "icmpv6.opt.target_linkaddr": 30, "tcp.analysis.duplicate_ack_frame": 35, "tcp.analysis.rto": 25,
-              "tcp.analysis.rto_frame": 35}
+              "tcp.analysis.rto_frame": 35, "tcp.options.mptcp.ipv4": 32}
 
 
 # fields Wireshark 4.0 adds with no tvb (tcp.c: proto_tree_add_uint(tree, hf_tcp_completeness, NULL, ...)): no hex,
@@ -184,10 +185,19 @@ def _members(kids, packet, opts: Options, names, source: int = 0) -> list:
     return out
 
 
+def _fake(at: int, opts: Options) -> tuple:
+    """wslua's `_ws.lua.fake` item at `at` (FT_NONE, no length: no `_raw` beside its text)."""
+    return (tv.LUA_FAKE_KEY, "") if opts.text else (tv.LUA_FAKE_KEY + "_raw", Raw(["", at, 0, 0, 0]))
+
+
 def layers(packet, opts: Options) -> list:
-    """The `layers` object of one packet."""
+    """The `layers` object of one packet: its layers and wslua's fake items (output/lua_fakes.py; a -j worker's
+    marks as they come)."""
     out: list = []
-    for layer in packet.layers():
+    for layer, calls in lua_calls(packet, lua_fakes.MARKING):
+        out.extend(_fake(at, opts) if at.__class__ is int else (at, opts) for at in calls)
+        if layer is None:
+            break
         top = layer.item
         key = layer.proto
         if top.field is not None and top.field.ftype not in ("none", "protocol") and not top.children:
@@ -226,9 +236,15 @@ def _date(packet) -> str:
 
 
 def packet_text(packet, opts: Options) -> str:
-    members = layers(packet, opts)
-    body = ",\n".join(tv.indent(tv.LAYER_DEPTH) + '"' + k + '": ' + dump(v, tv.LAYER_DEPTH) for k, v in members)
-    return tv.packet_head(_date(packet)) + body + tv.PACKET_TAIL
+    ind = ",\n" + tv.indent(tv.LAYER_DEPTH)
+    parts = []
+    for k, v in layers(packet, opts):
+        if k.__class__ is Mark:
+            k, v = _fake(k.at, opts), k
+            parts.append(v.text(ind + '"' + k[0] + '": ' + dump(k[1], tv.LAYER_DEPTH)))
+        else:
+            parts.append(ind + '"' + k + '": ' + dump(v, tv.LAYER_DEPTH))
+    return tv.packet_head(_date(packet)) + "".join(parts)[2:] + tv.PACKET_TAIL
 
 
 def fields_text(packet, names, values_of) -> str:
@@ -249,6 +265,8 @@ def fields_text(packet, names, values_of) -> str:
 class JsonFormWriter:
     """A JSON array of packets, each rendered by `render(packet, first_ns)` (first_ns: the capture's first frame
     time, for the _ws.col.Time column)."""
+
+    lua_fakes = True       # shows wslua's fake items (a -j worker marks them: output/lua_fakes.py)
 
     def __init__(self, out, render):
         self.out, self.render, self.first = out, render, True

@@ -5,8 +5,10 @@ from __future__ import annotations
 import time
 from functools import lru_cache
 
+from . import lua_fakes
 from . import tshark_values as tv
 from .frozen import FrozenText
+from .lua_fakes import lua_calls
 from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import TextItem
 
@@ -200,10 +202,19 @@ def _placeholder(key: str, conv, derived: list) -> str:
 _FROZEN = FrozenText(_fresh)
 
 
-def layer_text(packet) -> str:
+_FAKE = ",\n" + _INDENT[tv.LAYER_DEPTH] + '"' + tv.LUA_FAKE_KEY + '": ""'    # wslua's item (output/lua_fakes.py)
+
+
+def layer_text(packet, fakes: bool = True) -> str:
+    """The members of the packet's `layers` object: each layer, and with `fakes` wslua's `_ws.lua.fake` items
+    (one per call of the plugin, as tshark + plugin writes them)."""
     out: list[str] = []
     ind = _INDENT[tv.LAYER_DEPTH]
-    for layer in packet.layers():
+    for layer, calls in lua_calls(packet, lua_fakes.MARKING) if fakes else ((layer, ()) for layer in packet.layers()):
+        for at in calls:           # (never before the first layer, the frame: each item starts with its comma)
+            out.append(_FAKE if at.__class__ is int else at.text(_FAKE))
+        if layer is None:
+            break
         out.append(",\n" + ind + '"' + layer.proto + '": ' if out else ind + '"' + layer.proto + '": ')
         if layer.__class__ is SlotLayer and layer.materialized is None:
             _template_object(layer, tv.LAYER_DEPTH, out)
@@ -218,8 +229,9 @@ def layer_text(packet) -> str:
     return "".join(out)
 
 
-def packet_text(packet) -> str:
-    return _head(packet.frame.ts_ns // 86_400_000_000_000) + layer_text(packet) + tv.PACKET_TAIL
+def packet_text(packet, fakes: bool = True) -> str:
+    """The packet as one element of `tshark -T json`'s array (fakes: with wslua's items, as tshark + plugin)."""
+    return _head(packet.frame.ts_ns // 86_400_000_000_000) + layer_text(packet, fakes) + tv.PACKET_TAIL
 
 
 @lru_cache(maxsize=64)            # frames come in time order: one day's head serves them all
@@ -229,6 +241,8 @@ def _head(day: int) -> str:
 
 class JsonWriter:
     """Streams packets as one JSON array, one packet at a time (constant memory)."""
+
+    lua_fakes = True       # shows wslua's fake items (a -j worker marks them: output/lua_fakes.py)
 
     def __init__(self, out):
         self.out, self.first = out, True

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import time
 
-from ..dissectors import PROTOCOLS
 from ..engine.tree import MALFORMED, SEVERITY_NAMES, GROUP_NAMES, HiddenItem
 from . import json_out
 from . import tshark_values as tv
 from .json_forms import field_length, masked, raw_hex, source_data
+from .lua_fakes import lua_calls
 from .psml import xml_escape
 from .text import LABEL_LENGTH, fit_label
 
-TCP_CALLED = frozenset(("rutentoy", "iceball"))     # the plugin protocols TCP hands its segments to
-LUA_PROTOCOLS = frozenset(p.name for p in PROTOCOLS if getattr(p, "lua", True))
 _INDENT = ["  " * d for d in range(128)]
 
 
@@ -179,31 +177,6 @@ def _frame_time(packet) -> str:
                 return show_value(found.field, found.value)
     ts = packet.frame.ts_ns
     return time.strftime("%b %d, %Y %H:%M:%S", time.gmtime(ts // 1_000_000_000)) + f".{ts % 1_000_000_000:09d} UTC"
-
-
-def lua_calls(packet) -> list[tuple]:
-    """(layer, offsets) for each layer of the packet, then (None, offsets) for the end of the tree: the offsets of
-    the `_ws.lua.fake` items wslua adds before it, one per plugin call (-T pdml, -T ek). A call: the first layer of
-    each call to a plugin protocol (not the C dissectors it emulates), at the start of the tvb it was called with;
-    a heuristic of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the
-    layer made next (or, when none was, before the data layer of the payload nobody took, else at the end); the
-    postdissector's at 0, last."""
-    calls = {id(layer.item) for layer in packet.games if layer.listed and layer.proto in LUA_PROTOCOLS}
-    tried: dict[int, list[int]] = {}
-    for layer, at, names in packet.tries or ():
-        tried.setdefault(id(layer.item) if layer is not None else 0, []).extend([at] * len(names))
-    out = []
-    for layer in packet.layers():
-        top = layer.item
-        fakes = list(tried.pop(id(top), ()) or (tried.pop(0, ()) if layer.proto == "data" else ()))
-        if id(top) in calls:       # a layer in a reassembled buffer was called on the segment's payload (the
-            # plugin reassembles inside the call); not freeblox: websocket calls it on a buffer of its own
-            over_tcp = top.source and getattr(packet.decoded, "transport", None) == "tcp" \
-                and layer.proto in TCP_CALLED
-            fakes.append(packet.decoded.payload_offset if over_tcp else top.offset)
-        out.append((layer, fakes))
-    out.append((None, [at for ats in tried.values() for at in ats] + [0]))
-    return out
 
 
 def packet_text(packet) -> str:

@@ -1,7 +1,8 @@
 """Display-filter sets and membership as tshark 4.0 takes them (epan/dfilter/grammar.lemon): members separated by
 commas only (`{14 16 21}` is a syntax error in 4.0, as in 4.4), `a..b` ranges, a unary `+`, `not in` / `! in`,
-raw strings, `any` / `all` quantifiers; only a plain field may be tested for membership. Each filter's frames, error text, caret and exit code
-are compared with tshark + plugin on one capture."""
+raw strings, `any` / `all` quantifiers; only a plain field may be tested for membership; calls, unclosed strings and
+arithmetic on non-integer fields refused as tshark refuses them. Each filter's frames, error text, caret, exit code
+and stdout are compared with tshark + plugin on one capture."""
 from __future__ import annotations
 
 import pytest
@@ -56,6 +57,14 @@ FILTERS = [
     # only a plain field in a set
     "foo in {1}", "1 in {1}", "\"x\" not in {1}", "foo not in {1}", "len(frame.protocols) in {1}",
     "frame.protocols[0:2] in {\"et\"}", "foo in {1", "foo in {1} and bar", "bar and foo in {1}",
+    # a call parses before its function is looked up: a syntax error inside comes first
+    "frame.number in {14 (}", "frame.number in {foo (}", "frame.number in {foo ()}", "foo(zzz)", "foo(zzz",
+    "foo(1,}", "frame.len == foo(1 2)",
+    # an unclosed string ending in a backslash: the caret on it (and tshark's scanner echoes it on stdout)
+    'frame.protocols contains r"abc\\', 'r"\\', 'frame.protocols contains "abc\\', 'frame.protocols contains r"a\\\\',
+    # arithmetic on fields that are not integers: tshark's type names
+    "frame.time_delta * 2 > 1", "ip.src + 1 == 2", "frame.protocols + 1", "eth.src + 1", "ipv6.src / 2",
+    "frame.time + 1", "tcp.analysis.ack_rtt % 2", "udp.payload * 2", "blank.login.name + 1 == 2",
 ]
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from conftest import tshark_available
-from test_std_details import plugin_free
 
 pytestmark = pytest.mark.skipif(not tshark_available(), reason="tshark is not on PATH")
 TMP = Path(__file__).resolve().parent / "tmp"
@@ -47,8 +46,7 @@ def test_pdml_hidden_ip_version(v6_capture, protodump_run, standard_run):
 @pytest.mark.parametrize("form", [("-T", "json", "-x"), ("-T", "ek", "-x"), ("-T", "json"), ("-V",)])
 def test_whole_ipv6_packet(form, v6_capture, protodump_run, standard_run):
     theirs = standard_run(*form, "-r", v6_capture).stdout
-    # (plain JSON: without the plugin's _ws.lua.fake members, a known difference: docs/tshark-formats.md §10)
-    assert protodump_run(*form, "-r", v6_capture).stdout == (plugin_free(theirs) if form[:2] == ("-T", "json") else theirs)
+    assert protodump_run(*form, "-r", v6_capture).stdout == theirs
     if "ek" in form:
         assert '"ipv6_ip_version_raw":"6"' in theirs
 

@@ -8,6 +8,7 @@ PROTODUMP_JOBS_VERBOSE makes the run say how it was shared out, so each test kno
 from __future__ import annotations
 
 import os
+import re
 import signal
 import struct
 import subprocess
@@ -87,6 +88,21 @@ def test_minus_j_with_a_number_is_the_process_count(bundled):
                          ids=lambda m: " ".join(m) or "summary")
 def test_every_mode_is_byte_identical_on_many_conversations(many, mode):
     same(*mode, many)
+
+
+@pytest.mark.parametrize("mode", [("-T", "json"), ("-T", "jsonraw"), ("-T", "json", "-x", "-Y", "udp || tcp.len > 0")],
+                         ids=lambda m: " ".join(m))
+def test_fake_items_are_counted_in_frame_order(many, mode):
+    """wslua's `_ws.lua.fake` items follow the heuristic lists' order, which every earlier frame moves: each worker
+    reports its frames' lookups, the parent replays them in frame order and patches the frames whose count differs
+    (output/lua_fakes.py). Three workers on small chunks see other orders than one process on some frames."""
+    one = run(*mode, many, jobs=1)
+    three = subprocess.run([*PROTODUMP, "--jobs", "3", *mode, str(many)], capture_output=True, timeout=300,
+                           env={**ENV, "PROTODUMP_JOBS_PLAN": "64,64"})
+    said = three.stderr.decode()
+    assert "shard 2:" in said and three.stdout == one.stdout and b'"_ws.lua.fake' in one.stdout
+    recounted = re.search(r"-j 3: (\d+) frames' fake items recounted", said)
+    assert recounted and (int(recounted.group(1)) > 0 or "-Y" in mode), said
 
 
 @pytest.mark.parametrize("mode", [(), ("-V",), ("-T", "json"), ("-t", "dd"), ("-T", "ek"),

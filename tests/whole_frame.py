@@ -1,22 +1,19 @@
-"""Whole-frame comparison of protodump's and tshark + plugin's -T json (shared by tests/test_whole_frame.py and
-tools/parity_report.py --whole): every layer of every frame, the plugin's own `_ws.lua.fake` items aside."""
+"""Whole-frame comparison of protodump's and tshark + plugin's JSON forms (-T json, -x, jsonraw, -j/-J; shared by
+tests/test_whole_frame.py and tools/parity_report.py --whole): every layer of every frame, wslua's `_ws.lua.fake`
+items included."""
 from __future__ import annotations
 
 from conftest import packet_layers
 
-PLUGIN_ONLY = {"_ws.lua.fake"}
 
-
-def strip(obj):
-    """A parsed (key, value) tree without the plugin's own items."""
-    if isinstance(obj, list):
-        return [(k, strip(v)) for k, v in obj if k not in PLUGIN_ONLY]
-    return obj
+def _object(value) -> bool:
+    """A parsed JSON object ((key, value) pairs), not an array (a `_raw` array's members)."""
+    return isinstance(value, list) and all(isinstance(x, tuple) for x in value)
 
 
 def first_difference(a, b, path: str = "") -> str:
     """Where two (key, value) trees first differ, as a readable path."""
-    if isinstance(a, list) and isinstance(b, list):
+    if _object(a) and _object(b):
         for i, (x, y) in enumerate(zip(a, b)):
             if x[0] != y[0]:
                 return f"{path}[{i}]: key {x[0]!r} (protodump) vs {y[0]!r} (tshark)"
@@ -38,7 +35,6 @@ def compare(ours_text: str, theirs_text: str):
     if len(ours) != len(theirs):
         left_out.append((0, f"protodump has {len(ours)} frames, tshark {len(theirs)}"))
     for i, (o, t) in enumerate(zip(ours, theirs)):
-        o, t = strip(o), strip(t)
         if o == t:
             same += 1
         else:

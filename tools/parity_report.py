@@ -4,7 +4,7 @@
     python tools/parity_report.py captures/*.pcap*           # the game layers: how many, how many differ
     python tools/parity_report.py --whole captures/*.pcap*   # whole frames: the share identical, and where not
 
-`--whole` compares every layer of every frame (the plugin's own `_ws.lua.fake` items aside, tests/whole_frame.py),
+`--whole` compares every layer of every frame (wslua's `_ws.lua.fake` items included, tests/whole_frame.py),
 once as the capture is and once per -d/-o variant the tests run it with (tests/conftest.py VARIANTS); it lists each
 frame that differs with the first place it does, and exits 1 when a capture has fewer than --min-share % of its
 frames identical (issue 10's target: 99). Run it with the Python protodump is installed in (`pip install -e .`):

@@ -126,7 +126,8 @@ def _dss(mptcp: Item, o: _Option, p: int, n: int, vals: dict) -> None:
         mptcp.add(_num(f.mptcp_rawdataack, o, q, size, " (64bits)" if size == 8 else ""))
         q += size
         if vals.get("ack") is not None:
-            mptcp.add(_generated(f.mptcp_ack, vals["ack"], 0, f"Multipath TCP Data ACK: {vals['ack']} (Relative)"))
+            # (packet-tcp.c adds it at offset 0 of the option's own tvb: the option's start)
+            mptcp.add(_generated(f.mptcp_ack, vals["ack"], p, f"Multipath TCP Data ACK: {vals['ack']} (Relative)"))
     if flags & 0x04:
         size = 8 if flags & 0x08 else 4
         mptcp.add(_num(f.mptcp_rawdataseqno, o, q, size, f"  ({size * 8}bits version)"))
@@ -135,7 +136,7 @@ def _dss(mptcp: Item, o: _Option, p: int, n: int, vals: dict) -> None:
         mptcp.add(_num(f.mptcp_datalvllen, o, q + 4, 2))
         q += 6
         if vals.get("dsn") is not None:
-            mptcp.add(_generated(f.mptcp_dss_dsn, vals["dsn"], 0, f"DSS Data Sequence Number: {vals['dsn']} (Relative)"))
+            mptcp.add(_generated(f.mptcp_dss_dsn, vals["dsn"], p, f"DSS Data Sequence Number: {vals['dsn']} (Relative)"))
         if n >= q - p + 4:          # tshark's test (two bytes more than the checksum needs)
             v = o.uint(q, 2)
             mptcp.add(Item(f.mptcp_checksum, v, q, 2, f"Checksum: 0x{v:04x}"))
