@@ -44,7 +44,7 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
     plugin protocol (not the C dissectors it emulates), at the start of the tvb it was called with; a heuristic
     of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the layer made
     next (or, when none was, before the data layer of the payload nobody took, else at the end); the
-    postdissector's at 0, last. marks: a lookup's run starts with its Mark (see the module docstring)."""
+    postdissector's at 0, last, or before the first layer it shows. marks: a lookup's run starts with its Mark (see the module docstring)."""
     games, tries = packet.games, packet.tries
     if not games and not tries:            # (most frames of a capture: only the postdissector's call)
         return [(layer, ()) for layer in packet.layers()] + [_END]
@@ -60,8 +60,14 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
             event += 1
         run.extend([at] * len(names))
     out = []
+    # the postdissector's call (at 0) comes before the layers it shows (Stack.run_late), else it is the last item
+    late = id(games[-packet.postdissected]) if packet.postdissected else None
     for layer in packet.layers():
         key = id(layer)
+        if key == late:
+            out.append((layer, [0]))
+            late = True
+            continue
         fakes = tried.pop(key, None) or (tried.pop(0, None) if layer.proto == "data" else None)
         if key in calls:           # a layer in a reassembled buffer was called on the segment's payload (the
             # plugin reassembles inside the call); not freeblox: websocket calls it on a buffer of its own
@@ -70,7 +76,7 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
                 and layer.proto in TCP_CALLED
             fakes = (fakes or []) + [packet.decoded.payload_offset if over_tcp else top.offset]
         out.append((layer, fakes or ()))
-    out.append((None, [at for ats in tried.values() for at in ats] + [0]))
+    out.append((None, [at for ats in tried.values() for at in ats] + ([] if late is True else [0])))
     return out
 
 

@@ -9,19 +9,11 @@ import pytest
 
 from conftest import VARIANTS, variant_id
 
-POSTDISSECTOR = "the plugin's postdissector shows a message tshark 4.0 does not hand up (a fragmented one whose last " \
-                "frame is empty): wslua's fake item of that call comes before the layer it shows, protodump puts it " \
-                "last (output/pdml.lua_calls; engine.dispatch.Packet.postdissected counts those layers)"
-
-# capture -> the kinds of difference its packets may have (docs/tshark-formats.md 10); the others are identical
-KNOWN: dict[str, tuple[str, ...]] = {
-    "freeblox-fragments-plain.pcap": (POSTDISSECTOR,),   # frames 15, 22, 41, 47, 67
-    "freeblox-plain.pcap": (POSTDISSECTOR,),             # frame 126
-}
-# what a packet of protodump's that differs for that reason holds: a game layer after the websocket one with no
-# fake item between them
-SIGNS = {POSTDISSECTOR: re.compile(r'<proto name="websocket"(?:(?!<proto name="fake-field-wrapper">).)*'
-                                   r'<proto name="freeblox"', re.S)}
+# capture -> the kinds of difference its packets may have (docs/tshark-formats.md 10); the others are identical.
+# Empty since the postdissector's fake item comes before the layers it shows (output/lua_fakes.py).
+KNOWN: dict[str, tuple[str, ...]] = {}
+# kind -> what a packet of protodump's that differs for that reason holds
+SIGNS: dict[str, re.Pattern] = {}
 
 
 def packets(text: str) -> list[str]:
