@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import struct
 
+from ..capture.layers.tcp_option_spans import option_spans
+from ..capture.network import v4_cached, v4_text
+
 ETH_IP, ETH_IPV6 = b"\x08\x00", b"\x86\xdd"
 ABORT = ("abort",)        # key_of: a frame no conversation can be told for
 VLAN_TAGS = (b"\x81\x00", b"\x88\xa8", b"\x91\x00")
@@ -56,7 +59,8 @@ def key_of(frame):
     hlen = (off >> 4) * 4
     if hlen < 20 or 34 + hlen > end or off & 0x0F or flags & 0xC0:
         return key, None
-    if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and 30 in _option_kinds(data, 54, 34 + hlen):
+    if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and \
+            any(kind == 30 for _, kind, _ in option_spans(data, 54, 34 + hlen)):
         return key, None                                        # MPTCP
     return key, (((dotted(src), sport), (dotted(dst), dport)), seq, ack, flags, data, 34 + hlen, end)
 
@@ -83,30 +87,6 @@ def _quoted(data: bytes, at: int):
     return _key(transport, data[ip + 12:ip + 16], data[ip + 16:ip + 20], *struct.unpack_from("!HH", data, ip + ihl))
 
 
-_DOTTED: dict = {}
-
-
 def dotted(addr: bytes) -> str:
-    text = _DOTTED.get(addr)
-    if text is None:
-        if len(_DOTTED) > 65536:
-            _DOTTED.clear()
-        text = _DOTTED[addr] = ".".join(map(str, addr))
-    return text
-
-
-def _option_kinds(data: bytes, pos: int, stop: int) -> list:
-    kinds = []
-    while pos < stop:
-        kind = data[pos]
-        kinds.append(kind)
-        if kind == 0:
-            break
-        if kind == 1:
-            pos += 1
-            continue
-        if pos + 1 >= stop or data[pos + 1] < 2:
-            kinds.append(-1)
-            break
-        pos += data[pos + 1]
-    return kinds
+    """An IPv4 address's text, through the decoder's bounded cache (capture/network.py)."""
+    return v4_cached(addr) or v4_text(addr)

@@ -395,11 +395,11 @@ class Fused:
         if me.stopped:
             return 1
         data = me.buf + payload if me.buf else payload
-        length, seen = self.framer(proto), self.seen(proto)
+        seen = self.seen(proto)
 
         def measured(at: int) -> int:
             try:
-                return int(length(proto, data, at, me))
+                return int(proto.pdu_length(data, at, me.conv, me.name, {}))
             except Bail:
                 raise
             except Exception:  # noqa: BLE001 - as Cutter.length: a framing error cannot frame
@@ -445,10 +445,6 @@ class Fused:
         return found if found is None or 0 <= found <= len(data) else None
 
     @staticmethod
-    def framer(proto):
-        return _stream_length if isinstance(proto, StreamProtocol) else _channel_length
-
-    @staticmethod
     def seen(proto):
         return _stream_seen if isinstance(proto, StreamProtocol) else _nothing
 
@@ -456,16 +452,8 @@ class Fused:
         return [conv.counts for conv in self.convs.values()]
 
 
-def _channel_length(proto, data, pos, me) -> int:
-    return proto.pdu_length(data, pos, me.conv, me.name, {})
-
-
 def _nothing(proto, data, pos, n, me, machine) -> None:
     pass
-
-
-def _stream_length(proto, data, pos, me) -> int:
-    return proto.pdu_length(data, pos, me.conv, me.name, {})
 
 
 def _stream_seen(proto, data, pos, n, me, machine) -> None:

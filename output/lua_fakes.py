@@ -44,7 +44,8 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
     plugin protocol (not the C dissectors it emulates), at the start of the tvb it was called with; a heuristic
     of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the layer made
     next (or, when none was, before the data layer of the payload nobody took, else at the end); the
-    postdissector's at 0, last, or before the first layer it shows. marks: a lookup's run starts with its Mark (see the module docstring)."""
+    postdissector's at 0, last, or before the first layer it shows. marks: a lookup's run starts with its Mark
+    (see the module docstring)."""
     games, tries = packet.games, packet.tries
     if not games and not tries:            # (most frames of a capture: only the postdissector's call)
         return [(layer, ()) for layer in packet.layers()] + [_END]
@@ -62,11 +63,12 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
     out = []
     # the postdissector's call (at 0) comes before the layers it shows (Stack.run_late), else it is the last item
     late = id(games[-packet.postdissected]) if packet.postdissected else None
+    postdissector = [0]
     for layer in packet.layers():
         key = id(layer)
         if key == late:
-            out.append((layer, [0]))
-            late = True
+            out.append((layer, postdissector))
+            postdissector = []
             continue
         fakes = tried.pop(key, None) or (tried.pop(0, None) if layer.proto == "data" else None)
         if key in calls:           # a layer in a reassembled buffer was called on the segment's payload (the
@@ -76,7 +78,7 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
                 and layer.proto in TCP_CALLED
             fakes = (fakes or []) + [packet.decoded.payload_offset if over_tcp else top.offset]
         out.append((layer, fakes or ()))
-    out.append((None, [at for ats in tried.values() for at in ats] + ([] if late is True else [0])))
+    out.append((None, [at for ats in tried.values() for at in ats] + postdissector))
     return out
 
 
