@@ -1,56 +1,76 @@
-"""An optional compiled hot path: protodump's hottest pure-Python modules compiled by Cython, used only when their
-compiled form was built from the very source beside it.
+"""The compiled hot path: protodump's hottest pure-Python modules compiled by Cython, used only when their compiled
+form was built from the very source beside it.
 
 The per-frame work (decode, TCP analysis, the game dissection, the -V and summary writers) is pure Python; Cython
 compiles those modules unchanged (no annotations read, no `cdef`), which takes about a fifth off a -V run and more
-than a quarter off a summary run (tools/bench.py builds it when it can: --compiled). Nothing depends on it: without a build, or without Cython, protodump is the same
-pure-Python package, and the outputs are byte for byte the same either way (tests/test_compiled.py).
+than a quarter off a summary run. One module is typed for Cython without a change to its Python: the ENet range
+decoder (engine/rangecoder.py), by the `.pxd` beside it (Cython's pure-Python mode), which the build copies with it.
+Nothing depends on the compiled modules: without them protodump is the same pure-Python package, and the outputs
+are byte for byte the same either way (tests/test_compiled.py).
 
-The compiled modules never sit beside the sources (an editable install would import a stale `.so` instead of an
-edited `.py`). They live in a cache, `~/.cache/protodump/compiled/<python tag>/` (PROTODUMP_COMPILED=DIR moves
-it), each named by its module and a hash of the source it was built from. At import, a finder hashes a hot
-module's source and loads the compiled one only if its hash matches; an edited source is imported as Python until
-the next build. PROTODUMP_PURE=1 turns the compiled modules off.
+`pip install .` builds them (setup.py, with Cython 3 from the build requirements) into the wheel, under
+`protodump/_compiled/<tag>/`; without a C compiler, or with PROTODUMP_BUILD_PURE=1, the wheel is pure Python. An
+editable install (`pip install -e .`) compiles nothing: the command below builds them into a cache outside the
+source tree (a `.so` beside an edited `.py` would hide the edit), `~/.cache/protodump/compiled/<tag>/`
+(PROTODUMP_COMPILED=DIR moves it). Each compiled module is named by its module and a hash of the source (and
+`.pxd`) it was built from; at import, a finder (hot_path.py) hashes a hot module's source and loads a compiled one
+only if its hash matches, so an edited source is imported as Python until the next build. PROTODUMP_PURE=1 turns
+the compiled modules off.
 
     python -m protodump.compiled build      # compile HOT into the cache (pip install 'protodump[fast]', a C compiler)
-    python -m protodump.compiled status     # which hot modules would load compiled
+    python -m protodump.compiled status     # where each hot module loads from
 """
 from __future__ import annotations
 
 import importlib
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
-from .hot_path import HOT, CompiledFinder, cache_dir, compiled_path
+from .hot_path import (BUNDLED, HOT, CompiledFinder, bundled_dir, cache_dir, compiled_path, find_compiled,  # noqa: F401
+                       platform_tag, search_dirs)
 
 # Cython 3, compiling the modules as Python: annotations are documentation here, never C types
 DIRECTIVES = {"language_level": 3, "binding": True, "annotation_typing": False}
+# no debug information: it doubles the C compiler's time and the wheel's size, and nobody steps through these in gdb
+CFLAGS = ["-g0"]
 
 
-def build(names=HOT, directory: Path | None = None, quiet: bool = True, force: bool = False) -> list[str]:
+def build(names=HOT, directory: Path | None = None, quiet: bool = True, force: bool = False,
+          jobs: int | None = None) -> list[str]:
     """Compile `names` (their current sources) into `directory` (default: cache_dir()); the compiled forms of
-    older sources of those modules are removed; those already built from their current source are kept
-    (`force`: rebuilt). Returns the names built. Raises ImportError without Cython 3.
+    older sources of those modules are removed; those already built from their current source (in `directory`, or
+    by default anywhere the finder looks, the wheel's build included) are kept (`force`: rebuilt). Returns the
+    names built. Raises ImportError without Cython 3, RuntimeError without a working C compiler.
     Run it where no hot module was loaded compiled (PROTODUMP_PURE=1, as `main` does)."""
-    import shutil
-    import tempfile
+    look = [directory] if directory else search_dirs()
+    directory = directory or cache_dir()
+    sources = {}
+    for name in names:
+        spec = _source_spec(name)
+        if force or find_compiled(look, name, spec.origin) is None:
+            sources[name] = spec.origin, bool(spec.submodule_search_locations)
+    if sources:
+        build_sources(sources, directory, quiet=quiet, jobs=jobs)
+    return list(sources)
 
+
+def build_sources(sources: dict[str, tuple[str, bool]], directory: Path, quiet: bool = True,
+                  jobs: int | None = None) -> None:
+    """Compile each module `name: (its .py, whether it is a package's __init__)` into `directory`, named by the
+    hash of its source (compiled_path), over `jobs` processes (default: every core). Also setup.py's build of a
+    wheel, which loads this module on its own: only the standard library and hot_path may be imported here.
+    Raises ImportError without Cython 3, RuntimeError without a working C compiler (found before Cython spends a
+    minute), and Cython's or the compiler's error on a failed build; `directory` then holds no half build."""
     import Cython
     if int(Cython.__version__.split(".")[0]) < 3:
         raise ImportError(f"Cython >= 3 is needed (found {Cython.__version__})")
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
-    directory = directory or cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    sources = {}
-    for name in names:
-        spec = _source_spec(name)
-        if force or not compiled_path(directory, name, spec.origin).is_file():     # else up to date
-            sources[name] = spec.origin, bool(spec.submodule_search_locations)
-    if not sources:
-        return []
+    jobs = jobs or os.cpu_count() or 1
     with tempfile.TemporaryDirectory(prefix="protodump-compiled-") as tmp:
         tree = Path(tmp) / "src"
         exts = []
@@ -64,18 +84,42 @@ def build(names=HOT, directory: Path | None = None, quiet: bool = True, force: b
                 if parent != Path(".") and not init.exists():
                     init.touch()
             shutil.copyfile(origin, target)
-            exts.append(Extension(name, [str(target)]))
-        dist = Distribution({"ext_modules": cythonize(exts, compiler_directives=DIRECTIVES, quiet=quiet)})
-        cmd = dist.get_command_obj("build_ext")
-        cmd.build_lib, cmd.build_temp = str(Path(tmp) / "lib"), str(Path(tmp) / "temp")
-        cmd.ensure_finalized()
+            if os.path.exists(origin[:-3] + ".pxd"):            # the module's Cython typing (pure-Python mode)
+                shutil.copyfile(origin[:-3] + ".pxd", target.with_suffix(".pxd"))
+            exts.append(Extension(name, [str(target)], extra_compile_args=CFLAGS))
+        _check_compiler(Path(tmp))
+        dist = Distribution({"ext_modules": cythonize(exts, compiler_directives=DIRECTIVES, quiet=quiet,
+                                                      nthreads=jobs if jobs > 1 else 0)})
+        cmd = _build_ext(dist, Path(tmp))
+        cmd.parallel = jobs
         cmd.run()
+        directory.mkdir(parents=True, exist_ok=True)
         for name, (origin, _) in sources.items():
             built = Path(cmd.get_ext_fullpath(name))
             for old in directory.glob(f"{name}.*"):
                 old.unlink()
             shutil.copyfile(built, compiled_path(directory, name, origin))
-    return list(sources)
+
+
+def _build_ext(dist, tmp: Path):
+    cmd = dist.get_command_obj("build_ext")
+    cmd.build_lib, cmd.build_temp = str(tmp / "lib"), str(tmp / "temp")
+    cmd.ensure_finalized()
+    return cmd
+
+
+def _check_compiler(tmp: Path) -> None:
+    """Build one empty extension module, as the real ones will be built: RuntimeError if the C compiler fails."""
+    from setuptools import Distribution, Extension
+
+    probe = tmp / "probe" / "_protodump_probe.c"
+    probe.parent.mkdir()
+    probe.write_text("#include <Python.h>\nPyMODINIT_FUNC PyInit__protodump_probe(void) { return NULL; }\n")
+    cmd = _build_ext(Distribution({"ext_modules": [Extension("_protodump_probe", [str(probe)])]}), tmp / "probe")
+    try:
+        cmd.run()
+    except Exception as exc:        # distutils' CompileError, LinkError, DistutilsExecError...
+        raise RuntimeError(f"no working C compiler ({exc})") from exc
 
 
 def _source_spec(name: str):
@@ -90,10 +134,18 @@ def _source_spec(name: str):
     raise ImportError(f"no source for {name}")
 
 
-def status(directory: Path | None = None) -> dict[str, bool]:
-    """Each hot module: does a compiled form of its current source exist?"""
-    directory = directory or cache_dir()
-    return {name: compiled_path(directory, name, _source_spec(name).origin).is_file() for name in HOT}
+def status() -> dict[str, Path | None]:
+    """Each hot module: the compiled form of its current source it would load, or None (its Python source)."""
+    if os.environ.get("PROTODUMP_PURE"):
+        return dict.fromkeys(HOT)
+    look = search_dirs()
+    return {name: find_compiled(look, name, _source_spec(name).origin) for name in HOT}
+
+
+def _where(path: Path | None) -> str:
+    if path is None:
+        return "python  "
+    return "compiled  bundled" if path.parent == bundled_dir() else f"compiled  {path.parent}"
 
 
 def main(argv=None) -> int:
@@ -106,15 +158,18 @@ def main(argv=None) -> int:
                                    env={**os.environ, "PROTODUMP_PURE": "1"})
         try:
             built = build(quiet=True)
-        except ImportError as exc:
+        except (ImportError, RuntimeError) as exc:
             print(f"protodump.compiled: not built: {exc}", file=sys.stderr)
             return 1
         print(f"compiled hot path: {len(built)} modules compiled, {len(HOT) - len(built)} up to date, in {cache_dir()}")
         return 0
     if args[:1] == ["status"]:
         state = status()
-        for name, ok in state.items():
-            print(f"{'compiled' if ok else 'python  '}  {name}")
+        for name, path in state.items():
+            print(f"{_where(path)}  {name}")
+        done = sum(path is not None for path in state.values())
+        why = " (PROTODUMP_PURE)" if os.environ.get("PROTODUMP_PURE") else ""
+        print(f"{done} of {len(state)} hot modules compiled{why}", file=sys.stderr)
         return 0
     print(__doc__.rsplit("\n\n", 1)[-1], file=sys.stderr)
     return 2

@@ -1,6 +1,10 @@
-"""The finder of the optional compiled hot path (protodump/compiled.py builds it): a hot module loads compiled only
-when a compiled form of its very source is in the cache. Imported by the package before anything else; it costs
-nothing when no cache exists."""
+"""The finder of the compiled hot path (protodump/compiled.py builds it): a hot module loads compiled only when a
+compiled form of its very source is found. Imported by the package before anything else; it costs nothing when no
+compiled module exists.
+
+Where compiled modules are looked for, in order: with PROTODUMP_COMPILED=DIR, that directory alone; else the build
+a wheel ships (`protodump/_compiled/<tag>/`, made by setup.py at `pip install .`), then the user's cache
+(`~/.cache/protodump/compiled/<tag>/`, made by `python -m protodump.compiled build`). PROTODUMP_PURE=1: none."""
 
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-# the modules a Rutentoy/Iceball/Freeblox -V or summary run spends its per-frame time in (cProfile)
+# the modules a Rutentoy/Iceball/Freeblox -V or summary run spends its per-frame time in (cProfile), and the ENet
+# range decoder's Python half (typed for Cython by engine/rangecoder.pxd; it runs where libenet is missing)
 HOT = (
     "protodump.session",
     "protodump.capture.clock", "protodump.capture.decode", "protodump.capture.link", "protodump.capture.network",
@@ -23,26 +28,55 @@ HOT = (
     "protodump.engine.blocks_bits", "protodump.engine.blocks_cookies", "protodump.engine.blocks_dispatch",
     "protodump.engine.blocks_framing", "protodump.engine.blocks_text", "protodump.engine.channel_protocol",
     "protodump.engine.context", "protodump.engine.dispatch", "protodump.engine.fields", "protodump.engine.jsonscan",
-    "protodump.engine.lifetime", "protodump.engine.protocol", "protodump.engine.stream_protocol",
-    "protodump.engine.streams", "protodump.engine.strings", "protodump.engine.template", "protodump.engine.tree",
+    "protodump.engine.lifetime", "protodump.engine.protocol", "protodump.engine.rangecoder",
+    "protodump.engine.stream_protocol", "protodump.engine.streams", "protodump.engine.strings", "protodump.engine.template", "protodump.engine.tree",
     "protodump.dissectors.websocket", "protodump.dissectors.ws_handshake",
     "protodump.output.frozen", "protodump.output.text",
     "protodump.reassembly.offsets", "protodump.reassembly.tcp",
 )
 
 
+# where a wheel's compiled modules sit inside the package (setup.py writes them there)
+BUNDLED = "_compiled"
+
+
+def platform_tag() -> str:
+    """One directory of compiled modules per Python version and machine."""
+    return f"{sys.implementation.cache_tag}-{sys.platform}-{os.uname().machine}"
+
+
 def cache_dir() -> Path:
-    """This interpreter's directory of compiled modules (one per Python version and machine)."""
+    """The directory `python -m protodump.compiled build` writes: PROTODUMP_COMPILED, else the user's cache."""
     root = os.environ.get("PROTODUMP_COMPILED")
     if root is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "protodump", "compiled")
-    return Path(root) / f"{sys.implementation.cache_tag}-{sys.platform}-{os.uname().machine}"
+    return Path(root) / platform_tag()
+
+
+def bundled_dir() -> Path:
+    """The compiled modules an installed wheel carries."""
+    return Path(__file__).resolve().parent / BUNDLED / platform_tag()
+
+
+def search_dirs() -> list[Path]:
+    """Where compiled modules are looked for, first match wins: PROTODUMP_COMPILED alone when it is set."""
+    if os.environ.get("PROTODUMP_COMPILED") is not None:
+        return [cache_dir()]
+    return [bundled_dir(), cache_dir()]
 
 
 def source_hash(path: str) -> str:
+    """The hash a compiled module is named by: its .py, and the .pxd beside it (Cython's typing of it) if any."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()[:20]
+        digest.update(f.read())
+    try:
+        with open(path[:-3] + ".pxd", "rb") as f:
+            digest.update(b"\0pxd\0" + f.read())
+    except OSError:
+        pass
+    return digest.hexdigest()[:20]
 
 
 def compiled_path(directory: Path, name: str, source: str) -> Path:
@@ -50,11 +84,20 @@ def compiled_path(directory: Path, name: str, source: str) -> Path:
     return directory / f"{name}.{source_hash(source)}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
 
 
+def find_compiled(directories: list[Path], name: str, source: str) -> Path | None:
+    """The first compiled form of `name` built from `source` in `directories`, or None."""
+    filename = compiled_path(Path(), name, source).name
+    for directory in directories:
+        if (directory / filename).is_file():
+            return directory / filename
+    return None
+
+
 class CompiledFinder(importlib.abc.MetaPathFinder):
     """Finds a hot module's source as the other finders do, then its compiled form for that exact source."""
 
-    def __init__(self, directory: Path):
-        self.directory = directory
+    def __init__(self, directories: list[Path]):
+        self.directories = directories
         self.loaded: list[str] = []
 
     def find_spec(self, name, path=None, target=None):
@@ -69,10 +112,10 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return spec
         try:
-            so = compiled_path(self.directory, name, spec.origin)
+            so = find_compiled(self.directories, name, spec.origin)
         except OSError:
             return spec
-        if not so.is_file():
+        if so is None:
             return spec                 # not built, or built from another version of the source
         self.loaded.append(name)
         return importlib.util.spec_from_file_location(
@@ -103,15 +146,16 @@ class CompiledOrSource(importlib.machinery.ExtensionFileLoader):
 
 
 def install() -> CompiledFinder | None:
-    """Put the finder first on sys.meta_path when a cache exists (nothing is done, nothing is hashed, otherwise)."""
+    """Put the finder first on sys.meta_path when a directory of compiled modules exists (nothing is done, nothing
+    is hashed, otherwise)."""
     if os.environ.get("PROTODUMP_PURE"):
         return None
-    directory = cache_dir()
-    if not directory.is_dir():
+    directories = [d for d in search_dirs() if d.is_dir()]
+    if not directories:
         return None
     for finder in sys.meta_path:
         if isinstance(finder, CompiledFinder):
             return finder
-    finder = CompiledFinder(directory)
+    finder = CompiledFinder(directories)
     sys.meta_path.insert(0, finder)
     return finder
