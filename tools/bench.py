@@ -306,7 +306,8 @@ def compile_package() -> None:
 
 
 def compiled_hot_path(mode: str) -> str:
-    """Build (or check) the compiled hot path the timed protodump runs will load; says which path is timed."""
+    """Build (or check) the compiled hot path the timed protodump runs will load; says which path is timed. An
+    installed wheel carries it (setup.py): nothing to build then; an editable install builds it into the cache."""
     if mode == "no":
         os.environ["PROTODUMP_PURE"] = "1"
         return "protodump: pure Python (--compiled no)"
@@ -314,12 +315,16 @@ def compiled_hot_path(mode: str) -> str:
     env = {**os.environ, "PROTODUMP_PURE": "1"}
     built = subprocess.run([sys.executable, "-m", "protodump.compiled", "build"], env=env, cwd=ROOT,
                            capture_output=True, text=True)
-    if built.returncode:
+    status = subprocess.run([sys.executable, "-m", "protodump.compiled", "status"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.splitlines()
+    where = sorted({" ".join(line.split()[1:-1]) for line in status if line.startswith("compiled")})
+    done = sum(line.startswith("compiled") for line in status)
+    if built.returncode or done < len(status):
+        why = (built.stderr.strip().splitlines() or [f"{len(status) - done} hot modules not compiled"])[-1]
         if mode == "yes":
-            raise SystemExit(f"--compiled yes: {(built.stderr or built.stdout).strip()[-400:]}")
-        why = (built.stderr.strip().splitlines() or ["build failed"])[-1]
-        return f"protodump: pure Python (no compiled hot path: {why})"
-    return "protodump: " + built.stdout.strip()
+            raise SystemExit(f"--compiled yes: {why[-400:]}")
+        return f"protodump: pure Python, or partly (no compiled hot path: {why})"
+    return f"protodump: compiled hot path, {done} hot modules from {', '.join(where)}"
 
 
 def protodump_cmd() -> list[str]:
@@ -526,8 +531,9 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, metavar="N", help="-j 1 against -j 2 in every mode, on N frames of many "
                     "conversations and N of one conversation (--only: a subset of the modes)")
     ap.add_argument("--compiled", choices=("auto", "yes", "no"), default="auto",
-                    help="protodump's optional compiled hot path (protodump/compiled.py): auto builds it when "
-                         "Cython >= 3 is installed, no times the pure-Python modules (PROTODUMP_PURE=1)")
+                    help="protodump's compiled hot path (protodump/compiled.py): an installed wheel carries it; "
+                         "auto (yes: or fail) builds it into the cache when missing and Cython >= 3 is installed, "
+                         "no times the pure-Python modules (PROTODUMP_PURE=1)")
     args = ap.parse_args(argv)
     compile_package()
     print(compiled_hot_path(args.compiled))

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Range decoder throughput: protodump's decoders (engine/rangecoder.py: `decompress`, which runs libenet's own
-when the system has it, and the pure-Python `decompress_python`) against libenet's own (Debian's libenet7
-through ctypes, one output buffer reused: the leanest call from Python) on the same inputs, as MB/s of
-decompressed output and a ratio; the Lua twin (lua/rt_rangecoder.lua) under standalone lua5.2 / lua5.4
+when the system has it, and `decompress_python`, the Python decoder, compiled with engine/rangecoder.pxd's C types
+when the compiled hot path is built, api/compiled.py; PROTODUMP_PURE=1 times its pure Python) against libenet's
+own (Debian's libenet7 through ctypes, one output buffer reused: the leanest call from Python) on the same inputs,
+as MB/s of decompressed output and a ratio; the Lua twin (lua/rt_rangecoder.lua) under standalone lua5.2 / lua5.4
 too.
 
     python tools/bench_rangecoder.py                 # captures + synthetic 1400-byte datagrams
@@ -164,6 +165,9 @@ def main(argv=None) -> int:
     if lib is None:
         print("libenet7 not found (apt-get install libenet7)", file=sys.stderr)
         return 1
+    import protodump.engine.rangecoder as module
+    print("python = decompress_python, " + ("compiled with its .pxd's types: " + module.__file__
+                                            if not module.__file__.endswith(".py") else "pure Python (not compiled)"))
     oracle = Oracle(lib)
     rnd = random.Random(1)
     sets = {"synthetic": [oracle.compress(enet_like(rnd, args.size)) for _ in range(args.count)]}
