@@ -140,6 +140,10 @@ def status() -> dict[str, Path | None]:
     """Each hot module: the compiled form of its current source it would load, or None (its Python source)."""
     if os.environ.get("PROTODUMP_PURE"):
         return dict.fromkeys(HOT)
+    return _located()
+
+
+def _located() -> dict[str, Path | None]:
     look = search_dirs()
     return {name: find_compiled(look, name, _source_spec(name).origin) for name in HOT}
 
@@ -163,7 +167,9 @@ def main(argv=None) -> int:
         except (ImportError, RuntimeError) as exc:
             print(f"protodump.compiled: not built: {exc}", file=sys.stderr)
             return 1
-        print(f"compiled hot path: {len(built)} modules compiled, {len(HOT) - len(built)} up to date, in {cache_dir()}")
+        bundled = sum(path is not None and path.parent == bundled_dir() for path in _located().values())
+        print(f"compiled hot path: {len(built)} modules compiled into {cache_dir()}, {len(HOT) - len(built)} up to "
+              f"date ({bundled} in the installed wheel's build)")
         return 0
     if args[:1] == ["status"]:
         state = status()
