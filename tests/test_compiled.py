@@ -228,7 +228,7 @@ def answer(module, data, limit):
 
 rnd = random.Random(int(sys.argv[1]))
 cases = 0
-for _ in range(150):
+for _ in range(60):
     text = bytes(rnd.choice(b"\x00\x01\x02abc player moved ") for _ in range(rnd.randrange(1, 2500)))
     packed = pure.compress(text)
     flipped = bytearray(packed)
@@ -252,7 +252,7 @@ def test_typed_range_decoder_is_the_python_one(compiled_install):
     out = subprocess.run([sys.executable, "-c", RANGECODER_SAME, "7"], env=env, cwd=env["PYTHONPATH"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert int(out.stdout) > 10_000
+    assert int(out.stdout) > 5_000
 
 
 @pytest.mark.parametrize("why", [{"CC": "false"}, {"PROTODUMP_BUILD_PURE": "1"}], ids=["no-compiler", "asked"])
