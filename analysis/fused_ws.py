@@ -1,0 +1,119 @@
+"""The fused io,phs machine's model of a WebSocket connection (analysis/stats_fused.py): each PDU the machine cuts
+is dissected by the real WebSocket dissector (dissectors/websocket.py: handshake, frames, fragments, inflation,
+the same state) under a stand-in stack (WsStack) that only names the layers the full decode's stack would make:
+the `http` or `websocket` layer, the messages' hand-ups (their protocol's own dissection skipped, as the full
+decode skips it when nothing is asked of it: own_state_only), the `data` layer of a message nobody takes, and the
+hand-ups the plugin's postdissector makes at the end of the frame. Anything the stand-in does not model raises
+Bail (the conversation goes to the full decode)."""
+from __future__ import annotations
+
+from ..engine.context import Ctx
+from ..engine.tree import Item, Layer
+
+CONTINUE = "websocket.payload.continue"      # io,phs's name for a continuation frame's payload (stats_phs)
+
+
+class Bail(Exception):
+    """The conversation does something the machine does not model: the full decode takes it."""
+
+
+class WsStack:
+    """Stands in for engine.dispatch.Stack under the WebSocket dissector: the layers it would make, by name."""
+
+    __slots__ = ("machine", "others", "layers", "late", "ended", "frame", "d", "depth")
+
+    def __init__(self, machine, others: dict, frame):
+        self.machine, self.others, self.frame = machine, others, frame
+        self.layers: list[Layer] = []
+        self.late: list[tuple] = []
+        self.ended = False
+        self.d = None                 # no standard decode: websocket's pdu_size notes nothing
+        self.depth = 1
+
+    @property
+    def dispatcher(self):
+        """Ctx.charge_state calls stack.dispatcher.charge(stack, n) (a property: no reference cycle, which would
+        keep the machine, and the dispatcher's reassembly budget, alive until a collection)."""
+        return self
+
+    def charge(self, stack, n: int) -> None:
+        self.machine.charge(n)
+
+    def lookup(self, table: str, keys, payload: bytes):
+        """Dispatcher.lookup for the WebSocket tables: registrations, then the heuristic list (of at most one
+        protocol: the machine models WebSocket only then, so no order of the list matters)."""
+        dispatcher = self.machine.dispatcher
+        registered = dispatcher.tables.get(table)
+        if registered:
+            for key in keys:
+                p = registered.get(key)
+                if p is not None:
+                    return p
+        for p, match in dispatcher.heuristic_lists.get(table.split(".")[0], ()):
+            if getattr(p, "heuristic_wants_conv", False):
+                took = match(payload, self.others.setdefault(p.name, {}))
+            else:
+                took = match(payload)
+            if took:
+                return p
+        return None
+
+    def named(self, proto) -> str:
+        if not getattr(proto, "own_state_only", False):
+            raise Bail                 # it would be dissected: its own hand-ups, its own state
+        return proto.name
+
+    def handoff(self, table, keys, data, start, end, source, direction, meta):
+        if start >= end:
+            return None
+        proto = self.lookup(table, keys, data[start:end])
+        if proto is None:
+            return None
+        self.layers.append(Layer(self.named(proto), None))
+        return proto.name
+
+    def call_silently(self, table, keys, data, start, end):
+        if start >= end:
+            return None
+        proto = self.lookup(table, keys, data[start:end])
+        return None if proto is None else self.named(proto)
+
+    def dissect(self, proto, data, start, end, source=0, direction=None, meta=None, conv=None):
+        if proto.name != "data":
+            raise Bail
+        layer = Layer("data", None)
+        self.layers.append(layer)
+        return layer
+
+    def late_names(self) -> list[str]:
+        """The hand-offs kept for the end of the frame (Stack.run_late): the names of those taken."""
+        names = []
+        for table, keys, data, start, end, *_ in self.late:
+            proto = self.lookup(table, keys, data[start:end]) if start < end else None
+            if proto is not None:
+                names.append(self.named(proto))
+        self.late = []
+        return names
+
+
+def pdu_layers(machine, conv, me, proto, data: bytes, pos: int, n: int, stack: WsStack) -> None:
+    """Dissect one WebSocket PDU (data[pos:pos + n]) as the full decode does, its layers named in `stack`."""
+    tree = Item(proto.info, proto.description, pos, n, proto.description, False, 0)
+    first = len(stack.layers)
+    stack.layers.append(Layer(proto.name, tree))
+    ctx = Ctx(data, pos, pos + n, tree, proto, me.conv, me.name, machine.number)
+    ctx.stack, ctx.time, ctx.prefs = stack, machine.now, machine.prefs
+    try:
+        proto.dissect(ctx, machine.prefs)
+    except Bail:
+        raise
+    except Exception:  # noqa: BLE001 - the full decode shows it as an expert; not modelled
+        raise Bail from None
+    b1 = data[pos + 1] if n > 1 else 0
+    if stack.layers[first].proto == "websocket" and not data[pos] & 0x0F and b1 & 0x7F:
+        stack.layers.insert(first + 1, Layer(CONTINUE, None))
+
+
+def frame_names(stack: WsStack) -> list[str]:
+    """The frame's game layer names in protocol_path's order: its layers, then the postdissector's."""
+    return [layer.proto for layer in stack.layers] + stack.late_names()
