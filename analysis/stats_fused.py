@@ -54,8 +54,7 @@ def applies(taps) -> bool:
 # --- the machine -----------------------------------------------------------------------------------------------------
 
 class Conversation:
-    __slots__ = ("counts", "last", "proto", "dirs", "handshake", "ended", "held", "state", "others", "closed",
-                 "charged")
+    __slots__ = ("counts", "last", "proto", "dirs", "handshake", "ended", "held", "state", "others", "closed")
 
     def __init__(self, now: float):
         self.counts: dict = {}       # path -> [frames, bytes, first frame]
@@ -68,7 +67,6 @@ class Conversation:
         self.state: dict = {}        # the stream protocol's conversation dict (both directions: its numbering)
         self.others: dict = {}       # WebSocket: the conversation dicts of the protocols it hands up to, by name
         self.closed = None           # WebSocket: the capture time its closing handshake ended it
-        self.charged = 0             # bytes of heavy state (inflate windows) charged to the state budget
 
 
 class Direction:
@@ -138,8 +136,8 @@ class Fused:
         self.tcp_heuristics = list(dispatcher.heuristic_lists.get("tcp", ()))
         self.tcp_ports = dispatcher.tables.get("tcp.port", {})
         self.ws = not dispatcher.settings.decode_as and len(dispatcher.heuristic_lists.get("ws", ())) <= 1
-        self.charged = self.charge_peak = 0     # heavy state (inflate windows) of the machine's conversations
-        self.current = None                      # the conversation being dissected (charge())
+        self.charge_peak = 0         # the highest heavy state (inflate windows) of the machine's conversations
+        self.key = None              # the conversation being placed (charge())
         self.ambiguous = False       # a payload several UDP heuristics take: their order matters, no fused path
         self.placeless = False       # a frame of no known conversation (key_of's ABORT): no fused path
         self.timeout, self.linger = dispatcher.lifetimes.timeout, dispatcher.lifetimes.linger
@@ -199,8 +197,9 @@ class Fused:
         and ending ones; capture.tcp_analysis's connections, freed only when they end), its highest so far."""
         lives = self.lives
         self.tracked += 1
-        if not self.tracked & 1023 and lives.due(now):     # expiring late only counts more: still a bound
+        if not self.tracked & 63 and lives.due(now):       # expiring late only counts more: still a bound
             for pair in lives.expired(now):
+                lives.release(pair)
                 if lives.ended_last:
                     self.tcp_open.discard(pair)
         lives.touch(key, now)
@@ -230,7 +229,7 @@ class Fused:
             self.bail(key, conv)
             return
         conv.last = self.now = now
-        self.number = frame.number
+        self.number, self.key = frame.number, key
         try:
             path = self.tcp_path(conv, parsed, frame) if key[0] == 6 else self.udp_path(conv, parsed, frame)
         except Bail:
@@ -248,7 +247,7 @@ class Fused:
         self.full.add(key)
         self.modelled -= sum(c[0] for c in conv.counts.values())
         self.held -= conv.held
-        self.charged -= conv.charged
+        self.lives.release(key)        # (its heavy state is counted again by the full decode)
         del self.convs[key]
 
     def udp_path(self, conv: Conversation, parsed, frame) -> tuple:
@@ -307,11 +306,12 @@ class Fused:
         return taken[0]
 
     def charge(self, n: int) -> None:
-        """A dissection here charged n bytes of heavy state to its conversation (Ctx.charge_state)."""
-        self.current.charged += n
-        self.charged += n
-        if self.charged > self.charge_peak:
-            self.charge_peak = self.charged
+        """A dissection here charged n bytes of heavy state to its conversation (Ctx.charge_state): held until
+        the conversation is freed (track(): engine.lifetime's rules, applied late, so an upper bound)."""
+        lives = self.lives
+        lives.charge(self.key, n)
+        if lives.used > self.charge_peak:
+            self.charge_peak = lives.used
 
     def heuristic(self, payload: bytes):
         """The one UDP heuristic that takes the payload, or None; Bail when several would (their order decides)."""
@@ -428,7 +428,6 @@ class Fused:
         joined = bool(me.buf)
         data = me.buf + payload if joined else payload
         stack = WsStack(self, conv.others, frame)
-        self.current = conv
         pos, size, pdus = 0, len(data), 0
         while pos < size:
             try:
@@ -466,8 +465,6 @@ class Fused:
     def end_tcp(self, conv: Conversation) -> None:
         """The connection is over: only its last acknowledgements are modelled (no state)."""
         conv.ended = self.ended_now = True
-        if conv.closed is None:
-            conv.closed = self.now     # (when its heavy state goes: sweep)
         self.held -= conv.held
         conv.held = 0
         conv.dirs, conv.state = {}, {}
@@ -478,10 +475,9 @@ class Fused:
         for conv in self.convs.values():
             ended = conv.ended is not False and conv.ended is not True and now - conv.ended > self.linger
             closed = conv.closed is not None and now - conv.closed > self.linger
-            if (ended or closed or now - conv.last >= self.timeout) and (conv.state or conv.dirs or conv.charged):
+            if (ended or closed or now - conv.last >= self.timeout) and (conv.state or conv.dirs):
                 self.held -= conv.held
-                self.charged -= conv.charged
-                conv.held = conv.charged = 0
+                conv.held = 0
                 conv.dirs, conv.state, conv.others = {}, {}, {}
 
     def cut(self, conv: Conversation, me: Direction, proto, payload: bytes, lost: bool) -> int:
@@ -578,7 +574,7 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
     parts = fused.contributions()
     fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
     if not useful or fused.ambiguous or fused.placeless or fused.peak > PENDING.limit // 4 \
-            or fused.charge_peak > STATE.limit // 2 or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
+            or fused.charge_peak > STATE.limit or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
             or fused.tcp_peak + fused.unplaced >= MAX_CONNECTIONS:
         return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
     counts, peak, charged = _full_counts(path, dispatcher, packets_of, fused.full)
