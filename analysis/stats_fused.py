@@ -36,7 +36,7 @@ from ..reassembly.budget import PENDING, STATE
 from ..engine.streams import default_resync
 from ..reassembly.tcp import MAX_PDU
 from .fused_keys import ABORT, ETH_IPV6, dotted, key_of
-from .fused_ws import Bail, WsStack, frame_names, pdu_layers
+from .fused_ws import Bail, LeanInflater, WsStack, frame_names, pdu_layers
 from .stats_phs import ProtocolHierarchy, protocol_path
 
 FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
@@ -70,7 +70,8 @@ class Conversation:
 
 
 class Direction:
-    __slots__ = ("nxt", "buf", "fin", "acked", "conv", "name", "skewed", "stopped", "resyncing")
+    __slots__ = ("nxt", "buf", "fin", "acked", "conv", "name", "skewed", "stopped", "resyncing", "parts", "extra",
+                 "need")
 
     def __init__(self, nxt: int, name: str):
         self.nxt = nxt               # next expected raw sequence number
@@ -82,6 +83,9 @@ class Direction:
         self.skewed = False          # a segment without payload came ahead of the stream
         self.stopped = False         # the framing failed: the rest is undecoded data (Direction.stopped)
         self.resyncing = False       # after a gap, no PDU start found yet
+        self.parts: list = []        # WebSocket: segments after buf, not yet joined to it (a PDU of known length,
+        self.extra = 0               #   `need` bytes from buf's start, still incomplete), and their bytes
+        self.need = 0
 
 
 # Datagram protocols the machine dissects itself with a counting stand-in stack (Hands), as the full decode does
@@ -399,6 +403,8 @@ class Fused:
             proto = conv.proto
             if proto is None:
                 proto = conv.proto = self.tcp_choice(src[1], dst[1], data[start:stop])
+                if proto.name == "websocket":
+                    conv.state["inflater"] = LeanInflater
             if proto.name == "websocket":
                 if lost:
                     raise Bail         # a gap: the framing resynchronises (not modelled)
@@ -425,10 +431,17 @@ class Fused:
         reassembled it). Only clean framing is modelled: a length that cannot frame is Bail."""
         if conv.closed is not None and self.now - conv.closed > self.linger:
             raise Bail                 # its state was freed: not modelled
+        if me.need and len(me.buf) + me.extra + len(payload) < me.need:
+            me.parts.append(payload)   # the PDU is still incomplete: no copy of what came before
+            me.extra += len(payload)
+            self.hold(conv, len(payload))
+            return ()
+        if me.parts:
+            me.buf, me.parts, me.extra = b"".join((me.buf, *me.parts)), [], 0
         joined = bool(me.buf)
         data = me.buf + payload if joined else payload
         stack = WsStack(self, conv.others, frame)
-        pos, size, pdus = 0, len(data), 0
+        pos, size, pdus, n = 0, len(data), 0, 0
         while pos < size:
             try:
                 n = int(proto.pdu_length(data, pos, me.conv, me.name, self.prefs))
@@ -441,6 +454,7 @@ class Fused:
             pdu_layers(self, conv, me, proto, data, pos, n, stack)
             pdus += 1
             pos += n
+        me.need = n if pos < size and n > 0 else 0
         self.keep(conv, me, data, pos)
         if stack.ended and conv.closed is None:
             conv.closed = self.now
@@ -455,7 +469,9 @@ class Fused:
         """The bytes from `pos` on wait for the next segment: counted as the conversation's pending reassembly."""
         before = len(me.buf)
         me.buf = data[pos:] if pos < len(data) else b""
-        grown = len(me.buf) - before
+        self.hold(conv, len(me.buf) - before)
+
+    def hold(self, conv: Conversation, grown: int) -> None:
         conv.held += grown
         self.held += grown
         total = self.held + PENDING.used

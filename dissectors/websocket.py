@@ -542,7 +542,7 @@ class WebSocket:
         if inf is None:
             side = "client" if ctx.direction == ctx.conv.get("client") else "server"
             fresh = f"{side}_no_context_takeover" in (ctx.conv.get("deflate") or {})
-            inf = inflaters[ctx.direction] = Inflater(fresh)
+            inf = inflaters[ctx.direction] = ctx.conv.get("inflater", Inflater)(fresh)     # (fused_ws: its own)
             ctx.charge_state(Inflater.COST)
         return inf
 
