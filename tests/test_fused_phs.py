@@ -1,6 +1,7 @@
 """-z io,phs by the fused per-conversation machine (analysis/stats_fused.py) gives exactly the full decode's tree:
 on every bundled capture, on a many-conversation replay of every family, through the CLI, on damaged and
 reordered input (a property), and where a global bound could be reached (it then decodes everything)."""
+import gc
 import random
 import subprocess
 import sys
@@ -27,6 +28,7 @@ FAMILIES = ["blank", "enet", "iceball-tcp", "rutentoy", "freeblox"]
 
 
 def full_tree(path, prefs=None) -> dict:
+    gc.collect()        # the reassembly budget is the process's: what an earlier decode's cycles hold goes first
     tap = stats.make_tap("io,phs")
     for packet in packets(path, dispatcher=Dispatcher(PROTOCOLS, Settings(dict(prefs or {})))):
         tap.add(packet)
@@ -34,6 +36,7 @@ def full_tree(path, prefs=None) -> dict:
 
 
 def fused_tree(path, prefs=None) -> dict:
+    gc.collect()
     return stats_fused.protocol_tree(path, Dispatcher(PROTOCOLS, Settings(dict(prefs or {}))))
 
 
