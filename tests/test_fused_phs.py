@@ -88,6 +88,21 @@ def test_the_machine_models_the_clean_conversations():
         assert modelled(ROOT / "captures" / f"{name}.pcap")[0] == 0, name
 
 
+WS_CAPTURES = ["freeblox-session", "freeblox-fragments", "freeblox-nocontext", "freeblox-bad", "freeblox-burst"]
+
+
+@pytest.mark.parametrize("prefs", [{"freeblox.ws_port": "8765"}, {"websocket.decompress": "FALSE"},
+                                   {"websocket.checks": "TRUE"}, {"protodump.state_budget": "60000"}],
+                         ids=lambda p: next(iter(p)))
+def test_fused_websocket_with_preferences(prefs):
+    """The WebSocket model under the preferences it reads: a registered ws.port instead of the heuristic, no
+    inflation, protodump's own checks, a state budget that two inflate windows overrun (the full decode frees
+    conversations: the machine's charges then send it all to the full decode)."""
+    for name in WS_CAPTURES:
+        path = ROOT / "captures" / f"{name}.pcap"
+        assert repr(fused_tree(path, prefs)) == repr(full_tree(path, prefs)), name
+
+
 def test_fused_equals_full_decode_on_many_conversations(mixed):
     fast, left = modelled(mixed)
     assert fast >= 40 and left >= 10          # both halves at work (WebSocket: the full decode), merged
