@@ -44,23 +44,11 @@ class WsStack:
         self.machine.charge(n)
 
     def lookup(self, table: str, keys, payload: bytes):
-        """Dispatcher.lookup for the WebSocket tables: registrations, then the heuristic list (of at most one
-        protocol: the machine models WebSocket only then, so no order of the list matters)."""
-        dispatcher = self.machine.dispatcher
-        registered = dispatcher.tables.get(table)
-        if registered:
-            for key in keys:
-                p = registered.get(key)
-                if p is not None:
-                    return p
-        for p, match in dispatcher.heuristic_lists.get(table.split(".")[0], ()):
-            if getattr(p, "heuristic_wants_conv", False):
-                took = match(payload, self.others.setdefault(p.name, {}))
-            else:
-                took = match(payload)
-            if took:
-                return p
-        return None
+        """Dispatcher.lookup, the heuristics given this connection's dicts (the machine models WebSocket only
+        without decode-as and with at most one protocol on the "ws" list: the lookups it makes here change no
+        order the full decode's lookups see)."""
+        others = self.others
+        return self.machine.dispatcher.lookup(table, keys, payload, lambda p: others.setdefault(p.name, {}))
 
     def named(self, proto) -> str:
         if not getattr(proto, "own_state_only", False):
