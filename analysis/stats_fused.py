@@ -10,17 +10,23 @@ conversation that path follows from the headers, the game's own framing function
     every payload at exactly the next sequence number and not yet acknowledged: tcp, then the protocol's name
     once per PDU that ends in the segment, cut with the protocol's own pdu_length (no second framing). Messages
     that keep state its framing reads (Rutentoy's numbering and texture-exchange flags) are dissected here,
-    values only; every other PDU is only measured.
+    values only; every other PDU is only measured;
+  - TCP that no port registers and whose first payload only WebSocket's heuristic takes (the HTTP upgrade):
+    each PDU is dissected by the real WebSocket dissector under a stand-in stack (analysis.fused_ws) that names
+    the layers (http, websocket, its continuation item, the messages' protocol, data, the postdissector's
+    hand-ups), then tcp.segments when a PDU came from several segments; its inflate windows are charged to a
+    state budget bound, as engine.lifetime charges and frees them.
 Anything else sends its whole conversation (every frame, from its first) to the full decode, in a second pass
 over the file: an unknown port, IP options, a cut frame, a SYN on a live connection, a sequence number out of
 place (retransmission, gap, overlap, keep-alive), data after FIN/RST, framing that fails, a dissection that
-raises, a frame after the conversation's state was freed (idle timeout, end and linger), and every WebSocket,
-SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their own conversations).
+raises, a frame after the conversation's state was freed (idle timeout, end and linger), a WebSocket gap, and
+every SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their own conversations).
 Conversations are independent in the decoder (the -j planner rests on the same) except through its global
 bounds and tables; the fused path gives way to the full decode of every frame when any could matter: a frame
 that cannot be placed in its conversation (IP fragments, another link type, VLAN tags), a payload two UDP
-heuristics would take (their order is global), live conversations or TCP connections reaching the caps
-(counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget.
+heuristics would take (their order is global; TCP's too), live conversations or TCP connections reaching the
+caps (counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget, inflate
+windows of both passes together over the state budget.
 """
 from __future__ import annotations
 
