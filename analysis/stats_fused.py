@@ -146,6 +146,8 @@ class Fused:
         self.tcp_heuristics = list(dispatcher.heuristic_lists.get("tcp", ()))
         self.tcp_ports = dispatcher.tables.get("tcp.port", {})
         self.ws = not dispatcher.settings.decode_as and len(dispatcher.heuristic_lists.get("ws", ())) <= 1
+        if any(getattr(p, "heuristic_wants_conv", False) for p, _ in self.tcp_heuristics):
+            self.ws, self.tcp_heuristics = False, []    # (no lookup of the machine's then reorders the list)
         self.charge_peak = 0         # the highest heavy state (inflate windows) of the machine's conversations
         self.key = None              # the conversation being placed (charge())
         self.ambiguous = False       # a payload several UDP heuristics take: their order matters, no fused path
