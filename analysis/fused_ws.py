@@ -11,7 +11,6 @@ import zlib
 
 from ..dissectors.websocket import FAILED, MESSAGE_LIMIT, Inflater
 from ..engine.context import Ctx
-from ..engine.inflate import InflateError, deflate_walk
 from ..engine.tree import Item, Layer
 
 CONTINUE = "websocket.payload.continue"      # io,phs's name for a continuation frame's payload (stats_phs)
@@ -116,22 +115,16 @@ class LeanInflater(Inflater):
             self.z = None
             return None, over
         carry = self.carry
-        try:
-            _, _, ended, clean = deflate_walk(carry + data + tail, 0, MESSAGE_LIMIT + self.carry_out_len,
-                                              self.window_len, self.WINDOW, True)
-        except InflateError:
-            self.z = None
-            self.broken = not self.fresh
+        stands = self.stands(carry + data + tail, self.carry_out_len, self.window_len)
+        if stands is None:
             return None, FAILED
-        if ended == "final":
-            self.z = None
-        elif clean:
+        if stands == "clean":
             self.window_len = min(self.WINDOW, self.window_len + self.carry_out_len + len(out))
             self.carry, self.carry_out_len = b"", 0
-        elif len(carry) + len(data) + 4 > MESSAGE_LIMIT:
+        elif stands == "inside" and len(carry) + len(data) + 4 > MESSAGE_LIMIT:    # the plugin starts afresh
             self.z = None
             return None, over
-        else:
+        elif stands == "inside":            # zlib goes on with the next message's bytes
             self.carry, self.carry_out_len = carry + data + tail, self.carry_out_len + len(out)
         return out, None
 
