@@ -10,17 +10,23 @@ conversation that path follows from the headers, the game's own framing function
     every payload at exactly the next sequence number and not yet acknowledged: tcp, then the protocol's name
     once per PDU that ends in the segment, cut with the protocol's own pdu_length (no second framing). Messages
     that keep state its framing reads (Rutentoy's numbering and texture-exchange flags) are dissected here,
-    values only; every other PDU is only measured.
+    values only; every other PDU is only measured;
+  - TCP that no port registers and whose first payload only WebSocket's heuristic takes (the HTTP upgrade):
+    each PDU is dissected by the real WebSocket dissector under a stand-in stack (analysis.fused_ws) that names
+    the layers (http, websocket, its continuation item, the messages' protocol, data, the postdissector's
+    hand-ups), then tcp.segments when a PDU came from several segments; its inflate windows are charged to a
+    state budget bound, as engine.lifetime charges and frees them.
 Anything else sends its whole conversation (every frame, from its first) to the full decode, in a second pass
 over the file: an unknown port, IP options, a cut frame, a SYN on a live connection, a sequence number out of
 place (retransmission, gap, overlap, keep-alive), data after FIN/RST, framing that fails, a dissection that
-raises, a frame after the conversation's state was freed (idle timeout, end and linger), and every WebSocket,
-SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their own conversations).
+raises, a frame after the conversation's state was freed (idle timeout, end and linger), a WebSocket gap, and
+every SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their own conversations).
 Conversations are independent in the decoder (the -j planner rests on the same) except through its global
 bounds and tables; the fused path gives way to the full decode of every frame when any could matter: a frame
 that cannot be placed in its conversation (IP fragments, another link type, VLAN tags), a payload two UDP
-heuristics would take (their order is global), live conversations or TCP connections reaching the caps
-(counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget.
+heuristics would take (their order is global; TCP's too), live conversations or TCP connections reaching the
+caps (counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget, inflate
+windows of both passes together over the state budget.
 """
 from __future__ import annotations
 
@@ -32,10 +38,11 @@ from ..engine.lifetime import Lifetimes
 from ..engine.protocol import Protocol
 from ..engine.stream_protocol import StreamProtocol
 from ..engine.tree import Item
-from ..reassembly.budget import PENDING
+from ..reassembly.budget import PENDING, STATE
 from ..engine.streams import default_resync
 from ..reassembly.tcp import MAX_PDU
 from .fused_keys import ABORT, ETH_IPV6, dotted, key_of
+from .fused_ws import Bail, LeanInflater, WsStack, frame_names, pdu_layers
 from .stats_phs import ProtocolHierarchy, protocol_path
 
 FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
@@ -43,10 +50,6 @@ SEQ_MOD = 1 << 32
 BASE = ("eth", "ip")
 GIVE_UP = 8192           # frames after which a machine that models under a quarter of them stops
 SWEEP = 16384            # frames between two sweeps of the state the full decode would have freed
-
-
-class Bail(Exception):
-    """The conversation does something the machine does not model: the full decode takes it."""
 
 
 def applies(taps) -> bool:
@@ -57,7 +60,7 @@ def applies(taps) -> bool:
 # --- the machine -----------------------------------------------------------------------------------------------------
 
 class Conversation:
-    __slots__ = ("counts", "last", "proto", "dirs", "handshake", "ended", "held", "state")
+    __slots__ = ("counts", "last", "proto", "dirs", "handshake", "ended", "held", "state", "others", "closed")
 
     def __init__(self, now: float):
         self.counts: dict = {}       # path -> [frames, bytes, first frame]
@@ -68,10 +71,13 @@ class Conversation:
         self.ended = False           # TCP: True after FIN both ways or RST; UDP: the capture time it ended
         self.held = 0                # bytes of a TCP PDU being assembled (its pending stream reassembly)
         self.state: dict = {}        # the stream protocol's conversation dict (both directions: its numbering)
+        self.others: dict = {}       # WebSocket: the conversation dicts of the protocols it hands up to, by name
+        self.closed = None           # WebSocket: the capture time its closing handshake ended it
 
 
 class Direction:
-    __slots__ = ("nxt", "buf", "fin", "acked", "conv", "name", "skewed", "stopped", "resyncing")
+    __slots__ = ("nxt", "buf", "fin", "acked", "conv", "name", "skewed", "stopped", "resyncing", "parts", "extra",
+                 "need")
 
     def __init__(self, nxt: int, name: str):
         self.nxt = nxt               # next expected raw sequence number
@@ -83,6 +89,9 @@ class Direction:
         self.skewed = False          # a segment without payload came ahead of the stream
         self.stopped = False         # the framing failed: the rest is undecoded data (Direction.stopped)
         self.resyncing = False       # after a gap, no PDU start found yet
+        self.parts: list = []        # WebSocket: segments after buf, not yet joined to it (a PDU of known length,
+        self.extra = 0               #   `need` bytes from buf's start, still incomplete), and their bytes
+        self.need = 0
 
 
 # Datagram protocols the machine dissects itself with a counting stand-in stack (Hands), as the full decode does
@@ -131,6 +140,16 @@ class Fused:
         self.heuristics = list(dispatcher.heuristic_lists.get("udp", ()))
         if any(getattr(p, "heuristic_wants_conv", False) for p, _ in self.heuristics):
             self.heuristics = None
+        # TCP heuristics (WebSocket's upgrade): a connection no port registers is modelled when exactly one of
+        # them takes its first payload and it is WebSocket, whose messages go to a "ws" list of one protocol at
+        # most (its order then never matters), without decode-as
+        self.tcp_heuristics = list(dispatcher.heuristic_lists.get("tcp", ()))
+        self.tcp_ports = dispatcher.tables.get("tcp.port", {})
+        self.ws = not dispatcher.settings.decode_as and len(dispatcher.heuristic_lists.get("ws", ())) <= 1
+        if any(getattr(p, "heuristic_wants_conv", False) for p, _ in self.tcp_heuristics):
+            self.ws, self.tcp_heuristics = False, []    # (no lookup of the machine's then reorders the list)
+        self.charge_peak = 0         # the highest heavy state (inflate windows) of the machine's conversations
+        self.key = None              # the conversation being placed (charge())
         self.ambiguous = False       # a payload several UDP heuristics take: their order matters, no fused path
         self.placeless = False       # a frame of no known conversation (key_of's ABORT): no fused path
         self.timeout, self.linger = dispatcher.lifetimes.timeout, dispatcher.lifetimes.linger
@@ -190,8 +209,9 @@ class Fused:
         and ending ones; capture.tcp_analysis's connections, freed only when they end), its highest so far."""
         lives = self.lives
         self.tracked += 1
-        if not self.tracked & 1023 and lives.due(now):     # expiring late only counts more: still a bound
+        if not self.tracked & 63 and lives.due(now):       # expiring late only counts more: still a bound
             for pair in lives.expired(now):
+                lives.release(pair)
                 if lives.ended_last:
                     self.tcp_open.discard(pair)
         lives.touch(key, now)
@@ -208,8 +228,11 @@ class Fused:
     def place(self, key, parsed, frame, now: float) -> None:
         """Count the frame in its conversation, or give the conversation to the full decode."""
         if key in self.full or parsed is None:
-            if parsed is not None and key[0] == 17:
-                self.check_heuristics(parsed, frame)
+            if parsed is not None:
+                if key[0] == 17:
+                    self.check_heuristics(parsed, frame)
+                else:
+                    self.check_tcp_heuristics(parsed)
             return self.leave(key)
         conv = self.convs.get(key)
         if conv is None:
@@ -218,7 +241,7 @@ class Fused:
             self.bail(key, conv)
             return
         conv.last = self.now = now
-        self.number = frame.number
+        self.number, self.key = frame.number, key
         try:
             path = self.tcp_path(conv, parsed, frame) if key[0] == 6 else self.udp_path(conv, parsed, frame)
         except Bail:
@@ -236,6 +259,7 @@ class Fused:
         self.full.add(key)
         self.modelled -= sum(c[0] for c in conv.counts.values())
         self.held -= conv.held
+        self.lives.release(key)        # (its heavy state is counted again by the full decode)
         del self.convs[key]
 
     def udp_path(self, conv: Conversation, parsed, frame) -> tuple:
@@ -267,6 +291,39 @@ class Fused:
                 self.heuristic(frame.data[42:42 + size])
             except Bail:
                 pass
+
+    def check_tcp_heuristics(self, parsed) -> None:
+        """A segment the full decode takes, of ports no table registers: whether several TCP heuristics would
+        take its payload (their order, which the machine's WebSocket choices do not change, would then decide)."""
+        ends, _, _, _, data, start, stop = parsed
+        if stop > start and len(self.tcp_heuristics) > 1 and not (
+                self.tcp_ports.get(ends[0][1]) or self.tcp_ports.get(ends[1][1])):
+            if sum(1 for _, match in self.tcp_heuristics if match(data[start:stop])) > 1:
+                self.ambiguous = True
+
+    def tcp_choice(self, sport: int, dport: int, payload: bytes):
+        """The stream protocol of a connection at its first payload (Streams.choose): its port's, else the one
+        TCP heuristic that takes it when that is WebSocket; Bail for anything else."""
+        lo, hi = (sport, dport) if sport <= dport else (dport, sport)
+        proto = self.tcp.get(lo) or self.tcp.get(hi)
+        if proto is not None or not self.ws or self.tcp_ports.get(lo) or self.tcp_ports.get(hi):
+            if proto is None:
+                raise Bail
+            return proto
+        taken = [p for p, match in self.tcp_heuristics if match(payload)]
+        if len(taken) > 1:
+            self.ambiguous = True
+        if len(taken) != 1 or taken[0].name != "websocket":
+            raise Bail
+        return taken[0]
+
+    def charge(self, n: int) -> None:
+        """A dissection here charged n bytes of heavy state to its conversation (Ctx.charge_state): held until
+        the conversation is freed (track(): engine.lifetime's rules, applied late, so an upper bound)."""
+        lives = self.lives
+        lives.charge(self.key, n)
+        if lives.used > self.charge_peak:
+            self.charge_peak = lives.used
 
     def heuristic(self, payload: bytes):
         """The one UDP heuristic that takes the payload, or None; Bail when several would (their order decides)."""
@@ -344,7 +401,7 @@ class Fused:
                 if peer.acked is not None and (ack - peer.acked) % SEQ_MOD >= SEQ_MOD // 2:
                     raise Bail         # an acknowledgement going back
                 peer.acked = ack
-        count = 0
+        count, names = 0, ()
         if size:
             if me.fin or me.skewed:
                 raise Bail
@@ -353,12 +410,15 @@ class Fused:
             me.nxt = (seq + size) % SEQ_MOD
             proto = conv.proto
             if proto is None:
-                sport, dport = src[1], dst[1]
-                lo, hi = (sport, dport) if sport <= dport else (dport, sport)
-                proto = conv.proto = self.tcp.get(lo) or self.tcp.get(hi)
-                if proto is None:
-                    raise Bail
-            count = self.cut(conv, me, proto, data[start:stop], lost)
+                proto = conv.proto = self.tcp_choice(src[1], dst[1], data[start:stop])
+                if proto.name == "websocket":
+                    conv.state["inflater"] = LeanInflater
+            if proto.name == "websocket":
+                if lost:
+                    raise Bail         # a gap: the framing resynchronises (not modelled)
+                names = self.ws_cut(conv, me, proto, data[start:stop], frame)
+            else:
+                count = self.cut(conv, me, proto, data[start:stop], lost)
         if flags & FIN:
             me.fin = True
             me.nxt = (me.nxt + 1) % SEQ_MOD
@@ -367,9 +427,64 @@ class Fused:
                 self.end_tcp(conv)
         if flags & RST:
             self.end_tcp(conv)
+        if names:
+            return self.intern(("tcp", *names))
         if not count:
             return self.intern(("tcp",))
         return self.intern(("tcp",) + (proto.name,) * count)
+
+    def ws_cut(self, conv: Conversation, me: Direction, proto, payload: bytes, frame) -> tuple:
+        """The layers of a WebSocket segment: each PDU that ends in it dissected (analysis.fused_ws), then the
+        postdissector's hand-ups, then "tcp.segments" when a PDU came from several segments (tshark's TCP
+        reassembled it). Only clean framing is modelled: a length that cannot frame is Bail."""
+        if conv.closed is not None and self.now - conv.closed > self.linger:
+            raise Bail                 # its state was freed: not modelled
+        if me.need and len(me.buf) + me.extra + len(payload) < me.need:
+            me.parts.append(payload)   # the PDU is still incomplete: no copy of what came before
+            me.extra += len(payload)
+            self.hold(conv, len(payload))
+            return ()
+        if me.parts:
+            me.buf, me.parts, me.extra = b"".join((me.buf, *me.parts)), [], 0
+        joined = bool(me.buf)
+        data = me.buf + payload if joined else payload
+        stack = WsStack(self, conv.others, frame)
+        pos, size, pdus, n = 0, len(data), 0, 0
+        while pos < size:
+            try:
+                n = int(proto.pdu_length(data, pos, me.conv, me.name, self.prefs))
+            except Exception:  # noqa: BLE001 - as Cutter.length: cannot frame (not modelled)
+                raise Bail from None
+            if n < 0 or n > MAX_PDU or (n == 0 and size - pos > MAX_PDU):
+                raise Bail
+            if n == 0 or pos + n > size:
+                break
+            pdu_layers(self, conv, me, proto, data, pos, n, stack)
+            pdus += 1
+            pos += n
+        me.need = n if pos < size and n > 0 else 0
+        self.keep(conv, me, data, pos)
+        if stack.ended and conv.closed is None:
+            conv.closed = self.now
+        if stack.ended:
+            self.ended_now = True
+        names = frame_names(stack)
+        if joined and pdus:
+            names.append("tcp.segments")
+        return tuple(names)
+
+    def keep(self, conv: Conversation, me: Direction, data: bytes, pos: int) -> None:
+        """The bytes from `pos` on wait for the next segment: counted as the conversation's pending reassembly."""
+        before = len(me.buf)
+        me.buf = data[pos:] if pos < len(data) else b""
+        self.hold(conv, len(me.buf) - before)
+
+    def hold(self, conv: Conversation, grown: int) -> None:
+        conv.held += grown
+        self.held += grown
+        total = self.held + PENDING.used
+        if total > self.peak:
+            self.peak = total
 
     def end_tcp(self, conv: Conversation) -> None:
         """The connection is over: only its last acknowledgements are modelled (no state)."""
@@ -383,10 +498,11 @@ class Fused:
         the timeout): any later frame of theirs is not modelled (frame() and hand_ups() give them up)."""
         for conv in self.convs.values():
             ended = conv.ended is not False and conv.ended is not True and now - conv.ended > self.linger
-            if (ended or now - conv.last >= self.timeout) and (conv.state or conv.dirs):
+            closed = conv.closed is not None and now - conv.closed > self.linger
+            if (ended or closed or now - conv.last >= self.timeout) and (conv.state or conv.dirs):
                 self.held -= conv.held
                 conv.held = 0
-                conv.dirs, conv.state = {}, {}
+                conv.dirs, conv.state, conv.others = {}, {}, {}
 
     def cut(self, conv: Conversation, me: Direction, proto, payload: bytes, lost: bool) -> int:
         """The layers of the stream that this segment completes (engine.streams.Cutter.run on a stream whose
@@ -422,14 +538,7 @@ class Fused:
             seen(proto, data, pos, n, me, self)
             count += 1
             pos += n
-        before = len(me.buf)
-        me.buf = data[pos:] if pos < size else b""
-        grown = len(me.buf) - before
-        conv.held += grown
-        self.held += grown
-        total = self.held + PENDING.used      # (what stateful messages dissected here hold: Rutentoy's chunks)
-        if total > self.peak:
-            self.peak = total
+        self.keep(conv, me, data, pos)       # (PENDING: what stateful messages dissected here hold, Rutentoy's chunks)
         return count
 
     @staticmethod
@@ -489,11 +598,11 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
     parts = fused.contributions()
     fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
     if not useful or fused.ambiguous or fused.placeless or fused.peak > PENDING.limit // 4 \
-            or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
+            or fused.charge_peak > STATE.limit or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
             or fused.tcp_peak + fused.unplaced >= MAX_CONNECTIONS:
         return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
-    counts, peak = _full_counts(path, dispatcher, packets_of, fused.full)
-    if peak + fused.peak > PENDING.limit // 2:
+    counts, peak, charged = _full_counts(path, dispatcher, packets_of, fused.full)
+    if peak + fused.peak > PENDING.limit // 2 or charged + fused.charge_peak > STATE.limit:
         from ..engine.dispatch import Dispatcher
         fresh = Dispatcher(dispatcher.protocols.values(), dispatcher.settings)
         return _tree(_full_counts(path, fresh, packets_of, None)[0])
@@ -502,16 +611,17 @@ def protocol_tree(path, dispatcher, packets_of=None) -> dict:
     return _tree(counts)
 
 
-def _full_counts(path, dispatcher, packets_of, keys) -> tuple[dict, int]:
+def _full_counts(path, dispatcher, packets_of, keys) -> tuple[dict, int, int]:
     """path -> [frames, bytes, first frame] of the frames of `keys` (None: every frame), decoded in full; and
-    the highest pending reassembly seen after a frame."""
+    the highest pending reassembly and heavy state (engine.lifetime's charges) seen after a frame."""
     counts: dict = {}
     capture = open_capture(path)
     if keys is not None and not keys:
         capture.close()
-        return counts, 0
+        return counts, 0, 0
     frames = capture if keys is None else (f for f in capture if key_of(f)[0] in keys)
-    peak = 0
+    peak = charged = 0
+    lifetimes = dispatcher.lifetimes
     try:
         for packet in packets_of(frames, dispatcher=dispatcher):
             key = tuple(protocol_path(packet))
@@ -523,9 +633,11 @@ def _full_counts(path, dispatcher, packets_of, keys) -> tuple[dict, int]:
                 hit[1] += packet.frame.length
             if PENDING.used > peak:
                 peak = PENDING.used
+            if lifetimes.used > charged:
+                charged = lifetimes.used
     finally:
         capture.close()
-    return counts, peak
+    return counts, peak, charged
 
 
 def _add(into: dict, part: dict) -> None:

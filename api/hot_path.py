@@ -33,6 +33,9 @@ HOT = (
     "protodump.dissectors.websocket", "protodump.dissectors.ws_handshake",
     "protodump.output.frozen", "protodump.output.text",
     "protodump.reassembly.offsets", "protodump.reassembly.tcp",
+    # -q -z io,phs's fused machine (analysis/stats_fused.py) and what its WebSocket and ENet models run
+    "protodump.analysis.stats_fused", "protodump.analysis.fused_keys", "protodump.analysis.fused_ws",
+    "protodump.engine.inflate", "protodump.dissectors.enet", "protodump.dissectors.enet_analysis",
 )
 
 

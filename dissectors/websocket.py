@@ -174,26 +174,34 @@ class Inflater:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
                 pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
             self.last = ((pre, carry, data, tail), (zeros, window, carry_out, out))
-        # where the stream stands now, found as the plugin finds it (rt.deflate_walk): after a final block (the
-        # next message starts a new stream), between two blocks on a byte boundary, or inside a block
-        try:
-            _, _, ended, clean = deflate_walk(carry + data + tail, 0, MESSAGE_LIMIT + len(carry_out), len(window),
-                                              self.WINDOW, True)
-        except InflateError:                # the walk refuses what zlib took: the plugin fails it (never seen)
-            self.z = None
-            self.broken = not self.fresh
+        stands = self.stands(carry + data + tail, len(carry_out), len(window))
+        if stands is None:
             return None, FAILED
-        if ended == "final":
-            self.z = None
-        elif clean:
+        if stands == "clean":
             self.window = (window + carry_out + out)[-self.WINDOW:]
             self.carry, self.carry_out = b"", b""
-        elif len(carry) + len(data) + 4 > MESSAGE_LIMIT:      # the plugin starts afresh
+        elif stands == "inside" and len(carry) + len(data) + 4 > MESSAGE_LIMIT:    # the plugin starts afresh
             self.z = None
             return None, over
-        else:                               # ended inside a block: zlib goes on with the next message's bytes
+        elif stands == "inside":            # zlib goes on with the next message's bytes
             self.carry, self.carry_out = carry + data + tail, carry_out + out
         return out, None
+
+    def stands(self, stream: bytes, carried_out: int, window: int) -> str | None:
+        """Where the stream stands after a message (`stream`: the carried input, the message and its tail), found
+        as the plugin finds it (rt.deflate_walk): "final" after a final block (the next message starts a new
+        stream: the context goes), "clean" between two blocks on a byte boundary, "inside" a block; None when
+        the walk refuses what zlib took (the plugin fails it, never seen: the context is lost)."""
+        try:
+            _, _, ended, clean = deflate_walk(stream, 0, MESSAGE_LIMIT + carried_out, window, self.WINDOW, True)
+        except InflateError:
+            self.z = None
+            self.broken = not self.fresh
+            return None
+        if ended == "final":
+            self.z = None
+            return "final"
+        return "clean" if clean else "inside"
 
     def add_sources(self, ctx) -> None:
         """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""
@@ -542,7 +550,7 @@ class WebSocket:
         if inf is None:
             side = "client" if ctx.direction == ctx.conv.get("client") else "server"
             fresh = f"{side}_no_context_takeover" in (ctx.conv.get("deflate") or {})
-            inf = inflaters[ctx.direction] = Inflater(fresh)
+            inf = inflaters[ctx.direction] = ctx.conv.get("inflater", Inflater)(fresh)     # (fused_ws: its own)
             ctx.charge_state(Inflater.COST)
         return inf
 

@@ -40,6 +40,10 @@ class BitSplit(NumberWithParts):
             scope[p.name] = value
             item.add(Item(p.info, bool(value) if p.is_bool else value, offset, self.size))
 
+    # take() as NumberWithParts's, restated here beside store() so that a NULL-tree scan stores the values
+    # without a throwaway item (engine.fields._stores: the nearest class defining either must define both)
+    take = NumberWithParts.take
+
     def store(self, scope, raw):
         scope[self.name] = raw
         for p in self.parts:

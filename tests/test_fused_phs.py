@@ -1,6 +1,7 @@
 """-z io,phs by the fused per-conversation machine (analysis/stats_fused.py) gives exactly the full decode's tree:
 on every bundled capture, on a many-conversation replay of every family, through the CLI, on damaged and
 reordered input (a property), and where a global bound could be reached (it then decodes everything)."""
+import gc
 import random
 import subprocess
 import sys
@@ -27,6 +28,7 @@ FAMILIES = ["blank", "enet", "iceball-tcp", "rutentoy", "freeblox"]
 
 
 def full_tree(path, prefs=None) -> dict:
+    gc.collect()        # the reassembly budget is the process's: what an earlier decode's cycles hold goes first
     tap = stats.make_tap("io,phs")
     for packet in packets(path, dispatcher=Dispatcher(PROTOCOLS, Settings(dict(prefs or {})))):
         tap.add(packet)
@@ -34,6 +36,7 @@ def full_tree(path, prefs=None) -> dict:
 
 
 def fused_tree(path, prefs=None) -> dict:
+    gc.collect()
     return stats_fused.protocol_tree(path, Dispatcher(PROTOCOLS, Settings(dict(prefs or {}))))
 
 
@@ -72,16 +75,32 @@ def test_fused_equals_full_decode_on_every_bundled_capture(path):
 
 
 def test_the_machine_models_the_clean_conversations():
-    """Not a vacuous equality: the UDP, ENet and TCP sessions are counted by the machine (a direction that stops
-    framing too), WebSocket, SCTP, MPTCP and a capture that starts mid-stream or reorders segments by the full
-    decode."""
+    """Not a vacuous equality: the UDP, ENet, TCP and WebSocket sessions are counted by the machine (a direction
+    that stops framing too; WebSocket with and without compression, context takeover, fragments), SCTP, MPTCP and
+    a capture that starts mid-stream or reorders segments by the full decode."""
     for name in ("blank-server-session", "iceball-tcp-session", "rutentoy-messages", "rutentoy-struct-numbering",
                  "rutentoy-login-texture", "rutentoy-segmentation", "iceball-enet-session", "enet-all-commands-rc",
-                 "blank-port-23456", "rutentoy-bad", "iceball-tcp-bad"):
+                 "blank-port-23456", "rutentoy-bad", "iceball-tcp-bad", "freeblox-session", "freeblox-plain",
+                 "freeblox-nocontext", "freeblox-fragments", "freeblox-fragments-nocontext", "freeblox-bad"):
         assert modelled(ROOT / "captures" / f"{name}.pcap") == (1, 0), name
-    for name in ("freeblox-session", "rutentoy-midstream", "rutentoy-lost-reordered", "rutentoy-mptcp",
+    for name in ("rutentoy-midstream", "rutentoy-lost-reordered", "rutentoy-mptcp",
                  "rutentoy-sctp"):
         assert modelled(ROOT / "captures" / f"{name}.pcap")[0] == 0, name
+
+
+WS_CAPTURES = ["freeblox-session", "freeblox-fragments", "freeblox-nocontext", "freeblox-bad", "freeblox-burst"]
+
+
+@pytest.mark.parametrize("prefs", [{"freeblox.ws_port": "8765"}, {"websocket.decompress": "FALSE"},
+                                   {"websocket.checks": "TRUE"}, {"protodump.state_budget": "60000"}],
+                         ids=lambda p: next(iter(p)))
+def test_fused_websocket_with_preferences(prefs):
+    """The WebSocket model under the preferences it reads: a registered ws.port instead of the heuristic, no
+    inflation, protodump's own checks, a state budget that two inflate windows overrun (the full decode frees
+    conversations: the machine's charges then send it all to the full decode)."""
+    for name in WS_CAPTURES:
+        path = ROOT / "captures" / f"{name}.pcap"
+        assert repr(fused_tree(path, prefs)) == repr(full_tree(path, prefs)), name
 
 
 def test_fused_equals_full_decode_on_many_conversations(mixed):
@@ -126,23 +145,27 @@ def test_near_a_global_bound_it_is_still_the_full_decode(mixed, prefs):
 
 # --- damaged and reordered input --------------------------------------------------------------------------------
 
-def _template() -> list:
+def _template(names) -> list:
     frames = []
-    for name in ("rutentoy-messages", "iceball-tcp-session", "blank-sequence", "rutentoy-login-texture",
-                 "enet-all-commands-rc", "iceball-enet-all"):
+    for name in names:
         for frame in open_capture(str(ROOT / "captures" / f"{name}.pcap")):
             frames.append((frame.ts_ns / 1e9, frame.data))
     frames.sort(key=lambda f: f[0])
     return frames
 
 
-TEMPLATE = _template()
-EDITS = st.lists(st.tuples(st.sampled_from(["drop", "repeat", "swap", "cut", "flip", "late", "shift", "icmp"]),
-                           st.integers(0, len(TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
+TEMPLATE = _template(("rutentoy-messages", "iceball-tcp-session", "blank-sequence", "rutentoy-login-texture",
+                      "enet-all-commands-rc", "iceball-enet-all"))
+# WebSocket: compressed with context takeover, fragmented, without takeover, plain, damaged (each its own ports)
+WS_TEMPLATE = _template(("freeblox-session", "freeblox-fragments", "freeblox-nocontext", "freeblox-plain",
+                         "freeblox-bad"))
+OPS = st.sampled_from(["drop", "repeat", "swap", "cut", "flip", "late", "shift", "icmp"])
+EDITS = st.lists(st.tuples(OPS, st.integers(0, len(TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
+WS_EDITS = st.lists(st.tuples(OPS, st.integers(0, len(WS_TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
 
 
-def _damaged(edits) -> list:
-    frames = [list(f) for f in TEMPLATE]
+def _damaged(edits, template=TEMPLATE) -> list:
+    frames = [list(f) for f in template]
     for op, i, arg in edits:
         i %= len(frames)
         ts, buf = frames[i][0], frames[i][1]
@@ -182,5 +205,15 @@ def _icmp_error(buf: bytes, arg: int) -> bytes:
 @given(edits=EDITS, timeout=st.sampled_from([None, "1"]))
 def test_prop_fused_equals_full_on_damaged_input(tmp_path, edits, timeout):
     path = write(tmp_path / f"damaged-{random.getrandbits(32)}.pcap", _damaged(edits))
+    prefs = {"protodump.conversation_timeout": timeout} if timeout else {}
+    assert repr(fused_tree(path, prefs)) == repr(full_tree(path, prefs))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=WS_EDITS, timeout=st.sampled_from([None, "1"]))
+def test_prop_fused_websocket_equals_full_on_damaged_input(tmp_path, edits, timeout):
+    """The WebSocket model (analysis/fused_ws.py) on damaged connections: frames lost, repeated, reordered, cut,
+    with flipped bytes (headers, lengths, compressed data), paused."""
+    path = write(tmp_path / f"ws-{random.getrandbits(32)}.pcap", _damaged(edits, WS_TEMPLATE))
     prefs = {"protodump.conversation_timeout": timeout} if timeout else {}
     assert repr(fused_tree(path, prefs)) == repr(full_tree(path, prefs))
