@@ -144,7 +144,25 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
         planner.close()
         _say(jobs, f"one process ({why})")
         return False
-    return _Parent(run, planner, numbers, jobs, chunk).go(first)
+    if not _Parent(run, planner, numbers, jobs, chunk).go(first):
+        return False
+    _exit_now()
+    return True
+
+
+def _exit_now() -> None:
+    """The run is over and written: end the process without the interpreter's teardown (freeing every module
+    and object: about 0.03 s, a tenth of what -j 2 adds to the work of one process). The exit handlers still
+    run (multiprocessing's: the workers are joined already). Only when this process is the protodump program
+    itself, never in a caller's (a test's CliRunner or capture swaps the standard streams)."""
+    import atexit
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_handlers is None or sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
+        return
+    sys.stdout.flush()              # (a closed reader: BrokenPipeError, handled by the command as ever)
+    sys.stderr.flush()
+    run_handlers()
+    os._exit(0)
 
 
 def _one_process(planner, numbers) -> str | None:

@@ -237,13 +237,14 @@ class Merger:
                 frames.close()
 
     def _finish(self, taps) -> None:
-        from .output import stats_out
-        from .shards import ShardResult, merge_taps
         run = self.run
-        results = [ShardResult(k, taps=t) for k, t in enumerate(taps)]
         if self.error is not None:
             print(f"protodump: {run.path}: {self.error}", file=sys.stderr)
-        stats_out.write(merge_taps(run.zstats, results) if run.zstats else [], sys.stdout, run.stats_format)
+        if run.zstats:          # (the modules only then: the parent's last moments are the run's wall time)
+            from .output import stats_out
+            from .shards import ShardResult, merge_taps
+            results = [ShardResult(k, taps=t) for k, t in enumerate(taps)]
+            stats_out.write(merge_taps(run.zstats, results), sys.stdout, run.stats_format)
         if self.error is not None:
             sys.stdout.flush()
             sys.exit(1)
