@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable, Iterator
+from functools import partial
 
 from .capture.clock import FrameClock
 from .capture.conversations import UdpTable
@@ -48,7 +49,7 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
         (tcp_table.record, tcp_table.learnt), (tsn_table.record, tsn_table.learnt) = two_pass
         dispatcher.pass_tables = tcp_table, tsn_table
     if tables is None:               # (-j workers' tables start a connection where the planning pass says)
-        dispatcher.ended_hooks.append(lambda pair: _forget_tcp(tcp_table, pair))
+        dispatcher.ended_hooks.append(partial(_forget_tcp, tcp_table))   # (a lambda: a cycle through a compiled generator's scope)
     was_enabled = gc.isenabled()
     gc.disable()
     try:

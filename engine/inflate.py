@@ -247,4 +247,8 @@ def deflate_walk(s: bytes, at: int, limit: int, history: int, wsize: int, resuma
         blocks()
     except _EndOfInput:
         return st[3], None, "eof", st[4] and st[2] == 0 and st[0] >= n
+    finally:
+        # compiled (api/hot_path.py), the inner functions share one closure scope that holds them all: a cycle the
+        # read loop's collector (off) would keep; unbound here, so the walk leaves no garbage either way
+        short = bits = decode = dynamic = codes = blocks = None  # noqa: F841
     return st[3], st[0] - st[2] // 8, "final", True

@@ -255,6 +255,40 @@ def test_typed_range_decoder_is_the_python_one(compiled_install):
     assert int(out.stdout) > 5_000
 
 
+NO_CYCLES = r"""
+import gc, sys
+from pathlib import Path
+from protodump.session import packets
+captures = sorted(Path(sys.argv[1]).glob("*.pcap"))
+for path in captures:
+    for packet in packets(path):
+        packet.info
+left = {}
+for path in captures:
+    gc.collect()
+    gc.disable()
+    for packet in packets(path):
+        packet.info
+        packet.index()
+    found = gc.collect()
+    gc.enable()
+    if found:
+        left[path.name] = found
+print(left)
+"""
+
+
+def test_compiled_decode_forms_no_reference_cycle(compiled_install):
+    """test_bounded's no-cycle rule, compiled: Cython gives all of a function's inner functions one shared closure
+    scope that holds them (a lambda in the read loop's generator, deflate_walk's helpers), a cycle that would keep
+    a decode's state, and its reassembly budget, alive while the read loop runs with the collector off."""
+    _, env = compiled_install
+    out = subprocess.run([sys.executable, "-c", NO_CYCLES, str(CAPTURES)], env=env, cwd=env["PYTHONPATH"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "{}"
+
+
 @pytest.mark.parametrize("why", [{"CC": "false"}, {"PROTODUMP_BUILD_PURE": "1"}], ids=["no-compiler", "asked"])
 def test_pure_wheel_works(tmp_path, why):
     """No working C compiler (CC=false), or PROTODUMP_BUILD_PURE=1: a pure-Python wheel, which decodes."""
