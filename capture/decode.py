@@ -37,7 +37,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "icmp",
-                 "unclaimed", "mptcp", "cut")
+                 "unclaimed", "mptcp", "cut", "truncated")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -66,6 +66,8 @@ class Decoded:
         self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
         self.mptcp = None                    # TCP: capture.mptcp_analysis.FrameMptcp (a segment with MPTCP options)
         self.cut = 0                         # TCP: payload bytes on the wire past the captured ones (snap length)
+        self.truncated = None                # a cut payload ended its dissector in an exception: tshark's name
+                                             # of the protocol ("[Packet size limited during capture: UDP ...]")
         self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
         self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
@@ -89,6 +91,8 @@ class Decoded:
         """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
         if self.error:
             return f"[Malformed: {self.error}]"
+        if self.cut_before_ports():
+            return "[Packet size limited during capture]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
                 if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
@@ -123,21 +127,30 @@ class Decoded:
             return info(self.frame.data, next(sp[1] for sp in self.spans if sp[0] == "arp"))
         return ""
 
+    def cut_before_ports(self) -> bool:
+        """The snap length cut an IP header, or a UDP/TCP one before its ports (capture.network.cut): the Info
+        column is tshark's note alone, the Protocol column the IP layer's."""
+        last = self.spans[-1] if self.spans else ()
+        return len(last) == 4 and last[3] == "cut" and (last[0] in ("ip", "ipv6") or last[0] in ("udp", "tcp")
+                                                        and last[2] < 4)
+
     def address_columns(self) -> tuple[str, str]:
-        """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones."""
-        if self.src is not None or self.frame.linktype != 1 or len(self.frame.data) < 12:
+        """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones (each on
+        its own: a cut IP header may have given its source only)."""
+        if self.dst is not None or self.frame.linktype != 1 or len(self.frame.data) < 12:
             return self.src or "", self.dst or ""
         from . import manuf
         data = self.frame.data
-        return tuple(manuf.resolved(a) or a.hex(":") for a in (data[6:12], data[0:6]))
+        src, dst = (manuf.resolved(a) or a.hex(":") for a in (data[6:12], data[0:6]))
+        return self.src or src, dst
 
     def protocol_column(self) -> str:
         """The Protocol column of a frame no game dissector claimed: its innermost standard protocol's short name
         (an ICMP error's quoted datagram does not count)."""
         if self.icmp is not None:
             return "ICMPv6" if self.icmp.v6 else "ICMP"
-        if self.fragment and self.network == "ipv6":
-            return "IPv6"
+        if self.fragment and self.network == "ipv6" or self.cut_before_ports():
+            return "IPv6" if self.network == "ipv6" else "IPv4"
         name = self.protocols[-1] if self.protocols else "frame"
         if name == "arp" and self.frame.data[20:22] in (b"\x00\x03", b"\x00\x04"):    # reverse ARP (Ethernet)
             return "RARP"
@@ -154,6 +167,13 @@ class Decoded:
         """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector, and a
         TCP one too unless TCP's analysis calls the segment retransmitted or out of order (decode_tcp_ports), or
         it went into a reassembly ("TCP segment data")."""
+        if self.cut and self.transport == "udp" and len(self.payload) < 4 <= len(self.payload) + self.cut:
+            # a cut payload: UDP's hand-off throws on one with no byte captured; on 1 to 3, the first heuristic
+            # that reads 4 bytes, WireGuard's (tshark 4.0 tries its UDP heuristics in reverse name order)
+            if self.payload:
+                self.protocols.append("wg")
+            self.truncated = "WireGuard" if self.payload else "UDP"
+            return
         if not self.payload or self.error:
             return
         if self.transport == "tcp":
@@ -331,6 +351,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
         d.pdu_sizes = d.icmp = d.mptcp = None
     d.cut = 0
+    d.truncated = None
     d.unclaimed = False
     d.segment_data = d.segment_data_at = 0
     d.problems = []

@@ -62,6 +62,11 @@ def ipv4(d, data: bytes, off: int) -> None:
     d.protocols.append("ip")
     d.network = "ip"
     if len(data) - off < 20:
+        if off + 20 <= d.frame.length and not _bad_cut_ipv4(d, data, off):
+            cut(d, "ip", off)
+            return
+        if d.spans and d.spans[-1][0] == "ip":      # (a bogus header length or version: recorded)
+            return
         d.spans.append(("ip", off, max(0, len(data) - off)))
         short(d, "ip", "IPv4", 20, off)
         return
@@ -84,6 +89,10 @@ def ipv4(d, data: bytes, off: int) -> None:
     d.src = v4_cached(src) or v4_text(src)         # tshark sets the address columns past these checks
     d.dst = v4_cached(dst) or v4_text(dst)
     if len(data) < off + hl:
+        if off + hl <= d.frame.length:
+            d.dst = None            # (tshark sets it after a look for a source route in the options)
+            cut(d, "ip", off)
+            return
         d.spans.append(("ip", off, len(data) - off))
         short(d, "ip", "IPv4 options", hl, off)
         return
@@ -102,10 +111,51 @@ def ipv4(d, data: bytes, off: int) -> None:
     transport(d, data, off + hl, end, proto)
 
 
+def cut(d, proto: str, off: int) -> None:
+    """A header the snap length cut (its bytes are on the wire): tshark shows its fields as far as they were
+    captured, sets the address columns it got to, and ends the frame with "[Packet size limited during capture:
+    IPv4 truncated]" (layers.build; the builders take the span's "cut"). A UDP or TCP header of fewer than 4
+    bytes shows no layer at all (its ports are read before its tree is made)."""
+    there = len(d.frame.data) - off
+    if proto == "ip" and there >= 16:
+        src = d.frame.data[off + 12:off + 16]
+        d.src = v4_cached(src) or v4_text(src)
+    elif proto == "ipv6" and there >= 24:
+        src = d.frame.data[off + 8:off + 24]
+        d.src = v6_cached(src) or v6_text(src)
+    d.spans.append((proto, off, there, "cut"))
+
+
+def _bad_cut_ipv4(d, data: bytes, off: int) -> bool:
+    """The checks tshark makes on a cut IPv4 header before it runs out of bytes (version, header length, total
+    length), recorded as on a whole one; True when one failed."""
+    there = len(data) - off
+    if there < 1:
+        return False
+    vihl = data[off]
+    hl = (vihl & 15) << 2
+    if vihl >> 4 != 4:
+        d.spans.append(("ip", off, 1))
+        d.bad("ip", f"Bogus IP version ({vihl >> 4})", "ip.version.bad")
+        return True
+    if hl < 20:
+        d.spans.append(("ip", off, 20))
+        d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
+        return True
+    if there >= 4 and 0 < _U16(data, off + 2)[0] < hl:
+        d.spans.append(("ip", off, 20))
+        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")
+        return True
+    return False
+
+
 def ipv6(d, data: bytes, off: int) -> None:
     d.protocols.append("ipv6")
     d.network = "ipv6"
     if len(data) - off < 40:
+        if off + 40 <= d.frame.length and (len(data) == off or data[off] >> 4 == 6):
+            cut(d, "ipv6", off)
+            return
         d.spans.append(("ipv6", off, max(0, len(data) - off)))
         short(d, "ipv6", "IPv6", 40, off)
         return
@@ -202,6 +252,9 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
 
 def udp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("udp")
+    if off + 8 <= end and len(data) < off + 4:
+        cut(d, "udp", off)
+        return
     if off + 8 <= end and off + 4 <= len(data) < off + 8:
         # the header cut by the snap length: tshark shows its ports (and length) and stops there
         d.sport, d.dport = struct.unpack_from("!HH", data, off)
@@ -274,6 +327,9 @@ def _cut_header(d, data: bytes, off: int, end: int) -> None:
 
 def tcp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("tcp")
+    if off + 20 <= end and len(data) < off + 4:
+        cut(d, "tcp", off)
+        return
     if off + 20 <= end and off + 4 <= len(data) < off + 20:
         _cut_header(d, data, off, end)
         return

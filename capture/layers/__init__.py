@@ -30,6 +30,11 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 
 MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP",
                    "mptcp": "MPTCP"}
+# a header the snap length cut (capture.network.cut) -> the name in tshark's "[Packet size limited during capture:
+# NAME truncated]"
+CUT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP"}
+# ... and how many bytes of it tshark needs before it shows its tree (IPv6: an empty one with none)
+CUT_MIN = {"ip": 1, "udp": 4, "tcp": 4}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
@@ -71,6 +76,8 @@ def build(d, roots=None) -> list[Layer]:
             if "ipv6" in by_proto:
                 by_proto["ipv6"].item.add(ipv6_ext_item(data, *span[1:]))
             continue
+        if span[-1] == "cut" and span[2] < CUT_MIN.get(proto, 0):
+            continue            # (no byte of it, or a UDP/TCP header before its ports: no tree, only the note)
         made = BUILDERS[proto](d, data, *span[1:])
         if made.__class__ is list:       # SCTP: several (its continuation layers)
             layers.extend(made)
@@ -79,8 +86,10 @@ def build(d, roots=None) -> list[Layer]:
             layers.append(made)
         by_proto[proto] = made
     last = d.spans[-1] if d.spans else ()
-    if len(last) == 4 and last[3] == "cut" and last[0] in by_proto:    # a header the snap length cut (network)
-        name = cut_protocol(data, last[1], last[2]) if last[0] == "tcp" else "UDP"
+    name = d.truncated
+    if name is None and len(last) == 4 and last[3] == "cut" and (roots is None or "_ws" in roots or last[0] in roots):
+        name = cut_protocol(data, last[1], last[2]) if last[0] == "tcp" else CUT_NAMES[last[0]]   # a cut header
+    if name is not None:
         layers.append(Layer("_ws.short", Item(f._ws_short, None, 0, 0,
                                               f"[Packet size limited during capture: {name} truncated]")))
     if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):

@@ -58,10 +58,11 @@ TEMPLATES = TemplateCache()
 _V4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 
 
-def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False):
+def ip_layer(d, data: bytes, off: int, length: int, quoted: bool | str = False):
     """The IPv4 layer. `quoted`: the header an ICMP error quotes, shown as far as its bytes go (tshark stops at
     the first field past the end, with no malformed expert: a quoted datagram is expected to be cut), with the
-    experts of a bogus header or total length on their items."""
+    experts of a bogus header or total length on their items; or "cut": a header the snap length cut
+    (capture.network.cut), shown the same way."""
     if not quoted and length >= 20 and len(data) >= off + 20:
         vihl, ds, tlen, ident, frag, ttl, proto, csum, src, dst = _V4(data, off)
         hl = (vihl & 15) * 4
@@ -212,27 +213,48 @@ def _ip_cut(top: Item, data: bytes, off: int, n: int) -> Layer:
 IP_VERSION_NOTE = '[This field makes the filter match on "ip.version == 6" possible]'
 
 
-def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
-    if not full(data, off, length, 40):
+def ipv6_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
+    """The IPv6 header; `cut`: the snap length cut it (capture.network.cut), its fields as far as they go (each
+    once it is whole, as tshark reads them)."""
+    n = min(length, len(data) - off) if cut else 40
+    if not cut and not full(data, off, length, 40):
         return Layer("ipv6", proto_item(f.ipv6, off, length, "Internet Protocol Version 6"))
-    vtf, plen, nh, hlim, src, dst = struct.unpack_from("!IHBB16s16s", data, off)
+    vtf, plen, nh, hlim, src, dst = struct.unpack("!IHBB16s16s", data[off:off + n].ljust(40, b"\0"))
     src, dst = socket.inet_ntop(socket.AF_INET6, src), socket.inet_ntop(socket.AF_INET6, dst)
-    top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}")
+    top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}" if n >= 40 else
+                     "Internet Protocol Version 6")
+    if n < 40:
+        return Layer("ipv6", _ipv6_fields(top, off, n, vtf, plen, nh, hlim, src, dst))
+    return Layer("ipv6", _ipv6_fields(top, off, 40, vtf, plen, nh, hlim, src, dst))
+
+
+def _ipv6_fields(top: Item, off: int, n: int, vtf: int, plen: int, nh: int, hlim: int, src: str, dst: str) -> Item:
+    """The fixed header's fields that `n` captured bytes hold."""
+    if n < 1:
+        return top
     top.add(Item(f.ipv6_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"))
     # tshark's hidden "ip.version" beside it, with the text packet-ipv6.c appends
     top.add(HiddenItem(f.ipv6_ip_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"
                                                              f" {IP_VERSION_NOTE}"))
+    if n < 4:
+        return top
     tc = (vtf >> 20) & 0xFF
     tci = top.add(Item(f.ipv6_tclass, tc, off, 4, f"{bits(vtf, 0x0FF00000, 32)} = Traffic Class: 0x{tc:02x}"
                                                    f" ({_ds_text(tc, DSCP_SHORT_V6)})"))
     _ds_children(tci, vtf, tc, off, 4, 20, 32, (f.ipv6_dscp, f.ipv6_ecn))
     flow = vtf & 0xFFFFF
     top.add(Item(f.ipv6_flow, flow, off + 1, 3, f"{bits(vtf & 0xFFFFFF, 0x0FFFFF, 24)} = Flow Label: 0x{flow:05x}"))
-    top.add(Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}"))
-    top.add(Item(f.ipv6_nxt, nh, off + 6, 1, f"Next Header: {named(f.IP_PROTOS, nh)}"))
-    top.add(Item(f.ipv6_hlim, hlim, off + 7, 1, f"Hop Limit: {hlim}"))
-    _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
-    return Layer("ipv6", top)
+    for need, item in ((7, lambda: Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}")),
+                       (7, lambda: Item(f.ipv6_nxt, nh, off + 6, 1, f"Next Header: {named(f.IP_PROTOS, nh)}")),
+                       (8, lambda: Item(f.ipv6_hlim, hlim, off + 7, 1, f"Hop Limit: {hlim}"))):
+        if n < need:
+            return top
+        top.add(item())
+    if n >= 40:
+        _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
+    elif n >= 24:
+        top.children.extend(_addresses_of(f.ipv6_addresses, src, "", off + 8, 16)[:4])
+    return top
 
 
 def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | None = None) -> Item:

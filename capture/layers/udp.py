@@ -26,7 +26,7 @@ def info(d) -> str:
             return f"{head} [BAD UDP LENGTH {claim}]{tail}"
         if any(p.abbrev == "udp.checksum.zero" for _, p in problems):
             return f"{head} Len={len(d.payload) + d.cut} [ILLEGAL CHECKSUM (0)]"
-    return f"{head} Len={len(d.payload) + d.cut}"
+    return f"{head} Len={len(d.payload) + d.cut}" + ("[Packet size limited during capture]" if d.truncated else "")
 
 
 def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
@@ -54,7 +54,7 @@ def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> 
         c.add(Item(f.udp_checksum_status, 3, off + 6, 0, "[Checksum Status: Not present]", generated=True))
     conv = getattr(d, "udp", None)
     if conv is not None:
-        _stream(top, conv, off, bool(d.payload))
+        _stream(top, conv, off, bool(d.payload or d.cut))
     if d.transport == "udp" and d.payload:
         top.add(Item(f.udp_payload, d.payload, d.payload_offset, len(d.payload),
                      f"UDP payload ({len(d.payload)} byte{'s' if len(d.payload) != 1 else ''})"))
