@@ -24,7 +24,9 @@ PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.pas
 PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                 "udp.length.bad"}
 COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME", "ipv6.hopopts": "IPv6",
-                "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6"}
+                "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6", "ieee8021ad": "802.1ad"}
+# what an IPv6 extension header (by next-header number) puts in the Info column
+EXT_INFO = {0: "IPv6 hop-by-hop options", 60: "IPv6 destination options", 43: "IPv6 routing"}
 # The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
 EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
 
@@ -92,7 +94,12 @@ class Decoded:
         if self.error:
             return f"[Malformed: {self.error}]"
         if self.cut_before_ports():
-            return "[Packet size limited during capture]"
+            return (self._v6_ext_info() if self.network == "ipv6" else "") + "[Packet size limited during capture]"
+        last = self.spans[-1] if self.spans else ()
+        if last and last[0] in ("vlan", "ieee8021ad") and last[-1] == "cut":
+            from .layers.eth import tag_info
+            return (tag_info(last[0], self.frame.data, last[1]) if last[2] >= 2 else "") + \
+                "[Packet size limited during capture]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
                 if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
@@ -131,8 +138,8 @@ class Decoded:
         """The snap length cut an IP header, or a UDP/TCP one before its ports (capture.network.cut): the Info
         column is tshark's note alone, the Protocol column the IP layer's."""
         last = self.spans[-1] if self.spans else ()
-        return len(last) == 4 and last[3] == "cut" and (last[0] in ("ip", "ipv6") or last[0] in ("udp", "tcp")
-                                                        and last[2] < 4)
+        return bool(last) and last[-1] == "cut" and (last[0] in ("ip", "ipv6", "ipv6.ext") or last[0] in ("udp", "tcp")
+                                                     and last[2] < 4)
 
     def address_columns(self) -> tuple[str, str]:
         """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones (each on
@@ -156,6 +163,20 @@ class Decoded:
             return "RARP"
         return COLUMN_NAMES.get(name, name.upper())
 
+    def _v6_ext_info(self) -> str:
+        """What IPv6's extension headers put in the Info column: each one's name after " , ", a whole fragment
+        header its own text instead of what came before."""
+        text = ""
+        for span in self.spans:
+            if span[0] != "ipv6.ext":
+                continue
+            if span[3] == 44:
+                if span[-1] != "cut":
+                    text = self._v6_fragment_info()
+            elif span[3] in EXT_INFO:
+                text += (" , " if text else "") + EXT_INFO[span[3]]
+        return text
+
     def _v6_fragment_info(self) -> str:
         span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)
         if span is None or len(self.frame.data) < span[1] + 8:
@@ -167,7 +188,8 @@ class Decoded:
         """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector, and a
         TCP one too unless TCP's analysis calls the segment retransmitted or out of order (decode_tcp_ports), or
         it went into a reassembly ("TCP segment data")."""
-        if self.cut and self.transport == "udp" and len(self.payload) < 4 <= len(self.payload) + self.cut:
+        if self.cut and self.transport == "udp" and (not self.payload or len(self.payload) < 4 <= len(self.payload)
+                                                         + self.cut):
             # a cut payload: UDP's hand-off throws on one with no byte captured; on 1 to 3, the first heuristic
             # that reads 4 bytes, WireGuard's (tshark 4.0 tries its UDP heuristics in reverse name order)
             if self.payload:

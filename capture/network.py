@@ -178,6 +178,9 @@ def ipv6(d, data: bytes, off: int) -> None:
     p = off + 40
     while nh in _EXT or nh == IPV6_FRAGMENT:
         need = 8 if nh == IPV6_FRAGMENT else 2
+        if len(data) < p + need <= end:
+            _cut_ext(d, nh, p)
+            return
         if p + need > end or len(data) < p + need:
             short(d, "ipv6", f"IPv6 {_EXT.get(nh, 'fragment')} header", need, p, end)
             return
@@ -189,7 +192,7 @@ def ipv6(d, data: bytes, off: int) -> None:
             p += 8
             if fo & 0xFFF9:               # offset bits or M: a fragment (tshark shows its bytes as data)
                 d.fragment = True
-                if end > p:
+                if min(end, len(data)) > p:
                     d.protocols.append("data")
                 d.ip_proto = nxt
                 d.payload_offset = p
@@ -197,6 +200,10 @@ def ipv6(d, data: bytes, off: int) -> None:
                 return
         else:
             ln = (data[p + 1] + 2) * 4 if nh == 51 else (data[p + 1] + 1) * 8
+            if len(data) < p + ln <= end:
+                d.protocols.pop()
+                _cut_ext(d, nh, p)
+                return
             if nh in (0, 60) and not _options_fit(data, p + 2, p + ln, min(end, len(data))):
                 # tshark reads each option to its end, past the header if need be; one that runs past the
                 # payload (or a header that does) is an exception: "[Malformed Packet: IPv6 Hop-by-Hop]"
@@ -218,6 +225,12 @@ def ipv6(d, data: bytes, off: int) -> None:
         nh = nxt
     d.ip_proto = nh
     transport(d, data, p, end, nh)
+
+
+def _cut_ext(d, nh: int, p: int) -> None:
+    """An extension header the snap length cut (network.cut): listed, shown as far as captured."""
+    d.protocols.append(_EXT_PROTO[nh])
+    d.spans.append(("ipv6.ext", p, len(d.frame.data) - p, nh, "cut"))
 
 
 def _options_fit(data: bytes, p: int, end: int, limit: int) -> bool:

@@ -257,12 +257,15 @@ def _ipv6_fields(top: Item, off: int, n: int, vtf: int, plen: int, nh: int, hlim
     return top
 
 
-def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | None = None) -> Item:
+def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | str | None = None) -> Item | None:
     """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols).
     `declared`: the length its header claims, when that runs past the payload (the options are read up to the
-    payload's end; capture.network records the exception)."""
+    payload's end; capture.network records the exception); or "cut": the snap length cut it after `length`
+    bytes (capture.network.cut), its fields as far as tshark reads them (None: not one)."""
     field = f.ipv6_ext[kind]
     item = proto_item(field, off, length, field.name)
+    if declared == "cut":
+        return _cut_ext_item(item, data, off, length, kind)
     if kind == 44:
         if len(data) >= off + 8:
             nxt, fo, ident = struct.unpack_from("!BxHI", data, off)
@@ -289,18 +292,43 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int |
     return item
 
 
+def _cut_ext_item(item: Item, data: bytes, off: int, n: int, kind: int) -> Item | None:
+    """An extension header cut after `n` bytes: a fragment header shows nothing, options headers their next
+    header and length once both are there, then the options whose type and length were captured (a value once
+    it is whole); a routing header its next header, its length, and its type's fields from 8 bytes on."""
+    if kind == 44 or n < (0 if kind == 43 else 2):
+        return None
+    if n < 1:
+        return item
+    nxt_f, len_f, oct_f = f.ipv6_ext_fields[kind]
+    item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
+    if n < 2:
+        return item
+    size = (data[off + 1] + 2) * 4 if kind == 51 else (data[off + 1] + 1) * 8
+    item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
+    item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
+    if kind in (0, 60):
+        _options(item, data, off + 2, off + size, off + n, cut=True)
+    elif kind == 43:
+        routing_items(item, data, off, size, off + n)
+    return item
+
+
 IPV6_OPTIONS = {0: "Pad1", 1: "PadN", 5: "Router Alert",
                 **{k: f"Experimental (0x{k:02X})" for k in (0x1E, 0x3E, 0x5E, 0x7E, 0x9E, 0xBE, 0xDE, 0xFE)}}
 OPT_ACTIONS = ["Skip and continue", "Discard", "Discard and send ICMP Parameter Problem",
                "Discard and send ICMP if not multicast"]
 
 
-def _options(item: Item, data: bytes, p: int, end: int, limit: int) -> None:
+def _options(item: Item, data: bytes, p: int, end: int, limit: int, cut: bool = False) -> None:
     """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value. As
     tshark 4.0, an option is read to its own end even past the header's; the list stops where the bytes do (the
-    decoder records that exception)."""
+    decoder records that exception). `cut`: the snap length cut them at `limit` (an option whose length byte was
+    not captured is not shown)."""
     while p < end and p < limit:
         kind = data[p]
+        if cut and kind and p + 1 >= limit:
+            return
         name = IPV6_OPTIONS.get(kind, "Unknown IPv6 Option")
         n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < limit else 2
         opt = item.add(Item(f.ipv6_opt, None, p, min(n, limit - p), name))
