@@ -139,7 +139,7 @@ class Decoded:
         column is tshark's note alone, the Protocol column the IP layer's."""
         last = self.spans[-1] if self.spans else ()
         return bool(last) and last[-1] == "cut" and (last[0] in ("ip", "ipv6", "ipv6.ext") or last[0] in ("udp", "tcp")
-                                                     and last[2] < 4)
+                                                     and last[2] < 4 or last[0] == "sctp" and last[2] < 12)
 
     def address_columns(self) -> tuple[str, str]:
         """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones (each on
@@ -157,6 +157,8 @@ class Decoded:
         if self.icmp is not None:
             return "ICMPv6" if self.icmp.v6 else "ICMP"
         if self.fragment and self.network == "ipv6" or self.cut_before_ports():
+            if self.spans[-1][0] == "sctp" and self.sport is not None:
+                return "SCTP"               # (its ports were read)
             return "IPv6" if self.network == "ipv6" else "IPv4"
         name = self.protocols[-1] if self.protocols else "frame"
         if name == "arp" and self.frame.data[20:22] in (b"\x00\x03", b"\x00\x04"):    # reverse ARP (Ethernet)

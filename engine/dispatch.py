@@ -355,6 +355,13 @@ class Stack:
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
+        if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:
+            from ..capture.sctp import around_data          # SCTP's chunks before and after the DATA ones
+            before, after = around_data(d)
+            if before and len(infos) == 1:     # (the plugin clears the fence for a second message: gone then)
+                prefix += before
+            if after:
+                info = (lambda inner=info: (inner() if callable(inner) else inner) + after)
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)

@@ -32,10 +32,11 @@ MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Dest
                    "mptcp": "MPTCP"}
 # a header the snap length cut (capture.network.cut) -> the name in tshark's "[Packet size limited during capture:
 # NAME truncated]"
-CUT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "vlan": "VLAN", "ieee8021ad": "IEEE 802.1AD"}
+CUT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "vlan": "VLAN", "ieee8021ad": "IEEE 802.1AD",
+             "sctp": "SCTP"}
 EXT_CUT_NAMES = {0: "IPv6 Hop-by-Hop", 60: "IPv6 Destination", 43: "IPv6 Routing", 44: "IPv6 Fragment", 51: "AH"}
 # ... and how many bytes of it tshark needs before it shows its tree (IPv6: an empty one with none)
-CUT_MIN = {"ip": 1, "udp": 4, "tcp": 4, "vlan": 2, "ieee8021ad": 2}
+CUT_MIN = {"ip": 1, "udp": 4, "tcp": 4, "vlan": 2, "ieee8021ad": 2, "sctp": 12}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
