@@ -47,7 +47,8 @@ class UdpTable:
         payload)."""
         ts = d.frame.ts_ns
         conv = self._conv((d.src, d.sport), (d.dst, d.dport), ts)
-        if d.payload:        # tshark 4.0 times (and moves on) the conversation only for frames with a payload
+        if d.payload or d.cut:      # tshark 4.0 times (and moves on) the conversation only for frames with a
+            # payload (on the wire: a snap length may have cut it all)
             d.udp = (conv[0], ts - conv[1], ts - conv[2])
             conv[2] = ts
         else:
