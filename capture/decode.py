@@ -14,6 +14,7 @@ import struct
 from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
+from .fields import IP_PROTOS
 from .network import sack_throws, v4_cached, v4_text
 
 
@@ -127,8 +128,8 @@ class Decoded:
         if self.icmp is not None:
             from .icmp import info_column
             return info_column(self)
-        if self.fragment and self.network == "ipv6":
-            return self._v6_fragment_info()
+        if self.fragment:
+            return self._v6_fragment_info() if self.network == "ipv6" else self._v4_fragment_info()
         if self.protocols and self.protocols[-1] == "arp":
             from .layers.arp import info
             return info(self.frame.data, next(sp[1] for sp in self.spans if sp[0] == "arp"))
@@ -156,7 +157,7 @@ class Decoded:
         (an ICMP error's quoted datagram does not count)."""
         if self.icmp is not None:
             return "ICMPv6" if self.icmp.v6 else "ICMP"
-        if self.fragment and self.network == "ipv6" or self.cut_before_ports():
+        if self.fragment or self.cut_before_ports():
             if self.spans[-1][0] == "sctp" and self.sport is not None:
                 return "SCTP"               # (its ports were read)
             return "IPv6" if self.network == "ipv6" else "IPv4"
@@ -178,6 +179,15 @@ class Decoded:
             elif span[3] in EXT_INFO:
                 text += (" , " if text else "") + EXT_INFO[span[3]]
         return text
+
+    def _v4_fragment_info(self) -> str:
+        """An IPv4 fragment's Info (protodump does not reassemble IPv4 fragments: every one shows as tshark shows
+        one that completes no datagram)."""
+        span = next(s for s in self.spans if s[0] == "ip")
+        ident, frag = struct.unpack_from("!HH", self.frame.data, span[1] + 4)
+        proto = self.ip_proto
+        return (f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, 'Unknown')} {proto}, off={(frag & 0x1FFF) * 8},"
+                f" ID={ident:x})")
 
     def _v6_fragment_info(self) -> str:
         span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)

@@ -103,10 +103,12 @@ def ipv4(d, data: bytes, off: int) -> None:
     if end > wire:
         d.bad("ip", f"IPv4 total length exceeds packet length ({wire - off} bytes)", "ip.len.past_end")
         end = wire
-    if frag & 0x3FFF:                     # MF set or a non-zero offset: a fragment
+    if frag & 0x3FFF:                     # MF set or a non-zero offset: a fragment (its bytes shown as data)
         d.fragment = True
         d.payload_offset = off + hl
         d.payload = data[off + hl:end]
+        if d.payload:
+            d.protocols.append("data")
         return
     transport(d, data, off + hl, end, proto)
 

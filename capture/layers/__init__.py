@@ -117,7 +117,7 @@ def build(d, roots=None) -> list[Layer]:
         (item or layer.item).expert(info)
         if item is not None and info.abbrev in EXPERT_FIRST:   # before the item's own children
             item.children = [item.children[-1], *item.children[:-1]]
-    if (d.fragment and d.network == "ipv6" or getattr(d, "unclaimed", False)) and d.payload:
+    if (d.fragment or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole, source in getattr(d, "reassembled", None) or ():
         layers.append(tcp_segments_layer(pieces, whole, source))
