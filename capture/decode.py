@@ -103,6 +103,8 @@ class Decoded:
                 "[Packet size limited during capture]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
+                if proto == "udp" and self.sport is not None:     # (network._short_udp: its ports were read)
+                    return (_UDP_INFO or _udp_info())(self)
                 if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
                     from .layers.tcp_info import info
                     why = self.exception_reason(proto)
@@ -157,7 +159,8 @@ class Decoded:
         (an ICMP error's quoted datagram does not count)."""
         if self.icmp is not None:
             return "ICMPv6" if self.icmp.v6 else "ICMP"
-        if self.fragment or self.cut_before_ports():
+        if self.fragment or self.cut_before_ports() or self.spans and self.spans[-1][-1] == "bad" and \
+                self.sport is None:
             if self.spans[-1][0] == "sctp" and self.sport is not None:
                 return "SCTP"               # (its ports were read)
             return "IPv6" if self.network == "ipv6" else "IPv4"

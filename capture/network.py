@@ -275,6 +275,9 @@ def udp(d, data: bytes, off: int, end: int) -> None:
         d.sport, d.dport = struct.unpack_from("!HH", data, off)
         d.spans.append(("udp", off, len(data) - off, "cut"))
         return
+    if off + 8 > end and end <= len(data):
+        _short_udp(d, data, off, end)
+        return
     if off + 8 > end or len(data) < off + 8:
         d.spans.append(("udp", off, max(0, min(end, len(data)) - off)))
         short(d, "udp", "UDP", 8, off, end)
@@ -297,6 +300,23 @@ def udp(d, data: bytes, off: int, end: int) -> None:
         d.cut = off + ulen - len(data)
     if not _sum and d.network == "ipv6":      # RFC 8200: a zero UDP checksum is not allowed over IPv6
         d.problems.append(("udp", ExpertInfo("udp.checksum.zero", CHECKSUM, ERROR, "Illegal checksum value (0)")))
+
+
+def _short_udp(d, data: bytes, off: int, end: int) -> None:
+    """A UDP header past the IP length (a bogus total length): tshark reads what it can, then its exception
+    ("[Malformed Packet: UDP]"): nothing of an empty payload, no tree before the ports, the length (and its check
+    against the IP payload) once there."""
+    n = end - off
+    if n <= 0:
+        d.protocols.pop()
+        return
+    if n >= 4:
+        d.sport, d.dport = struct.unpack_from("!HH", data, off)
+    d.spans.append(("udp", off, n, "bad"))
+    if n >= 6 and _U16(data, off + 4)[0] > n:
+        d.bad("udp", f"Bad length value {_U16(data, off + 4)[0]} > IP payload length", "udp.length.bad")
+    d.problems.append(("udp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                         "Malformed Packet (Exception occurred)")))
 
 
 def sack_throws(data: bytes, p: int, end: int) -> bool:

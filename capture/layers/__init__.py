@@ -29,7 +29,7 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 
 
 MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP",
-                   "mptcp": "MPTCP"}
+                   "mptcp": "MPTCP", "udp": "UDP"}
 # a header the snap length cut (capture.network.cut) -> the name in tshark's "[Packet size limited during capture:
 # NAME truncated]"
 CUT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "vlan": "VLAN", "ieee8021ad": "IEEE 802.1AD",
@@ -79,7 +79,7 @@ def build(d, roots=None) -> list[Layer]:
             if ext is not None:
                 by_proto["ipv6"].item.add(ext)
             continue
-        if span[-1] == "cut" and span[2] < CUT_MIN.get(proto, 0):
+        if span[-1] in ("cut", "bad") and span[2] < CUT_MIN.get(proto, 0):
             continue            # (no byte of it, or a UDP/TCP header before its ports: no tree, only the note)
         made = BUILDERS[proto](d, data, *span[1:])
         if made.__class__ is list:       # SCTP: several (its continuation layers)
