@@ -105,6 +105,9 @@ class Decoded:
             if problem.abbrev == "_ws.malformed.expert":
                 if proto == "udp" and self.sport is not None:     # (network._short_udp: its ports were read)
                     return (_UDP_INFO or _udp_info())(self)
+                if proto == "sctp":                 # a chunk of length 0: the chunks before it, then the note
+                    from .sctp import info
+                    return info(self) + "[Malformed Packet]"
                 if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
                     from .layers.tcp_info import info
                     why = self.exception_reason(proto)
@@ -226,7 +229,8 @@ class Decoded:
     def exception_reason(self, proto: str) -> str:
         """The text of the exception that ended `proto`'s decode, when tshark shows one (a short TCP segment's
         ContainedBoundsError), else ""."""
-        return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4]), "")
+        return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4] and s[4] not in ("cut", "bad")),
+                    "")
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""

@@ -72,6 +72,12 @@ def decode(d, data: bytes, off: int, end: int) -> None:
             # the snap length cut this chunk: tshark shows the chunks before it, names it in the Info column
             d.spans[-1] = ("sctp", off, end - off, kind, "cut")
             break
+        if length == 0:             # tshark's chunk loop throws: "[Malformed Packet: SCTP]", the chunks before it
+            from ..engine.tree import ERROR, MALFORMED, ExpertInfo
+            d.spans[-1] = ("sctp", off, end - off, None, "bad")
+            d.problems.append(("sctp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                                  "Malformed Packet (Exception occurred)")))
+            break
         if length < 4 or p + length > end or (kind == DATA and length < 16):
             d.bad("sctp", f"Malformed chunk: length {length} at offset {p - off} ({end - p} bytes left)")
             break
@@ -196,8 +202,8 @@ def _rel(tsn: int, base: int | None) -> int:
 def sctp_layer(d, data: bytes, off: int, length: int, cut_kind: int | None = None, cut: str | None = None
                ) -> list[Layer]:
     """The SCTP layer, and a continuation layer per DATA chunk after the first (engine.dispatch.Packet.layers
-    puts those after the game layers of the chunk before). `cut`: the snap length cut a chunk (capture.sctp.decode;
-    tshark shows the chunks before it, and no association index)."""
+    puts those after the game layers of the chunk before). `cut`: the snap length cut a chunk, or "bad": a chunk
+    of length 0 (capture.sctp.decode; tshark shows the chunks before it, and no association index)."""
     if length < 12 or len(data) < off + 12:
         return [Layer("sctp", Item(f.sctp, None, off, length, "Stream Control Transmission Protocol"))]
     sport, dport, vtag, csum = _COMMON(data, off)

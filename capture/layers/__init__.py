@@ -29,7 +29,7 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 
 
 MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP",
-                   "mptcp": "MPTCP", "udp": "UDP"}
+                   "mptcp": "MPTCP", "udp": "UDP", "sctp": "SCTP"}
 # a header the snap length cut (capture.network.cut) -> the name in tshark's "[Packet size limited during capture:
 # NAME truncated]"
 CUT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "vlan": "VLAN", "ieee8021ad": "IEEE 802.1AD",
