@@ -232,6 +232,11 @@ class Decoded:
         return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4] and s[4] not in ("cut", "bad")),
                     "")
 
+    def around_data(self) -> tuple[str, str]:
+        """SCTP: the Info texts of the chunks before the first DATA chunk and after the last (capture.sctp)."""
+        from .sctp import around_data
+        return around_data(self)
+
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
         if self.tcp is None or not self.tcp.flags:      # no analysis flag: no tag (and no import)

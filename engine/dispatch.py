@@ -356,8 +356,7 @@ class Stack:
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
         if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:
-            from ..capture.sctp import around_data          # SCTP's chunks before and after the DATA ones
-            before, after = around_data(d)
+            before, after = d.around_data()          # SCTP's chunks before and after the DATA ones
             if before and len(infos) == 1:     # (the plugin clears the fence for a second message: gone then)
                 prefix += before
             if after:
