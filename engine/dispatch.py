@@ -344,7 +344,7 @@ class Stack:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         at = len(self.layers) - 1
-        while at > 0 and self.layers[at].proto == "data":
+        while at > 0 and self.layers[at].proto in ("data", "data-text-lines"):
             at -= 1                                   # tshark's data dissector leaves the columns as they were
         last = self.layers[at].proto
         infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]

@@ -122,3 +122,34 @@ def lost_fragment() -> Path:
                          ids=["json", "V", "summary", "expert"])
 def test_fragments_of_game_datagrams(lost_fragment, args, protodump_run, standard_run):
     same_as_tshark(lost_fragment, args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
+def text_messages() -> Path:
+    """freeblox-plain's handshake, then a masked client text message and an unmasked server one that no
+    dissector takes (tools/pcap_edit.py with_tcp_payload): tshark's websocket hands each to data-text-lines."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pcap_edit", CAPTURES_DIR.parent / "tools" / "pcap_edit.py")
+    edit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(edit)
+    source = CAPTURES_DIR / "freeblox-plain.pcap"
+    header, records = edit.read_pcap(source)
+    segments = {n: (ends, seq) for n, ends, seq, _ in edit.tcp_segments(source)}
+    key = b"\x11\x22\x33\x44"
+    client = "hello\nworld\n\ttab \\ back\n".encode()
+    masked = bytes([0x81, 0x80 | len(client)]) + key + bytes(b ^ key[i % 4] for i, b in enumerate(client))
+    server_text = b"line one\r\nline two"
+    server = next(n for n in range(9, 20) if n in segments and segments[n][0][1] == 8765)
+    out = records[:7] + [edit.with_tcp_payload(records[7], segments[8][1], masked),
+                         edit.with_tcp_payload(records[server - 1], segments[server][1],
+                                               bytes([0x81, len(server_text)]) + server_text)]
+    TMP.mkdir(exist_ok=True)
+    path = TMP / "rehearsal-ws-text.pcap"
+    edit.write_pcap(path, header, out)
+    return path
+
+
+@pytest.mark.parametrize("args", [("-T", "json"), ("-T", "json", "-x"), ("-V",), (), ("-T", "ek")],
+                         ids=["json", "json-x", "V", "summary", "ek"])
+def test_websocket_text_nobody_takes(text_messages, args, protodump_run, standard_run):
+    same_as_tshark(text_messages, args, protodump_run, standard_run)
