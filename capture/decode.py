@@ -133,6 +133,8 @@ class Decoded:
         if self.icmp is not None:
             from .icmp import info_column
             return info_column(self)
+        if self.ip_proto == 59 and self.network == "ipv6" and not self.fragment:
+            return "IPv6 no next header"
         if self.fragment:
             return self._v6_fragment_info() if self.network == "ipv6" else self._v4_fragment_info()
         if self.protocols and self.protocols[-1] == "arp":

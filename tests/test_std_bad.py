@@ -3,7 +3,7 @@ experts on its layer, the same -V, -T json, summary and -z expert, and the next 
 datagram closes the capture). Bad IPv4 header and total lengths (a UDP header past the IP length, read as far as
 it goes), TCP data offsets and option lengths, UDP lengths, ICMP errors quoting a cut or bogus datagram or nothing,
 an SCTP chunk of length 0, IPv6 extension-header chains (a destination-options chain, a hop-by-hop header running
-past the payload, two fragment headers, routing headers)."""
+past the payload, two fragment headers, routing headers, no next header)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,7 +51,7 @@ def _frames() -> list:
     pkts += [v6(60, hbh(60) + hbh(60) + hbh(60) + hbh(17) + udp1), v6(0, hbh(0, 5)),
              v6(44, bytes([44, 0, 0, 1, 0, 0, 0, 9]) + bytes([17, 0, 0, 0, 0, 0, 0, 9]) + udp1),
              v6(43, bytes([17, 0, 0, 0, 0, 0, 0, 0]) + udp1), v6(43, bytes([17, 2, 4, 1, 0, 0, 0, 0]) + bytes(16) + udp1),
-             e / Raw(good)]
+             v6(59, b""), v6(0, hbh(59)), e / Raw(good)]
     return pkts
 
 
