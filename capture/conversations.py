@@ -46,8 +46,11 @@ class UdpTable:
         """Set d.udp = (stream index, ns since the stream's first frame, ns since its previous frame with a
         payload)."""
         ts = d.frame.ts_ns
+        if d.problems and any(p.abbrev == "udp.length.bad" and " < " in p.message for _, p in d.problems):
+            return                  # (tshark stops at a length under 8, before it looks up the conversation)
         conv = self._conv((d.src, d.sport), (d.dst, d.dport), ts)
-        if d.payload:        # tshark 4.0 times (and moves on) the conversation only for frames with a payload
+        if d.payload or d.cut:      # tshark 4.0 times (and moves on) the conversation only for frames with a
+            # payload (on the wire: a snap length may have cut it all)
             d.udp = (conv[0], ts - conv[1], ts - conv[2])
             conv[2] = ts
         else:

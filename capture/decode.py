@@ -14,6 +14,7 @@ import struct
 from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
+from .fields import IP_PROTOS
 from .network import sack_throws, v4_cached, v4_text
 
 
@@ -24,7 +25,9 @@ PROTOCOL_PROBLEMS = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.pas
 PROBLEM_INFO = {"ip.bogus_header_length", "ip.bogus_ip_length", "ip.len.past_end", "tcp.bogus_header_length",
                 "udp.length.bad"}
 COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame": "FRAME", "ipv6.hopopts": "IPv6",
-                "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6"}
+                "ipv6.dstopts": "IPv6", "ipv6.routing": "IPv6", "ipv6.fraghdr": "IPv6", "ieee8021ad": "802.1ad"}
+# what an IPv6 extension header (by next-header number) puts in the Info column
+EXT_INFO = {0: "IPv6 hop-by-hop options", 60: "IPv6 destination options", 43: "IPv6 routing"}
 # The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
 EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
 
@@ -37,7 +40,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "icmp",
-                 "unclaimed", "mptcp", "cut")
+                 "unclaimed", "mptcp", "cut", "truncated")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -66,6 +69,8 @@ class Decoded:
         self.tcp = None                      # TCP: capture.tcp_analysis.TcpInfo (set when decoded with a TcpTable)
         self.mptcp = None                    # TCP: capture.mptcp_analysis.FrameMptcp (a segment with MPTCP options)
         self.cut = 0                         # TCP: payload bytes on the wire past the captured ones (snap length)
+        self.truncated = None                # a cut payload ended its dissector in an exception: tshark's name
+                                             # of the protocol ("[Packet size limited during capture: UDP ...]")
         self.chunk_marks = None              # SCTP: per DATA chunk, how many game layers came before it (engine.streams)
         self.tsn_bases = None                # SCTP: (sender's, receiver's) relative TSN bases (capture.sctp.TsnTable)
         self.times = None                    # (first, previous, previous displayed) frame times (capture.clock)
@@ -89,8 +94,20 @@ class Decoded:
         """The Info column of a frame no game dissector claimed (the innermost standard layer's)."""
         if self.error:
             return f"[Malformed: {self.error}]"
+        if self.cut_before_ports():
+            return (self._v6_ext_info() if self.network == "ipv6" else "") + "[Packet size limited during capture]"
+        last = self.spans[-1] if self.spans else ()
+        if last and last[0] in ("vlan", "ieee8021ad") and last[-1] == "cut":
+            from .layers.eth import tag_info
+            return (tag_info(last[0], self.frame.data, last[1]) if last[2] >= 2 else "") + \
+                "[Packet size limited during capture]"
         for proto, problem in self.problems:
             if problem.abbrev == "_ws.malformed.expert":
+                if proto == "udp" and self.sport is not None:     # (network._short_udp: its ports were read)
+                    return (_UDP_INFO or _udp_info())(self)
+                if proto == "sctp":                 # a chunk of length 0: the chunks before it, then the note
+                    from .sctp import info
+                    return info(self) + "[Malformed Packet]"
                 if proto in ("tcp", "mptcp"):   # a short segment, an option: TCP's Info as far as it got
                     from .layers.tcp_info import info
                     why = self.exception_reason(proto)
@@ -116,32 +133,69 @@ class Decoded:
         if self.icmp is not None:
             from .icmp import info_column
             return info_column(self)
-        if self.fragment and self.network == "ipv6":
-            return self._v6_fragment_info()
+        if self.ip_proto == 59 and self.network == "ipv6" and not self.fragment:
+            return "IPv6 no next header"
+        if self.fragment:
+            return self._v6_fragment_info() if self.network == "ipv6" else self._v4_fragment_info()
         if self.protocols and self.protocols[-1] == "arp":
             from .layers.arp import info
             return info(self.frame.data, next(sp[1] for sp in self.spans if sp[0] == "arp"))
         return ""
 
+    def cut_before_ports(self) -> bool:
+        """The snap length cut an IP header, or a UDP/TCP one before its ports (capture.network.cut): the Info
+        column is tshark's note alone, the Protocol column the IP layer's."""
+        last = self.spans[-1] if self.spans else ()
+        return bool(last) and last[-1] == "cut" and (last[0] in ("ip", "ipv6", "ipv6.ext") or last[0] in ("udp", "tcp")
+                                                     and last[2] < 4 or last[0] == "sctp" and last[2] < 12)
+
     def address_columns(self) -> tuple[str, str]:
-        """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones."""
-        if self.src is not None or self.frame.linktype != 1 or len(self.frame.data) < 12:
+        """The Source and Destination columns: network addresses, else (as tshark) the Ethernet ones (each on
+        its own: a cut IP header may have given its source only)."""
+        if self.dst is not None or self.frame.linktype != 1 or len(self.frame.data) < 12:
             return self.src or "", self.dst or ""
         from . import manuf
         data = self.frame.data
-        return tuple(manuf.resolved(a) or a.hex(":") for a in (data[6:12], data[0:6]))
+        src, dst = (manuf.resolved(a) or a.hex(":") for a in (data[6:12], data[0:6]))
+        return self.src or src, dst
 
     def protocol_column(self) -> str:
         """The Protocol column of a frame no game dissector claimed: its innermost standard protocol's short name
         (an ICMP error's quoted datagram does not count)."""
         if self.icmp is not None:
             return "ICMPv6" if self.icmp.v6 else "ICMP"
-        if self.fragment and self.network == "ipv6":
-            return "IPv6"
+        if self.fragment or self.cut_before_ports() or self.spans and self.spans[-1][-1] == "bad" and \
+                self.sport is None:
+            if self.spans[-1][0] == "sctp" and self.sport is not None:
+                return "SCTP"               # (its ports were read)
+            return "IPv6" if self.network == "ipv6" else "IPv4"
         name = self.protocols[-1] if self.protocols else "frame"
         if name == "arp" and self.frame.data[20:22] in (b"\x00\x03", b"\x00\x04"):    # reverse ARP (Ethernet)
             return "RARP"
         return COLUMN_NAMES.get(name, name.upper())
+
+    def _v6_ext_info(self) -> str:
+        """What IPv6's extension headers put in the Info column: each one's name after " , ", a whole fragment
+        header its own text instead of what came before."""
+        text = ""
+        for span in self.spans:
+            if span[0] != "ipv6.ext":
+                continue
+            if span[3] == 44:
+                if span[-1] != "cut":
+                    text = self._v6_fragment_info()
+            elif span[3] in EXT_INFO:
+                text += (" , " if text else "") + EXT_INFO[span[3]]
+        return text
+
+    def _v4_fragment_info(self) -> str:
+        """An IPv4 fragment's Info (protodump does not reassemble IPv4 fragments: every one shows as tshark shows
+        one that completes no datagram)."""
+        span = next(s for s in self.spans if s[0] == "ip")
+        ident, frag = struct.unpack_from("!HH", self.frame.data, span[1] + 4)
+        proto = self.ip_proto
+        return (f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, 'Unknown')} {proto}, off={(frag & 0x1FFF) * 8},"
+                f" ID={ident:x})")
 
     def _v6_fragment_info(self) -> str:
         span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)
@@ -154,6 +208,14 @@ class Decoded:
         """No game dissector took this frame's payload: tshark hands a UDP payload to its data dissector, and a
         TCP one too unless TCP's analysis calls the segment retransmitted or out of order (decode_tcp_ports), or
         it went into a reassembly ("TCP segment data")."""
+        if self.cut and self.transport == "udp" and (not self.payload or len(self.payload) < 4 <= len(self.payload)
+                                                         + self.cut):
+            # a cut payload: UDP's hand-off throws on one with no byte captured; on 1 to 3, the first heuristic
+            # that reads 4 bytes, WireGuard's (tshark 4.0 tries its UDP heuristics in reverse name order)
+            if self.payload:
+                self.protocols.append("wg")
+            self.truncated = "WireGuard" if self.payload else "UDP"
+            return
         if not self.payload or self.error:
             return
         if self.transport == "tcp":
@@ -169,7 +231,13 @@ class Decoded:
     def exception_reason(self, proto: str) -> str:
         """The text of the exception that ended `proto`'s decode, when tshark shows one (a short TCP segment's
         ContainedBoundsError), else ""."""
-        return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4]), "")
+        return next((s[4] for s in self.spans if s[0] == proto and len(s) > 4 and s[4] and s[4] not in ("cut", "bad")),
+                    "")
+
+    def around_data(self) -> tuple[str, str]:
+        """SCTP: the Info texts of the chunks before the first DATA chunk and after the last (capture.sctp)."""
+        from .sctp import around_data
+        return around_data(self)
 
     def info_prefix(self) -> str:
         """What the standard layers put before any Info column (TCP analysis tags)."""
@@ -331,6 +399,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
         d.pdu_sizes = d.icmp = d.mptcp = None
     d.cut = 0
+    d.truncated = None
     d.unclaimed = False
     d.segment_data = d.segment_data_at = 0
     d.problems = []

@@ -10,7 +10,7 @@ ETHERTYPES = {0x0800: "IPv4", 0x86DD: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q Vir
               0x88A8: "802.1ad Provider Bridge (Q-in-Q)", 0x9100: "QinQ: old non-standard 802.1ad"}
 IP_PROTOS = {0: "IPv6 Hop-by-Hop Option", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6",
              43: "Routing Header for IPv6", 44: "Fragment Header for IPv6", 47: "GRE", 50: "ESP", 51: "AH",
-             58: "ICMPv6", 59: "IPv6 No Next Header", 60: "Destination Options for IPv6", 132: "SCTP"}
+             58: "ICMPv6", 59: "No Next Header for IPv6", 60: "Destination Options for IPv6", 132: "SCTP"}
 NULL_FAMILIES = {2: "IP", 24: "IPv6", 28: "IPv6", 30: "IPv6"}
 SLL_PKTTYPES = {0: "Unicast to us", 1: "Broadcast", 2: "Multicast", 3: "Unicast to another host",
                 4: "Sent by us"}

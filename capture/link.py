@@ -37,6 +37,9 @@ def ethernet(d, data: bytes) -> None:
         tag = VLAN_TYPES[etype]
         d.protocols.append(tag)
         if len(data) < off + 4:
+            if off + 4 <= d.frame.length:       # the snap length cut it (network.cut)
+                d.spans.append((tag, off, len(data) - off, "cut"))
+                return
             d.spans.append((tag, off, len(data) - off))
             short(d, tag, "802.1Q" if tag == "vlan" else "802.1ad", 4, off)
             return

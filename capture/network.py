@@ -62,6 +62,11 @@ def ipv4(d, data: bytes, off: int) -> None:
     d.protocols.append("ip")
     d.network = "ip"
     if len(data) - off < 20:
+        if off + 20 <= d.frame.length and not _bad_cut_ipv4(d, data, off):
+            cut(d, "ip", off)
+            return
+        if d.spans and d.spans[-1][0] == "ip":      # (a bogus header length or version: recorded)
+            return
         d.spans.append(("ip", off, max(0, len(data) - off)))
         short(d, "ip", "IPv4", 20, off)
         return
@@ -84,6 +89,10 @@ def ipv4(d, data: bytes, off: int) -> None:
     d.src = v4_cached(src) or v4_text(src)         # tshark sets the address columns past these checks
     d.dst = v4_cached(dst) or v4_text(dst)
     if len(data) < off + hl:
+        if off + hl <= d.frame.length:
+            d.dst = None            # (tshark sets it after a look for a source route in the options)
+            cut(d, "ip", off)
+            return
         d.spans.append(("ip", off, len(data) - off))
         short(d, "ip", "IPv4 options", hl, off)
         return
@@ -94,18 +103,61 @@ def ipv4(d, data: bytes, off: int) -> None:
     if end > wire:
         d.bad("ip", f"IPv4 total length exceeds packet length ({wire - off} bytes)", "ip.len.past_end")
         end = wire
-    if frag & 0x3FFF:                     # MF set or a non-zero offset: a fragment
+    if frag & 0x3FFF:                     # MF set or a non-zero offset: a fragment (its bytes shown as data)
         d.fragment = True
         d.payload_offset = off + hl
         d.payload = data[off + hl:end]
+        if d.payload:
+            d.protocols.append("data")
         return
     transport(d, data, off + hl, end, proto)
+
+
+def cut(d, proto: str, off: int) -> None:
+    """A header the snap length cut (its bytes are on the wire): tshark shows its fields as far as they were
+    captured, sets the address columns it got to, and ends the frame with "[Packet size limited during capture:
+    IPv4 truncated]" (layers.build; the builders take the span's "cut"). A UDP or TCP header of fewer than 4
+    bytes shows no layer at all (its ports are read before its tree is made)."""
+    there = len(d.frame.data) - off
+    if proto == "ip" and there >= 16:
+        src = d.frame.data[off + 12:off + 16]
+        d.src = v4_cached(src) or v4_text(src)
+    elif proto == "ipv6" and there >= 24:
+        src = d.frame.data[off + 8:off + 24]
+        d.src = v6_cached(src) or v6_text(src)
+    d.spans.append((proto, off, there, "cut"))
+
+
+def _bad_cut_ipv4(d, data: bytes, off: int) -> bool:
+    """The checks tshark makes on a cut IPv4 header before it runs out of bytes (version, header length, total
+    length), recorded as on a whole one; True when one failed."""
+    there = len(data) - off
+    if there < 1:
+        return False
+    vihl = data[off]
+    hl = (vihl & 15) << 2
+    if vihl >> 4 != 4:
+        d.spans.append(("ip", off, 1))
+        d.bad("ip", f"Bogus IP version ({vihl >> 4})", "ip.version.bad")
+        return True
+    if hl < 20:
+        d.spans.append(("ip", off, 20))
+        d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
+        return True
+    if there >= 4 and 0 < _U16(data, off + 2)[0] < hl:
+        d.spans.append(("ip", off, 20))
+        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")
+        return True
+    return False
 
 
 def ipv6(d, data: bytes, off: int) -> None:
     d.protocols.append("ipv6")
     d.network = "ipv6"
     if len(data) - off < 40:
+        if off + 40 <= d.frame.length and (len(data) == off or data[off] >> 4 == 6):
+            cut(d, "ipv6", off)
+            return
         d.spans.append(("ipv6", off, max(0, len(data) - off)))
         short(d, "ipv6", "IPv6", 40, off)
         return
@@ -128,6 +180,9 @@ def ipv6(d, data: bytes, off: int) -> None:
     p = off + 40
     while nh in _EXT or nh == IPV6_FRAGMENT:
         need = 8 if nh == IPV6_FRAGMENT else 2
+        if len(data) < p + need <= end:
+            _cut_ext(d, nh, p)
+            return
         if p + need > end or len(data) < p + need:
             short(d, "ipv6", f"IPv6 {_EXT.get(nh, 'fragment')} header", need, p, end)
             return
@@ -139,7 +194,7 @@ def ipv6(d, data: bytes, off: int) -> None:
             p += 8
             if fo & 0xFFF9:               # offset bits or M: a fragment (tshark shows its bytes as data)
                 d.fragment = True
-                if end > p:
+                if min(end, len(data)) > p:
                     d.protocols.append("data")
                 d.ip_proto = nxt
                 d.payload_offset = p
@@ -147,6 +202,10 @@ def ipv6(d, data: bytes, off: int) -> None:
                 return
         else:
             ln = (data[p + 1] + 2) * 4 if nh == 51 else (data[p + 1] + 1) * 8
+            if len(data) < p + ln <= end:
+                d.protocols.pop()
+                _cut_ext(d, nh, p)
+                return
             if nh in (0, 60) and not _options_fit(data, p + 2, p + ln, min(end, len(data))):
                 # tshark reads each option to its end, past the header if need be; one that runs past the
                 # payload (or a header that does) is an exception: "[Malformed Packet: IPv6 Hop-by-Hop]"
@@ -168,6 +227,12 @@ def ipv6(d, data: bytes, off: int) -> None:
         nh = nxt
     d.ip_proto = nh
     transport(d, data, p, end, nh)
+
+
+def _cut_ext(d, nh: int, p: int) -> None:
+    """An extension header the snap length cut (network.cut): listed, shown as far as captured."""
+    d.protocols.append(_EXT_PROTO[nh])
+    d.spans.append(("ipv6.ext", p, len(d.frame.data) - p, nh, "cut"))
 
 
 def _options_fit(data: bytes, p: int, end: int, limit: int) -> bool:
@@ -202,10 +267,16 @@ def transport(d, data: bytes, off: int, end: int, proto: int) -> None:
 
 def udp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("udp")
+    if off + 8 <= end and len(data) < off + 4:
+        cut(d, "udp", off)
+        return
     if off + 8 <= end and off + 4 <= len(data) < off + 8:
         # the header cut by the snap length: tshark shows its ports (and length) and stops there
         d.sport, d.dport = struct.unpack_from("!HH", data, off)
         d.spans.append(("udp", off, len(data) - off, "cut"))
+        return
+    if off + 8 > end and end <= len(data):
+        _short_udp(d, data, off, end)
         return
     if off + 8 > end or len(data) < off + 8:
         d.spans.append(("udp", off, max(0, min(end, len(data)) - off)))
@@ -229,6 +300,23 @@ def udp(d, data: bytes, off: int, end: int) -> None:
         d.cut = off + ulen - len(data)
     if not _sum and d.network == "ipv6":      # RFC 8200: a zero UDP checksum is not allowed over IPv6
         d.problems.append(("udp", ExpertInfo("udp.checksum.zero", CHECKSUM, ERROR, "Illegal checksum value (0)")))
+
+
+def _short_udp(d, data: bytes, off: int, end: int) -> None:
+    """A UDP header past the IP length (a bogus total length): tshark reads what it can, then its exception
+    ("[Malformed Packet: UDP]"): nothing of an empty payload, no tree before the ports, the length (and its check
+    against the IP payload) once there."""
+    n = end - off
+    if n <= 0:
+        d.protocols.pop()
+        return
+    if n >= 4:
+        d.sport, d.dport = struct.unpack_from("!HH", data, off)
+    d.spans.append(("udp", off, n, "bad"))
+    if n >= 6 and _U16(data, off + 4)[0] > n:
+        d.bad("udp", f"Bad length value {_U16(data, off + 4)[0]} > IP payload length", "udp.length.bad")
+    d.problems.append(("udp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                         "Malformed Packet (Exception occurred)")))
 
 
 def sack_throws(data: bytes, p: int, end: int) -> bool:
@@ -274,6 +362,9 @@ def _cut_header(d, data: bytes, off: int, end: int) -> None:
 
 def tcp(d, data: bytes, off: int, end: int) -> None:
     d.protocols.append("tcp")
+    if off + 20 <= end and len(data) < off + 4:
+        cut(d, "tcp", off)
+        return
     if off + 20 <= end and off + 4 <= len(data) < off + 20:
         _cut_header(d, data, off, end)
         return

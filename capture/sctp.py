@@ -50,8 +50,13 @@ def decode(d, data: bytes, off: int, end: int) -> None:
     """The SCTP header and chunk list of one packet into `d` (never raises: a bad chunk ends the list)."""
     from .network import short
     d.protocols.append("sctp")
-    end = min(end, len(data))
+    wire, end = end, min(end, len(data))
     if off + 12 > end:
+        if off + 12 <= wire:        # the snap length cut the common header: the ports, if there (network.cut)
+            if end - off >= 4:
+                d.sport, d.dport = struct.unpack_from("!HH", data, off)
+            d.spans.append(("sctp", off, end - off, None, "cut"))
+            return
         d.spans.append(("sctp", off, max(0, end - off)))
         short(d, "sctp", "SCTP", 12, off, end)
         return
@@ -63,6 +68,16 @@ def decode(d, data: bytes, off: int, end: int) -> None:
     chunks, p = [], off + 12
     while p + 4 <= end:
         kind, flags, length = _CHUNK(data, p)
+        if end < p + length <= wire and length >= (16 if kind == DATA else 4):
+            # the snap length cut this chunk: tshark shows the chunks before it, names it in the Info column
+            d.spans[-1] = ("sctp", off, end - off, kind, "cut")
+            break
+        if length == 0:             # tshark's chunk loop throws: "[Malformed Packet: SCTP]", the chunks before it
+            from ..engine.tree import ERROR, MALFORMED, ExpertInfo
+            d.spans[-1] = ("sctp", off, end - off, None, "bad")
+            d.problems.append(("sctp", ExpertInfo("_ws.malformed.expert", MALFORMED, ERROR,
+                                                  "Malformed Packet (Exception occurred)")))
+            break
         if length < 4 or p + length > end or (kind == DATA and length < 16):
             d.bad("sctp", f"Malformed chunk: length {length} at offset {p - off} ({end - p} bytes left)")
             break
@@ -72,6 +87,9 @@ def decode(d, data: bytes, off: int, end: int) -> None:
         else:
             chunks.append(Chunk(kind, flags, p, length))
         p += length + (-length % 4)
+    else:
+        if p < end < p + 4 <= wire or p == end < wire:
+            d.spans[-1] = ("sctp", off, end - off, None, "cut")       # a chunk header cut
     d.chunks = chunks
 
 
@@ -95,14 +113,18 @@ class TsnTable:
         me, peer = (d.src, d.sport, d.dst, d.dport), (d.dst, d.dport, d.src, d.sport)
         for i, c in enumerate(d.chunks or ()):
             if c.kind in (1, 2) and c.length >= 20:
-                self._put(me, struct.unpack_from("!I", data, c.offset + 16)[0])
+                # tshark counts from the first DATA chunk's TSN; the association known, a SACK for a direction
+                # that sent none yet counts from 0 (with no INIT seen, it shows no relative TSN at all)
+                for key in (me, peer):
+                    if key not in self.bases:
+                        self._put(key, None)
             elif c.kind == DATA:
-                if me not in self.bases:
+                if self.bases.get(me) is None:
                     self._put(me, c.tsn)
                 self._fragment(d, i, c, (me, c.sid))
                 if self.learnt and (d.frame.number, i) in self.learnt:
                     d.sctp_fragments = {**(d.sctp_fragments or {}), i: self.learnt[d.frame.number, i]}
-        d.tsn_bases = (self.bases.get(me), self.bases.get(peer))
+        d.tsn_bases = (self.bases.get(me), (self.bases[peer] or 0) if peer in self.bases else None)
 
     def _fragment(self, d, index: int, c: Chunk, key: tuple) -> None:
         """Follow the B/E bits of a stream's DATA chunks (in capture order, as they come)."""
@@ -139,18 +161,36 @@ class SecondPassPieces(list):
 def info(d) -> str:
     """tshark's SCTP Info column: each chunk's name, a DATA chunk's relative TSN (and "(Message Fragment)" while
     its message is incomplete), a SACK's relative cumulative TSN and window; each followed by a space."""
-    bases = d.tsn_bases or (None, None)
-    out = []
-    data = d.frame.data
-    for c in d.chunks or ():
-        if c.kind == DATA:
-            out.append(f"DATA (TSN={_rel(c.tsn, bases[0])}) " + ("(Message Fragment) " if c.flags & 3 != 3 else ""))
-        elif c.kind == 3 and c.length >= 12:
-            cum, rwnd = struct.unpack_from("!II", data, c.offset + 4)
-            out.append(f"SACK (Ack={_rel(cum, bases[1])}, Arwnd={rwnd}) ")
-        else:
-            out.append(c.name + " ")
+    out = [_chunk_info(d, c) for c in d.chunks or ()]
+    span = d.spans[-1]
+    if span[-1] == "cut":           # (decode: the snap length cut a chunk, named once its header was captured)
+        return "".join(out) + (CHUNK_NAMES.get(span[3], "UNKNOWN") + " " if span[3] is not None else "") + \
+            "[Packet size limited during capture]"
     return "".join(out)
+
+
+def around_data(d) -> tuple[str, str]:
+    """The Info texts of the chunks before the first DATA chunk and after the last one: SCTP's column around
+    what the dissector of the DATA chunks' payload writes (the plugin rewrites the column from its fence)."""
+    if not d.chunks or len(d.chunks) < 2:
+        return "", ""
+    kinds = [c.kind for c in d.chunks]
+    if DATA not in kinds:
+        return "", ""
+    first, last = kinds.index(DATA), len(kinds) - 1 - kinds[::-1].index(DATA)
+    texts = [_chunk_info(d, c) for c in d.chunks]
+    return "".join(texts[:first]), "".join(texts[last + 1:])
+
+
+def _chunk_info(d, c: Chunk) -> str:
+    bases = d.tsn_bases or (None, None)
+    if c.kind == DATA:
+        return f"DATA (TSN={_rel(c.tsn, bases[0])}) " + ("(Message Fragment) " if c.flags & 3 != 3 else "")
+    if c.kind == 3 and c.length >= 12:
+        cum, rwnd = struct.unpack_from("!II", d.frame.data, c.offset + 4)
+        # (relative to the peer's first TSN; absolute while none of the peer's was seen, as tshark)
+        return f"SACK (Ack={cum if bases[1] is None else _rel(cum, bases[1])}, Arwnd={rwnd}) "
+    return c.name + " "
 
 
 def _rel(tsn: int, base: int | None) -> int:
@@ -159,9 +199,11 @@ def _rel(tsn: int, base: int | None) -> int:
 
 # -- the tree -------------------------------------------------------------------------------------------------
 
-def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
+def sctp_layer(d, data: bytes, off: int, length: int, cut_kind: int | None = None, cut: str | None = None
+               ) -> list[Layer]:
     """The SCTP layer, and a continuation layer per DATA chunk after the first (engine.dispatch.Packet.layers
-    puts those after the game layers of the chunk before)."""
+    puts those after the game layers of the chunk before). `cut`: the snap length cut a chunk, or "bad": a chunk
+    of length 0 (capture.sctp.decode; tshark shows the chunks before it, and no association index)."""
     if length < 12 or len(data) < off + 12:
         return [Layer("sctp", Item(f.sctp, None, off, length, "Stream Control Transmission Protocol"))]
     sport, dport, vtag, csum = _COMMON(data, off)
@@ -170,21 +212,21 @@ def sctp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     top.add(Item(f.sctp_srcport, sport, off, 2, f"Source port: {sport}"))
     top.add(Item(f.sctp_dstport, dport, off + 2, 2, f"Destination port: {dport}"))
     top.add(Item(f.sctp_verification_tag, vtag, off + 4, 4, f"Verification tag: 0x{vtag:08x}"))
-    top.add(Item(f.sctp_assoc_index, 65535, off, 0, "[Association index: disabled (enable in preferences)]",
-                 generated=True))
+    if not cut:
+        top.add(Item(f.sctp_assoc_index, 65535, off, 0, "[Association index: disabled (enable in preferences)]",
+                     generated=True))
     top.add(HiddenItem(f.sctp_port, sport, off, 2))
     top.add(HiddenItem(f.sctp_port, dport, off + 2, 2))
     top.add(Item(f.sctp_checksum, csum, off + 8, 4, f"Checksum: 0x{csum:08x} [unverified]"))
     top.add(Item(f.sctp_checksum_status, 2, off + 8, 0, "[Checksum Status: Unverified]", generated=True))
     bases = getattr(d, "tsn_bases", None) or (None, None)
-    layers, seen_data = [Layer("sctp", top)], False
+    layers, after_data = [Layer("sctp", top)], False
     fragments = getattr(d, "sctp_fragments", None) or {}
     for i, c in enumerate(getattr(d, "chunks", None) or ()):
-        if c.kind == DATA:
-            if seen_data:   # tshark: each later DATA chunk opens a new sctp item, after the previous one's payload
-                top = Item(f.sctp, None, c.offset, off + length - c.offset)
-                layers.append(Layer("sctp", top))
-            seen_data = True
+        if after_data:     # tshark: a chunk after a DATA chunk opens a new sctp item, after that one's payload
+            top = Item(f.sctp, None, c.offset, off + length - c.offset)
+            layers.append(Layer("sctp", top))
+        after_data = c.kind == DATA
         item = top.add(chunk_item(data, c, bases, fragments.get(i)))
         if c.kind == DATA and c.length > 16:
             # tshark hands the user data to the layer above: the chunk's item, and the sctp item holding it, end
@@ -233,7 +275,7 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
         for field, at, size, label in _FIXED.get(c.kind, ()):
             if c.length >= at + size:
                 value = int.from_bytes(data[p + at:p + at + size], "big")
-                if field is f.sctp_sack_cumulative_tsn_ack_raw:
+                if field is f.sctp_sack_cumulative_tsn_ack_raw and bases[1] is not None:
                     rel = _rel(value, bases[1])
                     item.add(Item(f.sctp_sack_cumulative_tsn_ack, rel, p + at, size,
                                   f"Cumulative TSN ACK (relative): {rel}"))

@@ -559,6 +559,8 @@ class WebSocket:
         if opcode == 1:
             pl.add(Item(self.f["text"], data[start:start + n].decode("utf-8", "replace"), start, n, None, False,
                         source))
+            if ctx.stack is not None and n:     # tshark hands the text on: "Line-based text data"
+                ctx.stack.dissect(TEXT_LINES, data, start, start + n, source, ctx.direction, {"info": info})
         elif ctx.stack is not None:
             ctx.stack.dissect(DATA, data, start, start + n, source, ctx.direction, {"info": info})
 
@@ -586,5 +588,46 @@ class Data:
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
 
 
+class TextLines:
+    """tshark's `data-text-lines` layer for a text message no dissector took: one item per line, the line end
+    kept, control characters escaped as tshark's format_text does."""
+
+    name, description = "data-text-lines", "Line-based text data"
+    lua = False
+    ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r"}
+
+    def __init__(self):
+        b = Binder("data-text-lines")
+        self.info = b.field("data-text-lines", "Line-based text data", "protocol")
+        self.fields = b.fields
+        self.experts = EXPERTS
+
+    def dissect(self, ctx, prefs):
+        raw = ctx.data[ctx.pos:ctx.end]
+        lines = _split_lf(raw)
+        ctx.tree.label = f"Line-based text data ({len(lines)} line{'s' if len(lines) != 1 else ''})"
+        at = ctx.pos
+        for line in lines:
+            ctx.tree.add(TextItem(None, None, at, len(line), self.shown(line), False, ctx.source))
+            at += len(line)
+        return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
+
+    def shown(self, line: bytes) -> str:
+        text = line.decode("utf-8", "replace")
+        return "".join(self.ESCAPES.get(ord(c), c) if ord(c) < 32 else c for c in text)
+
+
+def _split_lf(raw: bytes) -> list[bytes]:
+    """Lines ending at each \\n (a \\r\\n pair stays in its line)."""
+    out, start = [], 0
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end + 1
+        out.append(raw[start:end])
+        start = end
+    return out
+
+
 DATA = Data()
+TEXT_LINES = TextLines()
 PROTOCOL = WebSocket()

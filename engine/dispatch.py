@@ -344,7 +344,7 @@ class Stack:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         at = len(self.layers) - 1
-        while at > 0 and self.layers[at].proto == "data":
+        while at > 0 and self.layers[at].proto in ("data", "data-text-lines"):
             at -= 1                                   # tshark's data dissector leaves the columns as they were
         last = self.layers[at].proto
         infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
@@ -355,6 +355,12 @@ class Stack:
         info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
+        if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:
+            before, after = d.around_data()          # SCTP's chunks before and after the DATA ones
+            if before and len(infos) == 1:     # (the plugin clears the fence for a second message: gone then)
+                prefix += before
+            if after:
+                info = (lambda inner=info: (inner() if callable(inner) else inner) + after)
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)

@@ -164,10 +164,15 @@ class Streams:
             assoc = conn.sctp[sender] = SctpDirection()
         data, frame = stack.frame.data, stack.frame.number
         d.chunk_marks = []
+        after_data = False
         for c in d.chunks:
+            if after_data or c.kind == 0 and not d.chunk_marks:
+                # the first DATA chunk's layers start here; a chunk after a DATA chunk opens a new sctp item after
+                # that chunk's layers (see Packet.layers, capture.sctp.sctp_layer)
+                d.chunk_marks.append(len(stack.layers))
+            after_data = c.kind == 0
             if c.kind != 0:
                 continue
-            d.chunk_marks.append(len(stack.layers))   # this DATA chunk's layers start here (see Packet.layers)
             payload = data[c.data_offset:c.offset + c.length]
             message = assoc.data_chunk(c.tsn, c.sid, c.ssn, c.flags, payload, frame, c.data_offset)
             if message is None or self.choose(stack, conn, "sctp.port", d, message.data) is None:

@@ -43,7 +43,8 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
     the `_ws.lua.fake` items wslua adds before it, one per plugin call. A call: the first layer of each call to a
     plugin protocol (not the C dissectors it emulates), at the start of the tvb it was called with; a heuristic
     of the plugin that ran and said no, or a stream dissector that kept a segment's bytes, before the layer made
-    next (or, when none was, before the data layer of the payload nobody took, else at the end); the
+    next (or, when none was, before the data layer of the payload nobody took or the note that it was cut, else at
+    the end); the
     postdissector's at 0, last, or before the first layer it shows. marks: a lookup's run starts with its Mark
     (see the module docstring)."""
     games, tries = packet.games, packet.tries
@@ -70,7 +71,7 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
             out.append((layer, postdissector))
             postdissector = []
             continue
-        fakes = tried.pop(key, None) or (tried.pop(0, None) if layer.proto == "data" else None)
+        fakes = tried.pop(key, None) or (tried.pop(0, None) if layer.proto in NOBODYS else None)
         if key in calls:           # a layer in a reassembled buffer was called on the segment's payload (the
             # plugin reassembles inside the call); not freeblox: websocket calls it on a buffer of its own
             top = layer.item
@@ -83,6 +84,8 @@ def lua_calls(packet, marks: bool = False) -> list[tuple]:
 
 
 _END = (None, (0,))
+# the layers that follow a payload nobody took: the data layer, or the note of a cut one a dissector threw on
+NOBODYS = frozenset(("data", "_ws.short"))
 
 
 # --- -j: the worker's side ----------------------------------------------------------------------------------------

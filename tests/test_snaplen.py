@@ -7,6 +7,7 @@ length), inside an MPTCP option."""
 from __future__ import annotations
 
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -52,3 +53,54 @@ def test_cut_payload_counts_the_wire_length(protodump_run):
 def test_cut_options_say_so(protodump_run):
     out = protodump_run("-c", "1", str(cut("rutentoy-login-texture.pcap", 60))).stdout
     assert out.rstrip().endswith("MSS=1460 SACK_PERM[Packet size limited during capture]")
+
+
+def _sweep_frames() -> dict[str, tuple[int, list[bytes]]]:
+    """Frames to cut at every length (tools/pcap_edit.snap_sweep): name -> (first length, frames). Inside IPv4
+    (with options) and IPv6 headers, an 802.1ad + 802.1Q tag pair, IPv6 extension headers (hop-by-hop and
+    destination options, a routing header and a fragment header), before the UDP/TCP ports, a UDP payload with no
+    byte or 1 to 3 bytes captured (WireGuard's heuristic throws), SCTP's header and chunks (a SACK bundled
+    before DATA), TCP over IPv6."""
+    from scapy.all import (Dot1AD, Dot1Q, Ether, IP, IPOption_RR, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
+                           IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, Raw, TCP, UDP)
+    from scapy.layers.sctp import SCTP, SCTPChunkData, SCTPChunkSACK
+    e = Ether(src="00:11:22:33:44:55", dst="66:77:88:99:aa:bb")
+    v4, v6 = IP(src="10.0.0.1", dst="10.0.0.2"), IPv6(src="fe80::1", dst="fe80::2")
+    blank = Raw(bytes.fromhex("fb1ab1af") + bytes(30))
+    other = UDP(sport=40001, dport=27015) / Raw(b"\xff" * 40)
+    return {
+        "v4": (14, [e / v4 / UDP(sport=40000, dport=12354) / blank, e / v4 / other,
+                    e / IP(src="10.0.0.1", dst="10.0.0.2", options=[IPOption_RR(routers=["1.2.3.4"])]) / other]),
+        "v6": (14, [e / v6 / IPv6ExtHdrHopByHop() / IPv6ExtHdrDestOpt() / UDP(sport=40000, dport=12354) / blank,
+                    e / v6 / IPv6ExtHdrRouting(addresses=["2001:db8::1"]) / IPv6ExtHdrFragment(id=7) / other,
+                    e / v6 / IPv6ExtHdrFragment(id=8, m=1) / other,
+                    e / v6 / TCP(sport=40002, dport=29778, flags="S", options=[("MSS", 1460), ("WScale", 7)])]),
+        "tags": (14, [e / Dot1AD(prio=3, vlan=7) / Dot1Q(prio=2, vlan=9) / v4 / UDP(sport=1, dport=2) / b"y"]),
+        "sctp": (34, [e / v4 / SCTP(sport=40003, dport=29778, tag=5) / SCTPChunkSACK(cumul_tsn_ack=3, a_rwnd=1000) /
+                      SCTPChunkData(tsn=1, data=b"hello world!", beginning=1, ending=1)]),
+    }
+
+
+@pytest.fixture(scope="module")
+def sweeps() -> list[Path]:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pcap_edit", CAPTURES_DIR.parent / "tools" / "pcap_edit.py")
+    edit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(edit)
+    TMP.mkdir(exist_ok=True)
+    paths = []
+    for name, (start, frames) in _sweep_frames().items():
+        records = edit.snap_sweep([bytes(f) for f in frames], start)
+        path = TMP / f"sweep-{name}.pcap"
+        edit.write_pcap(path, struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1), records)
+        paths.append(path)
+    return paths
+
+
+@pytest.mark.parametrize("args", [("-V",), ("-T", "json"), (), ("-q", "-z", "expert")], ids=["V", "json", "summary",
+                                                                                             "expert"])
+def test_cut_at_every_length_as_tshark(sweeps, args, protodump_run, standard_run):
+    """Every cut of the frames above: the fields tshark read before it ran out of bytes, its
+    "[Packet size limited during capture: X truncated]" and Info, the address columns it got to."""
+    for path in sweeps:
+        same_as_tshark(path, args, protodump_run, standard_run)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Edit a classic pcap file frame by frame: drop, duplicate or reorder frames, to turn a real capture into one
-with a lost segment, a retransmission or reordering (the kernel here has no netem).
+with a lost segment, a retransmission or reordering (the kernel here has no netem); cut frames as a snap length
+would.
 
 API::
 
@@ -11,6 +12,9 @@ API::
     tcp_segments("in.pcap")   # [(frame number, (src, sport, dst, dport), seq, payload)] of TCP frames with data
     with_tcp_payload(record, seq, payload)   # a copy of an Ethernet/IPv4/TCP record with another seq and payload
                                              # (e.g. a retransmission overlapping old and new bytes)
+    record(frame, ts)                        # a record of frame bytes at time ts (the header's byte order: "<")
+    snapped(record, n)                       # a copy of a record as a snap length of n bytes would have kept it
+    snap_sweep(frames, start)                # records of each frame cut at every length from `start` to its end
 
 CLI::
 
@@ -88,6 +92,30 @@ def with_tcp_payload(record: bytes, seq: int, payload: bytes, order: str = "<") 
     struct.pack_into("!H", frame, 24, ~total & 0xFFFF)
     ts1, ts2 = struct.unpack_from(order + "II", record, 0)
     return struct.pack(order + "IIII", ts1, ts2, len(frame), len(frame)) + bytes(frame)
+
+
+def record(frame: bytes, ts: float, order: str = "<") -> bytes:
+    """A pcap record of `frame`, wholly captured, at time `ts` (microseconds)."""
+    sec, usec = divmod(round(ts * 1_000_000), 1_000_000)
+    return struct.pack(order + "IIII", sec, usec, len(frame), len(frame)) + frame
+
+
+def snapped(rec: bytes, n: int, order: str = "<") -> bytes:
+    """A copy of a record with only its first `n` bytes captured (the length on the wire kept), as a capture
+    with snap length `n` (editcap -s) has it."""
+    sec, usec, incl, orig = struct.unpack_from(order + "IIII", rec, 0)
+    keep = min(n, incl)
+    return struct.pack(order + "IIII", sec, usec, keep, orig) + rec[16:16 + keep]
+
+
+def snap_sweep(frames: list[bytes], start: int, t0: float = 1_700_000_000.0) -> list[bytes]:
+    """Records of each frame cut at every length from `start` to one byte short of its end, one second
+    apart: every place a snap length can cut its headers and payload."""
+    out = []
+    for frame in frames:
+        for n in range(start, len(frame)):
+            out.append(snapped(record(frame, t0 + len(out)), n))
+    return out
 
 
 def main(argv=None) -> int:

@@ -29,7 +29,14 @@ BUILDERS = {"eth": eth_layer, "vlan": vlan_layer, "ieee8021ad": ieee8021ad_layer
 
 
 MALFORMED_NAMES = {"ipv6.hopopts": "IPv6 Hop-by-Hop", "ipv6.dstopts": "IPv6 Destination", "tcp": "TCP",
-                   "mptcp": "MPTCP"}
+                   "mptcp": "MPTCP", "udp": "UDP", "sctp": "SCTP"}
+# a header the snap length cut (capture.network.cut) -> the name in tshark's "[Packet size limited during capture:
+# NAME truncated]"
+CUT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "vlan": "VLAN", "ieee8021ad": "IEEE 802.1AD",
+             "sctp": "SCTP"}
+EXT_CUT_NAMES = {0: "IPv6 Hop-by-Hop", 60: "IPv6 Destination", 43: "IPv6 Routing", 44: "IPv6 Fragment", 51: "AH"}
+# ... and how many bytes of it tshark needs before it shows its tree (IPv6: an empty one with none)
+CUT_MIN = {"ip": 1, "udp": 4, "tcp": 4, "vlan": 2, "ieee8021ad": 2, "sctp": 12}
 # expert abbrev -> the field whose item carries it
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
@@ -68,9 +75,12 @@ def build(d, roots=None) -> list[Layer]:
         if roots is not None and proto.split(".")[0] not in roots and proto in SKIPPABLE:
             continue
         if proto == "ipv6.ext":
-            if "ipv6" in by_proto:
-                by_proto["ipv6"].item.add(ipv6_ext_item(data, *span[1:]))
+            ext = ipv6_ext_item(data, *span[1:]) if "ipv6" in by_proto else None
+            if ext is not None:
+                by_proto["ipv6"].item.add(ext)
             continue
+        if span[-1] in ("cut", "bad") and span[2] < CUT_MIN.get(proto, 0):
+            continue            # (no byte of it, or a UDP/TCP header before its ports: no tree, only the note)
         made = BUILDERS[proto](d, data, *span[1:])
         if made.__class__ is list:       # SCTP: several (its continuation layers)
             layers.extend(made)
@@ -79,8 +89,12 @@ def build(d, roots=None) -> list[Layer]:
             layers.append(made)
         by_proto[proto] = made
     last = d.spans[-1] if d.spans else ()
-    if len(last) == 4 and last[3] == "cut" and last[0] in by_proto:    # a header the snap length cut (network)
-        name = cut_protocol(data, last[1], last[2]) if last[0] == "tcp" else "UDP"
+    name = d.truncated
+    if name is None and last and last[-1] == "cut" and (roots is None or "_ws" in roots
+                                                       or last[0].split(".")[0] in roots):   # a cut header
+        name = cut_protocol(data, last[1], last[2]) if last[0] == "tcp" else \
+            EXT_CUT_NAMES[last[3]] if last[0] == "ipv6.ext" else CUT_NAMES[last[0]]
+    if name is not None:
         layers.append(Layer("_ws.short", Item(f._ws_short, None, 0, 0,
                                               f"[Packet size limited during capture: {name} truncated]")))
     if not (d.problems or d.fragment or getattr(d, "unclaimed", False) or getattr(d, "reassembled", None)):
@@ -103,7 +117,7 @@ def build(d, roots=None) -> list[Layer]:
         (item or layer.item).expert(info)
         if item is not None and info.abbrev in EXPERT_FIRST:   # before the item's own children
             item.children = [item.children[-1], *item.children[:-1]]
-    if (d.fragment and d.network == "ipv6" or getattr(d, "unclaimed", False)) and d.payload:
+    if (d.fragment or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole, source in getattr(d, "reassembled", None) or ():
         layers.append(tcp_segments_layer(pieces, whole, source))

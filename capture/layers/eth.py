@@ -144,9 +144,11 @@ TAGS = {
 }
 
 
-def _tag_layer(proto: str, data: bytes, off: int, length: int) -> Layer:
+def _tag_layer(proto: str, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
+    """An 802.1Q / 802.1ad tag. `cut`: the snap length cut it after its TCI (tshark 4.0: 802.1Q shows the TCI's
+    parts, 802.1ad its bare name)."""
     field, name, summary, parts, etype = TAGS[proto]
-    if not full(data, off, length, 4):
+    if cut and proto == "ieee8021ad" or not cut and not full(data, off, length, 4):
         return Layer(proto, proto_item(field, off, length, name))
     tci = struct.unpack_from("!H", data, off)[0]
     pri, dei, vid = tci >> 13, (tci >> 12) & 1, tci & 0xFFF
@@ -154,13 +156,21 @@ def _tag_layer(proto: str, data: bytes, off: int, length: int) -> Layer:
     for part, mask, n, text in parts:
         value = (tci & mask) >> (mask & -mask).bit_length() - 1
         top.add(Item(part, value, off, n, f"{bits(tci, mask, 16)} = {text(value)}"))
-    top.add(_ethertype_item(etype, data, off + 2))
+    if not cut:
+        top.add(_ethertype_item(etype, data, off + 2))
     return Layer(proto, top)
 
 
-def vlan_layer(d, data: bytes, off: int, length: int) -> Layer:
-    return _tag_layer("vlan", data, off, length)
+def vlan_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
+    return _tag_layer("vlan", data, off, length, cut)
 
 
-def ieee8021ad_layer(d, data: bytes, off: int, length: int) -> Layer:
-    return _tag_layer("ieee8021ad", data, off, length)
+def ieee8021ad_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
+    return _tag_layer("ieee8021ad", data, off, length, cut)
+
+
+def tag_info(proto: str, data: bytes, off: int) -> str:
+    """The Info column a tag sets (a frame that ends in it: the snap length cut what follows)."""
+    tci = struct.unpack_from("!H", data, off)[0]
+    text = "PRI: {}  DEI: {}  ID: {}" if proto == "vlan" else "PRI: {}  DROP: {} ID: {}"
+    return text.format(tci >> 13, (tci >> 12) & 1, tci & 0xFFF)

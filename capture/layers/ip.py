@@ -58,10 +58,11 @@ TEMPLATES = TemplateCache()
 _V4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 
 
-def ip_layer(d, data: bytes, off: int, length: int, quoted: bool = False):
+def ip_layer(d, data: bytes, off: int, length: int, quoted: bool | str = False):
     """The IPv4 layer. `quoted`: the header an ICMP error quotes, shown as far as its bytes go (tshark stops at
     the first field past the end, with no malformed expert: a quoted datagram is expected to be cut), with the
-    experts of a bogus header or total length on their items."""
+    experts of a bogus header or total length on their items; or "cut": a header the snap length cut
+    (capture.network.cut), shown the same way."""
     if not quoted and length >= 20 and len(data) >= off + 20:
         vihl, ds, tlen, ident, frag, ttl, proto, csum, src, dst = _V4(data, off)
         hl = (vihl & 15) * 4
@@ -212,35 +213,59 @@ def _ip_cut(top: Item, data: bytes, off: int, n: int) -> Layer:
 IP_VERSION_NOTE = '[This field makes the filter match on "ip.version == 6" possible]'
 
 
-def ipv6_layer(d, data: bytes, off: int, length: int) -> Layer:
-    if not full(data, off, length, 40):
+def ipv6_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
+    """The IPv6 header; `cut`: the snap length cut it (capture.network.cut), its fields as far as they go (each
+    once it is whole, as tshark reads them)."""
+    n = min(length, len(data) - off) if cut else 40
+    if not cut and not full(data, off, length, 40):
         return Layer("ipv6", proto_item(f.ipv6, off, length, "Internet Protocol Version 6"))
-    vtf, plen, nh, hlim, src, dst = struct.unpack_from("!IHBB16s16s", data, off)
+    vtf, plen, nh, hlim, src, dst = struct.unpack("!IHBB16s16s", data[off:off + n].ljust(40, b"\0"))
     src, dst = socket.inet_ntop(socket.AF_INET6, src), socket.inet_ntop(socket.AF_INET6, dst)
-    top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}")
+    top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}" if n >= 40 else
+                     "Internet Protocol Version 6")
+    if n < 40:
+        return Layer("ipv6", _ipv6_fields(top, off, n, vtf, plen, nh, hlim, src, dst))
+    return Layer("ipv6", _ipv6_fields(top, off, 40, vtf, plen, nh, hlim, src, dst))
+
+
+def _ipv6_fields(top: Item, off: int, n: int, vtf: int, plen: int, nh: int, hlim: int, src: str, dst: str) -> Item:
+    """The fixed header's fields that `n` captured bytes hold."""
+    if n < 1:
+        return top
     top.add(Item(f.ipv6_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"))
     # tshark's hidden "ip.version" beside it, with the text packet-ipv6.c appends
     top.add(HiddenItem(f.ipv6_ip_version, vtf >> 28, off, 1, f"{bits(vtf >> 24, 0xF0, 8)} = Version: {vtf >> 28}"
                                                              f" {IP_VERSION_NOTE}"))
+    if n < 4:
+        return top
     tc = (vtf >> 20) & 0xFF
     tci = top.add(Item(f.ipv6_tclass, tc, off, 4, f"{bits(vtf, 0x0FF00000, 32)} = Traffic Class: 0x{tc:02x}"
                                                    f" ({_ds_text(tc, DSCP_SHORT_V6)})"))
     _ds_children(tci, vtf, tc, off, 4, 20, 32, (f.ipv6_dscp, f.ipv6_ecn))
     flow = vtf & 0xFFFFF
     top.add(Item(f.ipv6_flow, flow, off + 1, 3, f"{bits(vtf & 0xFFFFFF, 0x0FFFFF, 24)} = Flow Label: 0x{flow:05x}"))
-    top.add(Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}"))
-    top.add(Item(f.ipv6_nxt, nh, off + 6, 1, f"Next Header: {named(f.IP_PROTOS, nh)}"))
-    top.add(Item(f.ipv6_hlim, hlim, off + 7, 1, f"Hop Limit: {hlim}"))
-    _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
-    return Layer("ipv6", top)
+    for need, item in ((7, lambda: Item(f.ipv6_plen, plen, off + 4, 2, f"Payload Length: {plen}")),
+                       (7, lambda: Item(f.ipv6_nxt, nh, off + 6, 1, f"Next Header: {named(f.IP_PROTOS, nh)}")),
+                       (8, lambda: Item(f.ipv6_hlim, hlim, off + 7, 1, f"Hop Limit: {hlim}"))):
+        if n < need:
+            return top
+        top.add(item())
+    if n >= 40:
+        _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
+    elif n >= 24:
+        top.children.extend(_addresses_of(f.ipv6_addresses, src, "", off + 8, 16)[:4])
+    return top
 
 
-def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | None = None) -> Item:
+def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int | str | None = None) -> Item | None:
     """An extension header: a child of the IPv6 item in tshark -V (but its own name in frame.protocols).
     `declared`: the length its header claims, when that runs past the payload (the options are read up to the
-    payload's end; capture.network records the exception)."""
+    payload's end; capture.network records the exception); or "cut": the snap length cut it after `length`
+    bytes (capture.network.cut), its fields as far as tshark reads them (None: not one)."""
     field = f.ipv6_ext[kind]
     item = proto_item(field, off, length, field.name)
+    if declared == "cut":
+        return _cut_ext_item(item, data, off, length, kind)
     if kind == 44:
         if len(data) >= off + 8:
             nxt, fo, ident = struct.unpack_from("!BxHI", data, off)
@@ -267,18 +292,43 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int |
     return item
 
 
+def _cut_ext_item(item: Item, data: bytes, off: int, n: int, kind: int) -> Item | None:
+    """An extension header cut after `n` bytes: a fragment header shows nothing, options headers their next
+    header and length once both are there, then the options whose type and length were captured (a value once
+    it is whole); a routing header its next header, its length, and its type's fields from 8 bytes on."""
+    if kind == 44 or n < (0 if kind == 43 else 2):
+        return None
+    if n < 1:
+        return item
+    nxt_f, len_f, oct_f = f.ipv6_ext_fields[kind]
+    item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
+    if n < 2:
+        return item
+    size = (data[off + 1] + 2) * 4 if kind == 51 else (data[off + 1] + 1) * 8
+    item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
+    item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
+    if kind in (0, 60):
+        _options(item, data, off + 2, off + size, off + n, cut=True)
+    elif kind == 43:
+        routing_items(item, data, off, size, off + n)
+    return item
+
+
 IPV6_OPTIONS = {0: "Pad1", 1: "PadN", 5: "Router Alert",
                 **{k: f"Experimental (0x{k:02X})" for k in (0x1E, 0x3E, 0x5E, 0x7E, 0x9E, 0xBE, 0xDE, 0xFE)}}
 OPT_ACTIONS = ["Skip and continue", "Discard", "Discard and send ICMP Parameter Problem",
                "Discard and send ICMP if not multicast"]
 
 
-def _options(item: Item, data: bytes, p: int, end: int, limit: int) -> None:
+def _options(item: Item, data: bytes, p: int, end: int, limit: int, cut: bool = False) -> None:
     """Hop-by-hop / destination options (RFC 8200 4.2): type (action, may-change, rest bits), length, value. As
     tshark 4.0, an option is read to its own end even past the header's; the list stops where the bytes do (the
-    decoder records that exception)."""
+    decoder records that exception). `cut`: the snap length cut them at `limit` (an option whose length byte was
+    not captured is not shown)."""
     while p < end and p < limit:
         kind = data[p]
+        if cut and kind and p + 1 >= limit:
+            return
         name = IPV6_OPTIONS.get(kind, "Unknown IPv6 Option")
         n = 1 if kind == 0 else 2 + data[p + 1] if p + 1 < limit else 2
         opt = item.add(Item(f.ipv6_opt, None, p, min(n, limit - p), name))

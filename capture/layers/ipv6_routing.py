@@ -32,24 +32,34 @@ def final_destination(data: bytes, p: int, size: int) -> bytes | None:
     return data[at:at + 16] if at + 16 <= p + size and at + 16 <= len(data) else None
 
 
-def routing_items(item: Item, data: bytes, p: int, size: int) -> None:
-    """Type, segments left and the type's fields, after Next Header and Length."""
-    if size < 8 or len(data) < p + size:
+def routing_items(item: Item, data: bytes, p: int, size: int, cut: int | None = None) -> None:
+    """Type, segments left and the type's fields, after Next Header and Length. `cut`: where the snap length cut
+    the header (the first 8 bytes are read at once; each address once it is whole)."""
+    if cut is not None:
+        size = min(size, max(0, cut - p - 8) // 16 * 16 + 8)
+    elif size < 8 or len(data) < p + size:
         return
-    kind, left = data[p + 2], data[p + 3]
+    if cut is not None and cut < p + 3:
+        return
+    kind = data[p + 2]
     name = TYPES.get(kind, "Unknown")
     item.label += f" ({name})"
     t = item.add(Item(f.ipv6_routing_type, kind, p + 2, 1, f"Type: {name} ({kind})"))
+    if cut is not None and cut < p + 4:
+        return
+    left = data[p + 3]
     item.add(Item(f.ipv6_routing_segleft, left, p + 3, 1, f"Segments Left: {left}"))
+    if cut is not None and cut < p + 8:
+        return
     if kind in (0, 2):
         fields = (f.ipv6_routing_src_reserved, f.ipv6_routing_src_addr) if kind == 0 else \
             (f.ipv6_routing_mipv6_reserved, f.ipv6_routing_mipv6_home_address)
         item.add(Item(fields[0], data[p + 4:p + 8], p + 4, 4, f"Reserved: {data[p + 4:p + 8].hex()}"))
-        count = data[p + 1] // 2 if kind == 0 else 1
+        count = min(data[p + 1] // 2 if kind == 0 else 1, (size - 8) // 16)
         for i in range(count):
             at = p + 8 + 16 * i
             item.add(Item(fields[1], _v6(data, at), at, 16, f"Address[{i + 1}]: {_v6(data, at)}"))
-        if kind == 0:
+        if kind == 0 and cut is None:         # (tshark notes it once the addresses are read)
             t.expert(ExpertInfo("ipv6.routing.deprecated", DEPRECATED, NOTE, "Routing header type is deprecated"))
     elif kind == 4:
         last, flags, tag = data[p + 4], data[p + 5], data[p + 6:p + 8]

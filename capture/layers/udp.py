@@ -16,6 +16,11 @@ def info(d) -> str:
     if span is not None and span[0] == "udp" and span[-1] == "cut":         # (network.udp)
         ulen = f" Len={struct.unpack_from('!H', d.frame.data, span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
         return f"{head}{ulen}[Packet size limited during capture]"
+    if span is not None and span[0] == "udp" and span[-1] == "bad":         # past the IP length (network._short_udp)
+        if span[2] >= 6:
+            ulen = struct.unpack_from('!H', d.frame.data, span[1] + 4)[0]
+            return f"{head} [BAD UDP LENGTH {ulen} > IP PAYLOAD LENGTH] Len={ulen - 8}[Malformed Packet]"
+        return f"{head}[Malformed Packet]"
     problems = d.problems
     if problems:
         bad = next((p.message for _, p in problems if p.abbrev == "udp.length.bad"), None)
@@ -26,12 +31,12 @@ def info(d) -> str:
             return f"{head} [BAD UDP LENGTH {claim}]{tail}"
         if any(p.abbrev == "udp.checksum.zero" for _, p in problems):
             return f"{head} Len={len(d.payload) + d.cut} [ILLEGAL CHECKSUM (0)]"
-    return f"{head} Len={len(d.payload) + d.cut}"
+    return f"{head} Len={len(d.payload) + d.cut}" + ("[Packet size limited during capture]" if d.truncated else "")
 
 
 def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> Layer:
     if cut is not None:
-        return _cut_layer(data, off, length)
+        return _cut_layer(data, off, length, cut == "bad")
     if not full(data, off, length, 8):
         return Layer("udp", proto_item(f.udp, off, length, "User Datagram Protocol"))
     sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
@@ -54,7 +59,7 @@ def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> 
         c.add(Item(f.udp_checksum_status, 3, off + 6, 0, "[Checksum Status: Not present]", generated=True))
     conv = getattr(d, "udp", None)
     if conv is not None:
-        _stream(top, conv, off, bool(d.payload))
+        _stream(top, conv, off, bool(d.payload or d.cut))
     if d.transport == "udp" and d.payload:
         top.add(Item(f.udp_payload, d.payload, d.payload_offset, len(d.payload),
                      f"UDP payload ({len(d.payload)} byte{'s' if len(d.payload) != 1 else ''})"))
@@ -82,13 +87,15 @@ def _stream(top: Item, conv: tuple, off: int, payload: bool) -> None:
                     generated=True))
 
 
-def _cut_layer(data: bytes, off: int, there: int) -> Layer:
+def _cut_layer(data: bytes, off: int, there: int, bad: bool = False) -> Layer:
     """A header the snap length cut (4 to 7 bytes captured): the ports, and the length when it is there
-    (capture/layers/__init__.py adds tshark's "[Packet size limited during capture: UDP truncated]")."""
+    (capture/layers/__init__.py adds tshark's "[Packet size limited during capture: UDP truncated]"). `bad`: the
+    header runs past the IP length instead (capture.network._short_udp), its length judged against what is left."""
     sport, dport = struct.unpack_from("!HH", data, off)
     top = proto_item(f.udp, off, there, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
     top.children = _ports(sport, dport, off)
     if there >= 6:
         ulen = struct.unpack_from("!H", data, off + 4)[0]
-        top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}"))
+        bogus = f" (bogus, payload length {there})" if bad and ulen > there else ""
+        top.add(Item(f.udp_length, ulen, off + 4, 2, f"Length: {ulen}{bogus}"))
     return Layer("udp", top)
