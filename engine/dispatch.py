@@ -414,6 +414,10 @@ class Dispatcher:
         self.standard_only = False
         # What the run reads of the game layers (engine.demand.Demand); None: every tree is built in full
         self.demand = None
+        # -2 (cli/two_pass_opts.py): the first pass records, for each TCP segment of a PDU that a later frame
+        # completes, that frame (engine.streams); the second pass shows it ("[Reassembled PDU in frame: N]")
+        self.reassembled_in: dict[int, int] | None = None
+        self.reassembled_learnt: dict[int, int] | None = None
         self.check_settings()
 
     def check_settings(self) -> None:

@@ -45,6 +45,7 @@ from .tree import DataSource, ExpertInfo, Item, Layer
 
 RESYNC_LIMIT = 65536       # bytes scanned for a resynchronisation point per handover
 CONNECTION_LIMIT = 16384   # connections tracked at once: the oldest is forgotten beyond (memory stays bounded)
+RECORD_LIMIT = 1 << 22     # -2: segments whose completing frame the first pass remembers (later ones show none)
 
 
 class Direction:
@@ -81,6 +82,8 @@ class Streams:
     def __init__(self, dispatcher):
         self.prefs = dispatcher.settings.prefs
         self.connections: dict[tuple, Connection] = {}
+        self.reassembled_in = dispatcher.reassembled_in          # -2's first pass: segment frame -> completing frame
+        self.reassembled_learnt = dispatcher.reassembled_learnt  # -2's second pass: what the first recorded
 
     def dissect(self, stack, d) -> None:
         """Give one TCP segment (or SCTP packet) to its stream. Never raises for any content."""
@@ -138,12 +141,17 @@ class Streams:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source)]
+                    if self.reassembled_in is not None:
+                        self._record_pieces(h.pieces, stack.frame.number)
                 elif (cutter.kept_from and h.seg_offset is not None and not d.reassembled
                       and getattr(proto, "lua", True) is False):
                     # PDUs of this segment, then the start of one it does not hold: tshark's TCP shows those
                     # bytes as "TCP segment data" (desegment_tcp: from the desegment offset to the end)
                     d.segment_data = len(h.data) - cutter.kept_from
                     d.segment_data_at = h.seg_offset + cutter.kept_from
+        if self.reassembled_learnt and not d.reassembled:
+            # tshark -2: a segment whose PDU a later frame completes names it (not one that completes one itself)
+            d.reassembled_in = self.reassembled_learnt.get(stack.frame.number)
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
             stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
@@ -153,6 +161,11 @@ class Streams:
                 stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
             else:
                 d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
+
+    def _record_pieces(self, pieces, frame: int) -> None:
+        record = self.reassembled_in
+        if len(record) < RECORD_LIMIT:
+            record.update((n, frame) for n, _ in pieces if n != frame)
 
     # --- SCTP -----------------------------------------------------------------------------------------------
     def sctp(self, stack, d) -> None:
