@@ -177,7 +177,7 @@ class Streams:
             assoc = conn.sctp[sender] = SctpDirection()
         data, frame = stack.frame.data, stack.frame.number
         d.chunk_marks = []
-        for c in d.chunks:
+        for i, c in enumerate(d.chunks):
             if c.kind != 0:
                 continue
             d.chunk_marks.append(len(stack.layers))   # this DATA chunk's layers start here (see Packet.layers)
@@ -190,7 +190,14 @@ class Streams:
                 state = conn.directions[(sender, message.sid)] = Direction(assoc.stream(message.sid))
             h = state.stream.message(message, frame)
             if h is not None and h.data:
-                Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
+                pieces = (d.sctp_fragments or {}).get(i)
+                # a message SCTP reassembled from its DATA chunks, handed over alone: tshark's own data source
+                alone = pieces is not None and not isinstance(pieces, int) and len(h.data) == len(message.data)
+                cutter = Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0,
+                                "Reassembled SCTP Message" if alone else "Reassembled SCTP")
+                cutter.run()
+                if alone and cutter.source:
+                    pieces.source = cutter.source      # (capture.sctp.Pieces: their items span the message)
 
 
 def _resent(d, retransmission: bool = False) -> bool:
