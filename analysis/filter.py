@@ -186,14 +186,15 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
     if isinstance(node.right, Literal) and node.right.kind != "WORD":
         raise FilterError(f'{_quoted(node.right)} is not a valid arithmetic operand.', node.right.pos,
                           node.right.length)
+    if node.op == "&" and lkind in ("ipv4", "ipv6"):          # an address masked: an address
+        rget, rkind, rspec = _operand(node.right, lspec, node.name or name)
+        if rkind != lkind:
+            raise _incompatible(node, rkind, rspec)
+        return (lambda p, ix: [_address_and(a, b) for a in lget(p, ix) for b in rget(p, ix)]), lkind, lspec
     if node.op == "&" and lkind in ("bytes", "ether"):         # the bits both have, over the shorter
         rget, rkind, rspec = _operand(node.right, lspec, node.name or name)
         if rkind not in ("bytes", "ether"):
-            right = node.right
-            if rkind == "int":
-                raise FilterError(f"{node.left.name} and {right.name} are not type compatible.", right.pos,
-                                  right.length)
-            raise FilterError(f"{ft_name(rspec)} cannot &.", *_span(right))
+            raise _incompatible(node, rkind, rspec)
         return (lambda p, ix: [bytes(x & y for x, y in zip(a, b)) for a in lget(p, ix) for b in rget(p, ix)]), \
             "bytes", Spec(lspec.abbrev, "bytes", None, "bytes")
     if lkind != "int" and not (time and node.op in "+-"):
@@ -202,12 +203,7 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
     if (rkind == "float" and is_relative_time(rspec)) != time or rkind not in ("int", "float"):
         # a field, call or sum on the right of another type (a constant took the left's type): "not compatible"
         # when that type has the operation, else that type's refusal
-        right = node.right
-        capable = rkind == "int" or (rkind in ("bytes", "ether") if node.op == "&" else
-                                     node.op in "+-" and rkind == "float" and is_relative_time(rspec))
-        if capable:
-            raise FilterError(f"{node.left.name} and {right.name} are not type compatible.", right.pos, right.length)
-        raise FilterError(f"{ft_name(rspec)} cannot {node.op}.", *_span(right))
+        raise _incompatible(node, rkind, rspec)
     fn = ARITH[node.op]
 
     def values(p, ix):
@@ -219,6 +215,19 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
                     out.append(round(v, 9) if time else v)      # (times: nanoseconds, as tshark's nstime)
         return out
     return values, lkind, lspec
+
+
+def _incompatible(node: Arith, rkind: str, rspec: Spec) -> FilterError:
+    """The right operand of `node` has another type than its left: "not type compatible" when that type has the
+    operation, else that type's refusal."""
+    right = node.right
+    if node.op == "&":
+        capable = rkind in BITWISE_AND
+    else:
+        capable = rkind == "int" or node.op in "+-" and rkind == "float" and is_relative_time(rspec)
+    if capable:
+        return FilterError(f"{node.left.name} and {right.name} are not type compatible.", right.pos, right.length)
+    return FilterError(f"{ft_name(rspec)} cannot {node.op}.", *_span(right))
 
 
 def _span(node) -> tuple[int, int]:
@@ -273,7 +282,11 @@ def _cannot(left, lspec: Spec, op: str) -> FilterError:
 
 # what tshark 4.0's bitwise and takes: integers and addresses (an address literal: its network), byte strings
 # (true when the two share a set bit within the shorter)
-BITWISE_AND = {"int": lambda a, b: a & b, "ipv4": lambda a, b: a & b[0], "ipv6": lambda a, b: a & b[0],
+def _address_and(a: int, b) -> int:
+    return a & (b[0] if b.__class__ is tuple else b)
+
+
+BITWISE_AND = {"int": lambda a, b: a & b, "ipv4": _address_and, "ipv6": _address_and,
                "bytes": lambda a, b: any(x & y for x, y in zip(a, b)),
                "ether": lambda a, b: any(x & y for x, y in zip(a, b))}
 
@@ -319,6 +332,9 @@ def _contains(left: Field, right, op_tok, quant: str = ""):
     if lkind not in ("string", "bytes", "protocol", "ether") or lspec.abbrev in ABSOLUTE_TIMES:
         raise _cannot(left, lspec, "contains")
     if lkind == "ether" and isinstance(right, Literal):       # a byte string, not an address
+        if right.kind == "STRING":
+            raise FilterError(f'{type_name(lspec)} cannot be converted from a string ("{right.text}").', right.pos,
+                              right.length)
         const = [literal_bytes(right)]
         if len(const[0]) > 6:
             raise FilterError(f'"{right.text}" contains too many bytes to be a valid Ethernet address.', right.pos,
