@@ -11,7 +11,7 @@ import ipaddress
 import re
 from functools import lru_cache
 
-from .filter_fields import NUMERIC_TEXT, Spec
+from .filter_fields import NUMERIC_TEXT, TSHARK_TYPES, Spec
 from .filter_lex import FilterError
 from .filter_parse import Literal
 
@@ -35,7 +35,14 @@ def is_relative_time(spec: Spec) -> bool:
     return spec.abbrev in NUMERIC_TEXT
 
 
+# the type names tshark's errors give those of TSHARK_TYPES that are no plain protodump type
+FT_TYPE_NAMES = {"FT_FRAMENUM": "Frame number", "FT_UINT24": "Unsigned integer (3 bytes)", "FT_BOOLEAN": "Boolean",
+                 "FT_BYTES": "Sequence of bytes", "FT_STRING": "Character string"}
+
+
 def ft_name(spec: Spec) -> str:
+    if spec.abbrev in TSHARK_TYPES:
+        return TSHARK_TYPES[spec.abbrev]
     if spec.kind in FT_NAMES:
         return FT_NAMES[spec.kind]
     if spec.abbrev in NUMERIC_TEXT:
@@ -52,6 +59,8 @@ def type_name(spec: Spec) -> str:
         return "Time offset"
     if spec.abbrev in ABSOLUTE_TIMES:
         return "Date and time"
+    if TSHARK_TYPES.get(spec.abbrev) in FT_TYPE_NAMES:
+        return FT_TYPE_NAMES[TSHARK_TYPES[spec.abbrev]]
     t = spec.ftype
     if t.startswith("uint") or t.startswith("int"):
         width = {"8": 1, "16": 2, "24": 3, "32": 4, "64": 8}[t.lstrip("uint")]
