@@ -11,7 +11,8 @@ import ipaddress
 import re
 from functools import lru_cache
 
-from .filter_fields import NUMERIC_TEXT, TSHARK_TYPES, Spec
+from ..capture.field_types import TSHARK_TYPES
+from .filter_fields import NUMERIC_TEXT, Spec
 from .filter_lex import FilterError
 from .filter_parse import Literal
 

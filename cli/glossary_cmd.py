@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from ..analysis.filter_fields import TSHARK_TYPES
+from ..capture.field_types import TSHARK_TYPES
 from ..dissectors import PROTOCOLS
 from ..engine.dispatch import Dispatcher, Settings
 from ..engine.tree import INTEGER_TYPES, FieldInfo
