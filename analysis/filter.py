@@ -18,7 +18,8 @@ from .filter_functions import Call, call_getter
 from .filter_fields import EXPERT_FIELDS, Spec, is_field, registry
 from .filter_lex import FilterError
 from .filter_parse import Arith, Field, Literal, parse
-from .filter_values import Negative, converter, ft_name, item_bytes, literal, raw_bytes, slicer, type_name
+from .filter_values import (ABSOLUTE_TIMES, Negative, converter, ft_name, is_relative_time, item_bytes, literal,
+                            literal_bytes, raw_bytes, slicer, type_name)
 
 __all__ = ["FilterError", "DisplayFilter", "compile_filter"]
 
@@ -134,7 +135,7 @@ def _getter(ref: Field):
 
     if ref.ranges is not None:
         to_bytes = (lambda v: v) if kind == "protocol" else raw_bytes(kind)
-        if to_bytes is None:
+        if to_bytes is None or ref.name in ABSOLUTE_TIMES:
             raise FilterError(f'"{ref.name}" is a {type_name(spec)} and cannot be sliced into a sequence of bytes.',
                               ref.pos, len(ref.name))
         cut = slicer(ref.ranges)
@@ -153,39 +154,56 @@ def _getter(ref: Field):
     return (lambda p, ix: [conv(v) for v in values_of(p, ix)]), kind, spec
 
 
-ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "&": lambda a, b: a & b,
          "/": lambda a, b: None if b == 0 else int(a / b), "%": lambda a, b: None if b == 0 else a % b}
 
 
 def _arith(node: Arith, outer: Spec | None, name: str = ""):
-    """tshark 4.0 arithmetic: integer operands (a constant takes the left side's type, or on the right of a
-    comparison, the type of the comparison's left side); a division by zero gives no value."""
+    """tshark 4.0 arithmetic: integer operands, or relative times with + and - (a constant takes the left side's
+    type, or on the right of a comparison, the type of the comparison's left side); a division by zero gives no
+    value."""
     if node.op == "neg":            # tshark 4.0 cannot negate an unsigned value: it compares as no number
         get, kind, spec = _getter(node.left)
+        if kind == "float" and is_relative_time(spec):
+            return (lambda p, ix: [-v for v in get(p, ix)]), kind, spec
         if kind != "int":
             raise FilterError(f"{ft_name(spec)} cannot -.", node.left.pos, node.left.length)
-        if spec.ftype.startswith("u"):
+        if not spec.ftype.startswith("u"):
+            return (lambda p, ix: [-v for v in get(p, ix)]), kind, spec
+        if outer is not None and outer.ftype.startswith("u"):     # compared with an unsigned field: no number
             return (lambda p, ix: [Negative(-v & 0xFFFFFFFFFFFFFFFF) for v in get(p, ix)]), kind, spec
-        return (lambda p, ix: [-v for v in get(p, ix)]), kind, spec
+        # an unsigned value negated becomes a signed 64-bit one (a constant beside it is read as one too)
+        return (lambda p, ix: [-v for v in get(p, ix)]), kind, Spec(spec.abbrev, "int", spec.values, "int64")
     if isinstance(node.left, Literal):
         if outer is None:
             raise FilterError("Constant arithmetic expression on the LHS is invalid.", node.left.pos)
         lget, lkind, lspec = _operand(node.left, outer, name)
-    elif isinstance(node.left, Arith):
-        lget, lkind, lspec = _arith(node.left, outer, name)
+    elif isinstance(node.left, Arith):       # (a negation inside a sum is a signed number whatever it meets)
+        lget, lkind, lspec = _arith(node.left, None if node.left.op == "neg" else outer, name)
     else:
         lget, lkind, lspec = _getter(node.left)
-    if lkind != "int":
-        raise FilterError(f"{ft_name(lspec)} cannot {node.op}.", node.left.pos, node.left.length)
+    time = lkind == "float" and is_relative_time(lspec)
     if isinstance(node.right, Literal) and node.right.kind != "WORD":
         raise FilterError(f'{_quoted(node.right)} is not a valid arithmetic operand.', node.right.pos,
                           node.right.length)
+    if node.op == "&" and lkind in ("ipv4", "ipv6"):          # an address masked: an address
+        rget, rkind, rspec = _operand(node.right, lspec, node.name or name)
+        if rkind != lkind:
+            raise _incompatible(node, rkind, rspec)
+        return (lambda p, ix: [_address_and(a, b) for a in lget(p, ix) for b in rget(p, ix)]), lkind, lspec
+    if node.op == "&" and lkind in ("bytes", "ether"):         # the bits both have, over the shorter
+        rget, rkind, rspec = _operand(node.right, lspec, node.name or name)
+        if rkind not in ("bytes", "ether"):
+            raise _incompatible(node, rkind, rspec)
+        return (lambda p, ix: [bytes(x & y for x, y in zip(a, b)) for a in lget(p, ix) for b in rget(p, ix)]), \
+            "bytes", Spec(lspec.abbrev, "bytes", None, "bytes")
+    if lkind != "int" and not (time and node.op in "+-"):
+        raise FilterError(f"{ft_name(lspec)} cannot {node.op}.", node.left.pos, node.left.length)
     rget, rkind, rspec = _operand(node.right, lspec, node.name or name)
-    if rkind != "int":              # a field, call or sum on the right (a constant took the left's type)
-        right = node.right
-        if rkind == "float":
-            raise FilterError(f"{node.left.name} and {right.name} are not type compatible.", right.pos, right.length)
-        raise FilterError(f"FT_{rspec.ftype.upper()} cannot {node.op}.", right.pos, right.length)
+    if (rkind == "float" and is_relative_time(rspec)) != time or rkind not in ("int", "float"):
+        # a field, call or sum on the right of another type (a constant took the left's type): "not compatible"
+        # when that type has the operation, else that type's refusal
+        raise _incompatible(node, rkind, rspec)
     fn = ARITH[node.op]
 
     def values(p, ix):
@@ -194,13 +212,31 @@ def _arith(node: Arith, outer: Spec | None, name: str = ""):
             for b in rget(p, ix):
                 v = fn(a, b)
                 if v is not None:
-                    out.append(v)
+                    out.append(round(v, 9) if time else v)      # (times: nanoseconds, as tshark's nstime)
         return out
-    return values, "int", lspec
+    return values, lkind, lspec
+
+
+def _incompatible(node: Arith, rkind: str, rspec: Spec) -> FilterError:
+    """The right operand of `node` has another type than its left: "not type compatible" when that type has the
+    operation, else that type's refusal."""
+    right = node.right
+    if node.op == "&":
+        capable = rkind in BITWISE_AND
+    else:
+        capable = rkind == "int" or node.op in "+-" and rkind == "float" and is_relative_time(rspec)
+    if capable:
+        return FilterError(f"{node.left.name} and {right.name} are not type compatible.", right.pos, right.length)
+    return FilterError(f"{ft_name(rspec)} cannot {node.op}.", *_span(right))
+
+
+def _span(node) -> tuple[int, int]:
+    """Where an error about an operand points: a function call at its name."""
+    return (node.pos, len(node.name)) if isinstance(node, Call) else (node.pos, node.length)
 
 
 def _quoted(lit: Literal) -> str:
-    return f'"{lit.text}"' if lit.kind == "STRING" else lit.text
+    return f'"{lit.text}"' if lit.kind == "STRING" else f"'{lit.text}'" if lit.kind == "CHAR" else lit.text
 
 
 def _operand(value, spec: Spec, name: str):
@@ -233,23 +269,43 @@ def _order(family: str):
 
 def _check_types(left: Field, lkind: str, lspec: Spec, right, rkind: str, rspec: Spec, op_text: str, op_tok):
     if FAMILY[lkind] == "none":
-        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in {op_text} comparison.",
-                          left.pos, left.length)
+        raise _cannot(left, lspec, op_text)
     if isinstance(right, (Field, Call)) and FAMILY[lkind] != FAMILY[rkind]:
         raise FilterError(f"{left.name} and {right.name} are not of compatible types.", right.pos, right.length)
 
 
+def _cannot(left, lspec: Spec, op: str) -> FilterError:
+    """tshark 4.0's refusal of a type in a relation (a function named as such, at its name)."""
+    who, length = (f"Function {left.name}", len(left.name)) if isinstance(left, Call) else (left.name, left.length)
+    return FilterError(f"{who} (type={type_name(lspec)}) cannot participate in {op} comparison.", left.pos, length)
+
+
+# what tshark 4.0's bitwise and takes: integers and addresses (an address literal: its network), byte strings
+# (true when the two share a set bit within the shorter)
+def _address_and(a: int, b) -> int:
+    return a & (b[0] if b.__class__ is tuple else b)
+
+
+BITWISE_AND = {"int": lambda a, b: a & b, "ipv4": _address_and, "ipv6": _address_and,
+               "bytes": lambda a, b: any(x & y for x, y in zip(a, b)),
+               "ether": lambda a, b: any(x & y for x, y in zip(a, b))}
+
+
 def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
+    if op == "&":
+        bitand = BITWISE_AND.get(lkind)
+        if bitand is None or is_relative_time(lspec):
+            raise FilterError(f"{ft_name(lspec)} cannot &.", left.pos, left.length)
+        if isinstance(right, Literal) and right.kind != "WORD":      # (tshark 4.0's & is arithmetic)
+            raise FilterError(f'{_quoted(right)} is not a valid arithmetic operand.', right.pos, right.length)
+        rget, rkind, _ = _operand(right, lspec, left.name)
+        _check_types(left, lkind, lspec, right, rkind, _, op, op_tok)
+        return lambda p, ix: any(bitand(a, b) for b in rget(p, ix) for a in lget(p, ix))
     if lkind == "none":
         _check_types(left, lkind, lspec, right, lkind, lspec, op, op_tok)
     rget, rkind, _ = _operand(right, lspec, left.name)
     _check_types(left, lkind, lspec, right, rkind, _, op, op_tok)
-    if op == "&":
-        if lkind not in ("int", "bool"):
-            raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in bitwise and.",
-                              left.pos, left.length)
-        return lambda p, ix: any(a & b for b in rget(p, ix) for a in lget(p, ix))
     eq, lt, gt = _order(FAMILY[lkind])
     if quant == "all" and op != "!=":
         test = {"==": eq, "~=": lambda a, b: not eq(a, b), "<": lt, ">": gt, "<=": lambda a, b: lt(a, b) or eq(a, b),
@@ -273,10 +329,19 @@ def _comparison(op: str, left: Field, right, op_tok, quant: str = ""):
 
 def _contains(left: Field, right, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
-    if lkind not in ("string", "bytes", "protocol"):
-        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'contains' comparison.",
-                          left.pos, left.length)
-    rget, rkind, rspec = _operand(right, lspec, left.name)
+    if lkind not in ("string", "bytes", "protocol", "ether") or lspec.abbrev in ABSOLUTE_TIMES:
+        raise _cannot(left, lspec, "contains")
+    if lkind == "ether" and isinstance(right, Literal):       # a byte string, not an address
+        if right.kind == "STRING":
+            raise FilterError(f'{type_name(lspec)} cannot be converted from a string ("{right.text}").', right.pos,
+                              right.length)
+        const = [literal_bytes(right)]
+        if len(const[0]) > 6:
+            raise FilterError(f'"{right.text}" contains too many bytes to be a valid Ethernet address.', right.pos,
+                              right.length)
+        rget, rkind, rspec = (lambda p, ix: const), "ether", lspec
+    else:
+        rget, rkind, rspec = _operand(right, lspec, left.name)
     _check_types(left, lkind, lspec, right, rkind, rspec, "contains", op_tok)
     if quant == "all":
         return lambda p, ix: _every(b in a for b in rget(p, ix) for a in lget(p, ix))
@@ -285,9 +350,8 @@ def _contains(left: Field, right, op_tok, quant: str = ""):
 
 def _matches(left: Field, right, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
-    if lkind not in ("string", "bytes", "protocol"):
-        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'matches' comparison.",
-                          left.pos, left.length)
+    if lkind not in ("string", "bytes", "protocol", "ether") or lspec.abbrev in ABSOLUTE_TIMES:
+        raise _cannot(left, lspec, "matches")
     if not isinstance(right, Literal):
         raise FilterError(f'Right side of "matches" expression must be a string, not {right.name}.',
                           right.pos, right.length)
@@ -309,8 +373,7 @@ def _matches(left: Field, right, op_tok, quant: str = ""):
 def _membership(left: Field, elements, op_tok, quant: str = ""):
     lget, lkind, lspec = _getter(left)
     if lkind in ("none",):
-        raise FilterError(f"{left.name} (type={type_name(lspec)}) cannot participate in 'in' comparison.",
-                          left.pos, left.length)
+        raise _cannot(left, lspec, "in")
     eq, lt, gt = _order(FAMILY[lkind])
     tests = []
     for low, high in elements:

@@ -10,22 +10,21 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..capture import fields as capture_fields
+from ..capture.field_types import TSHARK_TYPES
 from ..dissectors import PROTOCOLS
 from ..engine.tree import GROUP_NAMES, INTEGER_TYPES, SEVERITY_NAMES, FieldInfo
 
-ADDRESS_KINDS = {"ip.src": "ipv4", "ip.dst": "ipv4", "ip.addr": "ipv4", "sll.src.ipv4": "ipv4",
+# the addresses' filter kinds (their text compares as an address); the hosts' are names
+ADDRESS_KINDS = {**{abbrev: {"FT_IPv4": "ipv4", "FT_IPv6": "ipv6"}[ft] for abbrev, ft in TSHARK_TYPES.items()
+                    if ft in ("FT_IPv4", "FT_IPv6")},
                  "ip.src_host": "string", "ip.dst_host": "string", "ip.host": "string",
-                 "ipv6.src": "ipv6", "ipv6.dst": "ipv6", "ipv6.addr": "ipv6",
                  "eth.src": "ether", "eth.dst": "ether", "eth.addr": "ether", "sll.src.eth": "ether"}
 # Derived from expert items, as tshark's _ws.expert.* fields
 EXPERT_FIELDS = {"_ws.expert.severity": ("int", {v: k for v, k in SEVERITY_NAMES.items()}),
                  "_ws.expert.group": ("int", dict(GROUP_NAMES)),
                  "_ws.expert.message": ("string", None)}
 # Kept as text by the standard layers, but numbers to tshark
-NUMERIC_TEXT = {abbrev: "float" for abbrev in (
-    "frame.time_epoch", "frame.offset_shift", "frame.time_delta", "frame.time_delta_displayed",
-    "frame.time_relative", "udp.time_relative", "udp.time_delta", "tcp.time_relative", "tcp.time_delta",
-    "tcp.analysis.ack_rtt", "tcp.analysis.initial_rtt")}
+NUMERIC_TEXT = {abbrev: "float" for abbrev, ft in TSHARK_TYPES.items() if ft == "FT_RELATIVE_TIME"}
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ Grammar (Wireshark 4.0; `and` binds tighter than `or`, as in tshark):
     and     := unary ( ("and" | "&&") unary )*
     unary   := ("not" | "!") unary | "(" expr ")" | [ "any" | "all" ] test
     test    := field [ relop value | "&" value | "contains" entity | "matches" entity | ["not" | "!"] "in" set ]
+               (before a relop or another "&", "field & value" is arithmetic: the bits both have)
     value   := [ "+" ] entity                             entity := field | WORD | STRING | CHAR
     set     := "{" element ( "," element )* "}"        element := value [ ".." value ]
     field   := WORD [ SLICE ]                             (a WORD naming a known field or protocol)
@@ -147,9 +148,18 @@ class Parser:
             raise self.unexpected(op)         # tshark 4.0: arithmetic only takes part in a relation (==, <, ...)
         if op.kind == "IN" or op.kind == "NOT" and self.tokens[self.i + 1].kind == "IN":
             self.member_of_set(field, earlier)
-        if op.kind == "OP":
+        while op.kind == "OP":
             self.next()
-            return ("cmp", op.text, field, self.arith(self.value), op)
+            right = self.arith(self.value)
+            if op.text != "&" or self.peek().kind != "OP":
+                while op.text != "&" and self.peek().kind == "OP" and self.peek().text == "&":
+                    self.next()
+                    more = self.arith(self.value)
+                    right = Arith("&", right, more, right.pos, more.pos + more.length - right.pos)
+                return ("cmp", op.text, field, right, op)
+            # `a & b == c`, `a & b & c`: tshark 4.0's & is arithmetic too, binding looser than + and -
+            field = Arith("&", field, right, field.pos, right.pos + right.length - field.pos)
+            op = self.peek()
         if op.kind in ("CONTAINS", "MATCHES"):
             self.next()
             return (op.kind.lower(), field, self.value(signed=False), op)
@@ -224,6 +234,9 @@ class Parser:
 
     def field(self, tok: Token) -> Field:
         """A field at the left of a test: it must name a known field or protocol (or be a function call)."""
+        if tok.kind == "WORD" and tok.text[:1] == "-" and (len(tok.text) > 1 or self.tokens[self.i + 1].kind in (
+                "WORD", "STRING", "CHAR", "(")):
+            return self.negated(tok)
         if self.is_call(tok):
             return self.call(tok)
         if tok.kind != "WORD":
@@ -247,6 +260,30 @@ class Parser:
                 self.defer(FilterError(f"{tok.text} is neither a field nor a protocol name.", tok.pos, tok.length))
         self.next()
         return self.sliced(tok)
+
+    def negated(self, tok: Token) -> Arith:
+        """tshark 4.0's unary minus on an entity (a field, a slice, a call or a constant), "-x" or "- x": not on a
+        parenthesis nor on another minus; a constant on the left side is refused once the whole text parsed."""
+        if tok.text == "-":
+            self.next()
+        else:           # the rest of the word is the operand
+            self.tokens[self.i] = Token("WORD", tok.text[1:], tok.pos + 1, tok.length - 1)
+        operand = self.peek()
+        if operand.kind == "WORD" and operand.text[:1] == "-":
+            raise FilterError('"-" was unexpected in this context.', operand.pos, 1)
+        if self.is_call(operand):
+            inner = self.call(operand)
+        elif operand.kind == "WORD" and self.is_field(operand.text):
+            self.next()
+            inner = self.sliced(operand)
+        elif operand.kind in ("WORD", "STRING", "CHAR"):
+            self.next()
+            self.defer(FilterError("Constant arithmetic expression on the LHS is invalid.", operand.pos,
+                                   operand.length))
+            inner = Literal(operand.text, operand.kind, operand.pos, operand.length)
+        else:
+            raise self.unexpected(operand)
+        return Arith("neg", inner, None, tok.pos, inner.pos + inner.length - tok.pos)
 
     def left_side(self, tok: Token) -> FilterError:
         """tshark 4.0: a comparison's operator in quotes, contains / matches / ~ bare."""

@@ -8,8 +8,10 @@ addresses compare alike.
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import lru_cache
 
+from ..capture.field_types import TSHARK_TYPES
 from .filter_fields import NUMERIC_TEXT, Spec
 from .filter_lex import FilterError
 from .filter_parse import Literal
@@ -26,7 +28,22 @@ FT_NAMES = {"ipv4": "FT_IPv4", "ipv6": "FT_IPv6", "ether": "FT_ETHER", "bool": "
 ABSOLUTE_TIMES = frozenset(("frame.time", "frame.time_utc"))
 
 
+TIME_OFFSET = re.compile(r"-?[0-9]+(\.[0-9]{1,9})?\Z")     # a relative time as tshark 4.0 reads one: [-]s[.ns]
+
+
+def is_relative_time(spec: Spec) -> bool:
+    """An FT_RELATIVE_TIME field (the standard layers keep its text; filters compare it as seconds)."""
+    return spec.abbrev in NUMERIC_TEXT
+
+
+# the type names tshark's errors give those of TSHARK_TYPES that are no plain protodump type
+FT_TYPE_NAMES = {"FT_FRAMENUM": "Frame number", "FT_UINT24": "Unsigned integer (3 bytes)", "FT_BOOLEAN": "Boolean",
+                 "FT_BYTES": "Sequence of bytes", "FT_STRING": "Character string"}
+
+
 def ft_name(spec: Spec) -> str:
+    if spec.abbrev in TSHARK_TYPES:
+        return TSHARK_TYPES[spec.abbrev]
     if spec.kind in FT_NAMES:
         return FT_NAMES[spec.kind]
     if spec.abbrev in NUMERIC_TEXT:
@@ -39,6 +56,12 @@ def ft_name(spec: Spec) -> str:
 def type_name(spec: Spec) -> str:
     if spec.kind in ("ipv4", "ipv6", "ether"):
         return TYPE_NAMES[spec.kind]
+    if is_relative_time(spec):
+        return "Time offset"
+    if spec.abbrev in ABSOLUTE_TIMES:
+        return "Date and time"
+    if TSHARK_TYPES.get(spec.abbrev) in FT_TYPE_NAMES:
+        return FT_TYPE_NAMES[TSHARK_TYPES[spec.abbrev]]
     t = spec.ftype
     if t.startswith("uint") or t.startswith("int"):
         width = {"8": 1, "16": 2, "24": 3, "32": 4, "64": 8}[t.lstrip("uint")]
@@ -120,6 +143,12 @@ def literal(lit: Literal, spec: Spec, name: str):
         if value is None:
             raise _err(f'"{lit.text}" cannot be found among the possible values for {name}.', lit)
         return int(bool(value))
+    if kind == "float" and is_relative_time(spec) and lit.kind != "CHAR":
+        if lit.kind == "STRING":
+            raise _err(f'Time offset cannot be converted from a string ("{lit.text}").', lit)
+        if not TIME_OFFSET.match(lit.text):
+            raise _err(f'"{lit.text}" is not a valid time.', lit)
+        return float(lit.text)
     if kind == "float":
         if lit.kind == "CHAR":
             return float(ord(lit.text))
@@ -141,6 +170,13 @@ def literal(lit: Literal, spec: Spec, name: str):
             digits = lit.text.replace(":", "").replace("-", "").replace(".", "")
             if len(digits) == 12 and all(c in HEX for c in digits) and _separated_ok(lit.text):
                 return bytes.fromhex(digits)
+            try:
+                n = len(literal_bytes(lit))
+            except FilterError:
+                n = 6
+            if n != 6:       # a byte string of another length
+                raise _err(f'"{lit.text}" contains too {"few" if n < 6 else "many"} bytes to be a valid Ethernet '
+                           f'address.', lit)
         raise _err(f'"{lit.text}" is not a valid Ethernet address.', lit)
     if kind in ("ipv4", "ipv6"):
         cls = ipaddress.IPv4Network if kind == "ipv4" else ipaddress.IPv6Network

@@ -267,8 +267,8 @@ class IoFunction:
         if self.log is not None and values:
             self.log.setdefault(idx, []).append((packet.frame.number, values))
         func, floats = self.func, self.kind == "float"
-        if func == "COUNT":
-            c[2] += len(values)
+        if func == "COUNT":          # every occurrence, whatever its type (a protocol's too: COUNT(frame))
+            c[2] += len(packet.index().get(self.field, ())) if self.primed else 0
         for i, v in enumerate(values):
             if func == "SUM":
                 c[3 if floats else 2] += v
@@ -373,6 +373,8 @@ class IoFunction:
         func, kind = self.func, self.kind or "int"
         if func == "COUNT":
             width = max(5, magnitude_of(self.max_val))
+        elif func == "LOAD" and kind != "time":     # tshark's LOAD has a value for relative times only: blank
+            width = len(func)
         elif func == "LOAD" or kind == "time":
             top = self.max_val
             if func == "LOAD":
@@ -394,6 +396,8 @@ class IoFunction:
         func, kind = self.func, self.kind or "int"
         if func == "COUNT":
             return str(counter)
+        if func == "LOAD" and kind != "time":
+            return None           # tshark 4.0 prints no cell at all (its row is one column short)
         if func == "LOAD":        # the last row's load is over its own (shorter) span, as printed
             iv = max(last_span if last else interval_us, 1)
             return f"{counter // iv}.{(counter % iv) * 1_000_000 // iv:06d}"
@@ -418,7 +422,7 @@ class FunctionTable:
         self.fields = {"name": name, "width": width, "value": self.value}
         self.column, self.spans, self.rows = column, spans, rows
 
-    def value(self, i: int, last: bool = False) -> str:
+    def value(self, i: int, last: bool = False) -> str | None:
         return self.column.text(i, last, *self.spans)
 
     def __getitem__(self, key):

@@ -39,7 +39,7 @@ class Decoded:
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
-                 "segment_data", "segment_data_at", "icmp",
+                 "segment_data", "segment_data_at", "reassembled_in", "icmp",
                  "unclaimed", "mptcp", "cut", "truncated")
 
     def __init__(self, frame: RawFrame):
@@ -79,6 +79,7 @@ class Decoded:
         self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
         self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
         self.segment_data_at = 0             # ... from this offset in the payload (after the PDUs it held)
+        self.reassembled_in = None           # TCP, -2: the later frame that completes the PDU this segment went into
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
@@ -397,7 +398,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.sport = sport
     d.dport = dport
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
-        d.pdu_sizes = d.icmp = d.mptcp = None
+        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = None
     d.cut = 0
     d.truncated = None
     d.unclaimed = False

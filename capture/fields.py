@@ -321,6 +321,7 @@ tcp_option_unknown_payload = F("tcp.options.unknown.payload", "Payload", "bytes"
 # a PDU reassembled from several segments (tshark's top-level "tcp.segments" tree in the completing frame)
 tcp_segments = F("tcp.segments", "Reassembled TCP Segments", "none")
 tcp_segment = F("tcp.segment", "TCP Segment", "uint32")
+tcp_reassembled_in = F("tcp.reassembled_in", "Reassembled PDU in frame", "uint32")
 tcp_segment_count = F("tcp.segment.count", "Segment count", "uint32")
 tcp_reassembled_length = F("tcp.reassembled.length", "Reassembled TCP length", "uint32")
 tcp_reassembled_data = F("tcp.reassembled.data", "Reassembled TCP Data", "bytes")

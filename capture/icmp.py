@@ -40,7 +40,7 @@ class IcmpInfo:
     """One ICMP(v6) message: header values, the quoted datagram's place, the echo request it answers."""
 
     __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
-                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed", "quoted_tcp", "tcp")
+                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed", "quoted_tcp", "tcp", "lua_tries")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
@@ -54,6 +54,7 @@ class IcmpInfo:
         self.request_in = self.resptime_ns = self.udp_stream = None
         self.data_at = None         # where the echo data / the quoted payload starts
         self.handed = False         # the quoted payload went to a game dissector (engine.dispatch): no data layer
+        self.lua_tries = 0          # the plugin's heuristics tshark's TCP offered a quoted payload to (engine.dispatch)
 
 
 def _sum(data: bytes) -> int:

@@ -95,10 +95,17 @@ def relative(raw: int, meta: Meta | None, wide: bool, raw_unknown: bool = False)
 class MptcpTable:
     """Every MPTCP connection of one capture (stream indexes in creation order) and the TCP subflows seen."""
 
-    def __init__(self):
+    def __init__(self, learnt: dict | None = None):
         self.count = 0
         self.tokens: dict[int, Connection] = {}
         self.subflows: dict[int, Subflow] = {}      # TCP stream -> its MPTCP state
+        # -2's second pass (capture.tcp_analysis.TcpTable.learnt_facts): TCP stream -> (.., .., what final() gave)
+        self.learnt = learnt
+
+    def final(self) -> dict[int, tuple]:
+        """TCP stream -> its MPTCP connection's (stream, master TCP stream, subflows text) as a pass ends."""
+        return {stream: (sub.conn.stream, sub.conn.master, "".join(f"{s} " for s in sub.conn.subflows))
+                for stream, sub in self.subflows.items() if sub.conn is not None}
 
     # -- tshark's mptcp_alloc_analysis / attach / get_meta_from_token / get_or_create_mptcpd_from_key ---------
 
@@ -151,6 +158,17 @@ class MptcpTable:
     def _meta(self, sub: Subflow, ep: tuple) -> Meta | None:
         return sub.conn.metas[sub.meta[ep]] if sub.conn is not None and ep in sub.meta else None
 
+    def _dss_meta(self, sub: Subflow, ep: tuple) -> Meta | None:
+        """The direction whose base a DSS value of `ep`'s counts from. On tshark's second pass (-2) a joined
+        subflow (not the master) counts from the other direction's: measured on the real capture with its
+        addresses and ports swapped every way (the client's address or port the lower, in the master or in the
+        subflow), every time."""
+        conn = sub.conn
+        if self.learnt is None or conn is None or ep not in sub.meta or conn.master is None \
+                or self.subflows.get(conn.master) is sub:
+            return self._meta(sub, ep)
+        return conn.metas[1 - sub.meta[ep]]
+
     def tolerates_dupack(self, d, stream: int) -> bool:
         """Whether a duplicate ACK of segment `d` is MPTCP's (tshark: the connection signalled an address or a
         priority since the sender's last segment): then it is no TCP duplicate ACK."""
@@ -177,7 +195,12 @@ class MptcpTable:
         for p, n in spans:
             out.options.append(self._option(sub, stream, me, peer, data, p, n))
         conn = sub.conn
-        if conn is not None:
+        facts = self.learnt.get(stream) if self.learnt else None
+        if facts is not None and facts[2] is not None:
+            # tshark's second pass: the connection as the first pass left it, from the first segment on
+            mp_stream, master, subflows = facts[2]
+            out.analysis = (mp_stream, master == stream, master, subflows)
+        elif conn is not None:
             out.analysis = (conn.stream, conn.master == stream, conn.master,
                             "".join(f"{s} " for s in conn.subflows))
         d.mptcp = out
@@ -229,14 +252,14 @@ class MptcpTable:
             if q + size > end:
                 return
             raw = int.from_bytes(data[q:q + size], "big")
-            vals["ack"] = relative(raw, self._meta(sub, peer), size == 8)
+            vals["ack"] = relative(raw, self._dss_meta(sub, peer), size == 8)
             q += size
         if flags & MAPPING:
             size = 8 if flags & DSN8 else 4
             if q + size > end:
                 return
             raw = int.from_bytes(data[q:q + size], "big")
-            vals["dsn"] = relative(raw, self._meta(sub, me), size == 8, raw_unknown=True)
+            vals["dsn"] = relative(raw, self._dss_meta(sub, me), size == 8, raw_unknown=True)
 
 
 def mptcp_spans(data: bytes, p: int, end: int) -> list[tuple[int, int]]:

@@ -145,7 +145,8 @@ class TsnTable:
             frame = d.frame.number
             if self.record is not None:
                 self.record.update({(n, i): frame for n, _, i in pieces if n != frame})
-            done = (SecondPassPieces if self.learnt is not None else list)((n, size) for n, size, _ in pieces)
+            done = Pieces((n, size) for n, size, _ in pieces)
+            done.second_pass = self.learnt is not None
             d.sctp_fragments = {**(d.sctp_fragments or {}), index: done}
 
     def _put(self, key: tuple, base: int) -> None:
@@ -154,8 +155,13 @@ class TsnTable:
         self.bases[key] = base
 
 
-class SecondPassPieces(list):
-    """The pieces of a message on tshark's second pass (-2), which numbers their payload bytes from 0."""
+class Pieces(list):
+    """The pieces (frame, length) of a message completed in a frame. tshark's items for them span the reassembled
+    message's data source (`source`: its index, once engine.streams made it); its second pass (-2,
+    `second_pass`) numbers their payload bytes from 0."""
+
+    second_pass = False
+    source = 0
 
 
 def info(d) -> str:
@@ -300,15 +306,17 @@ def chunk_item(data: bytes, c: Chunk, bases=(None, None), fragments=None) -> Ite
 def _fragments(item: Item, pieces: list) -> None:
     """tshark's summary of a message reassembled from DATA chunks, in the chunk that completed it. tshark 4.0
     numbers the pieces' payload bytes from the message length on (not from 0) on its first pass, from 0 on its second
-    (-2): kept as it prints them."""
+    (-2): kept as it prints them, over the reassembled message (PDML and `-x` show its bytes, or none past its end)."""
     total = sum(n for _, n in pieces)
     # measured: the summary spans this chunk's user data; each piece claims bytes [at, at + n) of the frame
     # (PDML shows them past its end: "field length invalid!")
     top = item.add(Item(f.sctp_fragments, None, item.offset + 16, pieces[-1][1],
                         f"Reassembled SCTP Fragments ({total} bytes, {len(pieces)} fragments): "))
-    at = 0 if isinstance(pieces, SecondPassPieces) else total
+    at = 0 if getattr(pieces, "second_pass", False) else total
+    source = getattr(pieces, "source", 0)
     for frame, n in pieces:
-        top.add(Item(f.sctp_fragment, frame, at, n, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)"))
+        top.add(Item(f.sctp_fragment, frame, at, n, f"Frame: {frame}, payload: {at}-{at + n - 1} ({n} bytes)",
+                     False, source))
         at += n
 
 

@@ -186,8 +186,11 @@ class TcpTable:
         return syn_seq is not None and bases is not None and bases.get(me) not in (None, syn_seq)
 
     def learnt_facts(self) -> dict[int, tuple]:
-        """What a first pass learnt of each connection (`record`): stream -> (completeness, iRTT or None)."""
-        return {stream: (conn.completeness, conn.irtt_ns) for stream, conn in (self.record or {}).items()}
+        """What a first pass learnt of each connection (`record`): stream -> (completeness, iRTT or None, its
+        MPTCP connection's (stream, master, subflows) or None)."""
+        mptcp = self.mptcp.final() if self.mptcp is not None else {}
+        return {stream: (conn.completeness, conn.irtt_ns, mptcp.get(stream))
+                for stream, conn in (self.record or {}).items()}
 
     def _second_pass(self, info: TcpInfo) -> None:
         """A second pass (tshark -2) shows the conversation's final completeness and its iRTT on every frame."""
@@ -277,7 +280,7 @@ class TcpTable:
             spans = mptcp_spans(d.frame.data, p, end)
             if spans:
                 if self.mptcp is None:
-                    self.mptcp = MptcpTable()
+                    self.mptcp = MptcpTable(self.learnt)
                 self.mptcp.analyze(d, stream, d.frame.data, spans)
         return tolerates
 

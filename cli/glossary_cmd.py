@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from ..capture.field_types import TSHARK_TYPES
 from ..dissectors import PROTOCOLS
 from ..engine.dispatch import Dispatcher, Settings
 from ..engine.tree import INTEGER_TYPES, FieldInfo
@@ -67,7 +68,8 @@ def field_lines() -> list[str]:
                 base = str(f.bits)              # a boolean's "base" is its parent's width in bits
             else:
                 base = f"BASE_{f.base}" if f.ftype in INTEGER_TYPES and f.base != "NONE" else ""
-            lines.append(f"F\t{f.name}\t{f.abbrev}\t{FT_NAMES.get(f.ftype, 'FT_' + f.ftype.upper())}\t{proto}\t"
+            ftype = TSHARK_TYPES.get(f.abbrev) or FT_NAMES.get(f.ftype, "FT_" + f.ftype.upper())
+            lines.append(f"F\t{f.name}\t{f.abbrev}\t{ftype}\t{proto}\t"
                          f"{base}\t0x{f.mask:x}\t{f.description}")
     return lines
 

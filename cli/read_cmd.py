@@ -131,6 +131,12 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     """
     path = sets_opts.input_path(read_file, file)      # one path, or a CaptureSet for several files / directories
     json_filter = jobs_opts.take_count(json_filter)   # -j N: processes (api/jobs.py), not protocols
+    if json_filter and json_filter_all:
+        # tshark: a warning; the last list given wins, and -J's "every field under them" stays on
+        click.echo("protodump: -j or -J was already specified. Overwriting previous protocol filter.", err=True)
+        if [a[:2] for a in sys.argv if a[:2] in ("-j", "-J")][-1:] == ["-j"]:
+            json_filter_all = json_filter
+        json_filter = None
     source = capture_opts.current()
     source.check(path)
     if not path and source.interface is None:
@@ -262,11 +268,7 @@ def bad_setting(exc, prefs) -> None:
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
                 json_filter_all, time_format="r", capture_file=None):
     """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
-    if json_filter and json_filter_all:
-        fail("-j and -J cannot be used together", 1)
-    names = json_filter or json_filter_all
-    if names is not None and output_format not in ("json", "jsonraw", "ek"):
-        fail("-j and -J only work with -T json, jsonraw or ek", 1)
+    names = json_filter or json_filter_all      # (tshark ignores them in the forms that are no tree)
     if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
         fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
     if fields_e or output_format in ("fields", "pdml", "ek"):
@@ -288,7 +290,9 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
     if output_format == "pdml":
         from ..output.pdml import PdmlWriter
         return PdmlWriter(out, creator=CREATOR, capture_file=capture_file, fields=fields_e or None,
-                          values_of=fields_out.field_values)
+                          values_of=fields_out.field_values,
+                          names=frozenset(names.split()) if names is not None else None,
+                          include_children=bool(json_filter_all))
     if output_format == "ek":
         from ..output import ek
         flt = ek.ProtocolFilter(names, include_children=bool(json_filter_all)) if names is not None else None

@@ -6,8 +6,12 @@ Kept out of read_cmd.py: `dispatcher()` gives read() the dispatcher to print wit
 from __future__ import annotations
 
 from ..capture.files import CaptureError
-from ..dissectors.enet_analysis import second_pass_prefs
+from ..dissectors import enet_analysis, ws_handshake
 from ..engine.dispatch import Dispatcher, Settings
+
+# What a first pass learns in a conversation (its key there) that earlier frames show on the second: the preference
+# under which the second pass's dissectors read it (ENet's "[Acknowledged in frame N]", HTTP's "[Response in frame]")
+LEARNT = {enet_analysis.ACKED_IN: enet_analysis.SECOND_PASS, ws_handshake.RESPONSE_IN: ws_handshake.SECOND_PASS}
 
 
 def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass: bool) -> Dispatcher:
@@ -18,6 +22,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     # the first pass keeps each TCP connection's final state (capture.tcp_analysis) and where each SCTP message
     # completes (capture.sctp); the second shows them
     first.tcp_pass = ({}, None), ({}, None)
+    first.reassembled_in = {}
     try:
         for _ in packets(path, dispatcher=first):
             pass
@@ -26,7 +31,21 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     prefs = {**settings.prefs, **second_pass_prefs(first.conversations)}
     second = Dispatcher(protocols, Settings(dict(settings.prefs), settings.decode_as))
     second.settings.prefs.update(prefs)         # after the check: the learnt facts are no user preference
+    # Wireshark's heuristic lists keep the order the first pass left them in (a winner moves to the front)
+    second.heuristic_lists = {name: list(entries) for name, entries in first.heuristic_lists.items()}
+    second.reassembled_learnt = first.reassembled_in
     tcp, sctp = getattr(first, "pass_tables", (None, None))
     second.tcp_pass = (None, tcp.learnt_facts() if tcp is not None else None), \
         (None, sctp.record if sctp is not None else None)
     return second
+
+
+def second_pass_prefs(conversations) -> dict:
+    """What a first pass over a capture learnt that a second one shows (tshark -2): the prefs to add."""
+    learnt: dict = {}
+    for conv in conversations.values():
+        for key, pref in LEARNT.items():
+            facts = conv.get(key)
+            if facts:
+                learnt.setdefault(pref, {}).update(facts)
+    return learnt

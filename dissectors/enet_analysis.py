@@ -21,6 +21,7 @@ FRAGMENT_LIMIT = 4096          # fragments we hold for one message (~5.6 MB at t
                                # share of the coverage check bounded
 ACKED_IN_LIMIT = 65536         # acknowledgements remembered per conversation for the second pass's reverse links
 PAYLOAD_COMMANDS = {6: "reliable", 7: "unreliable", 9: "unsequenced"}
+ACKED_IN = "enet_acked_in"     # a conversation's key for what a second pass shows (cli/two_pass_opts.py)
 SECOND_PASS = "_second_pass.enet_acked_in"    # the prefs key under which a second pass gets what the first learnt
 
 
@@ -262,7 +263,7 @@ def acknowledge(g, ctx: Ctx, item: Item, scope: dict) -> None:
     if sent is None:
         return
     frame, then = sent
-    bounded_put(ctx.conv.setdefault("enet_acked_in", {}), (frame, scope["channel"], scope["received_reliable_seq"]),
+    bounded_put(ctx.conv.setdefault(ACKED_IN, {}), (frame, scope["channel"], scope["received_reliable_seq"]),
                 ctx.frame, ACKED_IN_LIMIT)
     if item is None or not shown(ctx, g.acked_frame, g.rtt):      # a NULL tree (scan_datagram), or not read
         return
@@ -375,11 +376,3 @@ def show_message(g, ctx: Ctx, prefs: dict, item: Item | None, whole: bytes, fram
     ctx.notes.append(f"[{len(whole)} bytes reassembled]")
     source = ctx.new_source("Reassembled ENet", whole)
     hand_up(ctx, prefs, whole, 0, len(whole), source, scope)
-
-
-def second_pass_prefs(conversations) -> dict:
-    """What a first pass over a capture learnt that a second one shows (tshark -2): the prefs to add."""
-    learnt = {}
-    for conv in conversations.values():
-        learnt.update(conv.get("enet_acked_in", ()))
-    return {SECOND_PASS: learnt} if learnt else {}

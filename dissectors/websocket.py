@@ -297,7 +297,7 @@ class WebSocket:
     def dissect(self, ctx, prefs):
         if not ctx.conv.get("upgraded"):
             self.become_http(ctx)
-            return ws_handshake.dissect_http(ctx, self.http, ctx.conv)
+            return ws_handshake.dissect_http(ctx, self.http, ctx.conv, prefs.get(ws_handshake.SECOND_PASS))
         ctx.conv["decompress"] = prefs.get("websocket.decompress", "TRUE").upper() == "TRUE"
         ctx.conv["checks"] = prefs.get(self.CHECKS, "FALSE").upper() == "TRUE"
         return self.frame(ctx)

@@ -127,6 +127,10 @@ def extensions(value: str) -> dict | None:
     return None
 
 
+RESPONSE_IN = "http_response_in"      # a conversation's key for what a second pass shows (cli/two_pass_opts.py)
+SECOND_PASS = "_second_pass.http_response_in"     # the prefs key under which a second pass gets it
+
+
 def register(b: Binder) -> dict:
     f = {"http": b.field("http", "Hypertext Transfer Protocol", "protocol"),
          "chat": b.field("http.chat", "Formatted text", "none"),     # the expert on the first line
@@ -146,6 +150,7 @@ def register(b: Binder) -> dict:
          "response_number": b.field("http.response_number", "Response number", "uint32"),
          "time": b.field("http.time", "Time since request", "string"),
          "request_in": b.field("http.request_in", "Request in frame", "uint32"),
+         "response_in": b.field("http.response_in", "Response in frame", "uint32"),
          "response_for": b.field("http.response_for.uri", "Request URI", "string"),
          "body": b.field("http.file_data", "File Data", "bytes")}
     for abbrev, name in KNOWN_HEADERS.values():
@@ -157,8 +162,10 @@ def _expert(item: Item, abbrev: str, group: int, severity: int, message: str) ->
     item.expert(ExpertInfo(abbrev, group, severity, message))
 
 
-def dissect_http(ctx, f: dict, conv: dict) -> str:
-    """One HTTP message of the upgrade into ctx.tree (already turned into the http layer). Returns the Info."""
+def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
+    """One HTTP message of the upgrade into ctx.tree (already turned into the http layer). Returns the Info.
+    `learnt`: on a second pass (tshark -2), request frame -> the frame of its response (the first pass's
+    conversations under RESPONSE_IN, cli/two_pass_opts.py)."""
     data, pos, end, src = ctx.data, ctx.pos, ctx.end, ctx.source
     head_end = data.find(b"\r\n\r\n", pos, end)
     head_end = end if head_end < 0 else head_end + 2
@@ -212,6 +219,9 @@ def dissect_http(ctx, f: dict, conv: dict) -> str:
         ctx.tree.add(Item(f["full_uri"], uri, first_at, 0, None, True, src))
         ctx.tree.add(HiddenItem(f["request"], True, first_at, 0, None, True, src))
         ctx.tree.add(Item(f["request_number"], 1, first_at, 0, "HTTP request 1/1", True, src))
+        answer = learnt.get(ctx.frame) if learnt else None
+        if answer is not None:
+            ctx.tree.add(Item(f["response_in"], answer, first_at, 0, None, True, src))
         conv.update(key=headers.get("sec-websocket-key"), client=ctx.direction, request_frame=ctx.frame,
                     request_ns=_ns(ctx), uri=uri)
     return text.strip() + " "             # tshark's HTTP Info: the first line, "\r\n" made a space
@@ -243,6 +253,7 @@ def request_facts(ctx, f: dict, conv: dict, at: int) -> None:
         text = f"{delta // 10**9}.{delta % 10**9:09d}"
         ctx.tree.add(Item(f["time"], text, at, 0, f"Time since request: {text} seconds", True, src))
     ctx.tree.add(Item(f["request_in"], conv["request_frame"], at, 0, None, True, src))
+    conv[RESPONSE_IN] = {conv["request_frame"]: ctx.frame}      # for a second pass (tshark -2)
     ctx.tree.add(Item(f["response_for"], conv["uri"], at, 0, None, True, src))
 
 

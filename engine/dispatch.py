@@ -420,6 +420,10 @@ class Dispatcher:
         self.standard_only = False
         # What the run reads of the game layers (engine.demand.Demand); None: every tree is built in full
         self.demand = None
+        # -2 (cli/two_pass_opts.py): the first pass records, for each TCP segment of a PDU that a later frame
+        # completes, that frame (engine.streams); the second pass shows it ("[Reassembled PDU in frame: N]")
+        self.reassembled_in: dict[int, int] | None = None
+        self.reassembled_learnt: dict[int, int] | None = None
         self.check_settings()
 
     def check_settings(self) -> None:
@@ -502,6 +506,8 @@ class Dispatcher:
             return PlainPacket(frame, d)
         if d.icmp is not None and d.icmp.quoted_udp is not None and d.icmp.data_at is not None:
             return self._quoted(frame, d)
+        if d.icmp is not None and d.icmp.quoted_tcp is not None and d.protocols and d.protocols[-1] == "data":
+            return self._quoted_segment(frame, d)
         stack = Stack(self, frame, d)
         if d.transport not in ("udp", "tcp", "sctp"):
             return stack.packet()
@@ -582,6 +588,22 @@ class Dispatcher:
                 d.protocols.extend(getattr(self.protocols.get(layer.proto), "listed_after", ()))
                 d.protocols.append(layer.proto)
         return stack.with_tries(Packet(frame, d, stack.layers, d.plain_info, d.protocol_column(), stack.sources))
+
+    def _quoted_segment(self, frame, d) -> Packet:
+        """An ICMP error quoting a TCP segment with payload: tshark's TCP offers the payload to its dissectors
+        (ports, then the heuristic list: wslua's fake item for each of the plugin's that says no, before the data
+        layer). The payload stays data (a stream protocol frames no PDU out of a quoted piece)."""
+        t, src, sport, dst, dport = d.icmp.quoted_tcp
+        data = frame.data
+        start, end = t + (data[t + 12] >> 4) * 4, d.payload_offset + len(d.payload)
+        quoted = _QuotedDatagram(src, sport, dst, dport, data[start:end], start)
+        stack = Stack(self, frame, quoted)
+        stack.lookup("tcp.port", (sport, dport) if sport <= dport else (dport, sport), quoted.payload, start)
+        if stack.tries:     # wslua's items go inside the ICMP layer, before the data (capture/layers/icmp.py);
+            _, at, vain, heard = stack.tries[0]         # the lookup itself stays recorded for -j's replay
+            d.icmp.lua_tries = len(vain)
+            stack.tries = [(0, at, [], heard)]
+        return stack.with_tries(Stack(self, frame, d).packet())
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then

@@ -45,6 +45,7 @@ from .tree import DataSource, ExpertInfo, Item, Layer
 
 RESYNC_LIMIT = 65536       # bytes scanned for a resynchronisation point per handover
 CONNECTION_LIMIT = 16384   # connections tracked at once: the oldest is forgotten beyond (memory stays bounded)
+RECORD_LIMIT = 1 << 22     # -2: segments whose completing frame the first pass remembers (later ones show none)
 
 
 class Direction:
@@ -81,6 +82,8 @@ class Streams:
     def __init__(self, dispatcher):
         self.prefs = dispatcher.settings.prefs
         self.connections: dict[tuple, Connection] = {}
+        self.reassembled_in = dispatcher.reassembled_in          # -2's first pass: segment frame -> completing frame
+        self.reassembled_learnt = dispatcher.reassembled_learnt  # -2's second pass: what the first recorded
 
     def dissect(self, stack, d) -> None:
         """Give one TCP segment (or SCTP packet) to its stream. Never raises for any content."""
@@ -138,12 +141,17 @@ class Streams:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source)]
+                    if self.reassembled_in is not None:
+                        self._record_pieces(h.pieces, stack.frame.number)
                 elif (cutter.kept_from and h.seg_offset is not None and not d.reassembled
                       and getattr(proto, "lua", True) is False):
                     # PDUs of this segment, then the start of one it does not hold: tshark's TCP shows those
                     # bytes as "TCP segment data" (desegment_tcp: from the desegment offset to the end)
                     d.segment_data = len(h.data) - cutter.kept_from
                     d.segment_data_at = h.seg_offset + cutter.kept_from
+        if self.reassembled_learnt and not d.reassembled:
+            # tshark -2: a segment whose PDU a later frame completes names it (not one that completes one itself)
+            d.reassembled_in = self.reassembled_learnt.get(stack.frame.number)
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
             stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
@@ -153,6 +161,11 @@ class Streams:
                 stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
             else:
                 d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
+
+    def _record_pieces(self, pieces, frame: int) -> None:
+        record = self.reassembled_in
+        if len(record) < RECORD_LIMIT:
+            record.update((n, frame) for n, _ in pieces if n != frame)
 
     # --- SCTP -----------------------------------------------------------------------------------------------
     def sctp(self, stack, d) -> None:
@@ -165,7 +178,7 @@ class Streams:
         data, frame = stack.frame.data, stack.frame.number
         d.chunk_marks = []
         after_data = False
-        for c in d.chunks:
+        for i, c in enumerate(d.chunks):
             if after_data or c.kind == 0 and not d.chunk_marks:
                 # the first DATA chunk's layers start here; a chunk after a DATA chunk opens a new sctp item after
                 # that chunk's layers (see Packet.layers, capture.sctp.sctp_layer)
@@ -182,7 +195,14 @@ class Streams:
                 state = conn.directions[(sender, message.sid)] = Direction(assoc.stream(message.sid))
             h = state.stream.message(message, frame)
             if h is not None and h.data:
-                Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0, "Reassembled SCTP").run()
+                pieces = (d.sctp_fragments or {}).get(i)
+                # a message SCTP reassembled from its DATA chunks, handed over alone: tshark's own data source
+                alone = pieces is not None and not isinstance(pieces, int) and len(h.data) == len(message.data)
+                cutter = Cutter(self, stack, conn.proto, state, h, message.chunk_offset or 0,
+                                "Reassembled SCTP Message" if alone else "Reassembled SCTP")
+                cutter.run()
+                if alone and cutter.source:
+                    pieces.source = cutter.source      # (capture.sctp.Pieces: their items span the message)
 
 
 def _resent(d, retransmission: bool = False) -> bool:

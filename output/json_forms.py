@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from ..capture.field_types import TSHARK_FTENUM, TSHARK_TYPES
 from ..capture.fields import PICTURE_ONLY_MASK
 from ..engine.tree import MALFORMED, TextItem
 from . import json_out, lua_fakes
@@ -89,23 +90,9 @@ def raw_hex(item, packet, source: int = 0) -> str:
     return data[item.offset:item.offset + length].hex()
 
 
-# the type tshark 4.0 registers where protodump's field table keeps a simpler one (an address as its text, a
-# 24-bit OUI in 32 bits, a frame reference as a number, a time as its text): the last member of their _raw
-RAW_FTENUM = {"eth.dst": 29, "eth.src": 29, "eth.addr": 29, "eth.dst.oui": 6, "eth.src.oui": 6,
-              "eth.addr.oui": 6, "ip.src": 32, "ip.dst": 32, "ip.addr": 32, "tcp.segment": 35,
-              "sctp.fragment": 35, "frame.time": 24, "frame.time_utc": 24, "frame.offset_shift": 25,
-              "frame.time_epoch": 25, "frame.time_delta": 25, "frame.time_delta_displayed": 25,
-              "frame.time_relative": 25, "tcp.time_relative": 25, "tcp.time_delta": 25, "udp.time_relative": 25,
-              "udp.time_delta": 25, "tcp.analysis.ack_rtt": 25, "tcp.analysis.initial_rtt": 25, "http.time": 25,
-              "tcp.analysis.acks_frame": 35, "http.request_in": 35, "websocket.fragment": 35, "sll.src.eth": 29,
-              "vlan.dei": 2, "sll.src.ipv4": 32, "arp.src.hw_mac": 29, "arp.dst.hw_mac": 29, "arp.src.proto_ipv4": 32,
-              "arp.dst.proto_ipv4": 32, "ip.rec_rt": 32, "ip.empty_rt": 32, "ip.opt.time_stamp_addr": 32,
-              "ipv6.src": 33, "ipv6.dst": 33, "ipv6.addr": 33, "ipv6.routing.src.addr": 33,
-              "ipv6.routing.mipv6.home_address": 33, "ipv6.routing.srh.addr": 33, "icmpv6.nd.ns.target_address": 33,
-              "icmpv6.nd.na.target_address": 33, "icmpv6.opt.prefix": 33, "icmpv6.mldr.mar.multicast_address": 33,
-              "icmpv6.mldr.mar.source_address": 33, "icmpv6.opt.linkaddr": 30, "icmpv6.opt.src_linkaddr": 30,
-              "icmpv6.opt.target_linkaddr": 30, "tcp.analysis.duplicate_ack_frame": 35, "tcp.analysis.rto": 25,
-              "tcp.analysis.rto_frame": 35, "tcp.options.mptcp.ipv4": 32}
+# the type tshark 4.0 registers where protodump's field table keeps a simpler one (capture/field_types.py): the
+# last member of their _raw
+RAW_FTENUM = {**{abbrev: TSHARK_FTENUM[ft] for abbrev, ft in TSHARK_TYPES.items()}, "frame.time_utc": 24}
 
 
 # fields Wireshark 4.0 adds with no tvb (tcp.c: proto_tree_add_uint(tree, hf_tcp_completeness, NULL, ...)): no hex,

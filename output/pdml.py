@@ -59,9 +59,12 @@ def show_value(f, value) -> str:
 
 
 class _Writer:
-    def __init__(self, packet):
+    def __init__(self, packet, names: frozenset | None = None, include_children: bool = False):
         self.packet = packet
         self.out: list[str] = []
+        # -j / -J (print.c check_protocolfilter): a node with children not named here shows a "filtered" field in
+        # their place; -J shows everything under a named node
+        self.names, self.include_children = names, include_children
 
     def pos(self, item, parent_pos: int | None) -> int:
         if parent_pos is not None and item.offset < parent_pos:
@@ -119,8 +122,16 @@ class _Writer:
         parts.append('">\n' if kids else '"/>\n')
         add("".join(parts))
         if kids:
-            for child in kids:
-                self.node(child, level + 1, item.offset, src)
+            names = self.names
+            abbrev = "text" if f is None else f.abbrev
+            if names is not None and abbrev not in names:
+                add(f'{_ind(level + 2)}<field name="filtered" value="{xml_escape(abbrev)}" />\n')
+            else:
+                if names is not None and self.include_children:
+                    self.names = None
+                for child in kids:
+                    self.node(child, level + 1, item.offset, src)
+                self.names = names
             # print.c takes back the wrapper's level before closing: a wrapped field closes one level out
             add((_ind(level) if top_field else ind) +
                 ("</proto>\n" if f is not None and f.ftype == "protocol" and not data else "</field>\n"))
@@ -135,6 +146,12 @@ class _Writer:
         ind, inner = _ind(level + 1), _ind(level + 2)
         pos = parent_pos or 0        # wslua and expert.c add it at offset 0 with no tvb: the parent's start
         add(f'{ind}<field name="_ws.expert" showname="{xml_escape(item.label)}" size="0" pos="{pos}">\n')
+        if self.names is not None and "_ws.expert" not in self.names:       # -j without it
+            add(f'{inner}<field name="filtered" value="_ws.expert" />\n{ind}</field>\n')
+            if info.group == MALFORMED:
+                add(f'{ind}<proto name="_ws.malformed" showname="Malformed Packet" hide="yes" size="0" '
+                    f'pos="{pos}"/>\n')
+            return
         msg = xml_escape(info.message)
         add(f'{inner}<field name="{xml_escape(info.abbrev)}" showname="{msg}" size="0" pos="0" show="" value=""/>\n')
         add(f'{inner}<field name="_ws.expert.message" showname="Message: {msg}" hide="yes" size="0" pos="0" '
@@ -179,8 +196,8 @@ def _frame_time(packet) -> str:
     return time.strftime("%b %d, %Y %H:%M:%S", time.gmtime(ts // 1_000_000_000)) + f".{ts % 1_000_000_000:09d} UTC"
 
 
-def packet_text(packet) -> str:
-    w = _Writer(packet)
+def packet_text(packet, names: frozenset | None = None, include_children: bool = False) -> str:
+    w = _Writer(packet, names, include_children)
     w.out.append("<packet>\n")
     w.geninfo()
     for layer, fakes in lua_calls(packet):
@@ -195,8 +212,10 @@ def packet_text(packet) -> str:
 class PdmlWriter:
     """The PDML document: preamble (on the first packet, or at the end when there is none), packets, end."""
 
-    def __init__(self, out, creator: str, capture_file: str | None, *, fields=None, values_of=None):
+    def __init__(self, out, creator: str, capture_file: str | None, *, fields=None, values_of=None, names=None,
+                 include_children: bool = False):
         self.out, self.creator, self.capture_file = out, creator, capture_file
+        self.names, self.include_children = names, include_children        # -j / -J
         self.fields, self.values_of = fields, values_of      # -e: only these fields (print.c, FORMAT_XML)
         self.started = False
         self.first_ns: int | None = None
@@ -217,7 +236,7 @@ class PdmlWriter:
         if self.fields:
             self.out.write(self.fields_text(packet))
         else:
-            self.out.write(packet_text(packet))
+            self.out.write(packet_text(packet, self.names, self.include_children))
 
     def fields_text(self, packet) -> str:
         """-T pdml -e: the geninfo block, then `<field name value/>` for each value of each field asked for."""

@@ -140,11 +140,16 @@ def text_io_stat(r):
             cell = f"|  {t(row['start_us'])} <> {t(row['end_us'])}  |"
         else:
             cell = f"| {t(row['start_us'])} <> {t(row['end_us'])} |"
-        cols = "".join(f" {funcs[j]['value'](i, row['last']):>{val}} |" if fr is None else
+        cols = "".join(_function_cell(funcs[j]["value"](i, row["last"]), val) if fr is None else
                        f" {c['frames']:{fr}d} | {c['bytes']:{val}d} |"
                        for j, (c, (fr, val)) in enumerate(zip(row["columns"], widths)))
         yield cell + cols + (f"{'|':>{borderlen - tabrow_w}}" if tabrow_w < borderlen else "")
     yield "=" * borderlen
+
+
+def _function_cell(text: str | None, width: int) -> str:
+    """A function column's cell; None: none at all (tshark's LOAD of a field that is no relative time)."""
+    return "" if text is None else f" {text:>{width}} |"
 
 
 def _io_maxima(rows, column: int) -> tuple[int, int]:

@@ -65,6 +65,40 @@ FILTERS = [
     # arithmetic on fields that are not integers: tshark's type names
     "frame.time_delta * 2 > 1", "ip.src + 1 == 2", "frame.protocols + 1", "eth.src + 1", "ipv6.src / 2",
     "frame.time + 1", "tcp.analysis.ack_rtt % 2", "udp.payload * 2", "blank.login.name + 1 == 2",
+    # + and - on relative times (a constant is a time: [-]s[.ns]); absolute times refused, on either side
+    "frame.time_delta + 1", "frame.time_delta + 1 > 1", "frame.time_delta + 1.5 > 1", "frame.time_delta + 1 == 1",
+    "frame.time_relative - frame.time_delta > 0", "frame.time_relative - frame.time_delta",
+    "frame.time_delta - 0.009397 == 0", "frame.time_delta + frame.time_delta == 0.018794",
+    "frame.time_relative - 0.05 > 0", "frame.time_delta - -1 > 1", "frame.time + frame.time_delta",
+    "frame.time - frame.time", "frame.time_delta - frame.time", "frame.time_delta + frame.number > 1",
+    "frame.number + frame.time_delta > 1", "frame.number * frame.time_delta > 1", "frame.time_delta + ip.src",
+    "frame.time_delta + \"a\" > 1", "frame.time_delta + 'a' > 1", "frame.time_delta + 0x10 > 1",
+    "frame.time_delta > 1e3", "frame.time_delta > \"1\"", "frame.time_delta > abc", "frame.time_delta == 0.0093970001",
+    "frame.time_delta[0] == 1", "frame.time[0] == 1",
+    # unary minus on an entity: a negated unsigned field is a signed number; not on "(" nor on another minus
+    "-frame.time_delta", "-frame.time_delta < 0", "- frame.time_delta < 0", "frame.time_relative == -frame.time_delta",
+    "frame.time_delta + -frame.time_delta == 0", "-frame.number", "-frame.number == 1", "-frame.number == -1",
+    "-frame.number < -5", "-frame.number + 1 == 0", "frame.number - 1 == -frame.number + 1", "-udp.port == -12354",
+    "-udp.port != -12354", "-frame.number == frame.number", "-blank.type == Login", "-len(frame.protocols) == 1",
+    "-ip.src", "-frame.protocols", "-\"a\"", "-1", "-foo == 1", "--frame.number == 1", "-(frame.number)",
+    "-frame.time_delta contains 1", "-frame.time_delta in {1}", "-frame.time_delta[0:1] == 1",
+    "frame.number ~= -udp.port", "frame.number > -udp.port",
+    # what cannot take part in contains, matches, in, &: tshark's wording (a function as "Function len")
+    "len(frame.protocols) contains 1", "count(udp.port) matches \"a\"", "frame.number contains 1",
+    "frame.number matches \"a\"", "blank.sequence contains 1", "blank.sequence in {1}", "blank.sequence & 1",
+    "frame.time contains \"a\"", "frame.time_delta contains 1", "ip.src contains 1", "ip.src matches \"1\"",
+    "frame.marked contains 1", "eth.src contains 00", "eth.src contains \"a\"", "eth.src contains 00:00:00:00:00:00:00",
+    "eth.src matches \"a\"", "eth.src == 00:11", "eth.src == 1",
+    # & is arithmetic (binding looser than + and -) and bitwise and of byte strings and addresses
+    "frame.protocols & 1", "frame.time_delta & 1", "frame.marked & 1", "blank & 1", "udp.payload & 01",
+    "udp.payload & af:b1", "udp.payload & 00:00", "ip.src & 255.0.0.0", "ip.src & 0.0.0.0",
+    "eth.src & 00:00:00:00:00:01", "frame.number & 3 == 1", "frame.number & 3 + 1 == 2", "frame.number + 1 & 3 == 1",
+    "frame.number & 3 > 2", "frame.number & 3 & 1", "frame.number == 3 & 1", "frame.number & 3 == frame.number & 1",
+    "udp.payload & af == af", "frame.number & udp.payload == 1", "udp.payload & frame.number == 1",
+    "udp.payload & upper(frame.protocols) == 1", "frame.number & \"a\"", "frame.number & 'a'",
+    "ip.src & 255.0.0.0 == 127.0.0.0", "ip.src & 255.255.0.0 == 127.1.0.0", "ip.src & 255.0.0.0 == 127.0.0.1/8",
+    "ip.src & frame.number == 1", "ip.src & udp.payload == 1", "frame.number & ip.src == 1",
+    "udp.payload & frame.protocols == 1", "frame.number + frame.protocols",
 ]
 
 

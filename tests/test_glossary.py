@@ -61,3 +61,16 @@ def test_prefs_as_tsharks_defaultprefs():
 def test_currentprefs_show_a_value():
     out = "\n".join(ours("-G", "currentprefs", "-o", "blank.revision:2015"))
     assert "\nblank.revision: 2015\n" in out and "#enet.checksum: off" in out
+
+
+@needs_tshark
+def test_standard_fields_have_tsharks_types():
+    """The standard layers keep addresses and times as text and frame numbers as integers; -G fields names the
+    type tshark registers (FT_IPv4, FT_RELATIVE_TIME, FT_FRAMENUM...), for every field tshark also has."""
+    theirs = {p[2]: p[3] for p in (line.split("\t") for line in tsharks("fields")) if p[0] == "F"}
+    mine = {p[2]: p[3] for p in (line.split("\t") for line in ours("-G", "fields")) if p[0] == "F"}
+    shared = [abbrev for abbrev in mine if abbrev in theirs and abbrev.split(".")[0] not in GAMES]
+    assert len(shared) > 500
+    assert {a: mine[a] for a in shared} == {a: theirs[a] for a in shared}
+    assert (mine["ip.src"], mine["frame.time_delta"], mine["tcp.segment"]) == ("FT_IPv4", "FT_RELATIVE_TIME",
+                                                                               "FT_FRAMENUM")

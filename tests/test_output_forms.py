@@ -144,10 +144,18 @@ def test_time_column_counts_from_the_first_frame(protodump_run, standard_run):
 
 
 def test_bad_combinations_are_one_line(protodump_run):
-    for args, code in [(("-T", "text", "-e", "frame.number"), 1), (("-T", "fields", "-e", "no.such"), 1),
-                       (("-T", "psml", "-j", "ip"), 1), (("-T", "json", "-j", "ip", "-J", "ip"), 1)]:
+    for args, code in [(("-T", "text", "-e", "frame.number"), 1), (("-T", "fields", "-e", "no.such"), 1)]:
         r = protodump_run(*args, "blank-all-current.pcap")
         assert r.returncode == code and r.stdout == "" and r.stderr.count("\n") == 1, (args, r.stderr)
+
+
+@pytest.mark.parametrize("flags", [("-j", "ip", "-J", "udp"), ("-J", "udp", "-j", "ip")])
+def test_second_protocol_filter_overrides_the_first(protodump_run, standard_run, flags):
+    """tshark warns that -j or -J was already given, and the last one wins."""
+    args = ("-T", "json", *flags, "-c", "2", "-r", "blank-all-current.pcap")
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert (ours.returncode, ours.stdout) == (theirs.returncode, theirs.stdout)
+    assert ours.stderr.endswith("-j or -J was already specified. Overwriting previous protocol filter.\n")
 
 
 

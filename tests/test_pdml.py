@@ -49,6 +49,29 @@ def test_pdml_without_packets(protodump_run, standard_run):
     assert ours.stdout.endswith('">\n</pdml>\n') and theirs.stdout.endswith('">\n</pdml>\n')
 
 
+@pytest.mark.parametrize("name, flag, names", [
+    ("freeblox-fragments.pcap", "-j", "ip"), ("freeblox-fragments.pcap", "-J", "tcp"),
+    ("rutentoy-lost-reordered.pcap", "-j", "tcp tcp.flags tcp.flags.syn"), ("blank-bad.pcap", "-j", "blank"),
+    ("blank-bad.pcap", "-j", "blank _ws.expert"), ("rutentoy-sctp.pcap", "-J", "sctp"),
+    ("iceball-enet-session.pcap", "-j", "frame")])
+def test_pdml_with_protocol_filter_is_tsharks(protodump_run, standard_run, name, flag, names):
+    """-j / -J in PDML (print.c): every node is written, but one with children that the list does not name shows
+    `<field name="filtered" value="ABBREV" />` in their place (-J: all under a named one); geninfo always."""
+    ours, theirs = (run("-T", "pdml", flag, names, "-r", name) for run in (protodump_run, standard_run))
+    assert ours.returncode == 0, ours.stderr
+    assert 'name="filtered"' in theirs.stdout
+    assert packets(ours.stdout) == packets(theirs.stdout)
+
+
+def test_protocol_filter_is_ignored_outside_the_trees(protodump_run, standard_run):
+    """tshark takes -j with any output form and ignores it where there is no tree to filter."""
+    for form in (("-T", "psml"), ("-T", "fields", "-e", "ip.src"), ()):
+        args = (*form, "-j", "ip", "-c", "3", "-r", "blank-bad.pcap")
+        ours, theirs = protodump_run(*args), standard_run(*args)
+        creator = re.compile(r'creator="[^"]*"')
+        assert (ours.returncode, creator.sub("", ours.stdout)) == (theirs.returncode, creator.sub("", theirs.stdout))
+
+
 @pytest.mark.parametrize("name", ["rutentoy-sctp.pcap", "freeblox-plain.pcap", "blank-server-session.pcap"])
 def test_pdml_with_fields_is_tsharks(protodump_run, standard_run, name):
     """-T pdml -e: the geninfo block, then one `<field name value/>` per value of each field (print.c)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from ...engine.tree import HiddenItem, Item, Layer
+from ...engine.tree import FieldInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from ..icmp import ICMP_CODES, ICMP_TYPES, ICMPV6_CODES, ICMPV6_TYPES
 from .common import proto_item
@@ -13,6 +13,8 @@ from . import ndp
 from .data import data_item, data_layer
 from .ip import ip_layer, ipv6_layer
 from .tcp_partial import quoted_tcp_item
+
+LUA_FAKE = FieldInfo("_ws.lua.fake", "Wireshark Lua fake item", "none")    # (wslua's; tshark's tree shows it)
 
 
 def _named(names: dict, v: int, v6: bool = False) -> str:
@@ -80,11 +82,15 @@ def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
 def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
     q, n = info.quoted
     if n:
-        top.add(ipv6_layer(d, data, q, n).item if info.v6 else ip_layer(d, data, q, n, quoted=True).item)
+        ip = top.add(ipv6_layer(d, data, q, n).item if info.v6 else ip_layer(d, data, q, n, quoted=True).item)
+        if not info.v6 and n >= 20 and 20 <= (data[q] & 15) * 4 <= n:
+            ip.length = (data[q] & 15) * 4      # tshark's IP item spans its header once it has read it whole
     if info.quoted_tcp is not None:
         top.add(quoted_tcp_item(d, info, data, end))
         t = info.quoted_tcp[0]
         if end >= t + 20 and 20 <= (data[t + 12] >> 4) * 4 < end - t:
+            for _ in range(info.lua_tries):     # wslua's item for each of the plugin's heuristics that said no
+                top.add(HiddenItem(LUA_FAKE, None, t + (data[t + 12] >> 4) * 4, 0, "Wireshark Lua fake item"))
             top.add(data_item(data[t + (data[t + 12] >> 4) * 4:end], t + (data[t + 12] >> 4) * 4))
         return []
     if info.quoted_udp is None:

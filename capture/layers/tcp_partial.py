@@ -57,6 +57,7 @@ def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
     top.add(Item(f.tcp_urgent_pointer, urp, off + 18, 2, f"Urgent Pointer: {urp}"))
     if hl > 5 and off + hl * 4 <= end:
         options_item(top, data, off + 20, off + hl * 4, bool(fl & 0x02))
+        top.length = hl * 4                 # (tshark's TCP item spans the header with its options)
     _timestamps(top, off, t)
     if hl >= 5 and off + hl * 4 < end:
         n = end - off - hl * 4

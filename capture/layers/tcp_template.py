@@ -164,6 +164,8 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
         # each over its PDU's bytes, as tcp_dissect_pdus adds it (empty when the PDU runs past the segment)
         nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G,
                           source=f"pdusrc{i}"))
+    if d.reassembled_in is not None:          # -2: the later frame that completes this segment's PDU
+        nodes.append(Slot(f.tcp_reassembled_in, "[Reassembled PDU in frame: %(rin)d]", "rin", 0, 0, _G))
     t = d.tcp
     if t is not None and "retransmission" in t.flags and "spurious_retransmission" not in t.flags:
         # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector
