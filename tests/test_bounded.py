@@ -13,6 +13,8 @@ from protodump.engine.protocol import REMEMBER_LIMIT, SEEN_WINDOW
 from protodump.output.json_out import JsonWriter
 from protodump.session import packets
 
+from no_cycles import cycles_left
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from bench import replayed_session  # noqa: E402  (the real server session, replayed with renumbered seq/ids)
@@ -83,26 +85,7 @@ def test_no_packet_forms_a_reference_cycle():
     """The read loop runs with automatic GC off (protodump/session.py): a packet whose tree, Info closure or
     conversation state formed a cycle would stay alive until the next manual collection. Decoding every bundled
     capture (after a first pass, which may make module-level caches) leaves nothing for the collector."""
-    import gc
-    captures = sorted((ROOT / "captures").glob("*.pcap"))
-    for path in captures:                  # warm-up: lazy imports and caches made once
-        for packet in packets(path):
-            packet.info
-    cyclic = {}
-    was = gc.isenabled()
-    try:
-        for path in captures:
-            gc.collect()
-            gc.disable()
-            for packet in packets(path):
-                packet.info
-                packet.index()
-            found = gc.collect()
-            if found:
-                cyclic[path.name] = found
-    finally:
-        if was:
-            gc.enable()
+    cyclic = cycles_left(sorted((ROOT / "captures").glob("*.pcap")))
     assert not cyclic, f"unreachable cycles left by: {cyclic}"
 
 
