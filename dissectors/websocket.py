@@ -512,9 +512,10 @@ class WebSocket:
             return
         taken = ctx.handoff(*table, start, start + len(msg), data, source)
         if taken is None:     # nobody took it: what tshark delivered (a compressed message as it came)
+            n = len(msg)      # (in the frame itself, more WebSocket frames may follow it)
             if inflater is not None and reassembled is not None:
-                data, start, source = raw, 0, reassembled
-            self.show_unclaimed(ctx, pl, state["opcode"], data, start, len(data) - start, source, info)
+                data, start, source, n = raw, 0, reassembled, len(raw)
+            self.show_unclaimed(ctx, pl, state["opcode"], data, start, n, source, info)
 
     def fragment_tree(self, ctx, state, msg: bytes) -> int:
         """Wireshark's fragment tree (reassemble.c show_fragment_tree) on the top level of the tree after the
@@ -605,7 +606,7 @@ class TextLines:
     def dissect(self, ctx, prefs):
         raw = ctx.data[ctx.pos:ctx.end]
         lines = _split_lf(raw)
-        ctx.tree.label = f"Line-based text data ({len(lines)} line{'s' if len(lines) != 1 else ''})"
+        ctx.tree.label = f"Line-based text data ({len(lines)} lines)"     # (packet-text-media.c: "lines" always)
         at = ctx.pos
         for line in lines:
             ctx.tree.add(TextItem(None, None, at, len(line), self.shown(line), False, ctx.source))

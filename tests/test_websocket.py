@@ -396,7 +396,7 @@ def delivery_pcap(path, text: bool = False) -> None:
     binary message (reassembled, handed up: a data layer, the Protocol column stays WebSocket), a compressed
     fragmented one (handed up still compressed: the data layer holds the deflate bytes), a fragmented text message
     whose last frame is empty (neither reassembled nor handed up). With `text`, two text messages in one segment:
-    tshark shows each with its data-text-lines layer, which protodump does not (tools/parity_report's test)."""
+    tshark shows each with its own payload text and data-text-lines layer."""
     from test_freeblox import tcp_pcap, upgrade
     z = zlib.compressobj(wbits=-15)
     packed = (z.compress(b"hello" * 10) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
@@ -412,17 +412,19 @@ def delivery_pcap(path, text: bool = False) -> None:
     tcp_pcap(path, segments)
 
 
+@pytest.mark.parametrize("text", [False, True], ids=["binary", "text"])
 @pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json"), ("-T", "pdml"), ("-x",)])
-def test_messages_nobody_takes_are_tsharks(tmp_path, form, protodump_run, standard_run):
-    """Frames and messages no game takes, whole frames as tshark 4.0 + plugin shows them (its fake items aside)."""
+def test_messages_nobody_takes_are_tsharks(tmp_path, form, text, protodump_run, standard_run):
+    """Frames and messages no game takes, whole frames as tshark 4.0 + plugin shows them (its fake items aside);
+    `text`: two text messages in one segment, each its own payload text and data-text-lines layer."""
     from whole_frame import compare
     path = tmp_path / "delivery.pcap"
-    delivery_pcap(path)
+    delivery_pcap(path, text=text)
     ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
     assert ours.returncode == 0, ours.stderr
     if form == ("-T", "json"):
         same, compared, left_out, differ = compare(ours.stdout, theirs.stdout)
-        assert same == compared == 9 and not left_out, differ
+        assert same == compared == 9 + text and not left_out, differ
     elif form == ("-T", "pdml"):
         assert ours.stdout.split("<packet>", 1)[1] == theirs.stdout.split("<packet>", 1)[1]
     else:
