@@ -7,9 +7,7 @@ hand-ups the plugin's postdissector makes at the end of the frame. Anything the 
 Bail (the conversation goes to the full decode)."""
 from __future__ import annotations
 
-import zlib
-
-from ..dissectors.websocket import FAILED, MESSAGE_LIMIT, Inflater
+from ..dissectors.websocket import Inflater
 from ..engine.context import Ctx
 from ..engine.tree import Item, Layer
 
@@ -88,45 +86,36 @@ class WsStack:
 
 
 class LeanInflater(Inflater):
-    """dissectors.websocket.Inflater's decisions (what a message inflates to, or why not; where the stream then
-    stands) without what only the output shows: the plugin's two buffers (`last`), tshark's own out-of-step
-    context (`wireshark_out`), and the window's bytes (only its length, which the deflate walk reads). The
-    connection's WebSocket state is the full decode's otherwise: the layers follow from the same decisions."""
+    """dissectors.websocket.Inflater's decisions (Inflater._inflate: what a message inflates to, or why not; where
+    the stream then stands) without what only the output shows: the plugin's two buffers (`last`), tshark's own
+    out-of-step context (`wireshark_out`), and the window's bytes (only its length, which the deflate walk reads).
+    The connection's WebSocket state is the full decode's otherwise: the layers follow from the same decisions."""
 
     def __init__(self, fresh: bool):
         super().__init__(fresh)
         self.window_len = self.carry_out_len = 0
 
     def inflate(self, data: bytes, single: bool = True) -> tuple[bytes | None, str | None]:
-        if self.broken:
-            return None, f"{FAILED}: the shared context was lost earlier"
-        if self.z is None or self.fresh:
-            self.z = zlib.decompressobj(-15)
-            self.window_len, self.carry, self.carry_out_len = 0, b"", 0
-        z, tail = self.z, b"\x00\x00\xff\xff"
-        try:
-            out = z.decompress(data + tail, MESSAGE_LIMIT + 1)
-        except zlib.error as exc:
-            self.z = None
-            self.broken = not self.fresh
-            return None, f"{FAILED}: {exc}"
-        over = f"Decompressed message exceeds the limit of {MESSAGE_LIMIT} bytes"
-        if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
-            self.z = None
-            return None, over
-        carry = self.carry
-        stands = self.stands(carry + data + tail, self.carry_out_len, self.window_len)
-        if stands is None:
-            return None, FAILED
-        if stands == "clean":
-            self.window_len = min(self.WINDOW, self.window_len + self.carry_out_len + len(out))
-            self.carry, self.carry_out_len = b"", 0
-        elif stands == "inside" and len(carry) + len(data) + 4 > MESSAGE_LIMIT:    # the plugin starts afresh
-            self.z = None
-            return None, over
-        elif stands == "inside":            # zlib goes on with the next message's bytes
-            self.carry, self.carry_out_len = carry + data + tail, self.carry_out_len + len(out)
-        return out, None
+        return self._inflate(data, single)
+
+    def _restart(self) -> None:
+        self.window_len = self.carry_out_len = 0
+
+    def _shown(self, data: bytes, out: bytes, single: bool) -> None:
+        pass
+
+    def _carried_out(self) -> int:
+        return self.carry_out_len
+
+    def _window_len(self) -> int:
+        return self.window_len
+
+    def _advance(self, out: bytes) -> None:
+        self.window_len = min(self.WINDOW, self.window_len + self.carry_out_len + len(out))
+        self.carry_out_len = 0
+
+    def _carry(self, out: bytes) -> None:
+        self.carry_out_len += len(out)
 
 
 def pdu_layers(machine, conv, me, proto, data: bytes, pos: int, n: int, stack: WsStack) -> None:

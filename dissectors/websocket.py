@@ -148,11 +148,17 @@ class Inflater:
                     self.wireshark_out = self.wireshark.decompress(data + b"\x00\x00\xff\xff", MESSAGE_LIMIT + 1)
                 except zlib.error:
                     self.wireshark = zlib.decompressobj(-15)
+        return self._inflate(data, single)
+
+    def _inflate(self, data: bytes, single: bool) -> tuple[bytes | None, str | None]:
+        """The decisions: what a message inflates to, or why not, and where the stream then stands. What is kept
+        of the output goes through the hooks below (analysis/fused_ws.LeanInflater keeps lengths only)."""
         if self.broken:                     # tshark 4.0 keeps the failed context: every later message fails too
             return None, f"{FAILED}: the shared context was lost earlier"
         if self.z is None or self.fresh:
             self.z = zlib.decompressobj(-15)
-            self.window, self.carry, self.carry_out = b"", b"", b""
+            self.carry = b""
+            self._restart()
         z = self.z
         tail = b"\x00\x00\xff\xff"
         try:
@@ -165,6 +171,28 @@ class Inflater:
         if len(out) > MESSAGE_LIMIT or z.unconsumed_tail:
             self.z = None
             return None, over
+        carry = self.carry
+        self._shown(data, out, single)
+        stands = self.stands(carry + data + tail, self._carried_out(), self._window_len())
+        if stands is None:
+            return None, FAILED
+        if stands == "clean":
+            self._advance(out)
+            self.carry = b""
+        elif stands == "inside" and len(carry) + len(data) + 4 > MESSAGE_LIMIT:    # the plugin starts afresh
+            self.z = None
+            return None, over
+        elif stands == "inside":            # zlib goes on with the next message's bytes
+            self.carry = carry + data + tail
+            self._carry(out)
+        return out, None
+
+    # --- what is kept of the output: the window's bytes and the carried output (the plugin's buffers need them) ---
+    def _restart(self) -> None:
+        self.window, self.carry_out = b"", b""
+
+    def _shown(self, data: bytes, out: bytes, single: bool) -> None:
+        """The plugin's two buffers for this message (`last`), and tshark's own output when in step."""
         window, carry, carry_out = self.window, self.carry, self.carry_out
         if single and self.wireshark is None:
             self.wireshark_out = out
@@ -173,19 +201,22 @@ class Inflater:
             if (len(carry) + len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
                 pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
-            self.last = ((pre, carry, data, tail), (zeros, window, carry_out, out))
-        stands = self.stands(carry + data + tail, len(carry_out), len(window))
-        if stands is None:
-            return None, FAILED
-        if stands == "clean":
-            self.window = (window + carry_out + out)[-self.WINDOW:]
-            self.carry, self.carry_out = b"", b""
-        elif stands == "inside" and len(carry) + len(data) + 4 > MESSAGE_LIMIT:    # the plugin starts afresh
-            self.z = None
-            return None, over
-        elif stands == "inside":            # zlib goes on with the next message's bytes
-            self.carry, self.carry_out = carry + data + tail, carry_out + out
-        return out, None
+            self.last = ((pre, carry, data, b"\x00\x00\xff\xff"), (zeros, window, carry_out, out))
+
+    def _carried_out(self) -> int:
+        return len(self.carry_out)
+
+    def _window_len(self) -> int:
+        return len(self.window)
+
+    def _advance(self, out: bytes) -> None:
+        """Between two blocks: the carried output and the message's join the window."""
+        self.window = (self.window + self.carry_out + out)[-self.WINDOW:]
+        self.carry_out = b""
+
+    def _carry(self, out: bytes) -> None:
+        """Inside a block: the message's output is carried to the next message."""
+        self.carry_out += out
 
     def stands(self, stream: bytes, carried_out: int, window: int) -> str | None:
         """Where the stream stands after a message (`stream`: the carried input, the message and its tail), found
