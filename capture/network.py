@@ -72,19 +72,9 @@ def ipv4(d, data: bytes, off: int) -> None:
         return
     vihl, _tos, tlen, _id, frag, _ttl, proto, _sum, src, dst = _IP4(data, off)
     hl = (vihl & 15) << 2
-    if vihl >> 4 != 4:
-        d.spans.append(("ip", off, 1))
-        d.bad("ip", f"Bogus IP version ({vihl >> 4})", "ip.version.bad")
-        return
-    if hl < 20:
-        d.spans.append(("ip", off, 20))
-        d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
-        return
     if tlen == 0:                           # tshark: "TCP segmentation offload", the rest of the packet
         tlen = max(d.frame.length, len(data)) - off
-    if tlen < hl:
-        d.spans.append(("ip", off, 20))
-        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")      # the Info says more (Decoded.plain_info)
+    if _bogus_ipv4(d, off, vihl, tlen):
         return
     d.src = v4_cached(src) or v4_text(src)         # tshark sets the address columns past these checks
     d.dst = v4_cached(dst) or v4_text(dst)
@@ -129,12 +119,18 @@ def cut(d, proto: str, off: int) -> None:
 
 
 def _bad_cut_ipv4(d, data: bytes, off: int) -> bool:
-    """The checks tshark makes on a cut IPv4 header before it runs out of bytes (version, header length, total
-    length), recorded as on a whole one; True when one failed."""
+    """The checks tshark makes on a cut IPv4 header before it runs out of bytes (_bogus_ipv4, the total length
+    only when captured and not 0); True when one failed."""
     there = len(data) - off
     if there < 1:
         return False
-    vihl = data[off]
+    tlen = _U16(data, off + 2)[0] if there >= 4 else 0
+    return _bogus_ipv4(d, off, data[off], tlen or None)
+
+
+def _bogus_ipv4(d, off: int, vihl: int, tlen: int | None) -> bool:
+    """tshark's first checks of an IPv4 header: version, header length, total length (None: not to check), each
+    recorded as tshark shows it; True when one failed (the header shows no more)."""
     hl = (vihl & 15) << 2
     if vihl >> 4 != 4:
         d.spans.append(("ip", off, 1))
@@ -144,9 +140,9 @@ def _bad_cut_ipv4(d, data: bytes, off: int) -> bool:
         d.spans.append(("ip", off, 20))
         d.bad("ip", f"Bogus IP header length ({hl}, must be at least 20)", "ip.bogus_header_length")
         return True
-    if there >= 4 and 0 < _U16(data, off + 2)[0] < hl:
+    if tlen is not None and tlen < hl:
         d.spans.append(("ip", off, 20))
-        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")
+        d.bad("ip", "Bogus IP length", "ip.bogus_ip_length")      # the Info says more (Decoded.plain_info)
         return True
     return False
 
