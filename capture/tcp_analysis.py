@@ -87,7 +87,7 @@ class TcpInfo:
 
     __slots__ = ("stream", "completeness", "seq", "nxtseq", "ack", "win_scale", "window", "rel_ns", "delta_ns",
                  "acks_frame", "ack_rtt_ns", "irtt_ns", "bif", "push", "flags", "fin_role", "server_port",
-                 "rto_ns", "rto_frame", "dupack_num", "dupack_frame")
+                 "rto_ns", "rto_frame", "dupack_num", "dupack_frame", "record")
 
     def __init__(self):
         self.acks_frame = self.ack_rtt_ns = self.irtt_ns = self.bif = self.push = None
@@ -96,6 +96,7 @@ class TcpInfo:
         self.flags: list[str] = []          # analysis flags: "lost_segment", "out_of_order", "ack_lost_segment"
         self.fin_role: str | None = None    # "active" / "passive"
         self.server_port: int | None = None
+        self.record = False     # tshark made the frame's analysis record though it may hold nothing to show
 
 
 class _Quoted:
@@ -402,6 +403,7 @@ class TcpTable:
                 if rev.dupacks == 0:
                     flags.append("ack_lost_segment")
                 rev.dupacks = -1
+                info.record = True      # (tshark shows an empty SEQ/ACK analysis when that says nothing)
         if (seglen or fl & (SYN | FIN)) and "keep_alive" not in flags:
             self._resent(conn, fwd, rev, info, seq, nextseq, seglen, ts)
         if (seglen or fl & (SYN | FIN)) and len(fwd.segments) < MAX_UNACKED:

@@ -34,7 +34,9 @@ Several PDUs in one frame give several layers, in stream order. A PDU reassemble
 the frame tshark's "tcp.segments" layer (d.reassembled, built by capture/layers.py).
 
 After a gap the protocol gets a "previous segment not captured" note (`<proto>.sequence`) on the first layer
-that follows it; bytes skipped to resynchronise are shown as `<proto>.data` in a layer of their own.
+that follows it; bytes skipped to resynchronise are shown as `<proto>.data` in a layer of their own. tshark's own
+dissectors (WebSocket: `lua = False`) are framed from the new segment's start, without a note, as tcp_dissect_pdus
+does.
 """
 from __future__ import annotations
 
@@ -252,7 +254,9 @@ class Cutter:
             self.undecoded(0, None)
             return
         pos = 0
-        if self.h.lost or state.resyncing:
+        if (self.h.lost or state.resyncing) and self.tsharks_own():
+            state.resyncing = False      # tshark's own dissector frames the new segment from its start, no note
+        elif self.h.lost or state.resyncing:
             if self.h.lost:
                 self.note = "Previous segment(s) not captured: resynchronising"
             found = self.resync()
@@ -283,13 +287,18 @@ class Cutter:
             self.pdu(pos, n)
             pos += n
 
+    def tsharks_own(self) -> bool:
+        """The protocol is one of tshark's own dissectors (websocket), framed by tcp_dissect_pdus, not the plugin's
+        stream framing (no resynchronisation, no note of its own)."""
+        return getattr(self.proto, "lua", True) is False
+
     def wraps(self, pos: int, n: int) -> bool:
         """tshark's own dissectors (websocket) frame with tcp_dissect_pdus: a PDU of n bytes becomes a
         multi-segment PDU ending at sequence number start + n, and a later segment joins it only when it starts
         before that end in 32-bit serial arithmetic (LT_SEQ). An end 2^31 or more ahead counts as behind: the
         rest of this segment is left as TCP segment data and the next segment starts a new PDU, so here (the
         generated Lua frames by itself, and stops)."""
-        if getattr(self.proto, "lua", True) is not False:
+        if not self.tsharks_own():
             return False
         ahead = (self.h.offset + pos + n - (self.h.offset + len(self.h.data))) % (1 << 32)
         return ahead == 0 or ahead >= 1 << 31

@@ -37,9 +37,10 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     t = d.tcp
     if t is not None:
         shown_seq, shown_ack, sc, c = t.seq, t.ack, t.win_scale, t.completeness
-        tkey = (t.server_port if fl & 0x02 else None, t.fin_role, t.acks_frame is not None, t.irtt_ns is not None,
+        acked = 0 if t.acks_frame is None else 2 if t.ack_rtt_ns else 1      # tshark shows no RTT of 0
+        tkey = (t.server_port if fl & 0x02 else None, t.fin_role, acked, t.irtt_ns is not None,
                 t.bif is not None, t.push is not None, tuple(t.flags) if t.flags else (), t.rto_ns is not None,
-                t.dupack_num)
+                t.dupack_num, t.record)
         vals = {"sport": sport, "dport": dport, "seglen": seglen, "seq_raw": seq, "ack_raw": ack, "win": win,
                 "csum": csum, "urp": urp, "stream": t.stream, "c": c, "ctext": COMPLETENESS.get(c, "Incomplete"),
                 "seq": shown_seq, "nxtseq": t.nxtseq, "ack": shown_ack, "window": t.window,
@@ -49,7 +50,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             vals["rto"], vals["rto_frame"] = ns_text(t.rto_ns), t.rto_frame
         if t.dupack_num is not None:
             vals["dupack_frame"] = t.dupack_frame
-        if t.acks_frame is not None:
+        if acked == 2:
             vals["ack_rtt"] = ns_text(t.ack_rtt_ns)
         if t.irtt_ns is not None:
             vals["irtt"] = ns_text(t.irtt_ns)

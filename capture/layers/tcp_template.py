@@ -77,19 +77,21 @@ def _ack_nonzero(off: int) -> list:
 
 
 def _analysis_slots(t, off: int) -> list:
-    """[Timestamps] and the SEQ/ACK analysis: `t` = (server port, FIN role, ACKed frame?, iRTT?, bytes in
-    flight?, PSH bytes?, analysis flags)."""
+    """[Timestamps] and the SEQ/ACK analysis: `t` = (server port, FIN role, ACKed frame (0 no, 1 with an RTT of
+    0, 2 with its RTT), iRTT?, bytes in flight?, PSH bytes?, analysis flags, RTO?, duplicate ACK number, an
+    analysis record with nothing else to show?)."""
     nodes = [Slot(None, "Timestamps", None, 0, 0, _G, TextItem, (
         Slot(f.tcp_time_relative, "[Time since first frame in this TCP stream: %(rel)s seconds]", "rel", 0, 0, _G),
         Slot(f.tcp_time_delta, "[Time since previous frame in this TCP stream: %(delta)s seconds]", "delta", 0, 0,
              _G)))]
-    _, _, acked, irtt, bif, push, kinds, rto, dupacks = t
+    _, _, acked, irtt, bif, push, kinds, rto, dupacks, record = t
     kids = []
     if acked:
-        kids += [Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]",
-                      "acks_frame", 0, 0, _G),
-                 Slot(f.tcp_analysis_ack_rtt, "[The RTT to ACK the segment was: %(ack_rtt)s seconds]", "ack_rtt",
-                      0, 0, _G)]
+        kids.append(Slot(f.tcp_analysis_acks_frame, "[This is an ACK to the segment in frame: %(acks_frame)d]",
+                         "acks_frame", 0, 0, _G))
+    if acked == 2:              # an RTT of 0 is not shown (tcp.c: only a non-zero ta->ts)
+        kids.append(Slot(f.tcp_analysis_ack_rtt, "[The RTT to ACK the segment was: %(ack_rtt)s seconds]", "ack_rtt",
+                         0, 0, _G))
     if irtt:
         kids.append(Slot(f.tcp_analysis_initial_rtt, "[iRTT: %(irtt)s seconds]", "irtt", 0, 0, _G))
     if bif:
@@ -99,7 +101,7 @@ def _analysis_slots(t, off: int) -> list:
                          0, 0, _G))
     if kinds:
         kids += _flags_slots(kinds, off, rto, dupacks)
-    if acked or bif or push or kinds:   # tshark shows the tree (and the iRTT) only with something to say
+    if acked or bif or push or kinds or record:   # tshark shows the tree (and the iRTT) for an analysis record
         nodes.append(Slot(f.tcp_analysis, "SEQ/ACK analysis", None, 0, 0, _G, kids=kids))
     return nodes
 
