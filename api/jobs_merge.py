@@ -8,6 +8,7 @@ import os
 import re
 import sys
 import time
+from functools import lru_cache
 
 from .capture.files import open_capture
 from .jobs_pipes import CHUNK_BYTES, END, ERROR, FAKES, FRAMES, read_exact, send_all
@@ -287,18 +288,18 @@ class _Passed:
 def _patch(text: bytes, delta_ns: int) -> bytes:
     """A frame's output with the marker of frame.time_delta_displayed replaced by the real delta."""
     from .capture.layers.common import ns_text
-    from .output.text import _seconds
-    if MARKER_FULL in text:
-        text = text.replace(MARKER_FULL, ns_text(delta_ns).encode())
-    if MARKER_COLUMN in text:
-        text = text.replace(MARKER_COLUMN, f"{_seconds(delta_ns, 6):>10}".encode())
+    from .output.text import SECONDS, column_seconds
+    full, column = _markers(SECONDS["hms"])     # (-u was set before the run)
+    if full in text:
+        text = text.replace(full, ns_text(delta_ns).encode())
+    if column in text:
+        text = text.replace(column, f"{column_seconds(delta_ns, 6):>10}".encode())
     return text
 
 
-def _markers():
+@lru_cache(maxsize=2)
+def _markers(hms: bool) -> tuple[bytes, bytes]:
+    """The marker's text in frame.time_delta_displayed and in the Time column (-u s or hms)."""
     from .capture.layers.common import ns_text
-    from .output.text import _seconds
-    return ns_text(MARKER_NS).encode(), _seconds(MARKER_NS, 6).encode()
-
-
-MARKER_FULL, MARKER_COLUMN = _markers()
+    from .output.text import column_seconds
+    return ns_text(MARKER_NS).encode(), column_seconds(MARKER_NS, 6).encode()

@@ -6,6 +6,7 @@ tshark's wording (tshark.c, measured on 4.0.17):
 - `unrecognized option: bogus` / `option requires an argument: c`, a blank line, the usage;
 - `Invalid -T parameter "x"; it must be one of:` and the formats, `Invalid time stamp type "x"; it must be one
   of:` and the formats, `Invalid -z argument "x"; it must be one of:` and the statistics;
+- `Invalid seconds type "x"; it must be one of:` and the two types (-u);
 - `The specified packet count "abc" isn't a decimal number` (and "is zero", "is a negative number");
 - `-o flag "x:y" specifies unknown preference`, `Invalid -o flag "x"`;
 - `Invalid selector number "x"`, `Parameter "x" doesn't follow the template ...` (-d).
@@ -79,6 +80,14 @@ def output_format(value: str, formats) -> None:
 
 def time_format(value: str) -> None:
     fail(f'Invalid time stamp type "{value}"; it must be one of:', 1, ["\t" + line for line, _ in TIME_FORMAT_HELP])
+
+
+SECONDS_FORMAT_HELP = (('"s"   for seconds', "s"), ('"hms" for hours, minutes and seconds', "hms"))
+
+
+def seconds_format(value: str) -> None:
+    fail(f'Invalid seconds type "{value}"; it must be one of:', 1,
+         ["\t" + line for line, _ in SECONDS_FORMAT_HELP])
 
 
 def packet_count(_ctx, _param, value):

@@ -17,6 +17,7 @@ from . import errors
 OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
 _T_CHECK, _T_COMPLETE = errors.choice(OUTPUT_FORMATS, lambda v: errors.output_format(v, OUTPUT_FORMATS))
 _TIME_CHECK, _TIME_COMPLETE = errors.choice(text.TIME_FORMATS, errors.time_format)
+_SECONDS_CHECK, _SECONDS_COMPLETE = errors.choice(("s", "hms"), errors.seconds_format)
 CREATOR = f"protodump/{__version__}"        # tshark writes "wireshark/VERSION" here
 from . import capture_opts
 from . import completion
@@ -83,6 +84,11 @@ def parse_prefs(values) -> dict:
               shell_complete=_TIME_COMPLETE,
               help="Time column: r relative to the first frame, d/dd delta to the previous captured/displayed "
                    "frame, e epoch, a/ad/adoy local time (with date, day of year), u/ud/udoy the same in UTC.")
+@click.option("-u", "seconds_format", default="s", show_default=True, callback=_SECONDS_CHECK,
+              shell_complete=_SECONDS_COMPLETE,
+              help="Relative and delta times in the Time column: s seconds, hms hours, minutes and seconds.")
+@click.option("-S", "separator", default="", metavar="SEPARATOR",
+              help="With -V or -x: the line printed between packets (default: an empty line).")
 @click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
 @click.option("-d", "decode_as", multiple=True, shell_complete=completion.decode_as, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
 @click.option("-o", "prefs", multiple=True, shell_complete=completion.preferences, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
@@ -115,7 +121,7 @@ def parse_prefs(values) -> dict:
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
          read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None,
-         time_format="r"):
+         time_format="r", seconds_format="s", separator=""):
     """Decode a capture file.
 
     \b
@@ -143,6 +149,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
     quiet = quiet or source.quiet
     manuf.set_resolution(not no_resolve)
+    text.set_seconds_format(seconds_format)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
     for tap in taps:
         if hasattr(tap, "prime"):    # io,stat functions: the fields some filter of the run names
@@ -166,7 +173,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
                          json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format,
-                         capture_file=path if isinstance(path, str) else None)
+                         capture_file=path if isinstance(path, str) else None, summary=source.print_too,
+                         separator=separator)
     if sets_opts.divert(path):         # --dask / --parquet: the job runs on shards
         return
     first_ns = None
@@ -196,7 +204,8 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                         line_buffered=line_buffered, display_filter=display_filter, zstats=zstats,
                         make_writer=lambda o: make_writer(
                             o, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
-                            json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format),
+                            json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format,
+                            summary=source.print_too, separator=separator),
                         dispatcher=dispatcher, shows=shows, quiet=quiet, count=count, taps=taps,
                         stats_format=stats_format):
         return
@@ -266,8 +275,9 @@ def bad_setting(exc, prefs) -> None:
 
 
 def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, only, json_filter,
-                json_filter_all, time_format="r", capture_file=None):
-    """The packet writer for -T (and -e, -x, -j/-J, -V, -O); a bad combination is one line and exit 1 (tshark's)."""
+                json_filter_all, time_format="r", capture_file=None, summary=False, separator=""):
+    """The packet writer for -T (and -e, -x, -j/-J, -V, -O, -P, -S); a bad combination is one line and exit 1
+    (tshark's)."""
     names = json_filter or json_filter_all      # (tshark ignores them in the forms that are no tree)
     if fields_e and output_format not in ("fields", "json", "ek", "jsonraw", "pdml"):
         fail('Output fields were specified with "-e", but "-Tek, -Tfields, -Tjson or -Tpdml" was not specified.', 1)
@@ -311,7 +321,7 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         return json_forms.JsonFormWriter(out, lambda p, _first: json_forms.packet_text(p, opts))
     only_set = set(only.split(",")) if only else None
     return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set,
-                           time_format=time_format)
+                           time_format=time_format, summary=summary, separator=separator)
 
 
 def fail(message: str, code: int = 2):

@@ -3,7 +3,7 @@
 (not the first one shown), as tshark's default "Relative" time column."""
 from __future__ import annotations
 
-from .text import _seconds, time_column
+from .text import column_seconds, time_column
 
 TITLES = ("No.", "Time", "Source", "Destination", "Protocol", "Length", "Info")
 COLUMN_PREFIX = "_ws.col."
@@ -13,7 +13,7 @@ def values(packet, first_ns: int | None, time_format: str = "r") -> list[str]:
     """The columns' texts; the Time column as -t `time_format` says (r: from `first_ns`)."""
     frame, d = packet.frame, packet.decoded
     if time_format == "r":
-        t = _seconds(frame.ts_ns - (frame.ts_ns if first_ns is None else first_ns), frame.prec)
+        t = column_seconds(frame.ts_ns - (frame.ts_ns if first_ns is None else first_ns), frame.prec)
     else:
         t = time_column(packet, time_format)
     return [str(frame.number), t, d.src or "", d.dst or "", packet.protocol, str(frame.length),

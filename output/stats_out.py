@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from ..capture import manuf
 from ..engine.tree import Item
 from .text import hex_columns, tree_lines
 
@@ -33,6 +34,14 @@ def text_phs(r) -> list[str]:
     return lines
 
 
+def shown_address(r, addr: str) -> str:
+    """An address as tshark's conversation and endpoint tables show it: an Ethernet address by its resolved name
+    (the OUI's short name with the rest, e.g. 00:00:00_00:00:00), unless -n."""
+    if r["type"] != "eth":
+        return addr
+    return manuf.resolved(bytes.fromhex(addr.replace(":", ""))) or addr
+
+
 def text_conv(r) -> list[str]:
     pad = " " * (59 if r["ports"] else 47)
     lines = [EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
@@ -40,7 +49,7 @@ def text_conv(r) -> list[str]:
              pad + "| Frames  Bytes | | Frames  Bytes | | Frames  Bytes |      Start     |              |"]
     w = 26 if r["ports"] else 20
     for c in r["conversations"]:
-        lines.append(f"{c['a_name']:<{w}} <-> {c['b_name']:<{w}}"
+        lines.append(f"{shown_address(r, c['a_name']):<{w}} <-> {shown_address(r, c['b_name']):<{w}}"
                      f"  {c['rx_frames']:6d} {format_size(c['rx_bytes']):<9}"
                      f"  {c['tx_frames']:6d} {format_size(c['tx_bytes']):<9}"
                      f"  {c['frames']:6d} {format_size(c['bytes']):<9}"
@@ -56,7 +65,7 @@ def text_endpoints(r) -> list[str]:
              "Packets  | |  Bytes  | | Tx Packets | | Tx Bytes | | Rx Packets | | Rx Bytes |"]
     for e in r["endpoints"]:
         port = f"      {e['port']:>5}" if ports else ""     # "%-20s      %5s     %6lu" / "%-20s      %6lu"
-        lines.append(f"{e['address']:<20}{port}{'     ' if ports else '      '}{e['packets']:6d}     {e['bytes']:9d}     {e['tx_packets']:6d}"
+        lines.append(f"{shown_address(r, e['address']):<20}{port}{'     ' if ports else '      '}{e['packets']:6d}     {e['bytes']:9d}     {e['tx_packets']:6d}"
                      f"       {e['tx_bytes']:9d}      {e['rx_packets']:6d}       {e['rx_bytes']:9d}   ")
     lines.append(EQ80)
     return lines
@@ -383,7 +392,7 @@ def _rich_table(result):
                     "Rel start", "Duration"):
             t.add_column(col, justify="left" if col in "AB" else "right")
         for c in result["conversations"]:
-            t.add_row(c["a_name"], c["b_name"], *map(str, (c["rx_frames"], c["rx_bytes"], c["tx_frames"],
+            t.add_row(shown_address(result, c["a_name"]), shown_address(result, c["b_name"]), *map(str, (c["rx_frames"], c["rx_bytes"], c["tx_frames"],
                       c["tx_bytes"], c["frames"], c["bytes"])), f"{c['rel_start']:.9f}", f"{c['duration']:.4f}")
         return t
     if kind == "endpoints":
@@ -393,7 +402,7 @@ def _rich_table(result):
         for k in keys:
             t.add_column(k.replace("_", " ").title(), justify="left" if k == "address" else "right")
         for e in result["endpoints"]:
-            t.add_row(*(str(e[k]) for k in keys))
+            t.add_row(shown_address(result, e["address"]), *(str(e[k]) for k in keys[1:]))
         return t
     if kind == "expert":
         t = Table(title="Expert infos")

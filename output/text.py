@@ -29,6 +29,27 @@ def _seconds(ns: int, digits: int) -> str:
 
 _TRUNCATE = [10 ** (9 - d) for d in range(10)]     # digits -> the divisor that keeps that many of nine
 _RELATIVE_TO = {"r": 0, "d": 1, "dd": 2}           # -t format -> its reference in Decoded.times
+SECONDS = {"hms": False}      # tshark -u hms: relative and delta times in the Time column as hours, minutes, seconds
+
+
+def set_seconds_format(fmt: str) -> None:
+    """-u s (the default) or -u hms."""
+    SECONDS["hms"] = fmt == "hms"
+
+
+def column_seconds(ns: int, digits: int) -> str:
+    """A relative or delta time as the Time column shows it: seconds, or with -u hms as tshark's
+    set_time_hour_min_sec ("1h  2m  3.000000s", "2m  3.000000s", "3.000000s", "- " before a negative one)."""
+    if not SECONDS["hms"]:
+        return _seconds(ns, digits)
+    secs, frac = divmod(abs(ns), 1_000_000_000)
+    tail = "s" if not digits else ".%0*ds" % (digits, frac // _TRUNCATE[digits])
+    sign = "- " if ns < 0 else ""
+    if secs >= 3600:
+        return f"{sign}{secs // 3600}h {secs // 60 % 60:2d}m {secs % 60:2d}{tail}"
+    if secs >= 60:
+        return f"{sign}{secs // 60}m {secs % 60:2d}{tail}"
+    return f"{sign}{secs}{tail}"
 
 
 def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
@@ -41,7 +62,7 @@ def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
     if fmt in ("r", "d", "dd"):
         times = getattr(packet.decoded, "times", None)
         ref = None if times is None else times[_RELATIVE_TO[fmt]]
-        return _seconds(ts - ref if ref is not None else 0, digits)
+        return column_seconds(ts - ref if ref is not None else 0, digits)
     if fmt == "e":
         return _seconds(ts, digits)
     t = (time.localtime if fmt[0] == "a" else time.gmtime)(ts // 1_000_000_000)
@@ -316,9 +337,11 @@ class TextWriter:
     Same interface as the JSON and fields writers: write(packet), close()."""
 
     def __init__(self, out, *, detail: bool = False, hexdump: bool = False, only: set[str] | None = None,
-                 time_format: str = "r"):
+                 time_format: str = "r", summary: bool = False, separator: str = ""):
+        """summary: the summary line before a packet's tree or bytes too (tshark -P); separator: the line
+        after each packet's tree or bytes (tshark -S; an empty line by default)."""
         self.out, self.detail, self.hexdump, self.only = out, detail, hexdump, only
-        self.time_format = time_format
+        self.time_format, self.summary, self.end = time_format, summary, separator + "\n"
         self.console = None
         if out.isatty():
             from rich.console import Console
@@ -327,14 +350,18 @@ class TextWriter:
     def write(self, packet) -> None:
         out = self.out
         if not self.detail:
-            if self.hexdump:      # tshark 4.0: -x without -V prints the bytes only, no summary line
-                out.write("\n".join(hex_lines(packet)) + "\n\n")
+            if self.hexdump:      # tshark 4.0: -x without -V prints the bytes only, no summary line (but -P)
+                if self.summary:
+                    out.write(summary_line(packet, self.time_format) + "\n\n")
+                out.write("\n".join(hex_lines(packet)) + "\n" + self.end)
                 return
             out.write(summary_line(packet, self.time_format) + "\n")
             return
+        if self.summary:
+            out.write(summary_line(packet, self.time_format) + "\n")
         if self.console is None:
             if not self.hexdump:
-                out.write(detail_text(packet, self.only, "\n"))
+                out.write(detail_text(packet, self.only, self.end))
                 return
             out.write(detail_text(packet, self.only))
         else:
@@ -346,7 +373,7 @@ class TextWriter:
                     out.write("    " * depth + line + "\n")
         if self.hexdump:
             out.write("\n" + "\n".join(hex_lines(packet)) + "\n")
-        out.write("\n")
+        out.write(self.end)
 
     def close(self) -> None:
         pass

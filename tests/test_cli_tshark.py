@@ -86,7 +86,8 @@ def _first(text: str) -> str:
 
 BAD = [("--bogus",), ("-c",), ("-c", "abc"), ("-c", "0"), ("-c", "-1"), ("-o", "bogus:1"),
        ("-o", "blank.revision:1999"), ("-o", "bogus"), ("-d", "udp.port==x,blank"), ("-d", "bogus"),
-       ("-d", "udp.port==1,bogus"), ("-T", "bogus"), ("-t", "x"), ("-z", "bogus"), ("-Y", "blank.seq ==")]
+       ("-d", "udp.port==1,bogus"), ("-T", "bogus"), ("-t", "x"), ("-u", "x"), ("-z", "bogus"),
+       ("-Y", "blank.seq ==")]
 
 
 @pytest.mark.parametrize("args", BAD, ids=" ".join)
@@ -104,7 +105,7 @@ def test_bad_command_line_is_tsharks(protodump_run, standard_run, args):
     assert mine.startswith("protodump: ") and "Traceback" not in ours.stderr
     their = [line for line in theirs.stderr.splitlines() if not line.startswith("Running as user")]
     assert mine[len("protodump: "):] == their[0][len("tshark: "):]
-    if args[0] in ("-T", "-t"):        # the list: protodump's formats, each as tshark words it
+    if args[0] in ("-T", "-t", "-u"):        # the list: protodump's formats, each as tshark words it
         listed = ours.stderr.splitlines()[1:]
         assert listed and all(line in their for line in listed)
     if args[0] in ("--bogus", "-c") and len(args) == 1:
@@ -148,3 +149,44 @@ def test_bad_filter_in_a_statistic_is_tsharks(protodump_run, standard_run, z):
     assert theirs.returncode == ours.returncode == 1
     assert ours.stdout == theirs.stdout
     assert ours.stderr == theirs.stderr.replace("tshark: ", "protodump: ", 1)
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory):
+    """Frames a minute, an hour and a day apart, one earlier than the one before it."""
+    from scapy.all import IP, UDP, Ether, wrpcap
+    path = tmp_path_factory.mktemp("times") / "times.pcap"
+    frames = []
+    for t in (0, 75.25, 3725.5, 3700.0, 90061.123456):
+        p = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00") / IP(src="10.0.0.1", dst="10.0.0.2") / \
+            UDP(sport=1000, dport=2000) / b"x"
+        p.time = 1700000000 + t
+        frames.append(p)
+    wrpcap(str(path), frames)
+    return str(path)
+
+
+@pytest.mark.parametrize("args", [("-u", "hms"), ("-u", "hms", "-t", "d"), ("-u", "hms", "-t", "dd", "-Y",
+                                  "frame.number != 2"), ("-u", "hms", "-t", "e"), ("-u", "s", "-t", "d"),
+                                  ("-u", "hms", "-T", "fields", "-e", "_ws.col.Time", "-e", "frame.time_delta")],
+                         ids=" ".join)
+def test_seconds_format_is_tsharks(protodump_run, standard_run, spread, args):
+    """-u hms: relative and delta times in the Time column as hours, minutes and seconds ("- " before a negative
+    delta); epoch times and the frame.time_* fields stay in seconds."""
+    ours, theirs = protodump_run(*args, spread), standard_run(*args, "-r", spread)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    if args[:2] == ("-u", "hms") and len(args) == 2:
+        assert "1h  0m 50.250000s" in ours.stdout or "1h  2m  5.500000s" in ours.stdout
+
+
+@pytest.mark.parametrize("args", [("-P", "-V"), ("-P", "-x"), ("-P", "-V", "-x"), ("-S", "=====", "-V"),
+                                  ("-S", "=====", "-x"), ("-S", "=====", "-P", "-O", "ip"), ("-S", "====="),
+                                  ("-P", "-T", "fields", "-e", "frame.number")], ids=" ".join)
+def test_summary_and_separator_are_tsharks(protodump_run, standard_run, args):
+    """-P prints each packet's summary line before its tree or bytes too; -S replaces the empty line after each
+    packet's tree or bytes (a summary listing has none)."""
+    ours = protodump_run(*args, "-c", "5", "blank-server-session.pcap")
+    theirs = standard_run(*args, "-c", "5", "-r", "blank-server-session.pcap")
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout

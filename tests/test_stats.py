@@ -293,3 +293,14 @@ def test_terminal_tables_never_cut_data():
     assert "…" not in text
     assert "127.0.0.1:35367" in text                 # the wide conversation table: plain layout, whole
     assert "UDP Conversations" in text
+
+
+@pytest.mark.parametrize("resolve", [(), ("-n",)], ids=["names", "n"])
+def test_ethernet_tables_name_addresses_as_tshark(resolve, protodump_run, standard_run):
+    """Without -n tshark's Ethernet conversation and endpoint tables show resolved names (00:00:00_00:00:00 for a
+    loopback capture's zero addresses, a vendor's short name with the rest); with -n the addresses."""
+    capture = str(CAPTURES_DIR / "blank-server-session.pcap")
+    args = (*resolve, "-q", "-z", "conv,eth", "-z", "endpoints,eth")
+    ours, theirs = protodump_run(*args, capture), standard_run(*args, "-r", capture)
+    assert ours.stdout == theirs.stdout
+    assert ("00:00:00_00:00:00" in ours.stdout) == (not resolve)
