@@ -46,9 +46,10 @@ def packet_experts(packet):
     if d.icmp is not None:          # tshark counts no expert of an ICMP error's quoted datagram
         return
     for layer in packet.games:
-        for item in layer.item.walk():
-            if item.expert_info is not None:
-                yield layer.proto, item.expert_info
+        for top in (layer.item, *(layer.after or ())):   # (and the items it put on the top level of the tree)
+            for item in top.walk():
+                if item.expert_info is not None:
+                    yield layer.proto, item.expert_info
 
 
 def _tree_experts(d) -> bool:
