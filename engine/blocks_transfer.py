@@ -140,10 +140,11 @@ class Transfer(Field):
         node.add(Item(self.f_first, frames[0], ctx.pos, 0, None, True))
         node.add(Item(self.f_last, frames[-1], ctx.pos, 0, None, True))
         # the plugin's buffer is the zlib stream ("Inflated file (zlib)"); one that does not inflate is kept as
-        # "Reassembled file" (protodump's own: --export-objects saves it)
+        # "Reassembled file" (in both halves: --export-objects saves it)
         data = inflate(whole, INFLATED_LIMIT, ctx, "Inflated file")
         if data is None:
-            ctx.new_source("Reassembled file", whole)
+            if whole:
+                ctx.new_source("Reassembled file", whole)
             ctx.expert(node, "malformed", "File does not inflate (zlib)")
             ctx.scopes[0]["file"] = f"{current['name']} (does not inflate)"
             return

@@ -3279,6 +3279,8 @@ local function show_end(c, T, F, label, res, inside)
     data = rt.inflate_capped(res.whole, "Inflated file", INFLATED_LIMIT)
   end
   if data == nil then
+    -- the bytes as received, a data source as protodump's (its --export-objects saves them)
+    if #res.whole > 0 then ByteArray.new(res.whole, true):tvb("Reassembled file") end
     rt.expert(c, node, "malformed", "File does not inflate (zlib)")
     c.sc[1].file = res.name .. " (does not inflate)"
     return

@@ -176,6 +176,15 @@ def test_x_freeblox_data_sources(protodump_run, standard_run, variant, detail):
     assert ours == theirs
 
 
+@pytest.mark.parametrize("variant", [v for v in SMALL if not v[0].startswith("freeblox")], ids=variant_id)
+def test_x_data_sources(protodump_run, standard_run, variant):
+    """-x byte for byte on every other capture: the frame, then each reassembled or inflated buffer the plugin
+    makes, in its order (a zlib stream with a bad Adler-32 is a buffer too; an Iceball file that does not inflate
+    is kept as "Reassembled file" in both halves)."""
+    ours, theirs = both(protodump_run, standard_run, variant, "-x")
+    assert ours == theirs
+
+
 def hex_blocks(text: str) -> list[str]:
     """The -x part of -V -x output: the offset lines and the buffers' headings."""
     return [line for line in text.splitlines()
