@@ -1,15 +1,21 @@
 """Ethernet address names as tshark 4.0 resolves them (addr_resolv.c), from the installed Wireshark's own data:
 its `manuf` (OUI -> short and long vendor names, /28 and /36 blocks) and `wka` (well-known addresses and ranges)
 files. Reading the installed files keeps the names exactly those of the tshark beside us; without a Wireshark
-install there are no names (addresses print as themselves, as tshark without a manuf file).
+install there are no names (addresses print as themselves, as tshark without a manuf file). Wireshark 4.2 and
+later build the manuf table into the program and ship no file: then `tshark -G manuf` prints it (the same
+columns), read once per installed tshark into the cache (~/.cache/protodump).
 
 Why not a library: the PyPI parsers of manuf (manuf, mac-vendor-lookup) ship their own, differently dated copy
 and know nothing of tshark's naming of masked ranges ("IPv4mcast_01"), which is what the output must match.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
+import subprocess
 from functools import lru_cache
+from pathlib import Path
 
 DIRS = [os.environ.get("WIRESHARK_DATA_DIR", ""), "/usr/share/wireshark", "/usr/local/share/wireshark",
         "/opt/homebrew/share/wireshark", "/Applications/Wireshark.app/Contents/Resources/share/wireshark"]
@@ -20,6 +26,34 @@ def _file(name: str) -> str | None:
         if d and os.path.isfile(os.path.join(d, name)):
             return os.path.join(d, name)
     return None
+
+
+def _built_in_manuf() -> str:
+    """The manuf table of a tshark that has no manuf file (Wireshark >= 4.2: `tshark -G manuf`), cached per tshark
+    binary (its path, size and time: a new package is a new binary); "" without one."""
+    exe = shutil.which("tshark")
+    if exe is None:
+        return ""
+    st = os.stat(exe)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "protodump"
+    key = hashlib.sha1(f"{os.path.realpath(exe)} {st.st_size} {st.st_mtime_ns}".encode()).hexdigest()[:16]
+    path = cache / f"manuf-{key}.txt"
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        pass
+    try:
+        text = subprocess.run([exe, "-G", "manuf"], capture_output=True, timeout=60).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+    return text
 
 
 def _prefix(text: str) -> tuple[bytes, int] | None:
@@ -46,11 +80,12 @@ class Tables:
         self.exact: dict[bytes, str] = {}              # 6 bytes (wka) -> name
         self.ranges: dict[bytes, str] = {}             # masked 6 bytes (wka, manuf /28 /36) -> name
         self.seen: set[bytes] = set()                  # OUIs whose manuf lines were parsed
-        self.manuf = ""
         path = _file("manuf")
         if path:
             with open(path, encoding="utf-8", errors="replace") as fh:
                 self.manuf = "\n" + fh.read()
+        else:
+            self.manuf = "\n" + _built_in_manuf()
         path = _file("wka")
         if path:
             with open(path, encoding="utf-8", errors="replace") as fh:

@@ -44,6 +44,12 @@ OTHER_ROOT = Path(os.environ.get("PROTODUMP_WIRESHARK_ROOT") or next(
 # PROTODUMP_SYSTEM_ROOT names (to run the suite here as a machine with that Debian's tshark would run it).
 SYSTEM_ROOT = Path(os.environ["PROTODUMP_SYSTEM_ROOT"]) if os.environ.get("PROTODUMP_SYSTEM_ROOT") else None
 NOBODY = 65534
+# protodump's standard layers are compared with tshark 4.0, whose manuf and wka files name Ethernet addresses. A
+# newer system Wireshark has no manuf file (its table is built in, and of another date: capture/manuf.py reads it
+# with tshark -G manuf): there protodump (but no tshark: theirs run with a clean environment) reads the 4.0 root's.
+_WS_DATA = Path("usr/share/wireshark")
+if not ((SYSTEM_ROOT or Path("/")) / _WS_DATA / "manuf").is_file() and (OTHER_ROOT / _WS_DATA / "manuf").is_file():
+    os.environ.setdefault("WIRESHARK_DATA_DIR", str(OTHER_ROOT / _WS_DATA))
 
 # Extra options given to both protodump and tshark for some captures (same syntax on both sides).
 VARIANTS = [(name, ()) for name in CAPTURES] + [

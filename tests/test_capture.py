@@ -514,3 +514,47 @@ def _first_ip(path: Path) -> bytes:
 
 UDP_IP = _first_ip(BLANK)
 TCP_IP = _first_ip(TCP_CAPTURE)
+
+
+def _built_in_manuf_tshark(tmp_path: Path) -> Path | None:
+    """A directory whose `tshark` has no manuf file (Wireshark >= 4.2): the system's, or the other Debian root's
+    through a chroot wrapper (as root)."""
+    import os
+    from conftest import OTHER_ROOT
+    if shutil.which("tshark") and not Path("/usr/share/wireshark/manuf").is_file():
+        return Path(shutil.which("tshark")).parent
+    if (OTHER_ROOT / "usr/bin/tshark").exists() and not (OTHER_ROOT / "usr/share/wireshark/manuf").is_file() \
+            and os.geteuid() == 0:
+        wrapper = tmp_path / "bin" / "tshark"
+        wrapper.parent.mkdir()
+        wrapper.write_text(f"#!/bin/sh\nexec {shutil.which('chroot')} {OTHER_ROOT} tshark \"$@\"\n")
+        wrapper.chmod(0o755)
+        return wrapper.parent
+    return None
+
+
+def test_manuf_without_a_file_comes_from_tshark(tmp_path, monkeypatch):
+    """Wireshark >= 4.2 ships no manuf file: the vendor names come from `tshark -G manuf` (its built-in table),
+    read once into the cache; the next run reads the cache, not tshark."""
+    from protodump.capture import manuf
+    where = _built_in_manuf_tshark(tmp_path)
+    if where is None:
+        pytest.skip("no Wireshark >= 4.2 here")
+    monkeypatch.setenv("PATH", f"{where}:/usr/bin:/bin")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(manuf, "_file", lambda name: None)
+    for cached in (manuf.tables, manuf.eth_name):
+        cached.cache_clear()
+    try:
+        assert manuf.eth_name(bytes(6)) == "00:00:00_00:00:00"
+        assert manuf.oui_name(bytes.fromhex("001d7e000000")) == "Cisco-Linksys, LLC"
+        assert manuf.eth_name(bytes.fromhex("001bc5000012")).endswith("_12")        # a /36 block
+        cache = list((tmp_path / "cache" / "protodump").glob("manuf-*.txt"))
+        assert len(cache) == 1 and "Cisco-Linksys" in cache[0].read_text()
+        def no_tshark(*_a, **_k):
+            raise AssertionError("tshark run again")
+        monkeypatch.setattr(manuf.subprocess, "run", no_tshark)       # the second time, the cache answers
+        assert "Cisco-Linksys" in manuf._built_in_manuf()
+    finally:
+        for cached in (manuf.tables, manuf.eth_name):
+            cached.cache_clear()
