@@ -4,8 +4,9 @@ STREAM is a stream index (conversations numbered in the order they first appear,
 tcp.stream) or two endpoints ADDR:PORT,ADDR:PORT. Node 0 is the source of the stream's first packet.
 
   udp    one record per datagram
-  tcp    the byte stream of each direction, in order: retransmitted bytes are dropped, overlaps trimmed
-         (a simple in-order stream: out-of-order segments are not reordered)
+  tcp    the byte stream of each direction as tshark's follow_tcp_tap_listener builds it: retransmitted bytes
+         dropped, overlaps trimmed, a segment past a gap held until the gap fills or the peer acknowledges past
+         it (then "[N bytes missing in capture file]" and a NUL stand for the gap)
   blank  one record per blank message, with its summary and the buffers the dissector built from it
          (reassembled and inflated chunk data); STREAM numbers the UDP conversations as follow,udp does;
          "decoded": each message's summary and tree
@@ -102,7 +103,7 @@ class Follow(Tap):
         nodes = [{"host": h, "port": p} for h, p in self.nodes] if self.nodes else \
             [{"host": "", "port": 0}, {"host": "", "port": 0}]
         return {"kind": self.kind, "proto": self.proto, "mode": self.mode, "filter": self.filter_text(),
-                "nodes": nodes, "records": self.records}
+                "nodes": nodes, "ipv6": self.ipv6, "records": self.records}
 
 
 @register
@@ -116,6 +117,11 @@ class FollowUdp(Follow):
             self.record(packet, node, bytes(packet.decoded.payload))
 
 
+def _lt(a: int, b: int) -> bool:
+    """a before b in 32-bit sequence space (tshark's LT_SEQ)."""
+    return a != b and (a - b) & 0x80000000 != 0
+
+
 @register
 class FollowTcp(Follow):
     name = "follow,tcp"
@@ -123,29 +129,76 @@ class FollowTcp(Follow):
 
     def __init__(self, args):
         super().__init__(args)
-        self.next_seq = [None, None]     # per node: the next in-order sequence number
+        self.next_seq: list[int | None] = [None, None]   # per node: the next sequence number of its stream
+        self.written = [0, 0]                               # per node: bytes of its stream so far
+        self.held: list[list[dict]] = [[], []]              # per node: records past a gap, in arrival order
 
     def add(self, packet):
         node = self.in_stream(packet)
         if node is None:
             return
         d = packet.decoded
-        data, seq = bytes(d.payload), d.seq
-        if d.flags is not None and d.flags & 0x02:          # SYN takes one sequence number
-            self.next_seq[node] = (seq + 1) & 0xFFFFFFFF
+        t = d.tcp                # tshark's numbers are relative (a gap test against 0 must not wrap)
+        data, seq, ack = bytes(d.payload), d.seq if t is None else t.seq, d.ack if t is None else t.ack
+        length = len(data) + (d.cut or 0)          # the segment's length on the wire (a snap length cuts data)
+        if d.flags is not None and d.flags & 0x02:  # SYN takes one sequence number
             seq = (seq + 1) & 0xFFFFFFFF
+        other = 1 - node
+        while self._settle(other, ack or 0, packet.number):
+            pass                                    # this segment may acknowledge what the other side's gap hid
+        if self.written[node] == 0 and self.next_seq[node] is None:
+            self.next_seq[node] = seq
         nxt = self.next_seq[node]
+        if _lt(seq, nxt):                           # dated: keep only what it adds past the stream's end
+            end = (seq + length) & 0xFFFFFFFF
+            if not _lt(nxt, end):
+                return
+            data = data[(nxt - seq) & 0xFFFFFFFF:]
+            seq, length = nxt, (end - nxt) & 0xFFFFFFFF
         if not data:
             return
-        if nxt is not None:
-            behind = (nxt - seq) & 0xFFFFFFFF
-            if behind < 0x80000000:                  # starts before what we have: retransmission or overlap
-                if behind >= len(data):
-                    return
-                data = data[behind:]
-                seq = nxt
-        self.next_seq[node] = (seq + len(data)) & 0xFFFFFFFF
-        self.record(packet, node, data)
+        rec = {"frame": packet.number, "node": node, "ts_ns": packet.frame.ts_ns, "data": data, "seq": seq}
+        if seq == nxt:
+            self.next_seq[node] = (nxt + length) & 0xFFFFFFFF
+            self.written[node] += len(data)
+            self.records.append(rec)
+            while self._settle(node, 0, packet.number):
+                pass
+        else:
+            self.held[node].append(rec)             # past a gap: held until it fits or is acknowledged
+
+    def _settle(self, node: int, acknowledged: int, frame: int) -> bool:
+        """tshark's check_follow_fragments: the first held record that now fits (or repeats bytes) moves to the
+        stream; else, when the peer acknowledged past the lowest held one, the gap becomes a marker. Whether
+        anything changed."""
+        held, nxt = self.held[node], self.next_seq[node]
+        if not held:
+            return False
+        lowest = held[0]["seq"]
+        for i, rec in enumerate(held):
+            if _lt(rec["seq"], lowest):
+                lowest = rec["seq"]
+            if _lt(rec["seq"], nxt):                # repeats bytes already in the stream: keep what is new
+                end = (rec["seq"] + len(rec["data"])) & 0xFFFFFFFF
+                if _lt(nxt, end):
+                    new = rec["data"][(nxt - rec["seq"]) & 0xFFFFFFFF:]
+                    self.records.append({**rec, "data": new, "seq": end})
+                    self.next_seq[node] = end
+                del held[i]
+                return True
+            if rec["seq"] == nxt:
+                self.records.append(rec)
+                self.next_seq[node] = (nxt + len(rec["data"])) & 0xFFFFFFFF
+                del held[i]
+                return True
+        if _lt(lowest, acknowledged):
+            gap = (lowest - nxt) & 0xFFFFFFFF
+            gap -= (gap & 0x80000000) << 1           # (tshark prints it as a C int)
+            marker = f"[{gap} bytes missing in capture file]".encode() + b"\0"
+            self.records.append({"frame": frame, "node": node, "ts_ns": 0, "data": marker, "seq": lowest})
+            self.next_seq[node] = lowest
+            return True
+        return False
 
 
 @register

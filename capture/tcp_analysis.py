@@ -368,6 +368,8 @@ class TcpTable:
         plain = not fl & (SYN | FIN | RST)
         same = seq == fwd.nextseq and ack == fwd.lastack and not seglen and plain
         frame = d.frame.number
+        if fl & ACK:
+            rev.valid_bif = True        # an ACK from this side counts the other's bytes in flight again
         if seglen == 1 and seq == fwd.nextseq and rev.window == 0:
             flags.append("zero_window_probe")
         else:
@@ -485,6 +487,4 @@ class TcpTable:
             elif _gt(seg[1], ack):
                 keep.append(seg)
                 continue
-        if len(keep) < len(rev.segments) and not rev.valid_bif and not keep:
-            rev.valid_bif = True
         rev.segments = keep

@@ -191,14 +191,17 @@ def text_game_seq(r) -> list[str]:
 # -- follow --------------------------------------------------------------------------------------------
 
 def hex_lines(data: bytes, offset: int, prefix: str) -> list[str]:
-    """tshark's follow hex dump: offset (upper-case hex), 16 bytes in two groups, ASCII in two groups."""
+    """tshark's follow hex dump: offset (upper-case hex), 16 bytes in two groups, ASCII in two groups (a space
+    after the eighth character), then one trailing space dropped if there is one (measured on tshark 4.0: an
+    ASCII column ending in 0x20 loses that one, an eight-byte line its group space)."""
     out = []
     for i in range(0, len(data), 16):
         chunk = data[i:i + 16]
         hexes, text = hex_columns(chunk)
-        if len(chunk) > 8:
+        if len(chunk) >= 8:
             text = text[:8] + " " + text[8:]
-        out.append(f"{prefix}{offset + i:08X}  {hexes:<49} {text}")
+        line = f"{prefix}{offset + i:08X}  {hexes:<49} {text}"
+        out.append(line[:-1] if line.endswith(" ") else line)
     return out
 
 
@@ -237,7 +240,8 @@ def text_follow(r) -> list[str]:
                           *_yaml_binary(buf["data"], "      ")]
         return lines
     lines = ["", EQ67, f"Follow: {r['proto']},{r['mode']}", f"Filter: {r['filter']}"]
-    lines += [f"Node {i}: {n['host']}:{n['port']}" for i, n in enumerate(nodes)]
+    host = "[{}]" if r.get("ipv6") else "{}"          # tshark: an IPv6 node's address in brackets
+    lines += [f"Node {i}: {host.format(n['host'])}:{n['port']}" for i, n in enumerate(nodes)]
     offsets = [0, 0]
     for rec in r["records"]:
         node = rec["node"]
