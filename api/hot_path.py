@@ -16,27 +16,13 @@ import os
 import sys
 from pathlib import Path
 
-# the modules a Rutentoy/Iceball/Freeblox -V or summary run spends its per-frame time in (cProfile), and the ENet
-# range decoder's Python half (typed for Cython by engine/rangecoder.pxd; it runs where libenet is missing)
-HOT = (
-    "protodump.session",
-    "protodump.capture.clock", "protodump.capture.decode", "protodump.capture.link", "protodump.capture.network",
-    "protodump.capture.pcapfile", "protodump.capture.tcp_analysis",
-    "protodump.capture.layers", "protodump.capture.layers.common", "protodump.capture.layers.eth",
-    "protodump.capture.layers.frame", "protodump.capture.layers.ip", "protodump.capture.layers.tcp",
-    "protodump.capture.layers.tcp_info", "protodump.capture.layers.tcp_option_spans",
-    "protodump.engine.blocks_bits", "protodump.engine.blocks_cookies", "protodump.engine.blocks_dispatch",
-    "protodump.engine.blocks_framing", "protodump.engine.blocks_text", "protodump.engine.channel_protocol",
-    "protodump.engine.context", "protodump.engine.dispatch", "protodump.engine.fields", "protodump.engine.jsonscan",
-    "protodump.engine.lifetime", "protodump.engine.protocol", "protodump.engine.rangecoder",
-    "protodump.engine.stream_protocol", "protodump.engine.streams", "protodump.engine.strings", "protodump.engine.template", "protodump.engine.tree",
-    "protodump.dissectors.websocket", "protodump.dissectors.ws_handshake",
-    "protodump.output.frozen", "protodump.output.text",
-    "protodump.reassembly.offsets", "protodump.reassembly.tcp",
-    # -q -z io,phs's fused machine (analysis/stats_fused.py) and what its WebSocket and ENet models run
-    "protodump.analysis.stats_fused", "protodump.analysis.fused_keys", "protodump.analysis.fused_ws",
-    "protodump.engine.inflate", "protodump.dissectors.enet", "protodump.dissectors.enet_analysis",
-)
+# The modules compiled: only those typed for Cython, where compiling pays. The ENet range decoder's Python half
+# (typed by engine/rangecoder.pxd; it runs where libenet is missing) decodes 3x faster compiled. The untyped
+# per-frame modules were compiled too until 2026-12: measured with their bytecode cached (as any installed package
+# has it), Cython's code of them was 14-30 % slower than CPython 3.11's own on every TCP family and mode (its
+# specialised attribute and call paths on slotted objects beat Cython's generic ones), so they stay Python
+# (docs/benchmarks.md, "the compiled hot path").
+HOT = ("protodump.engine.rangecoder",)
 
 
 # where a wheel's compiled modules sit inside the package (setup.py writes them there)
