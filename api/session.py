@@ -45,6 +45,9 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     if tables is not None:
         tcp_table, tsn_table, clock, udp_table = tables
     two_pass = getattr(dispatcher, "tcp_pass", None)      # -2's passes (cli/two_pass_opts.py)
+    selected = getattr(dispatcher, "selected", None)      # -2 -R / -c: the frames the first pass kept
+    if selected is not None:
+        frames = selected.frames(frames)
     if two_pass is not None:
         (tcp_table.record, tcp_table.learnt), (tsn_table.record, tsn_table.learnt) = two_pass
         dispatcher.pass_tables = tcp_table, tsn_table

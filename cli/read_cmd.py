@@ -169,7 +169,10 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 del settings.prefs[exc.preference]    # tshark ignores a bad Lua enum value silently
                 continue
             bad_setting(exc, prefs)
-    dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass)    # -2: a first pass
+    # -2: a first pass (with -R and -c it picks the frames the second pass sees: no filter to apply again)
+    dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass, keeps, count)
+    if getattr(dispatcher, "selected", None) is not None:
+        keeps = dispatcher.selected.keeps
     out = sys.stdout
     writer = make_writer(out, output_format, fields_e, fields_opts, verbose=verbose, hexdump=hexdump, only=only,
                          json_filter=json_filter, json_filter_all=json_filter_all, time_format=time_format,

@@ -14,8 +14,12 @@ from ..engine.dispatch import Dispatcher, Settings
 LEARNT = {enet_analysis.ACKED_IN: enet_analysis.SECOND_PASS, ws_handshake.RESPONSE_IN: ws_handshake.SECOND_PASS}
 
 
-def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass: bool) -> Dispatcher:
-    """With -2 and a file: run `first` over the file, then a fresh dispatcher that knows what it learnt."""
+def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass: bool, keeps=None,
+               count: int | None = None) -> Dispatcher:
+    """With -2 and a file: run `first` over the file, then a fresh dispatcher that knows what it learnt. As
+    tshark's first pass, it applies the read filter (`keeps`, -R) and stops after `count` frames it keeps (-c):
+    the second pass then sees those frames only, numbered 1, 2, 3 ... (the returned dispatcher's `selected`: their
+    numbers in the file, or None for every frame)."""
     if not two_pass or not path or path == "-":
         return first               # a live capture or a pipe cannot be read twice: one pass
     from ..session import packets
@@ -23,9 +27,15 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     # completes (capture.sctp); the second shows them
     first.tcp_pass = ({}, None), ({}, None)
     first.reassembled_in = {}
+    selected: list[int] | None = [] if keeps is not None or count else None
     try:
-        for _ in packets(path, dispatcher=first):
-            pass
+        for packet in packets(path, dispatcher=first):
+            if selected is None:
+                continue
+            if keeps is None or keeps(packet):
+                selected.append(packet.frame.number)
+                if count and len(selected) >= count:
+                    break
     except (CaptureError, OSError):     # what could be read was learnt; the printing pass reports the error
         pass
     prefs = {**settings.prefs, **second_pass_prefs(first.conversations)}
@@ -37,7 +47,31 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     tcp, sctp = getattr(first, "pass_tables", (None, None))
     second.tcp_pass = (None, tcp.learnt_facts() if tcp is not None else None), \
         (None, sctp.record if sctp is not None else None)
+    second.selected = Selection(selected) if selected is not None else None
     return second
+
+
+class Selection:
+    """The frames tshark's first pass kept (-R, -c): the second pass dissects every frame up to the last kept one
+    (the state is the first pass's, which saw them all) and shows the kept ones. Frames are numbered as tshark's
+    first pass numbers them: one more than the frames kept before (a dropped frame shares the next kept one's)."""
+
+    def __init__(self, selected: list[int]):
+        self.selected, self.last = set(selected), max(selected, default=0)
+        self.kept = False           # whether the frame the second pass read last is one of them
+
+    def frames(self, frames):
+        kept = 0
+        for frame in frames:
+            if frame.number > self.last:
+                return
+            self.kept = frame.number in self.selected
+            frame.number = kept + 1
+            kept += self.kept
+            yield frame
+
+    def keeps(self, _packet) -> bool:
+        return self.kept
 
 
 def second_pass_prefs(conversations) -> dict:

@@ -190,3 +190,18 @@ def test_summary_and_separator_are_tsharks(protodump_run, standard_run, args):
     theirs = standard_run(*args, "-c", "5", "-r", "blank-server-session.pcap")
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == theirs.stdout
+
+
+@pytest.mark.parametrize("args", [("-2", "-R", "tcp.len>100"), ("-2", "-c", "20", "-V"),
+                                  ("-2", "-c", "20", "-R", "tcp", "-T", "json"),
+                                  ("-2", "-R", "tcp.len>100", "-T", "fields", "-e", "frame.number", "-e",
+                                   "frame.time_relative", "-e", "tcp.stream", "-e", "tcp.window_size")],
+                         ids=" ".join)
+@pytest.mark.parametrize("name", ["rutentoy-login-texture.pcap", "rutentoy-messages.pcap"])
+def test_two_pass_read_filter_and_count_are_tsharks(protodump_run, standard_run, name, args):
+    """-2 -R: the second pass shows the frames the first pass kept, numbered 1, 2, 3 ..., with the state of every
+    frame (window scaling learnt from a SYN the filter drops); -2 -c: the first pass stops there too (a connection
+    that closes later is not complete yet)."""
+    ours, theirs = protodump_run(*args, name), standard_run(*args, "-r", name)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
