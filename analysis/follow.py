@@ -15,6 +15,7 @@ The other game streams (enet, iceball, rutentoy, websocket, freeblox): analysis/
 """
 from __future__ import annotations
 
+from ..capture.tcp_analysis import seq_lt
 from .stats_base import StatsError, Tap, register
 
 MODES = ("ascii", "hex", "raw", "yaml")
@@ -117,11 +118,6 @@ class FollowUdp(Follow):
             self.record(packet, node, bytes(packet.decoded.payload))
 
 
-def _lt(a: int, b: int) -> bool:
-    """a before b in 32-bit sequence space (tshark's LT_SEQ)."""
-    return a != b and (a - b) & 0x80000000 != 0
-
-
 @register
 class FollowTcp(Follow):
     name = "follow,tcp"
@@ -149,9 +145,9 @@ class FollowTcp(Follow):
         if self.written[node] == 0 and self.next_seq[node] is None:
             self.next_seq[node] = seq
         nxt = self.next_seq[node]
-        if _lt(seq, nxt):                           # dated: keep only what it adds past the stream's end
+        if seq_lt(seq, nxt):                       # dated: keep only what it adds past the stream's end
             end = (seq + length) & 0xFFFFFFFF
-            if not _lt(nxt, end):
+            if not seq_lt(nxt, end):
                 return
             data = data[(nxt - seq) & 0xFFFFFFFF:]
             seq, length = nxt, (end - nxt) & 0xFFFFFFFF
@@ -176,11 +172,11 @@ class FollowTcp(Follow):
             return False
         lowest = held[0]["seq"]
         for i, rec in enumerate(held):
-            if _lt(rec["seq"], lowest):
+            if seq_lt(rec["seq"], lowest):
                 lowest = rec["seq"]
-            if _lt(rec["seq"], nxt):                # repeats bytes already in the stream: keep what is new
+            if seq_lt(rec["seq"], nxt):            # repeats bytes already in the stream: keep what is new
                 end = (rec["seq"] + len(rec["data"])) & 0xFFFFFFFF
-                if _lt(nxt, end):
+                if seq_lt(nxt, end):
                     new = rec["data"][(nxt - rec["seq"]) & 0xFFFFFFFF:]
                     self.records.append({**rec, "data": new, "seq": end})
                     self.next_seq[node] = end
@@ -191,7 +187,7 @@ class FollowTcp(Follow):
                 self.next_seq[node] = (nxt + len(rec["data"])) & 0xFFFFFFFF
                 del held[i]
                 return True
-        if _lt(lowest, acknowledged):
+        if seq_lt(lowest, acknowledged):
             gap = (lowest - nxt) & 0xFFFFFFFF
             gap -= (gap & 0x80000000) << 1           # (tshark prints it as a C int)
             marker = f"[{gap} bytes missing in capture file]".encode() + b"\0"

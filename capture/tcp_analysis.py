@@ -30,13 +30,17 @@ PRINT_ORDER = ["reused_ports", "spurious_retransmission", "retransmission", "fas
 C_SYN, C_SYNACK, C_ACK, C_DATA, C_FIN, C_RST = 1, 2, 4, 8, 16, 32
 
 
-def _gt(a: int, b: int) -> bool:
-    """a > b in 32-bit sequence space."""
+def seq_gt(a: int, b: int) -> bool:
+    """a > b in 32-bit sequence space (tshark's GT_SEQ)."""
     return 0 < ((a - b) & M32) < 0x80000000
 
 
-def _lt(a: int, b: int) -> bool:
-    return _gt(b, a)
+def seq_lt(a: int, b: int) -> bool:
+    """a < b in 32-bit sequence space (tshark's LT_SEQ)."""
+    return seq_gt(b, a)
+
+
+_gt, _lt = seq_gt, seq_lt
 
 
 class Flow:
