@@ -9,7 +9,6 @@ a wheel ships (`protodump/_compiled/<tag>/`, made by setup.py at `pip install .`
 from __future__ import annotations
 
 import hashlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
@@ -82,7 +81,7 @@ def find_compiled(directories: list[Path], name: str, source: str) -> Path | Non
     return None
 
 
-class CompiledFinder(importlib.abc.MetaPathFinder):
+class CompiledFinder:        # a meta path finder (no importlib.abc base: it would import importlib.resources)
     """Finds a hot module's source as the other finders do, then its compiled form for that exact source."""
 
     def __init__(self, directories: list[Path]):
