@@ -1,12 +1,12 @@
-"""The compiled hot path: protodump's hottest pure-Python modules compiled by Cython, used only when their compiled
-form was built from the very source beside it.
+"""The compiled hot path: the pure-Python modules listed in hot_path.HOT compiled by Cython, used only when their
+compiled form was built from the very source beside it.
 
-The per-frame work (decode, TCP analysis, the game dissection, the -V and summary writers) is pure Python; Cython
-compiles those modules unchanged (no annotations read, no `cdef`), which takes about a fifth off a -V run and more
-than a quarter off a summary run. One module is typed for Cython without a change to its Python: the ENet range
-decoder (engine/rangecoder.py), by the `.pxd` beside it (Cython's pure-Python mode), which the build copies with it.
-Nothing depends on the compiled modules: without them protodump is the same pure-Python package, and the outputs
-are byte for byte the same either way (tests/test_compiled.py).
+Only modules typed for Cython are listed: the ENet range decoder (engine/rangecoder.py), typed without a change to
+its Python by the `.pxd` beside it (Cython's pure-Python mode), which the build copies with it; compiled, it is
+3x faster. The per-frame modules (decode, TCP analysis, the game dissection, the writers) were listed too, compiled
+unchanged: with their bytecode cached they ran 14-30 % slower than under CPython 3.11 (docs/benchmarks.md), so they
+are not. Nothing depends on the compiled modules: without them protodump is the same pure-Python package, and the
+outputs are byte for byte the same either way (tests/test_compiled.py).
 
 `pip install .` builds them (setup.py, with Cython 3 from the build requirements) into the wheel, under
 `protodump/_compiled/<tag>/`; without a C compiler, or with PROTODUMP_BUILD_PURE=1, the wheel is pure Python. An
