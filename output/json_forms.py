@@ -85,8 +85,8 @@ def raw_hex(item, packet, source: int = 0) -> str:
         return "%X" % (int(item.value) & 0xFFFFFFFFFFFFFFFF)
     data = source_data(packet, item.source or source)
     length = field_length(item, packet, source)
-    if item.offset + length > len(data):       # print.c: an item past its buffer's end
-        return "field length invalid!"
+    if length and item.offset + length > len(data):   # print.c: an item past its buffer's end (never one of 0
+        return "field length invalid!"                  # bytes: tvb_captured_length_remaining gives 0 past it)
     return data[item.offset:item.offset + length].hex()
 
 

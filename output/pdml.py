@@ -74,7 +74,7 @@ class _Writer:
     def hex_of(self, item, source: int) -> str:
         data = source_data(self.packet, item.source or source)
         length = field_length(item, self.packet, source)
-        if item.offset + length > len(data):
+        if length and item.offset + length > len(data):     # (as json_forms.raw_hex)
             return "field length invalid!"
         return data[item.offset:item.offset + length].hex()
 

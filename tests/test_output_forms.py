@@ -217,3 +217,37 @@ def test_raw_types_are_tsharks(protodump_run, standard_run, variant):
     ours, theirs = map(raw_types, both(protodump_run, standard_run, variant, "-T", "jsonraw"))
     assert {k: v for k, v in ours.items() if k in theirs} == {k: v for k, v in theirs.items() if k in ours}
     assert theirs.get("frame.time_raw") == {24} and theirs.get("frame.time_relative_raw") == {25}
+
+
+def _as_ipv6_cooked(src, dst):
+    """A bundled TCP capture moved to IPv6 over Linux cooked v2 (tcpdump -i any), checksums recomputed: longer
+    headers put the TCP payload further into the frame than a short reassembled PDU is long."""
+    from scapy.all import IP, TCP, CookedLinuxV2, IPv6, rdpcap, wrpcap
+    out = []
+    for p in rdpcap(str(src)):
+        tcp = TCP(bytes(p[TCP]))
+        del tcp.chksum
+        q = CookedLinuxV2(proto=0x86DD, ifindex=1, lladdrtype=772, pkttype=0, lladdrlen=6, src=b"\0" * 8) / \
+            IPv6(src="::1", dst="::1") / tcp
+        q.time = p.time
+        out.append(q)
+    assert all(IP not in q for q in out)
+    wrpcap(str(dst), out)
+    return str(dst)
+
+
+@pytest.mark.parametrize("form", [("-T", "jsonraw"), ("-T", "json", "-x"), ("-T", "pdml")], ids=" ".join)
+def test_zero_length_items_past_a_short_buffer(tmp_path_factory, protodump_run, standard_run, form):
+    """A zero-length item (a reassembly summary at the layer's start) never prints "field length invalid!", even
+    where its offset is past the end of the buffer its parent sits in (print.c: tvb_captured_length_remaining is 0
+    there, and 0 bytes fit)."""
+    from conftest import CAPTURES_DIR
+    path = _as_ipv6_cooked(CAPTURES_DIR / "rutentoy-segmentation.pcap",
+                           tmp_path_factory.mktemp("v6") / "rutentoy-segmentation-v6.pcap")
+    ours, theirs = protodump_run(*form, path), standard_run(*form, "-r", path)
+    if form[-1] == "pdml":
+        ours_text, theirs_text = (re.sub(r"<pdml [^>]*>", "<pdml>", t.stdout) for t in (ours, theirs))
+    else:
+        ours_text, theirs_text = ours.stdout, theirs.stdout
+    assert ours_text == theirs_text
+    assert "field length invalid!" not in ours_text
