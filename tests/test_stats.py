@@ -84,7 +84,9 @@ def section(text: str, title: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", CAPS, ids=lambda p: p.rsplit("/", 1)[-1])
-def test_conversations_and_endpoints_match_tshark(path):
+def test_conversations_and_endpoints_match_tshark(path, monkeypatch):
+    from protodump.capture import manuf
+    monkeypatch.setitem(manuf.RESOLVE, "mac", False)       # as tshark -n (tshark_all): Ethernet addresses unnamed
     expected = tshark_all(path)
     for table, result in zip(TABLES, ours(path, *TABLES)):
         if TITLES[table] not in expected.splitlines():
