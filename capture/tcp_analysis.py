@@ -40,8 +40,6 @@ def seq_lt(a: int, b: int) -> bool:
     return seq_gt(b, a)
 
 
-_gt, _lt = seq_gt, seq_lt
-
 
 class Flow:
     """One direction of a connection."""
@@ -379,7 +377,7 @@ class TcpTable:
         else:
             if win == 0 and plain:
                 flags.append("zero_window")
-            if fwd.nextseq is not None and _gt(seq, fwd.nextseq) and not fl & RST:
+            if fwd.nextseq is not None and seq_gt(seq, fwd.nextseq) and not fl & RST:
                 flags.append("lost_segment")
                 fwd.valid_bif = False
             if seglen < 2 and fwd.nextseq is not None and seq == (fwd.nextseq - 1) & M32 and plain:
@@ -401,8 +399,8 @@ class TcpTable:
                 info.dupack_num, info.dupack_frame = fwd.dupacks, fwd.nondup_frame
         if ack != fwd.lastack:
             fwd.nondup_frame, fwd.dupacks = frame, 0
-        if rev.maxseqtobeacked is not None and fl & ACK and _gt(ack, rev.maxseqtobeacked):
-            if rev.nextseq is not None and _lt(rev.maxseqtobeacked, rev.nextseq):
+        if rev.maxseqtobeacked is not None and fl & ACK and seq_gt(ack, rev.maxseqtobeacked):
+            if rev.nextseq is not None and seq_lt(rev.maxseqtobeacked, rev.nextseq):
                 rev.maxseqtobeacked = rev.nextseq
                 flags.append("ack_lost_segment")
             else:
@@ -415,7 +413,7 @@ class TcpTable:
         if (seglen or fl & (SYN | FIN)) and len(fwd.segments) < MAX_UNACKED:
             fwd.segments.append([seq, nextseq, frame, ts])
         probe = "zero_window_probe" in flags
-        if (fwd.nextseq is None or _gt(nextseq, fwd.nextseq)) and not probe:
+        if (fwd.nextseq is None or seq_gt(nextseq, fwd.nextseq)) and not probe:
             fwd.nextseq, fwd.nextseq_ns, fwd.nextseq_frame = nextseq, ts, frame
         if (fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked) and not probe:
             fwd.maxseqtobeacked = fwd.nextseq     # the highest continuous sequence number seen
@@ -457,10 +455,10 @@ class TcpTable:
         already), fast (after two duplicate ACKs, within 20 ms), out of order (within the iRTT), or else a
         retransmission (with the time since the oldest unacknowledged segment)."""
         flags = info.flags
-        behind = fwd.nextseq is not None and _lt(seq, fwd.nextseq)
+        behind = fwd.nextseq is not None and seq_lt(seq, fwd.nextseq)
         if seglen > 1 and fwd.nextseq is not None and (fwd.nextseq - 1) & M32 == seq:
             behind = False
-        if seglen and rev.lastack and not _gt((seq + seglen) & M32, rev.lastack):
+        if seglen and rev.lastack and not seq_gt((seq + seglen) & M32, rev.lastack):
             # (data the peer has acknowledged already, even though new to us: tshark hands it to no subdissector)
             flags += ["spurious_retransmission", "retransmission"]
             return
@@ -484,11 +482,11 @@ class TcpTable:
             if ack == seg[1]:
                 if info.acks_frame is None:       # tshark walks newest first: the oldest match is the one shown
                     info.acks_frame, info.ack_rtt_ns = seg[2], ts - seg[3]
-            elif _gt(ack, seg[0]) and not _gt(ack, seg[1]):
+            elif seq_gt(ack, seg[0]) and not seq_gt(ack, seg[1]):
                 seg[0] = ack
                 keep.append(seg)
                 continue
-            elif _gt(seg[1], ack):
+            elif seq_gt(seg[1], ack):
                 keep.append(seg)
                 continue
         rev.segments = keep

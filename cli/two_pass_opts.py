@@ -18,8 +18,8 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
                count: int | None = None) -> Dispatcher:
     """With -2 and a file: run `first` over the file, then a fresh dispatcher that knows what it learnt. As
     tshark's first pass, it applies the read filter (`keeps`, -R) and stops after `count` frames it keeps (-c):
-    the second pass then sees those frames only, numbered 1, 2, 3 ... (the returned dispatcher's `selected`: their
-    numbers in the file, or None for every frame)."""
+    the second pass then shows those frames only, numbered 1, 2, 3 ... (the returned dispatcher's `selected`: a
+    Selection, or None for every frame)."""
     if not two_pass or not path or path == "-":
         return first               # a live capture or a pipe cannot be read twice: one pass
     from ..session import packets

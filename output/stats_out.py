@@ -396,8 +396,9 @@ def _rich_table(result):
                     "Rel start", "Duration"):
             t.add_column(col, justify="left" if col in "AB" else "right")
         for c in result["conversations"]:
-            t.add_row(shown_address(result, c["a_name"]), shown_address(result, c["b_name"]), *map(str, (c["rx_frames"], c["rx_bytes"], c["tx_frames"],
-                      c["tx_bytes"], c["frames"], c["bytes"])), f"{c['rel_start']:.9f}", f"{c['duration']:.4f}")
+            counts = (c["rx_frames"], c["rx_bytes"], c["tx_frames"], c["tx_bytes"], c["frames"], c["bytes"])
+            t.add_row(shown_address(result, c["a_name"]), shown_address(result, c["b_name"]), *map(str, counts),
+                      f"{c['rel_start']:.9f}", f"{c['duration']:.4f}")
         return t
     if kind == "endpoints":
         t = Table(title=result["title"])
