@@ -4,7 +4,8 @@ The path is tshark's nesting of protocol items in the tree: the standard layers 
 transport, without the pseudo-protocols tshark keeps out of the tree, "ethertype"), then every game layer in tree
 order (several PDUs of one TCP segment nest one under the other, as the plugin's items do), then "tcp.segments"
 when a PDU was reassembled from segments by tshark's TCP, and "data" for a UDP payload no dissector claimed
-(tshark's data dissector takes it; TCP and SCTP payloads belong to their stream, even while it buffers them).
+(tshark's data dissector takes it; TCP and SCTP payloads belong to their stream, even while it buffers them, but
+for a TCP payload tshark hands to its data dissector: a keep-alive's byte, a connection nobody claims).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def protocol_path(packet) -> list[str]:
                 path.append("websocket.payload.continue")    # tshark's protocol item for such a payload
     if d.reassembled:
         path.append("tcp.segments")
-    if not packet.games and d.transport == "udp" and d.payload:
+    if not packet.games and (d.transport == "udp" and d.payload or d.transport == "tcp" and d.unclaimed):
         path.append("data")
     return path
 

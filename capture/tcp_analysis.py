@@ -41,12 +41,28 @@ def seq_lt(a: int, b: int) -> bool:
 
 
 
+def _sacked(data: bytes, p: int, end: int) -> int:
+    """The bytes the SACK blocks of a segment's options (data[p:end]) report delivered, as tcp.c stores them for
+    the bytes in flight: the first three blocks (MAX_TCP_SACK_RANGES less the unused slot 0)."""
+    if 5 not in data[p:end]:
+        return 0
+    from .layers.tcp_option_spans import option_spans
+    for at, kind, n in option_spans(data, p, min(end, len(data))):
+        if kind == 5 and n is not None:
+            total = 0
+            for q in range(at + 2, at + 2 + min((n - 2) // 8, 3) * 8, 8):
+                left, right = struct.unpack_from("!II", data, q)
+                total += (right - left) & M32
+            return total & M32
+    return 0
+
+
 class Flow:
     """One direction of a connection."""
 
     __slots__ = ("base", "nextseq", "nextseq_ns", "nextseq_frame", "maxseqtobeacked", "segments", "win_scale",
                  "push_bytes", "push_last", "valid_bif", "lastack", "lastack_ns", "window", "dupacks", "nondup_frame",
-                 "lastflags", "first_ack")
+                 "lastflags", "first_ack", "sacked")
 
     def __init__(self):
         self.base: int | None = None
@@ -66,6 +82,7 @@ class Flow:
         self.nondup_frame = 0               # the last frame whose ACK moved on
         self.lastflags: tuple = ()          # the analysis flags of its last segment
         self.first_ack = False              # a SYN seen, no pure ACK yet: the window is not scaled yet
+        self.sacked = 0                     # bytes its last segment's SACK blocks report delivered
 
 
 class Connection:
@@ -262,6 +279,9 @@ class TcpTable:
         self.mp_dupack = (self.mptcp is not None or span[2] > 20
                           and 30 in d.frame.data[span[1] + 20:span[1] + span[2]]) and self._mptcp(d, conn.stream)
         self._sequence(d, conn, fwd, rev, info, seq, ack, nextseq, seglen, ts)
+        # tshark dissects the options after the analysis: this segment's SACK blocks count for the peer's next
+        # bytes in flight
+        fwd.sacked = _sacked(d.frame.data, span[1] + 20, span[1] + span[2]) if span[2] > 20 else 0
         if fl & FIN:
             if conn.fin_by is None:
                 conn.fin_by = me
@@ -437,8 +457,11 @@ class TcpTable:
             else:
                 first = min([(s[0] - base) & M32 for s in segments])
                 last = max([(s[1] - base) & M32 for s in segments])
-            if 0 < last - first < 2_000_000_000:
-                info.bif = last - first
+            in_flight = (last - first - rev.sacked) & M32       # (a guint32 in tcp.c)
+            if 0 < in_flight < 2_000_000_000:
+                if fl & (SYN | FIN):        # (their sequence number is only virtual: tcp.c takes it off again)
+                    in_flight -= 1
+                info.bif = in_flight or None
             push = bool(fl & PSH)
             if push and not fwd.push_last:
                 fwd.push_bytes += seglen

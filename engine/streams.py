@@ -208,13 +208,14 @@ class Streams:
 
 
 def _resent(d, retransmission: bool = False) -> bool:
-    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector (retransmission: only a
-    segment TCP's analysis calls a retransmission, spurious or not: the stream's offsets cannot tell all of them,
-    e.g. the data before a FIN that arrived first)."""
+    """tshark's TCP hands an out-of-order or retransmitted segment to no subdissector, and a keep-alive's byte
+    to its data dissector only (decode_tcp_ports). retransmission: only a segment TCP's analysis calls a
+    retransmission, spurious or not (the stream's offsets cannot tell all of them, e.g. the data before a FIN
+    that arrived first)."""
     t = getattr(d, "tcp", None)
     if retransmission:
         return t is not None and "retransmission" in t.flags
-    return t is not None and ("out_of_order" in t.flags or "retransmission" in t.flags)
+    return t is not None and ("out_of_order" in t.flags or "retransmission" in t.flags or "keep_alive" in t.flags)
 
 
 class Cutter:

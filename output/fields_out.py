@@ -132,6 +132,8 @@ def item_value(item, game_tops=()) -> str:
     if t == "none":
         return "1"
     if t == "protocol":
+        if f.abbrev == "data" and item.children:      # the data protocol's value is its bytes (print.c)
+            return item.children[0].value.hex()
         # tshark prints the item's representation if the dissector set one, else the abbrev: a Lua protocol's
         # top item has none (its -V line is made from the name only when displayed) unless it set a text
         # (set_text: a label other than the protocol's name)

@@ -116,18 +116,19 @@ async def _traffic(spec) -> None:
 
 
 def _inner(spec) -> None:
-    with netns_record.recording(dict(out=spec["out"], mtu=1500, proto="tcp")):
+    with netns_record.recording(dict(out=spec["out"], mtu=1500, proto="tcp", drop=spec.get("drop", 0))):
         asyncio.run(_traffic(spec))
 
 
 def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, client_port=CLIENT_PORT,
-           timeout=120) -> None:
+           timeout=120, drop=0) -> None:
     """Run `steps` [(side, kind, value)] between a websockets client and server; write the pcap to `out`.
     kinds: ("send", ("hex", "0a..") | ("text", "...") | ("frags", [..])), ("burst", [("hex", ..), ..]) (sent
     back to back, read afterwards), ("interleaved", [("hex", ..) | ("ping", hex), ..]) (one fragmented message,
-    pings between its fragments), ("ping", hex), ("close", (code, reason))."""
+    pings between its fragments), ("ping", hex), ("close", (code, reason)). `drop`: the percentage of segments
+    dropped on input (a lossy link, tools/netns_record.py)."""
     spec = dict(steps=steps, out=str(out.resolve()), deflate=deflate, nagle=nagle, port=port,
-                client_port=client_port)
+                client_port=client_port, drop=drop)
     prefix = netns_record._unshare_prefix()
     if prefix is None:
         raise netns_record.RecordError("cannot create a network namespace (unshare)")

@@ -25,7 +25,8 @@ CAPTURES = ROOT / "captures"
 PORT = 20737
 CLIENT_PORT = 40737
 NAMES = ("iceball-tcp-all.pcap", "iceball-tcp-bad.pcap", "iceball-enet-all.pcap", "iceball-tcp-port-30000.pcap",
-         "iceball-enet-port-31000.pcap", "iceball-tcp-spec.pcap")
+         "iceball-enet-port-31000.pcap", "iceball-tcp-spec.pcap", "iceball-tcp-lossy.pcap")
+LOSSY_DROP = 25        # iceball-tcp-lossy: the percentage of segments dropped on input (tools/netns_record.py)
 OTHER_PORT, OTHER_ENET_PORT = 30000, 31000
 CONNECT_DATA = 0x42454331
 
@@ -335,13 +336,13 @@ def spec_session() -> list:
                 spec_lua("BLK_DAMAGE", "HHHH", 1, 2, 3, 4))]
 
 
-def record(name: str, steps: list, port: int = PORT) -> None:
+def record(name: str, steps: list, port: int = PORT, drop: int = 0) -> None:
     sys.path.insert(0, str(ROOT / "tools"))
     from netns_record import available, record_tcp
     why = available()
     if why:
         raise SystemExit(f"cannot record: {why}")
-    record_tcp(steps, str(CAPTURES / name), server_port=port, client_port=CLIENT_PORT)
+    record_tcp(steps, str(CAPTURES / name), server_port=port, client_port=CLIENT_PORT, drop=drop, timeout=120)
 
 
 def write_goldens() -> None:
@@ -363,6 +364,7 @@ def main() -> None:
         record(NAMES[3], other_port_session(), OTHER_PORT)
         record_enet(NAMES[4], other_port=True)
         record(NAMES[5], spec_session())
+        record(NAMES[6], all_session(), drop=LOSSY_DROP)     # a lossy link: each recording loses other segments
     write_goldens()
 
 

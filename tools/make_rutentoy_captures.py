@@ -2,8 +2,10 @@
 """Make the Rutentoy captures in captures/: sessions written by the field tables' encoder (no implementation of
 Rutentoy exists) and sent over real kernel TCP on loopback in a private network namespace (tools/netns_record.py:
 MTU 1500, segmentation offloads off, TCP_NODELAY), recorded by tcpdump. The lost/reordered capture is a recorded
-one with segments dropped and swapped afterwards (this kernel has no netem); the SCTP capture is built with the
-SCTP frame encoder (this kernel has no SCTP).
+one with segments dropped and swapped afterwards (this kernel has no netem); the lossy ones are sessions recorded
+with a quarter of the segments dropped on input by nftables after tcpdump saw them (real retransmissions, SACKs,
+keep-alives; each recording loses other segments); the SCTP capture is built with the SCTP frame encoder (this kernel
+has no SCTP).
 
     python tools/make_rutentoy_captures.py [--golden] [NAME ...]
 """
@@ -288,12 +290,19 @@ SESSIONS = {
 # 127.0.0.2 (ADD_ADDR) and both try to join it (MP_JOIN); the server's join is refused (nothing listens on the
 # client's port: RST), the client's is accepted. The endpoint is a backup one, so the data stays on the first
 # subflow and the Rutentoy stream is whole there.
+# a lossy link: the percentage of segments dropped (tools/netns_record.py), as the session's recovery shows it
+LOSSY = {"rutentoy-lossy.pcap": (every_opcode, 40001, 25), "rutentoy-lossy-close.pcap": (struct_numbering, 40007, 25)}
+
 MPTCP = {"rutentoy-mptcp.pcap": ["limits set subflows 2 add_addr_accepted 2",
                                  "endpoint add 127.0.0.2 dev lo id 2 signal backup"]}
 
 
 def record(name: str) -> None:
     from netns_record import record_tcp
+    if name in LOSSY:
+        make, client_port, drop = LOSSY[name]
+        record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, drop=drop, timeout=120)
+        return
     make, client_port = SESSIONS[name]
     record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, mptcp=MPTCP.get(name))
 
@@ -393,7 +402,7 @@ def golden(name: str) -> None:
 
 EDITED = {"rutentoy-lost-reordered.pcap": lost_reordered, "rutentoy-midstream.pcap": midstream,
           "rutentoy-sctp.pcap": sctp}
-ALL = [*SESSIONS, *EDITED]
+ALL = [*SESSIONS, *LOSSY, *EDITED]
 
 
 def main(argv=None) -> None:
@@ -403,7 +412,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     for name in args.names or ALL:
         if not args.golden:
-            if name in SESSIONS:
+            if name in SESSIONS or name in LOSSY:
                 record(name)
             else:
                 EDITED[name](name)

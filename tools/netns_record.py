@@ -140,7 +140,7 @@ def record_udp(datagrams, out_path, *, server_port=12354, client_port=None,
 def record_tcp(script, out_path, *, server_port=12355, client_port=None,
                server_addr="127.0.0.1", mtu=1500, offloads_off=True,
                nodelay=True, gap=0.0, linktype="ethernet", nano=False,
-               timeout=60, mptcp=None):
+               timeout=60, mptcp=None, drop=0):
     """Run ``script`` over one real TCP connection on loopback.
 
     Steps: ("c2s"|"s2c", bytes) = one sendall() from that side, fully read
@@ -152,8 +152,11 @@ def record_tcp(script, out_path, *, server_port=12355, client_port=None,
     ``mptcp``: a list of ``ip mptcp`` argument strings (e.g. ``"endpoint add 127.0.0.2 dev lo signal"``) run in
     the namespace first; the connection is then Multipath TCP (IPPROTO_MPTCP sockets, the listener on the
     wildcard address so that joined subflows to another local address are accepted).
+
+    ``drop``: the percentage of TCP segments dropped at random on input (nftables, after the capture saw them):
+    a lossy link, so the capture has the retransmissions, duplicate ACKs and SACKs of a real recovery.
     """
-    spec = dict(proto="tcp", mptcp=mptcp, steps=_norm_steps(script, True),
+    spec = dict(proto="tcp", mptcp=mptcp, drop=drop, steps=_norm_steps(script, True),
                 out=_check_common(out_path, linktype, server_addr),
                 server_port=server_port, client_port=client_port,
                 addr=server_addr, gap=gap, linktype=linktype, nano=nano,
@@ -206,6 +209,13 @@ def _setup_lo(spec):
     if spec["offloads_off"] and shutil.which("ethtool"):
         subprocess.run(["ethtool", "-K", "lo", "tso", "off", "gso", "off",
                         "gro", "off"], check=False, capture_output=True)
+    if spec.get("drop"):
+        if not shutil.which("nft"):
+            raise RecordError("dropping packets needs nftables (nft)")
+        for rule in ("add table inet loss",
+                     "add chain inet loss input { type filter hook input priority 0 ; }",
+                     f"add rule inet loss input meta l4proto {spec['proto']} numgen random mod 100 < {int(spec['drop'])} drop"):
+            subprocess.run(["nft", *rule.split()], check=True)
 
 
 def _start_tcpdump(spec):

@@ -96,7 +96,7 @@ def _analysis_slots(t, off: int) -> list:
         kids.append(Slot(f.tcp_analysis_initial_rtt, "[iRTT: %(irtt)s seconds]", "irtt", 0, 0, _G))
     if bif:
         kids.append(Slot(f.tcp_analysis_bytes_in_flight, "[Bytes in flight: %(bif)d]", "bif", 0, 0, _G))
-    if push:
+    if bif and push:            # (tcp.c prints the PSH count only beside a non-zero bytes in flight)
         kids.append(Slot(f.tcp_analysis_push_bytes_sent, "[Bytes sent since last PSH flag: %(push)d]", "push",
                          0, 0, _G))
     if kinds:
