@@ -438,8 +438,10 @@ class TcpTable:
         if (fwd.maxseqtobeacked is None or seq == fwd.maxseqtobeacked) and not probe:
             fwd.maxseqtobeacked = fwd.nextseq     # the highest continuous sequence number seen
         fwd.window, fwd.lastack, fwd.lastack_ns, fwd.lastflags = win, ack, ts, tuple(flags) if flags else ()
+        # every segment walks the peer's unacknowledged list with its acknowledgement number, ACK flag or not
+        # (tcp.c): a SYN's zero can take the list for old and empty it
+        self._acked(rev, info, ack, ts)
         if fl & ACK:
-            self._acked(rev, info, ack, ts)
             if (conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN
                     and conn.completeness & C_SYNACK):
                 conn.irtt_ns = ts - conn.syn_ns

@@ -291,7 +291,9 @@ SESSIONS = {
 # client's port: RST), the client's is accepted. The endpoint is a backup one, so the data stays on the first
 # subflow and the Rutentoy stream is whole there.
 # a lossy link: the percentage of segments dropped (tools/netns_record.py), as the session's recovery shows it
-LOSSY = {"rutentoy-lossy.pcap": (every_opcode, 40001, 25), "rutentoy-lossy-close.pcap": (struct_numbering, 40007, 25)}
+LOSSY = {"rutentoy-lossy.pcap": (every_opcode, 40001, dict(drop=25)),
+         "rutentoy-lossy-close.pcap": (struct_numbering, 40007, dict(drop=25)),
+         "rutentoy-lossy-v6.pcap": (server_info, 40003, dict(drop=20, server_addr="::1", linktype="cooked2"))}
 
 MPTCP = {"rutentoy-mptcp.pcap": ["limits set subflows 2 add_addr_accepted 2",
                                  "endpoint add 127.0.0.2 dev lo id 2 signal backup"]}
@@ -300,8 +302,8 @@ MPTCP = {"rutentoy-mptcp.pcap": ["limits set subflows 2 add_addr_accepted 2",
 def record(name: str) -> None:
     from netns_record import record_tcp
     if name in LOSSY:
-        make, client_port, drop = LOSSY[name]
-        record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, drop=drop, timeout=120)
+        make, client_port, link = LOSSY[name]
+        record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, timeout=120, **link)
         return
     make, client_port = SESSIONS[name]
     record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, mptcp=MPTCP.get(name))
