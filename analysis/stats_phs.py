@@ -35,6 +35,8 @@ def protocol_path(packet) -> list[str]:
         path.append("tcp.segments")
     if not packet.games and (d.transport == "udp" and d.payload or d.transport == "tcp" and d.unclaimed):
         path.append("data")
+    if d.dropped and d.reassembly_note():       # TCP's reassembly threw: its "[Reassembly error ...]" item
+        path.append("_ws.malformed")
     return path
 
 

@@ -14,7 +14,7 @@ import struct
 from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
-from .fields import IP_PROTOS
+from .fields import IP_PROTOS, REASSEMBLY_ERROR
 from .network import sack_throws, v4_cached, v4_text
 
 
@@ -40,7 +40,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "reassembled_in", "icmp",
-                 "unclaimed", "mptcp", "cut", "truncated")
+                 "unclaimed", "dropped", "mptcp", "cut", "truncated")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -82,6 +82,7 @@ class Decoded:
         self.reassembled_in = None           # TCP, -2: the later frame that completes the PDU this segment went into
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
+        self.dropped = False                 # TCP's own reassembly dropped the payload (old bytes): no data layer
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
         self._layers: list[Layer] | None = None
 
@@ -123,7 +124,7 @@ class Decoded:
                 return f"Bogus IP length ({tlen}, less than header length {hl})"
         if self.transport == "tcp":
             if self.flags is not None:
-                return (_TCP_INFO or _tcp_info())(self)
+                return (_TCP_INFO or _tcp_info())(self) + (self.reassembly_note() if self.dropped else "")
             from .layers.tcp_info import cut_header_info        # (rare: the snap length cut the header short)
             return cut_header_info(self)
         if self.transport == "udp" or self.spans and self.spans[-1][0] == "udp" and self.spans[-1][-1] == "cut":
@@ -221,7 +222,7 @@ class Decoded:
             return
         if self.transport == "tcp":
             t = self.tcp
-            if (t is None or self.segment_data or self.reassembled or "retransmission" in t.flags
+            if (t is None or self.segment_data or self.reassembled or self.dropped or "retransmission" in t.flags
                     or "out_of_order" in t.flags):
                 return
         elif self.transport != "udp":
@@ -254,6 +255,17 @@ class Decoded:
                                                 ERROR, message)))
         if self.error is None and abbrev not in PROBLEM_INFO:
             self.error = message
+
+    def reassembly_error(self, message: str) -> None:
+        """tshark's TCP reassembly threw (show_reassembly_exception): a top-level "[Reassembly error, protocol
+        TCP: ...]" item with its error, and the same text after the Info column."""
+        self.problems.append(("tcp", ExpertInfo("_ws.malformed.reassembly", MALFORMED, ERROR, message)))
+
+    def reassembly_note(self) -> str:
+        for _, problem in self.problems:
+            if problem.abbrev == "_ws.malformed.reassembly":
+                return REASSEMBLY_ERROR.format(problem.message)
+        return ""
 
     @property
     def experts(self) -> list[ExpertInfo]:
@@ -401,7 +413,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
         d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = None
     d.cut = 0
     d.truncated = None
-    d.unclaimed = False
+    d.unclaimed = d.dropped = False
     d.segment_data = d.segment_data_at = 0
     d.problems = []
     return d

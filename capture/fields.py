@@ -230,6 +230,7 @@ ipv6_opt_experimental = F("ipv6.opt.experimental", "Experimental Option", "bytes
 # tshark's top-level item after an exception ("[Malformed Packet: IPv6 Hop-by-Hop]"); private: the outputs list
 # _ws.malformed already
 _ws_malformed = F("_ws.malformed", "Malformed Packet", "protocol")
+REASSEMBLY_ERROR = "[Reassembly error, protocol TCP: {}]"      # the label of the item TCP's reassembly error hangs on
 _ws_short = F("_ws.short", "Packet size limited during capture", "protocol")
 ipv6_fraghdr_ident = F("ipv6.fraghdr.ident", "Identification", "uint32", "HEX")
 
@@ -321,6 +322,7 @@ tcp_option_unknown_payload = F("tcp.options.unknown.payload", "Payload", "bytes"
 # a PDU reassembled from several segments (tshark's top-level "tcp.segments" tree in the completing frame)
 tcp_segments = F("tcp.segments", "Reassembled TCP Segments", "none")
 tcp_segment = F("tcp.segment", "TCP Segment", "uint32")
+tcp_segment_overlap = F("tcp.segment.overlap", "Segment overlap", "bool")
 tcp_reassembled_in = F("tcp.reassembled_in", "Reassembled PDU in frame", "uint32")
 tcp_segment_count = F("tcp.segment.count", "Segment count", "uint32")
 tcp_reassembled_length = F("tcp.reassembled.length", "Reassembled TCP length", "uint32")
@@ -508,6 +510,7 @@ EXPERTS = {
     "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
     "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
+    "_ws.malformed.reassembly": "Reassembly error",
     "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",
     **{abbrev: message.replace(": server port {}", "").replace(" (#{})", "") for abbrev, (_, _, message)
        in TCP_EXPERTS.items()},

@@ -190,7 +190,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):
         capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
-    if _fused(path, source, quiet, shows, keeps, exporter, two_pass, count, settings, taps):
+    if quiet and taps and _fused(path, source, quiet, shows, keeps, exporter, two_pass, count, settings, taps):
         from ..analysis.stats_fused import run_taps
         capture_path.close()          # (opened to fail early on a missing file or a non-capture)
         try:

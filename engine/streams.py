@@ -127,7 +127,10 @@ class Streams:
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
         made = 0                         # layers this segment's one (Lua) dissector call made so far
         t = getattr(d, "tcp", None)
-        fill = t is not None and "out_of_order" in t.flags and getattr(proto, "lua", True) is False
+        # tshark's own reassembly stores an out-of-order segment, or a fast retransmission, in the pending PDU it
+        # falls in (desegment_tcp); the Lua dissectors reassemble by themselves and never see either
+        fill = (t is not None and ("out_of_order" in t.flags or "fast_retransmission" in t.flags)
+                and getattr(proto, "lua", True) is False)
         resent = _resent(d, retransmission=True)
         gap = None if t is None else "lost_segment" in t.flags
         for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill, gap):
@@ -157,7 +160,13 @@ class Streams:
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
             stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
-        if proto is not None and d.payload and not made and not _resent(d):
+        if fill and state.stream.filled:
+            d.segment_data = len(d.payload)     # stored in the pending PDU it falls in: "TCP segment data"
+        elif fill and state.stream.late:
+            d.dropped = True                    # old bytes outside any pending PDU: tshark shows nothing of them
+            if state.stream.overlaps_done:      # ... but bytes of a PDU reassembled before: reassemble.c throws
+                d.reassembly_error("New fragment overlaps old data (retransmission?)")
+        elif proto is not None and d.payload and not made and not _resent(d):
             if getattr(proto, "lua", True) is not False:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
                 stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
@@ -167,7 +176,7 @@ class Streams:
     def _record_pieces(self, pieces, frame: int) -> None:
         record = self.reassembled_in
         if len(record) < RECORD_LIMIT:
-            record.update((n, frame) for n, _ in pieces if n != frame)
+            record.update((n, frame) for n, _, _ in pieces if n != frame)
 
     # --- SCTP -----------------------------------------------------------------------------------------------
     def sctp(self, stack, d) -> None:

@@ -154,8 +154,15 @@ def _expert_values(abbrev: str, index: dict) -> list[str]:
         return [str(i.severity) for i in infos]
     if abbrev == "_ws.expert.group":
         return [str(i.group) for i in infos]
-    # _ws.malformed: one hidden "Malformed Packet" protocol item (no label: its abbrev) per malformed expert
-    return [abbrev for i in infos if i.group == MALFORMED]
+    # _ws.malformed: one hidden "Malformed Packet" protocol item (no label: its abbrev) per malformed expert, after
+    # the labelled item a reassembly error hangs its expert on
+    out = []
+    for i in infos:
+        if i.group == MALFORMED:
+            if i.abbrev == "_ws.malformed.reassembly":
+                out.append(std_fields.REASSEMBLY_ERROR.format(i.message))
+            out.append(abbrev)
+    return out
 
 
 # tshark's -T fields escapes exactly these five characters in values (measured: bytes 0x01-0x1f, 0x5c, 0x7f, quotes)

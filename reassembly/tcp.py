@@ -33,6 +33,7 @@ from .offsets import OffsetReassembly, OverBudget
 
 SEQ_MOD = 1 << 32
 MAX_PDU = 1 << 20          # the longest PDU a stream may assemble (a longer one is refused by the caller)
+DONE_KEPT = 64             # PDUs reassembled from segments remembered per direction (late bytes that fall in one)
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 
 
@@ -44,8 +45,9 @@ class Handover:
     seg_offset  where data starts in this frame's TCP payload; None for a reassembled PDU (spans segments:
                 it needs its own data source, "Reassembled TCP (N bytes)")
     frames      the frames the bytes came from, in stream order (one frame unless reassembled)
-    pieces      reassembled only: (frame, length) of each segment's part, in stream order (tshark's
-                "[N Reassembled TCP Segments (M bytes): #9(1448), #10(1448), ...]")
+    pieces      reassembled only: (frame, length, offset in data) of each segment's part, in stream order
+                (tshark's "[N Reassembled TCP Segments (M bytes): #9(1448), #10(1448), ...]"); a retransmitted
+                part overlaps the ones before it
     lost        bytes before this were never handed over ("previous segment not captured"): the framing is
                 unknown here (a direction whose start was not captured: the caller decides, see engine.streams)
     """
@@ -53,7 +55,7 @@ class Handover:
     __slots__ = ("data", "frames", "lost", "offset", "pieces", "seg_offset")
 
     def __init__(self, data: bytes, offset: int, seg_offset: int | None, frames: tuple[int, ...], lost: bool,
-                 pieces: tuple[tuple[int, int], ...] = ()):
+                 pieces: tuple[tuple[int, int, int], ...] = ()):
         self.data, self.offset, self.seg_offset, self.frames, self.lost = data, offset, seg_offset, frames, lost
         self.pieces = pieces
 
@@ -90,10 +92,12 @@ class Pending:
         return whole
 
     def frames(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(frame for _, frame, _ in sorted(self.placed)))
+        return tuple(dict.fromkeys(frame for _, frame, _ in sorted(self.placed, key=lambda p: p[0])))
 
-    def pieces(self) -> tuple[tuple[int, int], ...]:
-        return tuple((frame, length) for _, frame, length in sorted(self.placed))
+    def pieces(self) -> tuple[tuple[int, int, int], ...]:
+        # by offset, parts at the same offset in arrival order (reassemble.c's fragment list)
+        return tuple((frame, length, offset - self.start)
+                     for offset, frame, length in sorted(self.placed, key=lambda p: p[0]))
 
     def handover(self, data: bytes) -> Handover:
         return Handover(data, self.start, None, self.frames(), False, self.pieces())
@@ -102,7 +106,8 @@ class Pending:
 class TcpDirection:
     """The byte stream of one direction of one connection (see the module docstring)."""
 
-    __slots__ = ("base", "fin", "lost_bytes", "max_pdu", "nxt", "pending", "rst")
+    __slots__ = ("base", "done", "filled", "fin", "late", "lost_bytes", "max_pdu", "nxt", "overlaps_done",
+                 "pending", "rst")
 
     def __init__(self, max_pdu: int = MAX_PDU):
         self.base: int | None = None      # raw sequence number of stream offset 0
@@ -110,6 +115,10 @@ class TcpDirection:
         self.pending: Pending | None = None
         self.max_pdu = max_pdu
         self.fin = self.rst = False
+        self.filled = False               # the last segment was an out-of-order one stored in the pending PDU
+        self.late = False                 # the last segment came after bytes past its start (never handed over)
+        self.done: list[tuple[int, int]] = []     # [start, end) of the last PDUs reassembled from segments
+        self.overlaps_done = False        # the last segment was a stored one's bytes falling in a PDU done before
         self.lost_bytes = 0               # bytes skipped by gaps so far (statistics)
 
     def offset_of(self, seq: int) -> int:
@@ -135,6 +144,7 @@ class TcpDirection:
             self.base = seq                  # started mid-stream: this segment's first byte is offset 0
         offset = self.offset_of(seq)
         end = offset + len(payload)
+        self.filled = self.late = self.overlaps_done = False
         self.fin |= bool(flags & FIN)
         self.rst |= bool(flags & RST)
         first = self.nxt is None
@@ -143,13 +153,19 @@ class TcpDirection:
                 self.nxt = offset
             return
         if resent or (not first and offset < self.nxt):  # retransmission / late: tshark hands nothing over
+            self.late = True
             self.nxt = end if first else max(self.nxt, end)
             pend = self.pending
             if fill and not resent and pend is not None and pend.end is not None and pend.start <= offset < pend.end:
                 whole = pend.add(offset, payload, frame)         # ... but an out-of-order one fills a hole
+                self.filled = whole is None
                 if whole is not None:
                     self.pending = None
+                    self._done(pend)
                     yield pend.handover(whole)
+            elif fill and not resent:
+                # in a PDU reassembled already: tshark's reassembly refuses it ("New fragment overlaps old data")
+                self.overlaps_done = self._in_done(offset)
             return
         lost = not first and offset > self.nxt and gap is not False
         if lost:
@@ -170,6 +186,7 @@ class TcpDirection:
                 self.pending = None
                 pos = pend.end - offset
                 if whole is not None:
+                    self._done(pend)
                     yield pend.handover(whole)
                     if self.pending is not None:          # the reassembled PDU asked for more: the rest joins it
                         if pos < len(payload):
@@ -181,6 +198,21 @@ class TcpDirection:
         if pos < len(payload):
             yield Handover(payload[pos:], offset + pos, pos, (frame,), lost)
 
+    def _done(self, pend: Pending) -> None:
+        done = self.done
+        if len(done) >= DONE_KEPT:
+            del done[0]
+        done.append((pend.start, pend.end))
+
+    def _in_done(self, offset: int) -> bool:
+        """Whether stream `offset` falls in the PDU reassembled from segments that starts last at or before it
+        (desegment_tcp's lookup of the multi-segment PDU a segment belongs to)."""
+        best = None
+        for start, end in self.done:
+            if start <= offset and (best is None or start >= best[0]):
+                best = (start, end)
+        return best is not None and offset < best[1]
+
     def desegment(self, h: Handover, pos: int, need: int) -> None:
         """The subdissector needs more bytes: the PDU starting at h.data[pos] is `need` bytes long in all
         (0: unknown, take the whole next segment). The caller refuses need > max_pdu beforehand."""
@@ -189,10 +221,9 @@ class TcpDirection:
         if h.seg_offset is not None:
             pend.add(start, h.data[pos:], h.frames[0])
         else:                                # re-pending part of a reassembled PDU: keep its parts apart
-            at = h.offset
-            for frame, length in h.pieces:
+            for frame, length, rel in h.pieces:
+                at = h.offset + rel
                 lo = max(at, start)
                 if at + length > lo:
                     pend.add(lo, h.data[lo - h.offset:at + length - h.offset], frame)
-                at += length
         self.pending = pend

@@ -96,6 +96,7 @@ INFO_KNOWN = {
     ("rutentoy-lost-reordered.pcap", None): "tshark's TCP puts its analysis flag ([TCP Previous segment not "
                                             "captured]) before the Info of the layer above; protodump does not yet",
 }
+TCP_TAG = re.compile(r"\[TCP [^\]]*\] ")
 GAME_ROW = re.compile(r"^ +\d+ +\S+ +\S+ . \S+ +(" + "|".join(PARITY) + r") ", re.M)
 
 
@@ -126,6 +127,8 @@ def test_info_columns(summaries):
     assert a, f"no game row in {name}"
     if version >= (4, 2):       # tshark 4.2+ escapes control characters in columns (\r, \x01); 4.0, and protodump, not
         a = [re.sub(r"[\x00-\x1f]", _escape, x) for x in a]
+    if version != (4, 0):       # TCP's analysis tags are the standard layers', which follow tshark 4.0 (4.4 flags a
+        a, b = ([TCP_TAG.sub("", x) for x in rows] for rows in (a, b))      # lossy capture's segments otherwise)
     assert a == b, [(x, y) for x, y in zip(a, b) if x != y][:3] or (len(a), len(b))
 
 

@@ -247,13 +247,17 @@ LOSSY = Path(__file__).resolve().parent.parent / "captures"
     ("iceball-tcp-lossy.pcap", ("-Y", "tcp.analysis.keep_alive", "-V")),
     ("rutentoy-lossy.pcap", ("-Y", "tcp.analysis.bytes_in_flight < tcp.len",)),
     ("rutentoy-lossy-v6.pcap", ("-V", "-c", "8")),
+    ("freeblox-lossy.pcap", ("-Y", "tcp.segment.overlap or _ws.malformed or tcp.analysis.out_of_order", "-V")),
+    ("freeblox-lossy.pcap", ("-T", "fields", "-e", "frame.number", "-e", "tcp.segment_data", "-e", "_ws.malformed")),
 ])
 def test_lossy_recovery(name, args, protodump_run, standard_run):
     """Sessions recorded with a quarter of the segments dropped (tools/netns_record.py drop=): the peer's latest
     SACK blocks are taken off the bytes in flight, a FIN's virtual byte is not counted, the PSH count is shown only
     beside a non-zero bytes in flight, a keep-alive's byte goes to tshark's data dissector, not the game's, and a
     retransmitted SYN (acknowledgement number 0) empties the peer's unacknowledged list, so the handshake's ACK
-    acknowledges nothing there."""
+    acknowledges nothing there. WebSocket (tshark's own reassembly): an out-of-order or fast-retransmitted segment
+    falling in the pending PDU is stored there ("TCP segment data", listed with "[Segment overlap: True]" in the
+    reassembled segments), one falling in a PDU reassembled before is a reassembly error, any other shows nothing."""
     path = LOSSY / name
     same_as_tshark(path, args, protodump_run, standard_run)
     if "-Y" in args:        # the filter's frames exist, so the comparison says something

@@ -64,7 +64,7 @@ def test_a_pdu_spanning_three_segments_is_handed_over_reassembled_in_the_last():
     assert [len(r) for r in results] == [1, 0, 1]          # the middle segment hands nothing over
     h, pdus = results[2][0]
     assert h.seg_offset is None and pdus == [big]
-    assert h.frames == (10, 11, 12) and h.pieces == ((10, 1448), (11, 1448), (12, len(big) - 2896))
+    assert h.frames == (10, 11, 12) and h.pieces == ((10, 1448, 0), (11, 1448, 1448), (12, len(big) - 2896, 2896))
 
 
 def test_tail_of_one_pdu_then_more_pdus_in_one_segment():
@@ -74,7 +74,7 @@ def test_tail_of_one_pdu_then_more_pdus_in_one_segment():
     calls = feed(d, ISN + 11, p7[10:] + p8 + p9[:7], 2)
     assert [(h.seg_offset, pdus) for h, pdus in calls] == [(None, [p7]), (23, [p8])]
     [(h, pdus)] = feed(d, ISN + 11 + 23 + len(p8) + 7, p9[7:], 3)
-    assert pdus == [p9] and h.pieces == ((2, 7), (3, len(p9) - 7))
+    assert pdus == [p9] and h.pieces == ((2, 7, 0), (3, len(p9) - 7, 7))
 
 
 def test_retransmissions_and_late_segments_are_never_handed_over():
@@ -113,7 +113,7 @@ def test_open_pending_takes_the_whole_next_segment():
     [(h, pdus)] = feed(d, ISN + 1, p[:1], 1)                  # one byte: not even the length
     assert pdus == [] and d.pending is not None and d.pending.end is None
     [(h, pdus)] = feed(d, ISN + 2, p[1:] + p, 2)
-    assert h.seg_offset is None and pdus == [p, p] and h.pieces == ((1, 1), (2, 2 * len(p) - 1))
+    assert h.seg_offset is None and pdus == [p, p] and h.pieces == ((1, 1, 0), (2, 2 * len(p) - 1, 1))
 
 
 def test_sequence_numbers_wrap_around():

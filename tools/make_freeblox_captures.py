@@ -142,7 +142,12 @@ def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, cli
 
 def _scripts() -> dict:
     from freeblox_sessions import sessions      # the Freeblox sessions, built with the table encoder
-    return sessions()
+    scripts = sessions()
+    # a lossy link (15 % of the segments dropped on input, tools/netns_record.py): out-of-order and fast-retransmitted
+    # segments in tshark's own reassembly; each recording loses other segments
+    steps, options = scripts["freeblox-plain.pcap"]
+    scripts["freeblox-lossy.pcap"] = (steps, {**options, "drop": 15})
+    return scripts
 
 
 def write_golden(name: str) -> None:

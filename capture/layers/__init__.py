@@ -104,6 +104,11 @@ def build(d, roots=None) -> list[Layer]:
             continue
         if roots is not None and by_proto.get("eth" if proto == "ethertype" else proto) is None:
             continue             # a layer nothing asked for (a filter on an expert names its layer's protocol)
+        if info.abbrev == "_ws.malformed.reassembly":   # TCP's reassembly threw: its own top-level item
+            top = Item(f._ws_malformed, None, exception_offset(d), 0, f.REASSEMBLY_ERROR.format(info.message))
+            top.expert(info)
+            layers.append(Layer("_ws.malformed", top))
+            continue
         if info.abbrev == "_ws.malformed.expert":       # tshark's item after an exception, on the top level
             why = d.exception_reason(proto)
             top = Item(f._ws_malformed, None, exception_offset(d), 0, f"[Malformed Packet: {MALFORMED_NAMES.get(proto, proto)}"

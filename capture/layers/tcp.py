@@ -108,15 +108,17 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
 def tcp_segments_layer(pieces, whole: bytes, source: int = 0) -> Layer:
     """tshark's summary of a PDU reassembled from segments, shown in the frame that completed it: its items span
     their bytes in the reassembled buffer (data source `source`), each segment its own share."""
-    parts = ", ".join(f"#{frame}({length})" for frame, length in pieces)
+    parts = ", ".join(f"#{frame}({length})" for frame, length, _ in pieces)
     n = len(whole)
     top = Item(f.tcp_segments, None, 0, n, f"[{len(pieces)} Reassembled TCP Segments ({n} bytes): {parts}]",
                True, source)
-    at = 0
-    for frame, length in pieces:
-        top.add(Item(f.tcp_segment, frame, at, length,
-                     f"[Frame: {frame}, payload: {at}-{at + length - 1} ({length} bytes)]", True, source))
-        at += length
+    covered = 0
+    for frame, length, at in pieces:
+        item = top.add(Item(f.tcp_segment, frame, at, length,
+                            f"[Frame: {frame}, payload: {at}-{at + length - 1} ({length} bytes)]", True, source))
+        if at < covered:        # a retransmitted part: reassemble.c flags the bytes it covers again
+            item.add(Item(f.tcp_segment_overlap, True, 0, 0, "[Segment overlap: True]", True, source))
+        covered = max(covered, at + length)
     top.add(Item(f.tcp_segment_count, len(pieces), 0, 0, f"[Segment count: {len(pieces)}]", True, source))
     top.add(Item(f.tcp_reassembled_length, n, 0, 0, f"[Reassembled TCP length: {n}]", True, source))
     top.add(Item(f.tcp_reassembled_data, whole, 0, n, None, True, source))     # tshark's bytes label (cut)
