@@ -6,7 +6,10 @@ stream_tcp_segment in lua/rt_stream.lua).
 Measured on tshark 4.0.17 (docs/tshark-formats.md section 6):
 
 - a segment starting before the next expected sequence number (a retransmission, a duplicate, or an
-  out-of-order segment arriving late) is never handed over, not even its new bytes, and never fills a hole;
+  out-of-order segment arriving late) is never handed over, not even its new bytes; for tshark's own
+  reassembly (`fill`: TCP's analysis calls it out-of-order or a fast retransmission) one that falls in the
+  pending PDU is stored there and can complete it, and one that falls in a PDU completed before is a
+  reassembly error (`overlaps_done`, the last DONE_KEPT such PDUs remembered);
 - a segment after a gap (its predecessor lost or not yet arrived) is handed over as if it followed on, with
   the "previous segment not captured" flag (`Handover.lost`): there the stream layer resynchronises;
 - when the subdissector needs more bytes than there are (a desegment request), the rest becomes a pending PDU
@@ -15,7 +18,8 @@ Measured on tshark 4.0.17 (docs/tshark-formats.md section 6):
   reassembled, in the frame that completed it, followed by the rest of that segment. A pending PDU with a hole
   never completes: the first segment reaching past its end abandons it and hands over the bytes after its end.
 
-Memory: only the pending PDU is kept, at most `max_pdu` bytes (the caller refuses longer desegment requests).
+Memory: only the pending PDU is kept, at most `max_pdu` bytes (the caller refuses longer desegment requests),
+and the bounds of the last DONE_KEPT PDUs reassembled from segments.
 
 Usage (engine/streams.py is the real caller)::
 
