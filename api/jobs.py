@@ -38,29 +38,24 @@ items are recounted by the parent from the workers' lookups: output/lua_fakes.py
 conversation (nothing to share out).
 
 Standard library only (multiprocessing with fork: the workers inherit the parsed options, filter and taps).
-Here: whether a run is shared out, the plan's first look, the fork and the plan streamed to the workers. The
-workers' tables numbered by the plan: api/planned.py; a worker: api/jobs_worker.py; the pipes between the
-processes and their messages: api/jobs_pipes.py; receiving and merging the output: api/jobs_merge.py.
+Here: whether a run is shared out and the plan's first look. The fork and the plan streamed to the workers:
+api/jobs_parent.py; the workers' tables numbered by the plan: api/planned.py; a worker: api/jobs_worker.py; the
+pipes between the processes and their messages: api/jobs_pipes.py; receiving and merging the output:
+api/jobs_merge.py.
 """
 from __future__ import annotations
 
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 
 from .capture.files import CaptureError
-from .jobs_merge import Merger, WorkerDied
-from .jobs_pipes import SIZE, Inbox, send_all, widen
-from .jobs_worker import worker
 
 AUTO_MIN_BYTES = 4 << 20       # without -j: smaller files are read in one process (forking costs more)
-MOST = 0.85                    # a plan whose largest shard has more of the frames than this: one process
 MAX_JOBS = 255                 # (a frame's shard is a byte)
 LOOK = 512                     # frames planned before forking: one process when one conversation has most of them
                                # (a small look: it is all the parent's time before the workers start)
 LOOK_SHARE = 20                # ... and so far, up to a twentieth of the file
-ONE = "one conversation has most frames"
 CHUNK_PLAN = 2048              # then the plan is sent to the workers in chunks of this many frames
 
 
@@ -123,6 +118,7 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
     Planner), a chunk at a time, and sends each its frames' places, so a worker seeks to its own frames."""
     if not explicit and os.path.getsize(run.path) < AUTO_MIN_BYTES:
         return False
+    from .jobs_parent import ONE, Parent, one_process, say    # (only now: a small file's start-up skips them)
     from .shards import Planner, StreamNumbers
     numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)
     try:
@@ -133,18 +129,18 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
     if os.environ.get("PROTODUMP_JOBS_PLAN"):          # "LOOK,CHUNK": the tests' small chunks
         look, chunk = map(int, os.environ["PROTODUMP_JOBS_PLAN"].split(","))
     first = planner.step(look)
-    why = _one_process(planner, numbers)
+    why = one_process(planner, numbers)
     size = os.path.getsize(run.path)
     while why == ONE and not planner.done and planner.position * LOOK_SHARE < size:
         # one conversation so far: look on, up to a share of the file, before saying so (a capture may start
         # with one session before the others join)
         first = [a + b for a, b in zip(first, planner.step(look))]
-        why = _one_process(planner, numbers)
+        why = one_process(planner, numbers)
     if why is not None:
         planner.close()
-        _say(jobs, f"one process ({why})")
+        say(jobs, f"one process ({why})")
         return False
-    if not _Parent(run, planner, numbers, jobs, chunk).go(first):
+    if not Parent(run, planner, numbers, jobs, chunk).go(first):
         return False
     _exit_now()
     return True
@@ -163,111 +159,3 @@ def _exit_now() -> None:
     sys.stderr.flush()
     run_handlers()
     os._exit(0)
-
-
-def _one_process(planner, numbers) -> str | None:
-    """Why the plan so far says one process should read the file (None: share it out)."""
-    if numbers.unsplittable:
-        return numbers.unsplittable
-    frames = planner.frames
-    if sum(1 for n in frames if n) < 2 or max(frames) > MOST * planner.n:
-        return ONE
-    return None
-
-
-def _say(jobs: int, what: str) -> None:
-    if os.environ.get("PROTODUMP_JOBS_VERBOSE"):        # what the tests check
-        print(f"protodump: -j {jobs}: {what}", file=sys.stderr)
-
-
-class _Parent(Merger):
-    """Forks the workers and sends them the plan as it is made; then merges what they send (Merger)."""
-
-    def __init__(self, run: Run, planner, numbers, jobs: int, chunk: int):
-        self.run, self.planner, self.numbers, self.jobs = run, planner, numbers, jobs
-        self.chunk_frames = chunk          # frames planned per chunk sent
-        self.filtering = run.shows is not None
-        self.sends_frames = not run.quiet or run.source.write_path is not None
-
-    def go(self, first: list) -> bool:
-        """Fork the workers, plan the rest of the file as they decode, merge; False (the workers stopped,
-        nothing written) when the plan finds that one process must read the file after all."""
-        import gc
-        import multiprocessing as mp
-        ctx = mp.get_context("fork")
-        run, planner = self.run, self.planner
-        sys.stdout.flush()
-        gc.freeze()                    # the workers' collections leave the parent's objects (and pages) alone
-        self.forked_cpu = time.process_time()
-        self.procs, self.inboxes, plans = [], [], []
-        ran = False
-        try:
-            for k in range(planner.parts):
-                out_r, out_w = os.pipe()
-                plan_r, plan_w = os.pipe()
-                for fd in (out_r, plan_w):
-                    widen(fd)
-                # the worker closes what it inherits of the other workers' pipes (else a dead peer's pipe stays open)
-                theirs = [i.fd for i in self.inboxes] + plans + [out_r, plan_w]
-                p = ctx.Process(target=worker, args=(run, k, planner.parts, planner.first_ns, planner.seekable,
-                                                      plan_r, out_w, self.filtering, theirs), daemon=True,
-                                name=f"protodump-shard-{k}")
-                p.start()
-                os.close(out_w)
-                os.close(plan_r)
-                self.procs.append(p)
-                self.inboxes.append(Inbox(out_r))
-                plans.append(plan_w)
-            self._plan(plans, first)
-            self.planned_cpu = time.process_time()
-            why = _one_process(planner, self.numbers) if self.numbers.unsplittable else None
-            if why is not None:
-                self._stop()
-                _say(self.jobs, f"one process ({why})")
-                return False
-            _say(self.jobs, ", ".join(f"shard {k}: {n} frames" for k, n in enumerate(planner.frames)))
-            self.owner, self.total, self.error = planner.owner, planner.n, planner.error
-            ran = True
-            run.source._open_dump(None, None)          # -w: opened as the one-process path opens it
-            self._merge()
-        except WorkerDied as exc:
-            sys.stdout.flush()
-            print(f"protodump: -j: {exc}", file=sys.stderr)
-            sys.exit(2)
-        finally:
-            gc.unfreeze()
-            planner.close()
-            self._stop()
-            for inbox in self.inboxes:
-                os.close(inbox.fd)
-            if ran:                                     # (else the one-process path runs with it)
-                run.source.finish()
-        return True
-
-    def _plan(self, plans: list, chunk: list) -> None:
-        """Send each worker its frames, a chunk of the plan at a time (a worker that died is found by the merge)."""
-        planner = self.planner
-        live = list(plans)
-        while chunk is not None:
-            for k, entries in enumerate(chunk):
-                if entries and live[k] is not None:
-                    try:
-                        send_all(live[k], [SIZE.pack(len(entries) * entries.itemsize), entries])
-                    except OSError:
-                        live[k] = None
-            if self.numbers.unsplittable:
-                break
-            chunk = planner.step(self.chunk_frames)
-        for fd in plans:
-            try:
-                send_all(fd, [SIZE.pack(0)])               # the end of the plan
-            except OSError:
-                pass
-            os.close(fd)
-
-    def _stop(self) -> None:
-        for p in self.procs:
-            if p.is_alive():
-                p.kill()
-            p.join()
-        self.procs = []

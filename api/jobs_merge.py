@@ -23,7 +23,7 @@ class WorkerDied(Exception):
 
 
 class Merger:
-    """Receives and merges what the workers send; api/jobs.py's _Parent forks them and sets what this reads:
+    """Receives and merges what the workers send; api/jobs_parent.py's Parent forks them and sets what this reads:
     run, planner, procs and inboxes (one per worker), owner (the plan's worker byte per frame), total, error,
     filtering, sends_frames, forked_cpu and planned_cpu."""
 

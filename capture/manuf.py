@@ -11,6 +11,7 @@ and know nothing of tshark's naming of masked ranges ("IPv4mcast_01"), which is 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import shutil
 import subprocess
@@ -72,8 +73,9 @@ def _masked(raw: bytes, mask: int) -> bytes:
 
 
 class Tables:
-    """wka is read whole (a few hundred lines); manuf (50,000 lines) is read as text and only the lines of the
-    OUIs asked about are parsed, so a capture pays for the vendors it shows, not for the file."""
+    """wka is read whole (a few hundred lines); manuf (50,000 lines, 2 MB) is mapped, not read (reading and
+    decoding it cost more than the rest of a small capture's start), and only the lines of the OUIs asked about
+    are decoded and parsed, so a capture pays for the vendors it shows, not for the file."""
 
     def __init__(self):
         self.oui: dict[bytes, tuple[str, str]] = {}    # 3 bytes -> (short, long)
@@ -81,11 +83,15 @@ class Tables:
         self.ranges: dict[bytes, str] = {}             # masked 6 bytes (wka, manuf /28 /36) -> name
         self.seen: set[bytes] = set()                  # OUIs whose manuf lines were parsed
         path = _file("manuf")
+        self.manuf: bytes | mmap.mmap = b""
         if path:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                self.manuf = "\n" + fh.read()
+            with open(path, "rb") as fh:
+                try:
+                    self.manuf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):        # (an empty file cannot be mapped)
+                    self.manuf = fh.read()
         else:
-            self.manuf = "\n" + _built_in_manuf()
+            self.manuf = _built_in_manuf().encode("utf-8")
         path = _file("wka")
         if path:
             with open(path, encoding="utf-8", errors="replace") as fh:
@@ -96,14 +102,16 @@ class Tables:
         if oui in self.seen:
             return
         self.seen.add(oui)
-        key, text, lines, at = "\n" + ":".join(f"{b:02X}" for b in oui), self.manuf, [], 0
-        while True:
-            at = text.find(key, at)
-            if at < 0:
-                break
-            end = text.find("\n", at + 1)
-            lines.append(text[at + 1:end if end >= 0 else len(text)])
-            at += 1
+        key, text = ("\n" + ":".join(f"{b:02X}" for b in oui)).encode(), self.manuf
+        starts = [0] if text[:len(key) - 1] == key[1:] else []     # (the first line has no newline before it)
+        at = text.find(key)
+        while at >= 0:
+            starts.append(at + 1)
+            at = text.find(key, at + 1)
+        lines = []
+        for start in starts:
+            end = text.find(b"\n", start)
+            lines.append(text[start:end if end >= 0 else len(text)].decode("utf-8", "replace"))
         self._load(lines, False)
 
     def _load(self, lines, wka: bool) -> None:

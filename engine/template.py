@@ -49,14 +49,16 @@ class Slot:
     its value (None: no value), `at`/`length` its bytes relative to the layer's base offset (either may be the
     key of a value: a payload's length, a PDU's place), its item class
     (Item, HiddenItem, TextItem), whether it is generated, its children (slots or static items), and `source`: the
-    key of its data source index (None: the frame)."""
+    key of its data source index (None: the frame). `plain`: its value is a text that never needs escaping
+    (digits, an address), so the JSON text takes it as it is instead of checking it in every frame."""
 
-    __slots__ = ("field", "label", "value", "at", "length", "generated", "cls", "kids", "source")
+    __slots__ = ("field", "label", "value", "at", "length", "generated", "cls", "kids", "source", "plain")
 
     def __init__(self, field, label: str | None, value: str | None = None, at: int | str = 0, length: int | str = 0,
-                 generated: bool = False, cls=Item, kids: tuple = (), source: str | None = None):
+                 generated: bool = False, cls=Item, kids: tuple = (), source: str | None = None, plain: bool = False):
         self.field, self.label, self.value, self.at, self.length = field, label, value, at, length
         self.generated, self.cls, self.kids, self.source = generated, cls, tuple(kids), source
+        self.plain = plain
 
 
 class Template:

@@ -170,7 +170,7 @@ def _compile_members(nodes, depth: int, out: list, derived: list) -> None:
                 out.append(",\n" + ind + key + '"' + ("" if f.ftype == "none" else tv.json_escape(n.label or f.name)
                                                       .replace("%", "%%")) + '"')
             continue
-        out.append(",\n" + ind + key + '"' + _placeholder(n.value, conv, derived) + '"')
+        out.append(",\n" + ind + key + '"' + _placeholder(n.value, conv, derived, n.plain) + '"')
         if n.kids:
             out.append(",\n" + ind + tree_key)
             _compile_object(n.kids, depth + 1, out, derived)
@@ -183,11 +183,13 @@ def _compile_object(nodes, depth: int, out: list, derived: list) -> None:
     out.append("{" + text[1:] + "\n" + _INDENT[depth] + "}" if text else "{}")
 
 
-def _placeholder(key: str, conv, derived: list) -> str:
-    """The %-format of a value: a plain conversion (str of an int, a "0x%04x" pattern) formats in place; any
-    other is computed per frame into a derived key."""
+def _placeholder(key: str, conv, derived: list, plain: bool = False) -> str:
+    """The %-format of a value: a plain conversion (str of an int, a "0x%04x" pattern, a string slot that needs
+    no escaping) formats in place; any other is computed per frame into a derived key."""
     if conv is str:
         return "%(" + key + ")d"
+    if conv is _string and plain:
+        return "%(" + key + ")s"
     pattern = getattr(conv, "__self__", None)
     if pattern.__class__ is str and pattern.count("%") == 1:     # a str.__mod__: "0x%04x"
         return pattern.replace("%", "%(" + key + ")")

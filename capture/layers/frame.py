@@ -110,15 +110,16 @@ def _frame_nodes(fr) -> list:
     encap = WTAP_ENCAP.get(fr.linktype)
     if encap is not None:
         nodes.append(Item(f.frame_encap, encap[0], label=f"Encapsulation type: {encap[1]} ({encap[0]})"))
-    nodes += [Slot(f.frame_time, "Arrival Time: %(arrival)s", "arrival"),
+    # (the times are digits, the arrival time's zone a name: `plain`, no JSON escaping)
+    nodes += [Slot(f.frame_time, "Arrival Time: %(arrival)s", "arrival", plain=True),
               NO_SHIFT,
-              Slot(f.frame_time_epoch, "Epoch Time: %(ts)s seconds", "ts"),
+              Slot(f.frame_time_epoch, "Epoch Time: %(ts)s seconds", "ts", plain=True),
               Slot(f.frame_time_delta, "[Time delta from previous captured frame: %(delta)s seconds]", "delta",
-                   generated=_G),
+                   generated=_G, plain=True),
               Slot(f.frame_time_delta_displayed, "[Time delta from previous displayed frame: %(shown)s seconds]",
-                   "shown", generated=_G),
+                   "shown", generated=_G, plain=True),
               Slot(f.frame_time_relative, "[Time since reference or first frame: %(rel)s seconds]", "rel",
-                   generated=_G),
+                   generated=_G, plain=True),
               Slot(f.frame_number, "Frame Number: %(number)d", "number"),
               Slot(f.frame_len, "Frame Length: %(len)d bytes (%(len8)d bits)", "len"),
               Slot(f.frame_cap_len, "Capture Length: %(caplen)d bytes (%(caplen8)d bits)", "caplen"),
@@ -126,7 +127,8 @@ def _frame_nodes(fr) -> list:
     p2p = _p2p_item(fr.flags)
     if p2p is not None:
         nodes.append(p2p)
-    nodes.append(Slot(f.frame_protocols, "[Protocols in frame: %(protocols)s]", "protocols", generated=_G))
+    nodes.append(Slot(f.frame_protocols, "[Protocols in frame: %(protocols)s]", "protocols", generated=_G,
+                      plain=True))
     return nodes
 
 

@@ -97,10 +97,10 @@ def _ip_nodes(data: bytes, off: int, vihl: int, ds: int, frag: int, proto: int, 
     src_f, dst_f, addr_f, src_host, dst_host, host = f.ip_addresses
     for field, host_f, key, at, name in ((src_f, src_host, "src", 12, "Source"), (dst_f, dst_host, "dst", 16,
                                                                                   "Destination")):
-        nodes += [Slot(field, f"{name} Address: %({key})s", key, at, 4),
-                  Slot(addr_f, None, key, at, 4, cls=HiddenItem),
-                  Slot(host_f, None, key, at, 4, cls=HiddenItem),
-                  Slot(host, None, key, at, 4, cls=HiddenItem)]
+        nodes += [Slot(field, f"{name} Address: %({key})s", key, at, 4, plain=True),
+                  Slot(addr_f, None, key, at, 4, cls=HiddenItem, plain=True),
+                  Slot(host_f, None, key, at, 4, cls=HiddenItem, plain=True),
+                  Slot(host, None, key, at, 4, cls=HiddenItem, plain=True)]
     if opts is not None:
         nodes.append(options_item(data, off + 20, off + 20 + len(opts)))
     return nodes

@@ -81,9 +81,10 @@ def _analysis_slots(t, off: int) -> list:
     0, 2 with its RTT), iRTT?, bytes in flight?, PSH bytes?, analysis flags, RTO?, duplicate ACK number, an
     analysis record with nothing else to show?)."""
     nodes = [Slot(None, "Timestamps", None, 0, 0, _G, TextItem, (
-        Slot(f.tcp_time_relative, "[Time since first frame in this TCP stream: %(rel)s seconds]", "rel", 0, 0, _G),
+        Slot(f.tcp_time_relative, "[Time since first frame in this TCP stream: %(rel)s seconds]", "rel", 0, 0, _G,
+             plain=True),
         Slot(f.tcp_time_delta, "[Time since previous frame in this TCP stream: %(delta)s seconds]", "delta", 0, 0,
-             _G)))]
+             _G, plain=True)))]
     _, _, acked, irtt, bif, push, kinds, rto, dupacks, record = t
     kids = []
     if acked:
@@ -91,9 +92,9 @@ def _analysis_slots(t, off: int) -> list:
                          "acks_frame", 0, 0, _G))
     if acked == 2:              # an RTT of 0 is not shown (tcp.c: only a non-zero ta->ts)
         kids.append(Slot(f.tcp_analysis_ack_rtt, "[The RTT to ACK the segment was: %(ack_rtt)s seconds]", "ack_rtt",
-                         0, 0, _G))
+                         0, 0, _G, plain=True))
     if irtt:
-        kids.append(Slot(f.tcp_analysis_initial_rtt, "[iRTT: %(irtt)s seconds]", "irtt", 0, 0, _G))
+        kids.append(Slot(f.tcp_analysis_initial_rtt, "[iRTT: %(irtt)s seconds]", "irtt", 0, 0, _G, plain=True))
     if bif:
         kids.append(Slot(f.tcp_analysis_bytes_in_flight, "[Bytes in flight: %(bif)d]", "bif", 0, 0, _G))
     if bif and push:            # (tcp.c prints the PSH count only beside a non-zero bytes in flight)
@@ -120,7 +121,8 @@ def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
         if kind == "fast_retransmission":
             tcp_expert(flags, "tcp.analysis.retransmission")
         if kind == "retransmission" and rto and "spurious_retransmission" not in kinds:
-            rto_slots = [Slot(f.tcp_analysis_rto, "[The RTO for this segment was: %(rto)s seconds]", "rto", 0, 0, _G),
+            rto_slots = [Slot(f.tcp_analysis_rto, "[The RTO for this segment was: %(rto)s seconds]", "rto", 0, 0, _G,
+                              plain=True),
                          Slot(f.tcp_analysis_rto_frame, "[RTO based on delta from frame: %(rto_frame)d]", "rto_frame",
                               0, 0, _G)]
     out = [Slot(f.tcp_analysis_flags, "TCP Analysis Flags", None, 0, 0, _G, kids=(*flags.children, *rto_slots))
