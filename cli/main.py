@@ -15,6 +15,7 @@ gc.disable()
 import click  # noqa: E402
 
 from .. import __version__  # noqa: E402
+from . import allocator  # noqa: E402
 from . import completion  # noqa: E402
 from . import errors  # noqa: E402
 from .read_cmd import read  # noqa: E402
@@ -127,6 +128,7 @@ def _release_gc() -> None:
 
 def main() -> None:
     global _held_gc
+    allocator.tune()               # frames' large blocks from the heap, not a fresh mapping each (cli/allocator.py)
     if gc.isenabled():
         _held_gc = True
         gc.disable()
