@@ -40,7 +40,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "reassembled_in", "icmp",
-                 "unclaimed", "dropped", "mptcp", "cut", "truncated")
+                 "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -79,6 +79,9 @@ class Decoded:
         self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
         self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
         self.segment_data_at = 0             # ... from this offset in the payload (after the PDUs it held)
+        # TCP: late bytes (a spurious, out-of-order or fast retransmission) where a PDU of tshark's own
+        # reassembly starts (engine.streams): "Retransmitted TCP segment data", as for any other retransmission
+        self.repeats_pdu_start = False
         self.reassembled_in = None           # TCP, -2: the later frame that completes the PDU this segment went into
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
@@ -413,7 +416,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
         d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = None
     d.cut = 0
     d.truncated = None
-    d.unclaimed = d.dropped = False
+    d.unclaimed = d.dropped = d.repeats_pdu_start = False
     d.segment_data = d.segment_data_at = 0
     d.problems = []
     return d

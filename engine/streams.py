@@ -133,7 +133,8 @@ class Streams:
                 and getattr(proto, "lua", True) is False)
         resent = _resent(d, retransmission=True)
         gap = None if t is None else "lost_segment" in t.flags
-        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill, gap):
+        fast = fill and "fast_retransmission" in t.flags
+        for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill, gap, fast):
             if proto is not None:
                 if not state.started:
                     state.started = True
@@ -160,7 +161,11 @@ class Streams:
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
             stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
-        if fill and state.stream.filled:
+        if state.stream.repeats_start and getattr(proto, "lua", True) is False:
+            # (tshark's own reassembly: the first segment of one of its multi-segment PDUs, again)
+            d.repeats_pdu_start = True
+            d.dropped = True
+        elif fill and state.stream.filled:
             d.segment_data = len(d.payload)     # stored in the pending PDU it falls in: "TCP segment data"
         elif fill and state.stream.late:
             d.dropped = True                    # old bytes outside any pending PDU: tshark shows nothing of them

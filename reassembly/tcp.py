@@ -54,14 +54,16 @@ class Handover:
                 part overlaps the ones before it
     lost        bytes before this were never handed over ("previous segment not captured"): the framing is
                 unknown here (a direction whose start was not captured: the caller decides, see engine.streams)
+    late        a fast retransmission of bytes handed over before, handed over again as they are: a PDU it
+                leaves incomplete is never assembled (the stream went on past it)
     """
 
-    __slots__ = ("data", "frames", "lost", "offset", "pieces", "seg_offset")
+    __slots__ = ("data", "frames", "late", "lost", "offset", "pieces", "seg_offset")
 
     def __init__(self, data: bytes, offset: int, seg_offset: int | None, frames: tuple[int, ...], lost: bool,
-                 pieces: tuple[tuple[int, int, int], ...] = ()):
+                 pieces: tuple[tuple[int, int, int], ...] = (), late: bool = False):
         self.data, self.offset, self.seg_offset, self.frames, self.lost = data, offset, seg_offset, frames, lost
-        self.pieces = pieces
+        self.pieces, self.late = pieces, late
 
     def __repr__(self) -> str:
         return (f"Handover({len(self.data)} bytes @{self.offset} seg_offset={self.seg_offset} "
@@ -111,7 +113,7 @@ class TcpDirection:
     """The byte stream of one direction of one connection (see the module docstring)."""
 
     __slots__ = ("base", "done", "filled", "fin", "late", "lost_bytes", "max_pdu", "nxt", "overlaps_done",
-                 "pending", "rst")
+                 "pending", "repeats_start", "rst")
 
     def __init__(self, max_pdu: int = MAX_PDU):
         self.base: int | None = None      # raw sequence number of stream offset 0
@@ -123,6 +125,7 @@ class TcpDirection:
         self.late = False                 # the last segment came after bytes past its start (never handed over)
         self.done: list[tuple[int, int]] = []     # [start, end) of the last PDUs reassembled from segments
         self.overlaps_done = False        # the last segment was a stored one's bytes falling in a PDU done before
+        self.repeats_start = False        # the last segment was late bytes where a PDU from segments starts
         self.lost_bytes = 0               # bytes skipped by gaps so far (statistics)
 
     def offset_of(self, seq: int) -> int:
@@ -134,21 +137,24 @@ class TcpDirection:
         return self.nxt + (delta - SEQ_MOD if delta >= SEQ_MOD // 2 else delta)
 
     def segment(self, seq: int, payload: bytes, frame: int, flags: int = 0, resent: bool = False,
-                fill: bool = False, gap: bool | None = None) -> Iterator[Handover]:
+                fill: bool = False, gap: bool | None = None, fast: bool = False) -> Iterator[Handover]:
         """The handovers one segment makes, in order (a generator: the caller may call desegment() between
         them, which changes what follows). `resent`: TCP's analysis calls it a retransmission though it starts at
         the next expected byte (a spurious one: the peer acknowledged it already): handed over neither. `fill`:
         TCP's analysis calls this late segment out-of-order (not a retransmission), and tshark's own reassembly
         (a C dissector's tcp_dissect_pdus) stores it in the pending PDU it falls in (measured on 4.0.17). `gap`:
         whether TCP's analysis flags this segment "previous segment not captured" (None: unknown); bytes skipped
-        by segments never handed over (a pure ACK ahead of the stream) are no gap without it, as in the plugin."""
+        by segments never handed over (a pure ACK ahead of the stream) are no gap without it, as in the plugin.
+        `fast`: a `fill` segment that TCP's analysis calls a fast retransmission: outside the pending PDU and the
+        PDUs done, tshark hands it over again as it is (decode_tcp_ports refuses out-of-order segments and
+        retransmissions, not fast retransmissions; measured on 4.0.17)."""
         if flags & SYN:
             self.base, self.nxt = (seq + 1) % SEQ_MOD, 0
         elif self.base is None:
             self.base = seq                  # started mid-stream: this segment's first byte is offset 0
         offset = self.offset_of(seq)
         end = offset + len(payload)
-        self.filled = self.late = self.overlaps_done = False
+        self.filled = self.late = self.overlaps_done = self.repeats_start = False
         self.fin |= bool(flags & FIN)
         self.rst |= bool(flags & RST)
         first = self.nxt is None
@@ -160,6 +166,11 @@ class TcpDirection:
             self.late = True
             self.nxt = end if first else max(self.nxt, end)
             pend = self.pending
+            if self.starts_pdu(offset, end):
+                # desegment_tcp looks up a multi-segment PDU starting at this very sequence number first: these
+                # are its first segment's bytes again, shown as retransmitted data and stored nowhere
+                self.repeats_start = True
+                return
             if fill and not resent and pend is not None and pend.end is not None and pend.start <= offset < pend.end:
                 whole = pend.add(offset, payload, frame)         # ... but an out-of-order one fills a hole
                 self.filled = whole is None
@@ -170,6 +181,9 @@ class TcpDirection:
             elif fill and not resent:
                 # in a PDU reassembled already: tshark's reassembly refuses it ("New fragment overlaps old data")
                 self.overlaps_done = self._in_done(offset)
+                if fast and not self.overlaps_done:
+                    self.late = False
+                    yield Handover(payload, offset, 0, (frame,), False, late=True)
             return
         lost = not first and offset > self.nxt and gap is not False
         if lost:
@@ -208,6 +222,14 @@ class TcpDirection:
             del done[0]
         done.append((pend.start, pend.end))
 
+    def starts_pdu(self, offset: int, end: int) -> bool:
+        """Whether stream bytes [offset, end) start a PDU assembled from segments (the pending one, or one done
+        before), within it: desegment_tcp's exact lookup of a multi-segment PDU at a segment's sequence number."""
+        pend = self.pending
+        if pend is not None and pend.end is not None and pend.start == offset and end <= pend.end:
+            return True
+        return any(start == offset and end <= stop for start, stop in self.done)
+
     def _in_done(self, offset: int) -> bool:
         """Whether stream `offset` falls in the PDU reassembled from segments that starts last at or before it
         (desegment_tcp's lookup of the multi-segment PDU a segment belongs to)."""
@@ -220,6 +242,8 @@ class TcpDirection:
     def desegment(self, h: Handover, pos: int, need: int) -> None:
         """The subdissector needs more bytes: the PDU starting at h.data[pos] is `need` bytes long in all
         (0: unknown, take the whole next segment). The caller refuses need > max_pdu beforehand."""
+        if h.late:              # (the stream is past these bytes: the pending PDU, if any, stays)
+            return
         start = h.offset + pos
         pend = Pending(start, start + need if need > 0 else None, self.max_pdu)
         if h.seg_offset is not None:

@@ -249,6 +249,9 @@ LOSSY = Path(__file__).resolve().parent.parent / "captures"
     ("rutentoy-lossy-v6.pcap", ("-V", "-c", "8")),
     ("freeblox-lossy.pcap", ("-Y", "tcp.segment.overlap or _ws.malformed or tcp.analysis.out_of_order", "-V")),
     ("freeblox-lossy.pcap", ("-T", "fields", "-e", "frame.number", "-e", "tcp.segment_data", "-e", "_ws.malformed")),
+    ("freeblox-lossy-fast.pcap", ("-Y", "tcp.analysis.fast_retransmission or tcp.analysis.out_of_order",)),
+    ("freeblox-lossy-spurious.pcap", ("-Y", "tcp.analysis.spurious_retransmission", "-V")),
+    ("freeblox-lossy-start.pcap", ("-Y", "tcp.analysis.fast_retransmission", "-V")),
 ])
 def test_lossy_recovery(name, args, protodump_run, standard_run):
     """Sessions recorded with a quarter of the segments dropped (tools/netns_record.py drop=): the peer's latest
@@ -257,7 +260,9 @@ def test_lossy_recovery(name, args, protodump_run, standard_run):
     retransmitted SYN (acknowledgement number 0) empties the peer's unacknowledged list, so the handshake's ACK
     acknowledges nothing there. WebSocket (tshark's own reassembly): an out-of-order or fast-retransmitted segment
     falling in the pending PDU is stored there ("TCP segment data", listed with "[Segment overlap: True]" in the
-    reassembled segments), one falling in a PDU reassembled before is a reassembly error, any other shows nothing."""
+    reassembled segments), one falling in a PDU reassembled before is a reassembly error; any late segment where
+    such a PDU starts is "Retransmitted TCP segment data", stored nowhere; any other fast retransmission is
+    dissected again (a WebSocket Ping), any other out-of-order segment shows nothing."""
     path = LOSSY / name
     same_as_tshark(path, args, protodump_run, standard_run)
     if "-Y" in args:        # the filter's frames exist, so the comparison says something

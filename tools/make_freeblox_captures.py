@@ -147,6 +147,16 @@ def _scripts() -> dict:
     # segments in tshark's own reassembly; each recording loses other segments
     steps, options = scripts["freeblox-plain.pcap"]
     scripts["freeblox-lossy.pcap"] = (steps, {**options, "drop": 15})
+    # ... a fast retransmission outside every PDU, dissected again as a new message (a Ping)
+    steps, options = scripts["freeblox-fragments-plain.pcap"]
+    scripts["freeblox-lossy-fast.pcap"] = (steps, {**options, "drop": 15})
+    # ... spurious retransmissions of the first segment of a PDU reassembled before: "Retransmitted TCP segment data"
+    steps, options = scripts["freeblox-fragments-nocontext.pcap"]
+    scripts["freeblox-lossy-spurious.pcap"] = (steps, {**options, "drop": 30})
+    # ... fast retransmissions of the pending PDU's first segment (the bundled file is the first 75 frames of such
+    # a recording of freeblox-plain.pcap's steps at 30 %: editcap -F pcap -r IN OUT 1-75)
+    scripts["freeblox-lossy-start.pcap"] = (scripts["freeblox-plain.pcap"][0],
+                                            {**scripts["freeblox-plain.pcap"][1], "drop": 30})
     return scripts
 
 

@@ -96,7 +96,8 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
         vals["rin"] = d.reassembled_in
     shown = seglen if payload else 0        # no payload item when the snap length left none of it
     key = (off, hl, fl, sc, tkey, opts_key, shown > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
-           bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None, d.reassembled_in is not None)
+           bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None, d.reassembled_in is not None,
+           d.repeats_pdu_start)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
         tpl = TEMPLATES.get(key, lambda: tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, shown))

@@ -171,8 +171,10 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     if d.reassembled_in is not None:          # -2: the later frame that completes this segment's PDU
         nodes.append(Slot(f.tcp_reassembled_in, "[Reassembled PDU in frame: %(rin)d]", "rin", 0, 0, _G))
     t = d.tcp
-    if t is not None and "retransmission" in t.flags and "spurious_retransmission" not in t.flags:
-        # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector
+    if d.repeats_pdu_start or (t is not None and "retransmission" in t.flags
+                               and "spurious_retransmission" not in t.flags):
+        # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector; any late one
+        # (spurious, out-of-order, fast) where a multi-segment PDU of tshark's own reassembly starts shows so too
         label = f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})"
         nodes.append(Slot(f.tcp_segment_data, label, "payload", a, "seglen"))
         return nodes
