@@ -193,7 +193,7 @@ class Stack:
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
     __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
-                 "ended", "now", "dropped", "notes", "tries", "late", "silent")
+                 "ended", "now", "dropped", "notes", "tries", "late", "silent", "round_at")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -212,6 +212,9 @@ class Stack:
         self.tries: list[tuple[int, int, list[str], tuple | None]] = []
         self.late: list[tuple] = []      # hand-offs kept for the end of the frame (Ctx.handoff(late=True))
         self.silent: list[tuple[int, str]] = []   # (layers made before, protocol) called that showed nothing
+        # the first layer of desegment_tcp's second round (the rest of a segment that completed a PDU of tshark's
+        # own reassembly): the columns are fenced there (engine.streams), else None
+        self.round_at: int | None = None
 
     def lookup(self, table: str, keys, payload: bytes, offset: int):
         """Dispatcher.lookup, noting the Lua heuristics it tried in vain on the payload at `offset`."""
@@ -316,6 +319,20 @@ class Stack:
         packet.postdissected = len(self.layers) - before
         return packet
 
+    def _columns(self, layers: list, infos: list) -> tuple:
+        """(the protocol that sets the columns, its Info or a function making it) of these layers."""
+        # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
+        at = len(layers) - 1
+        while at > 0 and layers[at].proto in ("data", "data-text-lines"):
+            at -= 1                                   # tshark's data dissector leaves the columns as they were
+        last = layers[at].proto
+        infos = [info for layer, (_, info) in zip(layers, infos) if layer.proto == last]
+        if len(infos) > 1 and getattr(self.dispatcher.protocols.get(last), "info_afresh", False):
+            infos = infos[-1:]          # a dissector that sets its column afresh at each PDU: the last one's
+        # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
+        # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
+        return last, infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+
     def with_tries(self, packet: Packet) -> Packet:
         """The packet, with the plugin calls that made no layer (Packet.tries)."""
         if self.tries:
@@ -342,17 +359,15 @@ class Stack:
                 d.protocols.append(layer.proto)
         if silent:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
-        # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
-        at = len(self.layers) - 1
-        while at > 0 and self.layers[at].proto in ("data", "data-text-lines"):
-            at -= 1                                   # tshark's data dissector leaves the columns as they were
-        last = self.layers[at].proto
-        infos = [info for layer, (_, info) in zip(self.layers, self.infos) if layer.proto == last]
-        if len(infos) > 1 and getattr(protos.get(last), "info_afresh", False):
-            infos = infos[-1:]          # a dissector that sets its column afresh at each PDU: the last one's
-        # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
-        # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
-        info = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        split = self.round_at
+        if split:
+            # desegment_tcp's second round: the Info column fenced after the first round's text (each round's own
+            # after it), the Protocol column no longer writable
+            last, first_info = self._columns(self.layers[:split], self.infos[:split])
+            second = self._columns(self.layers[split:], self.infos[split:])[1]
+            info = (lambda a=first_info, b=second: (a() if callable(a) else a) + (b() if callable(b) else b))
+        else:
+            last, info = self._columns(self.layers, self.infos)
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
         if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:

@@ -126,11 +126,11 @@ class Streams:
             conn.handshake |= 2 if flags & ACK else 1
         proto = self.choose(stack, conn, "tcp.port", d, d.payload)
         made = 0                         # layers this segment's one (Lua) dissector call made so far
+        own = getattr(proto, "lua", True) is False
         t = getattr(d, "tcp", None)
         # tshark's own reassembly stores an out-of-order segment, or a fast retransmission, in the pending PDU it
         # falls in (desegment_tcp); the Lua dissectors reassemble by themselves and never see either
-        fill = (t is not None and ("out_of_order" in t.flags or "fast_retransmission" in t.flags)
-                and getattr(proto, "lua", True) is False)
+        fill = own and t is not None and ("out_of_order" in t.flags or "fast_retransmission" in t.flags)
         resent = _resent(d, retransmission=True)
         gap = None if t is None else "lost_segment" in t.flags
         fast = fill and "fast_retransmission" in t.flags
@@ -140,19 +140,23 @@ class Streams:
                     state.started = True
                     h.lost = h.lost or not conn.synced
                 cutter = Cutter(self, stack, proto, state, h, d.payload_offset, "Reassembled TCP")
-                cutter.layers = made
+                # (tshark calls its own dissector once per round of desegment_tcp: the PDU reassembled here, then
+                # the rest of the segment, each listing its protocols in frame.protocols)
+                cutter.layers = 0 if own else made
+                if own and made and h.seg_offset is not None and d.reassembled:
+                    stack.round_at = len(stack.layers)
                 cutter.run()
-                made = cutter.layers
-                if h.seg_offset is None and cutter.source is not None and getattr(proto, "lua", True) is False:
+                made = made + cutter.layers if own else cutter.layers
+                if h.seg_offset is None and cutter.source is not None and own:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source)]
                     if self.reassembled_in is not None:
                         self._record_pieces(h.pieces, stack.frame.number)
-                elif (cutter.kept_from and h.seg_offset is not None and not d.reassembled
-                      and getattr(proto, "lua", True) is False):
-                    # PDUs of this segment, then the start of one it does not hold: tshark's TCP shows those
-                    # bytes as "TCP segment data" (desegment_tcp: from the desegment offset to the end)
+                elif own and h.seg_offset is not None and (cutter.kept_from or cutter.kept_from == 0 and d.reassembled):
+                    # PDUs of this segment (after one reassembled here, if any), then the start of one it does not
+                    # hold: tshark's TCP shows those bytes as "TCP segment data" (desegment_tcp: from the desegment
+                    # offset to the end)
                     d.segment_data = len(h.data) - cutter.kept_from
                     d.segment_data_at = h.seg_offset + cutter.kept_from
         if self.reassembled_learnt and not d.reassembled:
@@ -161,7 +165,7 @@ class Streams:
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
             stack.ended = True           # the connection is over: engine.lifetime frees it shortly after
-        if state.stream.repeats_start and getattr(proto, "lua", True) is False:
+        if state.stream.repeats_start and own:
             # (tshark's own reassembly: the first segment of one of its multi-segment PDUs, again)
             d.repeats_pdu_start = True
             d.dropped = True

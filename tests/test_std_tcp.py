@@ -238,6 +238,9 @@ def test_ack_number_without_ack_flag(ack_nonzero_capture, args, protodump_run, s
 
 
 LOSSY = Path(__file__).resolve().parent.parent / "captures"
+# Not among the bundled captures, whose suites run every mode: under -2, tshark + plugin loses the Freeblox message
+# that frame 48's second round completes (the plugin's message assembly; one pass is right).
+ROUNDS = Path(__file__).resolve().parent / "data" / "freeblox-lossy-rounds.pcap"
 
 
 @pytest.mark.parametrize("name, args", [
@@ -252,6 +255,9 @@ LOSSY = Path(__file__).resolve().parent.parent / "captures"
     ("freeblox-lossy-fast.pcap", ("-Y", "tcp.analysis.fast_retransmission or tcp.analysis.out_of_order",)),
     ("freeblox-lossy-spurious.pcap", ("-Y", "tcp.analysis.spurious_retransmission", "-V")),
     ("freeblox-lossy-start.pcap", ("-Y", "tcp.analysis.fast_retransmission", "-V")),
+    ("freeblox-lossy-rounds.pcap", ("-Y", "frame.number == 42 or frame.number == 48", "-V")),
+    ("freeblox-lossy-rounds.pcap", ("-Y", "frame.number == 42 or frame.number == 48", "-T", "json", "-x")),
+    ("freeblox-lossy-rounds.pcap", ()),
 ])
 def test_lossy_recovery(name, args, protodump_run, standard_run):
     """Sessions recorded with a quarter of the segments dropped (tools/netns_record.py drop=): the peer's latest
@@ -262,8 +268,10 @@ def test_lossy_recovery(name, args, protodump_run, standard_run):
     falling in the pending PDU is stored there ("TCP segment data", listed with "[Segment overlap: True]" in the
     reassembled segments), one falling in a PDU reassembled before is a reassembly error; any late segment where
     such a PDU starts is "Retransmitted TCP segment data", stored nowhere; any other fast retransmission is
-    dissected again (a WebSocket Ping), any other out-of-order segment shows nothing."""
-    path = LOSSY / name
+    dissected again (a WebSocket Ping), any other out-of-order segment shows nothing. A segment that completes a
+    PDU and holds more is two rounds of desegment_tcp: websocket twice in frame.protocols, the completing bytes'
+    "TCP segment data" after the reassembled PDU's size, the kept bytes' after the rest's."""
+    path = LOSSY / name if (LOSSY / name).exists() else ROUNDS
     same_as_tshark(path, args, protodump_run, standard_run)
     if "-Y" in args:        # the filter's frames exist, so the comparison says something
         assert protodump_run(*args, str(path)).stdout.strip()

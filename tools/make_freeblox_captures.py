@@ -157,6 +157,8 @@ def _scripts() -> dict:
     # a recording of freeblox-plain.pcap's steps at 30 %: editcap -F pcap -r IN OUT 1-75)
     scripts["freeblox-lossy-start.pcap"] = (scripts["freeblox-plain.pcap"][0],
                                             {**scripts["freeblox-plain.pcap"][1], "drop": 30})
+    # (tests/data/freeblox-lossy-rounds.pcap, kept out of captures/, is such a recording of freeblox-fragments.pcap's
+    # steps at 40 %: a segment completing a PDU, then holding a whole one and the start of the next)
     return scripts
 
 

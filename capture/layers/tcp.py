@@ -17,7 +17,7 @@ from .common import full, ns_text, proto_item
 from .tcp_header import COMPLETENESS, HEADER
 from .tcp_option_spans import NOP_NOP_TS, NOP_NOP_TS_KEY, TSVAL_TSECR, ts_option_at
 from .tcp_partial import bogus_layer, cut_layer, short_layer
-from .tcp_template import TEMPLATES, tcp_nodes
+from .tcp_template import TEMPLATES, completed_here, reassembled_pdus, tcp_nodes
 
 
 def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None, short: str | None = None):
@@ -74,28 +74,32 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
             sack = ((ack - t.ack) & 0xFFFFFFFF if t is not None and fl & 0x10 else 0, shown_ack)
             opts_key = (opts_key, sack, bool(d.problems) and d.problems[-1][1].abbrev == "_ws.malformed.expert")
     pdus = d.pdu_sizes or ()
-    segn = 0
+    done = kept = 0
     if seglen:
         vals["payload"] = payload
+        done, kept = completed_here(d), d.segment_data      # (the first bytes complete a PDU; the last start one)
         if pdus:
-            at = hl * 4
+            at = hl * 4 + done         # the segment's own PDUs follow the bytes that completed one, if any
             for i, size in enumerate(pdus):
                 if size.__class__ is tuple:    # a PDU in a reassembled buffer (source, offset): its item spans it there
                     size, src, pos = size
                     vals[f"pdu{i}"], vals[f"pdusrc{i}"], vals[f"pduat{i}"], vals[f"pdulen{i}"] = size, src, pos - off, size
-                else:
-                    vals[f"pdu{i}"], vals[f"pduat{i}"], vals[f"pdusrc{i}"] = size, at, 0
-                    vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
+                    continue
+                vals[f"pdu{i}"], vals[f"pduat{i}"], vals[f"pdusrc{i}"] = size, at, 0
+                vals[f"pdulen{i}"] = size if at + size <= hl * 4 + seglen else 0
                 at += size
-        segn = d.reassembled[-1][0][-1][1] if d.reassembled else d.segment_data
-        if segn:
+        if done:
+            vals["segn"], vals["segat"] = done, hl * 4
+            vals["segdata"] = payload if done == seglen else payload[:done]
+        if kept:
             at = d.segment_data_at
-            vals["segn"], vals["segat"] = segn, hl * 4 + at
-            vals["segdata"] = payload if segn == seglen else payload[at:at + segn]
+            vals["keptn"], vals["keptat"] = kept, hl * 4 + at
+            vals["keptdata"] = payload if kept == seglen else payload[at:at + kept]
     if d.reassembled_in is not None:
         vals["rin"] = d.reassembled_in
     shown = seglen if payload else 0        # no payload item when the snap length left none of it
-    key = (off, hl, fl, sc, tkey, opts_key, shown > 0, seglen == 1, len(pdus), segn > 0, segn == 1,
+    key = (off, hl, fl, sc, tkey, opts_key, shown > 0, seglen == 1, len(pdus), done > 0, done == 1, kept > 0,
+           kept == 1, done and reassembled_pdus(pdus),
            bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None, d.reassembled_in is not None,
            d.repeats_pdu_start)
     tpl = TEMPLATES.memo.get(key)

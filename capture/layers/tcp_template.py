@@ -159,15 +159,23 @@ def _options_node(data: bytes, off: int, end: int, ts_at: int | None, syn: bool,
 
 
 def _payload_slots(d, seglen: int, hl: int) -> list:
-    """The payload, and what a tcp_dissect_pdus framing (websocket) adds after it: each PDU's [PDU Size], and
-    "TCP segment data" for the bytes that went into a reassembly (those that complete a PDU reassembled from
-    several segments, d.reassembled; or a whole segment kept for one, d.segment_data)."""
+    """The payload, and what a tcp_dissect_pdus framing (websocket) adds after it, in desegment_tcp's order: the
+    [PDU Size] of each PDU in a buffer reassembled here, "TCP segment data" for the bytes of this segment that
+    completed it (d.reassembled); then, from the second round over the rest of the segment, the [PDU Size] of each
+    PDU in it, and "TCP segment data" for the bytes kept for a later PDU (d.segment_data)."""
     a = hl * 4
     nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, "seglen")]
-    for i, _ in enumerate(getattr(d, "pdu_sizes", None) or ()):
+    pdus = getattr(d, "pdu_sizes", None) or ()
+    done = completed_here(d)
+    first_round = reassembled_pdus(pdus) if done else -1
+    for i in range(len(pdus)):
+        if i == first_round:
+            nodes.append(_completed_slot(done))
         # each over its PDU's bytes, as tcp_dissect_pdus adds it (empty when the PDU runs past the segment)
         nodes.append(Slot(f.tcp_pdu_size, f"[PDU Size: %(pdu{i})d]", f"pdu{i}", f"pduat{i}", f"pdulen{i}", _G,
                           source=f"pdusrc{i}"))
+    if first_round == len(pdus):
+        nodes.append(_completed_slot(done))
     if d.reassembled_in is not None:          # -2: the later frame that completes this segment's PDU
         nodes.append(Slot(f.tcp_reassembled_in, "[Reassembled PDU in frame: %(rin)d]", "rin", 0, 0, _G))
     t = d.tcp
@@ -178,12 +186,23 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
         label = f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})"
         nodes.append(Slot(f.tcp_segment_data, label, "payload", a, "seglen"))
         return nodes
-    n = _segment_data_length(d)
+    n = getattr(d, "segment_data", 0)
     if n:
-        nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata",
-                          "segat", "segn"))
+        nodes.append(Slot(f.tcp_segment_data, f"TCP segment data (%(keptn)d byte{'s' if n != 1 else ''})", "keptdata",
+                          "keptat", "keptn"))
     return nodes
 
 
-def _segment_data_length(d) -> int:
-    return d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_data", 0)
+def _completed_slot(n: int) -> Slot:
+    return Slot(f.tcp_segment_data, f"TCP segment data (%(segn)d byte{'s' if n != 1 else ''})", "segdata", "segat",
+                "segn")
+
+
+def completed_here(d) -> int:
+    """How many of the segment's first bytes complete a PDU reassembled from several segments (its last part)."""
+    return d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else 0
+
+
+def reassembled_pdus(pdus) -> int:
+    """How many of the segment's PDUs lie in a buffer reassembled here (its own ones are plain sizes)."""
+    return sum(1 for size in pdus if size.__class__ is tuple)
