@@ -3779,9 +3779,11 @@ function rt.ws_next(pinfo, tvb)
   if msgs == nil then return nil, false end
   local i = (ws_calls[pinfo.number] or 0) + 1
   while msgs[i] and msgs[i].err do i = i + 1 end
-  ws_calls[pinfo.number] = i
   local m = msgs[i]
+  -- none complete yet (tshark -2's second pass hands a reassembled message up before the frame's last fragments):
+  -- the count stays, so the postdissector still shows it
   if m == nil then return nil, true end
+  ws_calls[pinfo.number] = i
   if m.compressed and tvb:len() == #m.compressed and tvb:raw(0, tvb:len()) == m.compressed then
     ws_keep_compressed = true
     m = m.plain

@@ -238,8 +238,8 @@ def test_ack_number_without_ack_flag(ack_nonzero_capture, args, protodump_run, s
 
 
 LOSSY = Path(__file__).resolve().parent.parent / "captures"
-# Not among the bundled captures, whose suites run every mode: under -2, tshark + plugin loses the Freeblox message
-# that frame 48's second round completes (the plugin's message assembly; one pass is right).
+# Not among the bundled captures, whose suites run every mode: under -2, tshark's websocket hands frame 48's message
+# up before the frame's last fragments, and its Info column ends with theirs (protodump -2 does not follow that).
 ROUNDS = Path(__file__).resolve().parent / "data" / "freeblox-lossy-rounds.pcap"
 
 
