@@ -360,7 +360,7 @@ class Stack:
         if silent:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         split = self.round_at
-        if split:
+        if split and split < len(self.layers):        # (a second round that made no layer changes nothing)
             # desegment_tcp's second round: the Info column fenced after the first round's text (each round's own
             # after it), the Protocol column no longer writable
             last, first_info = self._columns(self.layers[:split], self.infos[:split])
