@@ -320,7 +320,8 @@ class Stack:
         return packet
 
     def _columns(self, layers: list, infos: list) -> tuple:
-        """(the protocol that sets the columns, its Info or a function making it) of these layers."""
+        """(the protocol that sets the columns, its Info or a function making it, how many messages that Info
+        joins) of these layers."""
         # infos[i] belongs to layers[i]; a layer may have renamed itself (websocket's upgrade shows as http)
         at = len(layers) - 1
         while at > 0 and layers[at].proto in ("data", "data-text-lines"):
@@ -331,7 +332,8 @@ class Stack:
             infos = infos[-1:]          # a dissector that sets its column afresh at each PDU: the last one's
         # several messages (also over several SCTP DATA chunks: the plugin clears SCTP's column fence and rewrites
         # the whole column at each of its calls, lua/rt_stream.lua stream_show) joined with ", "
-        return last, infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        joined = infos[0] if len(infos) == 1 else (lambda: ", ".join(i() if callable(i) else i for i in infos))
+        return last, joined, len(infos)
 
     def with_tries(self, packet: Packet) -> Packet:
         """The packet, with the plugin calls that made no layer (Packet.tries)."""
@@ -363,16 +365,16 @@ class Stack:
         if split and split < len(self.layers):        # (a second round that made no layer changes nothing)
             # desegment_tcp's second round: the Info column fenced after the first round's text (each round's own
             # after it), the Protocol column no longer writable
-            last, first_info = self._columns(self.layers[:split], self.infos[:split])
+            last, first_info, messages = self._columns(self.layers[:split], self.infos[:split])
             second = self._columns(self.layers[split:], self.infos[split:])[1]
             info = (lambda a=first_info, b=second: (a() if callable(a) else a) + (b() if callable(b) else b))
         else:
-            last, info = self._columns(self.layers, self.infos)
+            last, info, messages = self._columns(self.layers, self.infos)
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
         if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:
             before, after = d.around_data()          # SCTP's chunks before and after the DATA ones
-            if before and len(infos) == 1:     # (the plugin clears the fence for a second message: gone then)
+            if before and messages == 1:      # (the plugin clears the fence for a second message: gone then)
                 prefix += before
             if after:
                 info = (lambda inner=info: (inner() if callable(inner) else inner) + after)
