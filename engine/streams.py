@@ -153,7 +153,8 @@ class Streams:
                     d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source)]
                     if self.reassembled_in is not None:
                         self._record_pieces(h.pieces, stack.frame.number)
-                elif own and h.seg_offset is not None and (cutter.kept_from or cutter.kept_from == 0 and d.reassembled):
+                elif (own and h.seg_offset is not None and cutter.kept_from is not None
+                      and (cutter.kept_from > 0 or d.reassembled)):
                     # PDUs of this segment (after one reassembled here, if any), then the start of one it does not
                     # hold: tshark's TCP shows those bytes as "TCP segment data" (desegment_tcp: from the desegment
                     # offset to the end)
