@@ -8,12 +8,15 @@ a wheel ships (`protodump/_compiled/<tag>/`, made by setup.py at `pip install .`
 
 from __future__ import annotations
 
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
-from pathlib import Path
+import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path      # the API's paths; the finder itself works on strings (pathlib costs start-up)
 
 # The modules compiled: only those typed for Cython, where compiling pays. The ENet range decoder's Python half
 # (typed by engine/rangecoder.pxd; it runs where libenet is missing) decodes 3x faster compiled. The untyped
@@ -33,58 +36,85 @@ def platform_tag() -> str:
     return f"{sys.implementation.cache_tag}-{sys.platform}-{os.uname().machine}"
 
 
-def cache_dir() -> Path:
-    """The directory `python -m protodump.compiled build` writes: PROTODUMP_COMPILED, else the user's cache."""
+def _cache_root() -> str:
     root = os.environ.get("PROTODUMP_COMPILED")
     if root is None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         root = os.path.join(base, "protodump", "compiled")
-    return Path(root) / platform_tag()
+    return os.path.join(root, platform_tag())
+
+
+def _bundled_root() -> str:
+    return os.path.join(os.path.dirname(os.path.realpath(__file__)), BUNDLED, platform_tag())
+
+
+def _search_roots() -> list[str]:
+    if os.environ.get("PROTODUMP_COMPILED") is not None:
+        return [_cache_root()]
+    return [_bundled_root(), _cache_root()]
+
+
+def cache_dir() -> Path:
+    """The directory `python -m protodump.compiled build` writes: PROTODUMP_COMPILED, else the user's cache."""
+    from pathlib import Path
+    return Path(_cache_root())
 
 
 def bundled_dir() -> Path:
     """The compiled modules an installed wheel carries."""
-    return Path(__file__).resolve().parent / BUNDLED / platform_tag()
+    from pathlib import Path
+    return Path(_bundled_root())
 
 
 def search_dirs() -> list[Path]:
     """Where compiled modules are looked for, first match wins: PROTODUMP_COMPILED alone when it is set."""
-    if os.environ.get("PROTODUMP_COMPILED") is not None:
-        return [cache_dir()]
-    return [bundled_dir(), cache_dir()]
+    from pathlib import Path
+    return [Path(d) for d in _search_roots()]
 
 
 def source_hash(path: str) -> str:
-    """The hash a compiled module is named by: its .py, and the .pxd beside it (Cython's typing of it) if any."""
-    digest = hashlib.sha256()
+    """The hash a compiled module is named by: its .py, and the .pxd beside it (Cython's typing of it) if any.
+    (zlib's CRC-32 and Adler-32: it only tells one source from another, and hashlib would load OpenSSL at
+    start-up.)"""
     with open(path, "rb") as f:
-        digest.update(f.read())
+        data = f.read()
     try:
         with open(path[:-3] + ".pxd", "rb") as f:
-            digest.update(b"\0pxd\0" + f.read())
+            data += b"\0pxd\0" + f.read()
     except OSError:
         pass
-    return digest.hexdigest()[:20]
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{len(data) & 0xFFFF:04x}"
+
+
+def _file_name(name: str, source: str) -> str:
+    return f"{name}.{source_hash(source)}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
 
 
 def compiled_path(directory: Path, name: str, source: str) -> Path:
     """Where the compiled form of module `name` built from `source` (a .py path) lives."""
-    return directory / f"{name}.{source_hash(source)}{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    return directory / _file_name(name, source)
+
+
+def _find(directories: list[str], name: str, source: str) -> str | None:
+    filename = _file_name(name, source)
+    for directory in directories:
+        path = os.path.join(directory, filename)
+        if os.path.isfile(path):
+            return path
+    return None
 
 
 def find_compiled(directories: list[Path], name: str, source: str) -> Path | None:
     """The first compiled form of `name` built from `source` in `directories`, or None."""
-    filename = compiled_path(Path(), name, source).name
-    for directory in directories:
-        if (directory / filename).is_file():
-            return directory / filename
-    return None
+    from pathlib import Path
+    found = _find([str(d) for d in directories], name, source)
+    return None if found is None else Path(found)
 
 
 class CompiledFinder:        # a meta path finder (no importlib.abc base: it would import importlib.resources)
     """Finds a hot module's source as the other finders do, then its compiled form for that exact source."""
 
-    def __init__(self, directories: list[Path]):
+    def __init__(self, directories: list[str]):
         self.directories = directories
         self.loaded: list[str] = []
 
@@ -100,14 +130,14 @@ class CompiledFinder:        # a meta path finder (no importlib.abc base: it wou
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return spec
         try:
-            so = find_compiled(self.directories, name, spec.origin)
+            so = _find(self.directories, name, spec.origin)
         except OSError:
             return spec
         if so is None:
             return spec                 # not built, or built from another version of the source
         self.loaded.append(name)
         return importlib.util.spec_from_file_location(
-            name, so, loader=CompiledOrSource(name, str(so), spec.loader),
+            name, so, loader=CompiledOrSource(name, so, spec.loader),
             submodule_search_locations=spec.submodule_search_locations)
 
 
@@ -138,7 +168,7 @@ def install() -> CompiledFinder | None:
     is hashed, otherwise)."""
     if os.environ.get("PROTODUMP_PURE"):
         return None
-    directories = [d for d in search_dirs() if d.is_dir()]
+    directories = [d for d in _search_roots() if os.path.isdir(d)]
     if not directories:
         return None
     for finder in sys.meta_path:

@@ -10,13 +10,9 @@ and know nothing of tshark's naming of masked ranges ("IPv4mcast_01"), which is 
 """
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
-import shutil
-import subprocess
 from functools import lru_cache
-from pathlib import Path
 
 DIRS = [os.environ.get("WIRESHARK_DATA_DIR", ""), "/usr/share/wireshark", "/usr/local/share/wireshark",
         "/opt/homebrew/share/wireshark", "/Applications/Wireshark.app/Contents/Resources/share/wireshark"]
@@ -32,6 +28,10 @@ def _file(name: str) -> str | None:
 def _built_in_manuf() -> str:
     """The manuf table of a tshark that has no manuf file (Wireshark >= 4.2: `tshark -G manuf`), cached per tshark
     binary (its path, size and time: a new package is a new binary); "" without one."""
+    import hashlib      # (here: a Wireshark with a manuf file, the common case, never needs them at start-up)
+    import shutil
+    import subprocess
+    from pathlib import Path
     exe = shutil.which("tshark")
     if exe is None:
         return ""

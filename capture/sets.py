@@ -20,7 +20,6 @@ import heapq
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from pathlib import Path
 
 from .files import CaptureError, Interface, RawFrame, open_capture
 
@@ -31,6 +30,7 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".pcap.gz", ".pcapng.gz", ".gz")
 
 def expand(paths) -> list[str]:
     """The files named, and the capture files found (not recursively) in the directories named, sorted by name."""
+    from pathlib import Path          # (imported by every run, used by a set only)
     found: list[str] = []
     for p in map(Path, paths):
         if p.is_dir():

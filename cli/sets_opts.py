@@ -51,12 +51,11 @@ def _report(path: str, message: str) -> None:
 def input_path(read_file, files):
     """What to read: one path (or None), or a CaptureSet for several files or any directory."""
     from ..capture.sets import CaptureSet
-    from pathlib import Path
     paths = ([read_file] if read_file else []) + list(files or ())
     address = _values().get("sets.dask")
     if address is not None and os.path.exists(address):        # `--dask FILE`: click took FILE for the address
         raise click.UsageError(f"--dask took {address!r} as a scheduler address: write --dask local {address}")
-    if len(paths) == 1 and not Path(paths[0]).is_dir():
+    if len(paths) == 1 and not os.path.isdir(paths[0]):
         return paths[0]
     if not paths:
         return None

@@ -5,12 +5,11 @@ Sec-WebSocket-Accept checked against the key, and the permessage-deflate paramet
 from __future__ import annotations
 
 import base64
-import hashlib
 import re
 from http import HTTPStatus
 
 from ..engine.fields import Binder
-from ..engine.tree import CHAT, ERROR, MALFORMED, SEQUENCE, ExpertInfo, HiddenItem, Item, TextItem
+from ..engine.tree import CHAT, SEQUENCE, ExpertInfo, HiddenItem, Item, TextItem
 
 WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 HEAD_LIMIT = 65536            # an HTTP head longer than this cannot be a WebSocket upgrade: stop framing
@@ -72,6 +71,7 @@ def upgrades_to_websocket(line: bytes) -> bool:
 
 def accept_key(key: str) -> str:
     """The Sec-WebSocket-Accept a server must answer to `key`."""
+    import hashlib       # (only for a handshake: it loads OpenSSL)
     return base64.b64encode(hashlib.sha1(key.strip().encode() + WS_GUID).digest()).decode()
 
 

@@ -2,12 +2,12 @@
 Info column tshark writes for each."""
 from __future__ import annotations
 
-import socket
 import struct
 
 from ...engine.tree import Item, Layer
 from .. import fields as f
 from .. import manuf
+from ..network import v4_text
 from .common import named, proto_item
 
 OPCODES = {1: "request", 2: "reply", 3: "reverse request", 4: "reverse reply", 8: "inverse request",
@@ -22,8 +22,8 @@ def parse(data: bytes, off: int):
     head = struct.unpack_from("!HHBBH", data, off)
     if head[2:4] != (6, 4):
         return None
-    return (*head, data[off + 8:off + 14], socket.inet_ntoa(data[off + 14:off + 18]), data[off + 18:off + 24],
-            socket.inet_ntoa(data[off + 24:off + 28]))
+    return (*head, data[off + 8:off + 14], v4_text(data[off + 14:off + 18]), data[off + 18:off + 24],
+            v4_text(data[off + 24:off + 28]))
 
 
 def kind(p) -> str:

@@ -1,13 +1,12 @@
 """IPv4 and IPv6 with its extension headers (tshark's packet-ip.c, packet-ipv6.c)."""
 from __future__ import annotations
 
-import socket
 import struct
 
 from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
-from ..network import v4_cached, v4_text
+from ..network import v4_cached, v4_text, v6_text
 from .common import bits, frozen, full, named, proto_item, set_text
 from .ipopt import options_item
 from .ipv6_routing import routing_items
@@ -159,7 +158,7 @@ def _ip_items(d, data: bytes, off: int, length: int, quoted: bool) -> Layer:
     if quoted and n < 20:
         return _ip_cut(top, data, off, n)
     _, _, _, ident, frag, ttl, proto, csum, src, dst = struct.unpack_from("!BBHHHBBH4s4s", data, off)
-    src, dst = socket.inet_ntoa(src), socket.inet_ntoa(dst)
+    src, dst = v4_text(src), v4_text(dst)
     _ip_middle(top, off, ident, frag, ttl, proto, csum)
     if quoted and n < hl * 4:   # the destination comes after a look for a source route in the options
         top.label += f", Src: {src}"
@@ -204,7 +203,7 @@ def _ip_cut(top: Item, data: bytes, off: int, n: int) -> Layer:
     _, _, _, ident, frag, ttl, proto, csum, src, _ = struct.unpack("!BBHHHBBH4s4s", head)
     _ip_middle(top, off, ident, frag, ttl, proto, csum, n)
     if n >= 16:
-        src = socket.inet_ntoa(src)
+        src = v4_text(src)
         top.label += f", Src: {src}"
         top.children.extend(_addresses_of(f.ip_addresses, src, "", off + 12, 4)[:4])
     return Layer("ip", top)
@@ -220,7 +219,7 @@ def ipv6_layer(d, data: bytes, off: int, length: int, cut: str | None = None) ->
     if not cut and not full(data, off, length, 40):
         return Layer("ipv6", proto_item(f.ipv6, off, length, "Internet Protocol Version 6"))
     vtf, plen, nh, hlim, src, dst = struct.unpack("!IHBB16s16s", data[off:off + n].ljust(40, b"\0"))
-    src, dst = socket.inet_ntop(socket.AF_INET6, src), socket.inet_ntop(socket.AF_INET6, dst)
+    src, dst = v6_text(src), v6_text(dst)
     top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}" if n >= 40 else
                      "Internet Protocol Version 6")
     if n < 40:

@@ -3,11 +3,11 @@ Time Stamp and Router Alert decoded; another option is shown as unknown. The wal
 length is unusable, with tshark's expert."""
 from __future__ import annotations
 
-import socket
 import struct
 
 from ...engine.tree import PROTOCOL, WARN, ExpertInfo, HiddenItem, Item, TextItem
 from .. import fields as f
+from ..network import v4_text
 from .common import bits
 
 CLASSES = {0: "Control", 1: "Reserved for future use", 2: "Debugging and measurement", 3: "Reserved for future use"}
@@ -113,7 +113,7 @@ def _record_route(top: Item, data: bytes, p: int, n: int) -> None:
         if left < 4:
             _expert(pointer, "ip.subopt_too_long", "Suboption would go past end of option")
             break
-        addr = socket.inet_ntoa(data[p + at:p + at + 4])
+        addr = v4_text(data[p + at:p + at + 4])
         recorded = ptr > n or at + 1 < ptr
         field, host, name = ((f.ip_rec_rt, f.ip_rec_rt_host, "Recorded Route") if recorded else
                              (f.ip_empty_rt, f.ip_empty_rt_host, "Empty Route"))
@@ -142,7 +142,7 @@ def _time_stamp(top: Item, data: bytes, p: int, n: int) -> None:
                     "ip.subopt_too_long", "Suboption would go past end of option")
             break
         if pair:
-            addr = socket.inet_ntoa(data[p + at:p + at + 4])
+            addr = v4_text(data[p + at:p + at + 4])
             o.add(Item(f.ip_opt_time_stamp_addr, addr, p + at, 4, f"Address: {'-' if addr == '0.0.0.0' else addr}"))
             at, left = at + 4, left - 4
         (stamp,) = struct.unpack_from("!I", data, p + at)

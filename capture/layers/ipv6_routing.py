@@ -4,17 +4,17 @@ or a segment routing header's (type 4) last entry, flags, tag and segments. The 
 reach (the Destination column, the conversation) is capture.network's: `final_destination`."""
 from __future__ import annotations
 
-import socket
 
 from ...engine.tree import DEPRECATED, NOTE, ExpertInfo, Item
 from .. import fields as f
+from ..network import v6_text
 
 TYPES = {0: "Source Route", 1: "Nimrod", 2: "Type 2 Routing", 3: "RPL Source Route", 4: "Segment Routing",
          5: "Compact Routing Header 16", 6: "Compact Routing Header 32", 253: "Experiment 1", 254: "Experiment 2"}
 
 
 def _v6(data: bytes, at: int) -> str:
-    return socket.inet_ntop(socket.AF_INET6, data[at:at + 16])
+    return v6_text(data[at:at + 16])
 
 
 def final_destination(data: bytes, p: int, size: int) -> bytes | None:

@@ -7,7 +7,6 @@ exception there (the caller ends the option walk: [Malformed Packet]).
 """
 from __future__ import annotations
 
-import ipaddress
 
 from ...engine import tree
 from ...engine.tree import ExpertInfo, Item
@@ -151,6 +150,7 @@ def _add_addr(mptcp: Item, o: _Option, p: int, n: int, vals: dict) -> None:
         mptcp.add(_masked(f.mptcp_echo, b, p + 2))
     mptcp.add(_num(f.mptcp_addrid, o, p + 3, 1))
     v6 = ipver == 6 or ipver not in (4, 6) and n in (20, 22, 28, 30)
+    import ipaddress            # (an MPTCP address option is rare: not imported at start-up)
     if v6:
         addr = ipaddress.IPv6Address(o.raw(p + 4, 16))
         mptcp.add(Item(f.mptcp_ipv6, str(addr), p + 4, 16, f"Advertised IPv6 Address: {addr}"))

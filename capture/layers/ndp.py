@@ -2,12 +2,12 @@
 neighbour advertisements with their link-layer address options, multicast listener reports v2."""
 from __future__ import annotations
 
-import socket
 import struct
 
 from ...engine.tree import HiddenItem, Item
 from .. import fields as f
 from .. import manuf
+from ..network import v6_text
 
 ND_TYPES = (133, 134, 135, 136)
 OPTION_NAMES = {1: "Source link-layer address", 2: "Target link-layer address", 3: "Prefix information", 5: "MTU"}
@@ -17,7 +17,7 @@ RECORD_TYPES = {1: "Mode is include", 2: "Mode is exclude", 3: "Changed to inclu
 
 
 def _v6(data: bytes, at: int) -> str:
-    return socket.inet_ntop(socket.AF_INET6, data[at:at + 16])
+    return v6_text(data[at:at + 16])
 
 
 def _options(data: bytes, p: int, end: int):

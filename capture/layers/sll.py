@@ -1,12 +1,12 @@
 """Linux cooked capture v1 and v2 (tshark's packet-sll.c)."""
 from __future__ import annotations
 
-import socket
 import struct
 
 from ...engine.tree import Item, Layer
 from .. import fields as f
 from .. import manuf
+from ..network import v4_text
 from .common import full, mac, named, proto_item
 
 def _sll_source(top: Item, data: bytes, off: int, halen: int) -> None:
@@ -17,7 +17,7 @@ def _sll_source(top: Item, data: bytes, off: int, halen: int) -> None:
         shown = f"{name} ({mac(addr)})" if name else mac(addr)
         top.add(Item(f.sll_src_eth, mac(addr), off, 6, f"Source: {shown}"))
     elif halen == 4:
-        a = socket.inet_ntoa(addr)
+        a = v4_text(addr)
         top.add(Item(f.sll_src_ipv4, a, off, 4, f"Source: {a}"))
     elif n:
         top.add(Item(f.sll_src_other, addr, off, n, f"Source: {addr.hex()}"))
