@@ -21,6 +21,8 @@ IDLE_TIMEOUT = 600.0     # seconds: well past a game's own timeout (ENet drops a
 ENDED_LINGER = 5.0       # seconds kept after the end: late acknowledgements and retransmissions still find it
 MAX_LIVE = 10_000        # conversations kept at once
 FORGOTTEN_LIMIT = 65_536 # conversations dropped by the cap remembered, for the note on their next packet
+INF = float("inf")
+SLACK = 1e-3             # Lifetimes.check_at comes this much early: the exact test decides (float rounding)
 
 PREFERENCES = {          # name: (description, default)
     "conversation_timeout": ("Free a conversation's state after this many seconds of capture time without a "
@@ -36,7 +38,8 @@ PREFERENCES = {          # name: (description, default)
 class Lifetimes:
     """Which pairs of endpoints hold state, in order of last activity; says which to free."""
 
-    __slots__ = ("cap", "charged", "ended_last", "ending", "forgotten", "linger", "live", "timeout", "used")
+    __slots__ = ("cap", "charged", "check_at", "ended_last", "ending", "forgotten", "latest", "linger", "live",
+                 "timeout", "used")
 
     def __init__(self, timeout: float = IDLE_TIMEOUT, cap: int = MAX_LIVE, linger: float = ENDED_LINGER):
         self.timeout, self.cap, self.linger = timeout, max(1, cap), linger
@@ -46,9 +49,17 @@ class Lifetimes:
         self.ended_last = False                      # the pair expired() gave last had ended (not idle, not cap)
         self.charged: dict = {}                      # pair -> bytes of heavy state it holds (charge())
         self.used = 0                                # their sum, against STATE.limit (protodump.state_budget)
+        # No pair can be ended and lingered, or idle too long, before capture time check_at: while time only goes
+        # forward, the first pair of each list is its oldest. Once it runs back, -inf (every frame looks).
+        self.check_at = INF
+        self.latest = -INF
 
     def touch(self, pair, now: float) -> str | None:
         """A packet of `pair` at capture time `now`; the note to show when its state was dropped by the cap."""
+        if now < self.latest:
+            self.check_at = -INF
+        else:
+            self.latest = now
         if pair in self.ending:
             return None
         live = self.live
@@ -57,6 +68,8 @@ class Lifetimes:
             live[pair] = now
             return None
         live[pair] = now
+        if now + self.timeout - SLACK < self.check_at:
+            self.check_at = now + self.timeout - SLACK
         return self.forgotten.pop(pair, None) if self.forgotten else None
 
     def restart(self, pair) -> None:
@@ -69,6 +82,8 @@ class Lifetimes:
         if pair not in self.ending:
             self.live.pop(pair, None)
             self.ending[pair] = now
+            if now + self.linger - SLACK < self.check_at:
+                self.check_at = now + self.linger - SLACK
 
     def charge(self, pair, n: int) -> bool:
         """`pair` now holds n more bytes of heavy state (an inflate window); True when that puts the total over
@@ -100,13 +115,22 @@ class Lifetimes:
         return pair in self.live or pair in self.ending
 
     def due(self, now: float) -> bool:
-        """Whether expired(now) has anything to give (a cheap test made on every frame)."""
+        """Whether expired(now) has anything to give (a cheap test made on every frame: before check_at, the
+        oldest pairs need no look)."""
         ending, live = self.ending, self.live
         if len(live) + len(ending) > self.cap or self.used > STATE.limit:
             return True
-        if ending and next(iter(ending.values())) < now - self.linger:
-            return True
-        return bool(live) and next(iter(live.values())) < now - self.timeout
+        if now < self.check_at:
+            return False
+        if self.check_at == -INF:
+            return bool(ending and next(iter(ending.values())) < now - self.linger
+                        or live and next(iter(live.values())) < now - self.timeout)
+        oldest_end = next(iter(ending.values())) if ending else None
+        oldest_use = next(iter(live.values())) if live else None
+        self.check_at = min(INF if oldest_end is None else oldest_end + self.linger - SLACK,
+                            INF if oldest_use is None else oldest_use + self.timeout - SLACK)
+        return (oldest_end is not None and oldest_end < now - self.linger) or \
+            (oldest_use is not None and oldest_use < now - self.timeout)
 
     def expired(self, now: float) -> Iterator:
         """The pairs to free now (ended and lingered, idle too long, beyond the cap or the state budget): the

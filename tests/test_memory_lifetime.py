@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protodump.engine import lifetime
 from protodump.engine.lua_runtime import lua_limits
@@ -121,3 +123,45 @@ def _python_dropped_notes(path, prefs: dict, abbrev: str) -> dict:
 
     _decode(path, prefs, watch)
     return notes
+
+
+def _exact_due(lives, now: float) -> bool:
+    """Lifetimes.due as the plain rule: the oldest ended pair lingered, or the oldest live pair idle too long."""
+    ending, live = lives.ending, lives.live
+    if len(live) + len(ending) > lives.cap:
+        return True
+    return bool(ending and next(iter(ending.values())) < now - lives.linger
+                or live and next(iter(live.values())) < now - lives.timeout)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("touch end expire".split()), st.integers(0, 5),
+                          st.floats(-3, 12, allow_nan=False)), max_size=60))
+def test_due_keeps_the_plain_rule(steps):
+    """Lifetimes.due skips its look until the earliest deadline it has seen (check_at); it says what the plain
+    rule says after any sequence of packets, ends and expiries, with capture time forward and backward (a
+    capture whose clock runs back), ties and near-ties at the deadlines."""
+    lives = lifetime.Lifetimes(timeout=4.0, cap=4, linger=1.0)
+    now = 0.0
+    for op, pair, step in steps:
+        now = now + step if step > -1 else now + step / 1e9      # small backward steps too
+        if op == "touch":
+            lives.touch(pair, now)
+        elif op == "end" and lives.tracks(pair):
+            lives.end(pair, now)
+        assert lives.due(now) == _exact_due(lives, now)
+        if op == "expire" and lives.due(now):
+            for _ in lives.expired(now):
+                pass
+        assert lives.due(now) == _exact_due(lives, now)
+
+
+def test_due_after_the_clock_ran_back():
+    """A pair first seen at a time before the others' (the clock ran back) becomes the oldest when the others
+    are seen again: due says so at once, not at the deadline it had noted before."""
+    lives = lifetime.Lifetimes(timeout=4.0, cap=10, linger=1.0)
+    lives.touch("a", 10.0)
+    lives.touch("b", 5.0)            # back in time
+    assert not lives.due(9.0)        # "a" is the first, and not idle
+    lives.touch("a", 9.6)            # "b" is now the first: idle since 5.0
+    assert lives.due(9.6) and list(lives.expired(9.6)) == ["b"]
