@@ -40,7 +40,7 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "reassembled_in", "icmp",
-                 "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start")
+                 "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start", "round_at")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame

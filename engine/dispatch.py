@@ -363,15 +363,19 @@ class Stack:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         split = self.round_at
         if split and split < len(self.layers):        # (a second round that made no layer changes nothing)
-            # desegment_tcp's second round: the Info column fenced after the first round's text (each round's own
-            # after it), the Protocol column no longer writable
+            # desegment_tcp's second round: the Info column fenced after the first round's text, the Protocol
+            # column no longer writable; the second round writes after the fence the Info the plugin joins for the
+            # whole frame (the first round's messages again, then its own: lua/rt_websocket.lua rt.ws_info)
+            d.round_at = split        # (io,phs: TCP's reassembled-segments item follows the first round's layers)
             last, first_info, messages = self._columns(self.layers[:split], self.infos[:split])
-            second = self._columns(self.layers[split:], self.infos[split:])[1]
+            second = self._columns(self.layers, self.infos)[1]
             info = (lambda a=first_info, b=second: (a() if callable(a) else a) + (b() if callable(b) else b))
         else:
             last, info, messages = self._columns(self.layers, self.infos)
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
+        if messages > 1 and getattr(protos.get(last), "joined_info_clears_fence", False):
+            prefix = ""
         if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:
             before, after = d.around_data()          # SCTP's chunks before and after the DATA ones
             if before and messages == 1:      # (the plugin clears the fence for a second message: gone then)

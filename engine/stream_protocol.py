@@ -30,6 +30,9 @@ class StreamProtocol(Protocol):
     (flag, role whose case is used while conv flag `flag:<role>` is set). sent_by: packet name -> the only role
     that sends it (the other role gets an expert warning)."""
     own_state_only = False       # its messages set state its framing reads (numbering, flags): always dissected
+    # the plugin rewrites a frame's joined Info after clearing the column fence (lua/rt_stream.lua stream_show):
+    # with two messages or more, what was fenced before (TCP's analysis tags) is gone (engine.dispatch)
+    joined_info_clears_fence = True
 
     def __init__(self, name, description, *, header: Struct, bodies: dict[str, dict[str, Switch]],
                  numbering_pref: tuple[str, str], ports: dict[str, tuple[int, ...]], alternates=None,

@@ -275,3 +275,27 @@ def test_lossy_recovery(name, args, protodump_run, standard_run):
     same_as_tshark(path, args, protodump_run, standard_run)
     if "-Y" in args:        # the filter's frames exist, so the comparison says something
         assert protodump_run(*args, str(path)).stdout.strip()
+
+
+@pytest.mark.parametrize("name, args", [
+    ("rutentoy-slow-reader.pcap", ("-Y", "tcp.analysis.window_full and rutentoy",)),
+    ("rutentoy-slow-reader.pcap", ("-Y", "tcp.analysis.retransmission and tcp.analysis.window_full", "-V")),
+    ("rutentoy-slow-reader.pcap", ("-Y", "tcp.analysis.zero_window or tcp.analysis.keep_alive or "
+                                         "tcp.analysis.window_update",)),
+    ("iceball-tcp-slow-reader.pcap", ("-Y", "tcp.analysis.rto", "-V")),
+    ("iceball-tcp-slow-reader.pcap", ("-q", "-z", "expert")),
+    ("freeblox-slow-reader.pcap", ()),
+    ("freeblox-slow-reader.pcap", ("-Y", "tcp.analysis.zero_window or tcp.analysis.window_update", "-V")),
+])
+def test_slow_reader(name, args, protodump_run, standard_run):
+    """Sessions recorded to a client with a small receive buffer that reads slowly (tools/netns_record.py
+    slow_reader=): the window fills, zero windows and their probes, window updates. A frame that ends one PDU and
+    holds another shows no analysis tag in its Info (the plugin clears the column fence to write the two
+    messages' Info: lua/rt_stream.lua); a retransmission's RTO items come right after its expert, before a later
+    flag's (Window Full). WebSocket: a segment that completes a message and holds more (two rounds of
+    desegment_tcp) writes the first round's Info, then, after the fence, every message of the frame joined (the
+    plugin joins them per frame: lua/rt_websocket.lua rt.ws_info)."""
+    path = LOSSY / name
+    same_as_tshark(path, args, protodump_run, standard_run)
+    if "-Y" in args:
+        assert protodump_run(*args, str(path)).stdout.strip()

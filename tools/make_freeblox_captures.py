@@ -68,20 +68,34 @@ async def _traffic(spec) -> None:
         client_ext = [ClientPerMessageDeflateFactory(**deflate)]
     compression = "deflate" if deflate else None
     kw = dict(compression=compression, ping_interval=None, max_size=None)
+    slow = spec.get("slow_reader")
     async with serve(handler, "127.0.0.1", spec["port"], extensions=server_ext, **kw):
-        client = await connect(f"ws://127.0.0.1:{spec['port']}/play", extensions=client_ext,
-                               local_addr=("127.0.0.1", spec["client_port"]), **kw)
+        if slow:        # a small receive buffer, set before the handshake (its window scale); one frame queued
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, slow[0])
+            sock.bind(("127.0.0.1", spec["client_port"]))
+            sock.connect(("127.0.0.1", spec["port"]))
+            client = await connect(f"ws://127.0.0.1:{spec['port']}/play", extensions=client_ext, sock=sock,
+                                   max_queue=1, **kw)
+        else:
+            client = await connect(f"ws://127.0.0.1:{spec['port']}/play", extensions=client_ext,
+                                   local_addr=("127.0.0.1", spec["client_port"]), **kw)
         server = await server_conn
         if spec.get("nagle"):          # Nagle back on (asyncio disables it): back-to-back messages share segments
             for conn in (client, server):
                 conn.transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 0)
         ends = {"c2s": (client, server), "s2c": (server, client)}
+
+        async def received(rx):
+            if slow and rx is client:          # the slow client reads each message late
+                await asyncio.sleep(slow[1])
+            return await rx.recv()
         for side, kind, value in spec["steps"]:
             tx, rx = ends[side]
             if kind == "send":
                 payload = _payload(value)
                 await tx.send(payload)
-                got = await rx.recv()
+                got = await received(rx)
                 want = b"".join(payload) if isinstance(payload, list) and payload and isinstance(payload[0], bytes) \
                     else ("".join(payload) if isinstance(payload, list) else payload)
                 if got != want:
@@ -103,7 +117,7 @@ async def _traffic(spec) -> None:
                 for payload in payloads:
                     await tx.send(payload)
                 for payload in payloads:
-                    if await rx.recv() != payload:
+                    if await received(rx) != payload:
                         raise netns_record.RecordError(f"{side} burst mangled")
             elif kind == "ping":
                 await (await tx.ping(bytes.fromhex(value)))         # the peer answers with a pong by itself
@@ -121,14 +135,15 @@ def _inner(spec) -> None:
 
 
 def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, client_port=CLIENT_PORT,
-           timeout=120, drop=0) -> None:
+           timeout=120, drop=0, slow_reader=None) -> None:
     """Run `steps` [(side, kind, value)] between a websockets client and server; write the pcap to `out`.
     kinds: ("send", ("hex", "0a..") | ("text", "...") | ("frags", [..])), ("burst", [("hex", ..), ..]) (sent
     back to back, read afterwards), ("interleaved", [("hex", ..) | ("ping", hex), ..]) (one fragmented message,
     pings between its fragments), ("ping", hex), ("close", (code, reason)). `drop`: the percentage of segments
-    dropped on input (a lossy link, tools/netns_record.py)."""
+    dropped on input (a lossy link, tools/netns_record.py). `slow_reader`: (receive buffer, seconds): the client
+    has that SO_RCVBUF, queues one frame, and reads each message from the server that late (a slow client)."""
     spec = dict(steps=steps, out=str(out.resolve()), deflate=deflate, nagle=nagle, port=port,
-                client_port=client_port, drop=drop)
+                client_port=client_port, drop=drop, slow_reader=slow_reader)
     prefix = netns_record._unshare_prefix()
     if prefix is None:
         raise netns_record.RecordError("cannot create a network namespace (unshare)")
@@ -141,7 +156,7 @@ def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, cli
 # --- the scripts -----------------------------------------------------------------------------------------------
 
 def _scripts() -> dict:
-    from freeblox_sessions import sessions      # the Freeblox sessions, built with the table encoder
+    from freeblox_sessions import burst, game, sessions    # the Freeblox sessions, built with the table encoder
     scripts = sessions()
     # a lossy link (15 % of the segments dropped on input, tools/netns_record.py): out-of-order and fast-retransmitted
     # segments in tshark's own reassembly; each recording loses other segments
@@ -157,6 +172,10 @@ def _scripts() -> dict:
     # a recording of freeblox-plain.pcap's steps at 30 %: editcap -F pcap -r IN OUT 1-75)
     scripts["freeblox-lossy-start.pcap"] = (scripts["freeblox-plain.pcap"][0],
                                             {**scripts["freeblox-plain.pcap"][1], "drop": 30})
+    # a slow client (a 4 KiB receive buffer, each server message read 50 ms late) of a streamed world: the window
+    # fills, a zero window; segments that complete one message and hold others (two rounds of desegment_tcp)
+    scripts["freeblox-slow-reader.pcap"] = (burst(game(big=True)) + [("s2c", "close", (1000, ""))],
+                                            dict(deflate=True, nagle=True, slow_reader=(4096, 0.05)))
     # (tests/data/freeblox-lossy-rounds.pcap, kept out of captures/, is such a recording of freeblox-fragments.pcap's
     # steps at 40 %: a segment completing a PDU, then holding a whole one and the start of the next)
     return scripts

@@ -25,8 +25,10 @@ CAPTURES = ROOT / "captures"
 PORT = 20737
 CLIENT_PORT = 40737
 NAMES = ("iceball-tcp-all.pcap", "iceball-tcp-bad.pcap", "iceball-enet-all.pcap", "iceball-tcp-port-30000.pcap",
-         "iceball-enet-port-31000.pcap", "iceball-tcp-spec.pcap", "iceball-tcp-lossy.pcap")
+         "iceball-enet-port-31000.pcap", "iceball-tcp-spec.pcap", "iceball-tcp-lossy.pcap",
+         "iceball-tcp-slow-reader.pcap")
 LOSSY_DROP = 25        # iceball-tcp-lossy: the percentage of segments dropped on input (tools/netns_record.py)
+SLOW_READER = (2048, 4000, 0.25)    # iceball-tcp-slow-reader: the client's receive buffer, bytes per read, pause
 OTHER_PORT, OTHER_ENET_PORT = 30000, 31000
 CONNECT_DATA = 0x42454331
 
@@ -336,13 +338,14 @@ def spec_session() -> list:
                 spec_lua("BLK_DAMAGE", "HHHH", 1, 2, 3, 4))]
 
 
-def record(name: str, steps: list, port: int = PORT, drop: int = 0) -> None:
+def record(name: str, steps: list, port: int = PORT, drop: int = 0, slow_reader=None) -> None:
     sys.path.insert(0, str(ROOT / "tools"))
     from netns_record import available, record_tcp
     why = available()
     if why:
         raise SystemExit(f"cannot record: {why}")
-    record_tcp(steps, str(CAPTURES / name), server_port=port, client_port=CLIENT_PORT, drop=drop, timeout=120)
+    record_tcp(steps, str(CAPTURES / name), server_port=port, client_port=CLIENT_PORT, drop=drop, timeout=120,
+               slow_reader=slow_reader)
 
 
 def write_goldens() -> None:
@@ -365,6 +368,8 @@ def main() -> None:
         record_enet(NAMES[4], other_port=True)
         record(NAMES[5], spec_session())
         record(NAMES[6], all_session(), drop=LOSSY_DROP)     # a lossy link: each recording loses other segments
+        # a slow client: the window fills, zero windows, window updates, a retransmission with its RTO
+        record(NAMES[7], all_session(), slow_reader=SLOW_READER)
     write_goldens()
 
 

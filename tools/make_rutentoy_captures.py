@@ -209,6 +209,19 @@ def login_texture() -> list:
     return steps
 
 
+def slow_client() -> list:
+    """A client on a slow link (recorded with a small receive buffer, read slowly): the server's world, 16 chunks
+    in one send, then a large texture in one send."""
+    big = image(128, 7)
+    steps = c2s(*message("c2s", 1, 5, "LOGIN dave slow-link"))
+    steps += s2c(*message("s2c", 2, 5, f"HASTEX {digest(big)}"))
+    steps += c2s(*message("c2s", 3, 5, "HAVETEX 0"))
+    steps += [("s2c", b"".join(world_chunk(x, 0, z, 8 * x + z) for x in range(4) for z in range(4)))]
+    steps += [("s2c", b"".join(texture("s2c", 5, 0xB16, big)))]
+    steps += s2c(pdu("s2c", {"opcode": 0x04, "oid": 6}))
+    return steps
+
+
 def messages() -> list:
     """Multi-chunk messages (UTF-8 split inside code points), two interleaved, every channel."""
     long_text = "Ünïcödé → " + "日本語のテキスト" * 6 + " 🎉🎉🎉 end"
@@ -290,10 +303,15 @@ SESSIONS = {
 # 127.0.0.2 (ADD_ADDR) and both try to join it (MP_JOIN); the server's join is refused (nothing listens on the
 # client's port: RST), the client's is accepted. The endpoint is a backup one, so the data stays on the first
 # subflow and the Rutentoy stream is whole there.
-# a lossy link: the percentage of segments dropped (tools/netns_record.py), as the session's recovery shows it
-LOSSY = {"rutentoy-lossy.pcap": (every_opcode, 40001, dict(drop=25)),
+# sessions recorded over a lossy link (the percentage of segments dropped: tools/netns_record.py), as the
+# session's recovery shows it, or to a slow reader
+LINKS = {"rutentoy-lossy.pcap": (every_opcode, 40001, dict(drop=25)),
          "rutentoy-lossy-close.pcap": (struct_numbering, 40007, dict(drop=25)),
-         "rutentoy-lossy-v6.pcap": (server_info, 40003, dict(drop=20, server_addr="::1", linktype="cooked2"))}
+         "rutentoy-lossy-v6.pcap": (server_info, 40003, dict(drop=20, server_addr="::1", linktype="cooked2")),
+         # a slow client (a 4 KiB receive buffer read every 0.4 s): the window fills, zero windows and their
+         # probes (tshark 4.0 calls them keep-alives), window updates, a retransmission in a full window, frames
+         # that end one PDU and hold another behind TCP's analysis tags
+         "rutentoy-slow-reader.pcap": (slow_client, 40012, dict(slow_reader=(4096, 20000, 0.4)))}
 
 MPTCP = {"rutentoy-mptcp.pcap": ["limits set subflows 2 add_addr_accepted 2",
                                  "endpoint add 127.0.0.2 dev lo id 2 signal backup"]}
@@ -301,8 +319,8 @@ MPTCP = {"rutentoy-mptcp.pcap": ["limits set subflows 2 add_addr_accepted 2",
 
 def record(name: str) -> None:
     from netns_record import record_tcp
-    if name in LOSSY:
-        make, client_port, link = LOSSY[name]
+    if name in LINKS:
+        make, client_port, link = LINKS[name]
         record_tcp(make(), str(CAPTURES / name), server_port=PORT, client_port=client_port, timeout=120, **link)
         return
     make, client_port = SESSIONS[name]
@@ -404,7 +422,7 @@ def golden(name: str) -> None:
 
 EDITED = {"rutentoy-lost-reordered.pcap": lost_reordered, "rutentoy-midstream.pcap": midstream,
           "rutentoy-sctp.pcap": sctp}
-ALL = [*SESSIONS, *LOSSY, *EDITED]
+ALL = [*SESSIONS, *LINKS, *EDITED]
 
 
 def main(argv=None) -> None:
@@ -414,7 +432,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     for name in args.names or ALL:
         if not args.golden:
-            if name in SESSIONS or name in LOSSY:
+            if name in SESSIONS or name in LINKS:
                 record(name)
             else:
                 EDITED[name](name)

@@ -140,7 +140,7 @@ def record_udp(datagrams, out_path, *, server_port=12354, client_port=None,
 def record_tcp(script, out_path, *, server_port=12355, client_port=None,
                server_addr="127.0.0.1", mtu=1500, offloads_off=True,
                nodelay=True, gap=0.0, linktype="ethernet", nano=False,
-               timeout=60, mptcp=None, drop=0):
+               timeout=60, mptcp=None, drop=0, slow_reader=None):
     """Run ``script`` over one real TCP connection on loopback.
 
     Steps: ("c2s"|"s2c", bytes) = one sendall() from that side, fully read
@@ -155,12 +155,17 @@ def record_tcp(script, out_path, *, server_port=12355, client_port=None,
 
     ``drop``: the percentage of TCP segments dropped at random on input (nftables, after the capture saw them):
     a lossy link, so the capture has the retransmissions, duplicate ACKs and SACKs of a real recovery.
+
+    ``slow_reader``: (receive buffer, bytes per read, seconds between reads): every receiving side has that
+    SO_RCVBUF (set before the connection, so it is in the window scale too) and reads a step's bytes that slowly
+    while the sender's sendall() runs in a thread: a client on a slow link, whose capture shows the window fill,
+    zero windows, zero-window probes and window updates.
     """
     spec = dict(proto="tcp", mptcp=mptcp, drop=drop, steps=_norm_steps(script, True),
                 out=_check_common(out_path, linktype, server_addr),
                 server_port=server_port, client_port=client_port,
                 addr=server_addr, gap=gap, linktype=linktype, nano=nano,
-                mtu=mtu, offloads_off=offloads_off, nodelay=nodelay)
+                mtu=mtu, offloads_off=offloads_off, nodelay=nodelay, slow_reader=slow_reader)
     _run_in_netns(spec, timeout)
 
 
@@ -300,6 +305,31 @@ def _udp_traffic(spec):
 IPPROTO_MPTCP = 262
 
 
+def _slow_exchange(tx, rx, payload, chunk, pause):
+    """tx sends the payload from a thread while rx reads it `chunk` bytes at a time, `pause` seconds apart."""
+    import threading
+    failed = []
+
+    def send():
+        try:
+            tx.sendall(payload)
+        except OSError as exc:
+            failed.append(exc)
+    sender = threading.Thread(target=send)
+    sender.start()
+    data = b""
+    while len(data) < len(payload):
+        time.sleep(pause)
+        piece = rx.recv(min(chunk, len(payload) - len(data)))
+        if not piece:
+            break
+        data += piece
+    sender.join()
+    if failed:
+        raise RecordError(f"send failed: {failed[0]}")
+    return data
+
+
 def _tcp_traffic(spec):
     fam = socket.AF_INET6 if ":" in spec["addr"] else socket.AF_INET
     addr = spec["addr"]
@@ -310,6 +340,10 @@ def _tcp_traffic(spec):
     lst, cli = socket.socket(fam, socket.SOCK_STREAM, proto), socket.socket(fam, socket.SOCK_STREAM, proto)
     with lst, cli:
         lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        slow = spec.get("slow_reader")
+        if slow:
+            for s in (lst, cli):             # (the accepted socket inherits the listener's)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, slow[0])
         lst.bind(("" if mptcp else addr, spec["server_port"]))
         lst.listen(1)
         if spec["client_port"]:
@@ -339,8 +373,12 @@ def _tcp_traffic(spec):
                     if kind in shut:
                         raise RecordError(f"{kind} send after its close")
                     payload = bytes.fromhex(arg)
-                    ends[kind][0].sendall(payload)
-                    if _recv_exact(ends[kind][1], len(payload)) != payload:
+                    if slow:
+                        got = _slow_exchange(ends[kind][0], ends[kind][1], payload, slow[1], slow[2])
+                    else:
+                        ends[kind][0].sendall(payload)
+                        got = _recv_exact(ends[kind][1], len(payload))
+                    if got != payload:
                         raise RecordError(f"{kind} data mangled")
                 time.sleep(spec["gap"])
             for side in ("c2s", "s2c"):  # client closes first by default

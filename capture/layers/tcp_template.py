@@ -112,7 +112,7 @@ def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
     items, a spurious or fast one with the retransmission expert too, a duplicate ACK's own item), then, after
     it in the analysis tree, a duplicate ACK's number and frame (its expert there)."""
     flags = Item(f.tcp_analysis_flags, None, off, 0, "TCP Analysis Flags", generated=True)
-    rto_slots = []
+    rto_at = None               # the RTO items follow the retransmission's expert, before any later flag's
     for kind in kinds:
         if kind == "duplicate_ack":
             flags.add(Item(f.tcp_analysis_duplicate_ack, None, off, 0, "This is a TCP duplicate ack", generated=True))
@@ -121,12 +121,17 @@ def _flags_slots(kinds, off: int, rto: bool, dupacks) -> list:
         if kind == "fast_retransmission":
             tcp_expert(flags, "tcp.analysis.retransmission")
         if kind == "retransmission" and rto and "spurious_retransmission" not in kinds:
-            rto_slots = [Slot(f.tcp_analysis_rto, "[The RTO for this segment was: %(rto)s seconds]", "rto", 0, 0, _G,
-                              plain=True),
-                         Slot(f.tcp_analysis_rto_frame, "[RTO based on delta from frame: %(rto_frame)d]", "rto_frame",
-                              0, 0, _G)]
-    out = [Slot(f.tcp_analysis_flags, "TCP Analysis Flags", None, 0, 0, _G, kids=(*flags.children, *rto_slots))
-           if rto_slots else flags]
+            rto_at = len(flags.children)
+    if rto_at is None:
+        out = [flags]
+    else:
+        rto_slots = (Slot(f.tcp_analysis_rto, "[The RTO for this segment was: %(rto)s seconds]", "rto", 0, 0, _G,
+                          plain=True),
+                     Slot(f.tcp_analysis_rto_frame, "[RTO based on delta from frame: %(rto_frame)d]", "rto_frame",
+                          0, 0, _G))
+        kids = flags.children
+        out = [Slot(f.tcp_analysis_flags, "TCP Analysis Flags", None, 0, 0, _G,
+                    kids=(*kids[:rto_at], *rto_slots, *kids[rto_at:]))]
     if dupacks is not None:
         holder = Item(None)
         tcp_expert(holder, "tcp.analysis.duplicate_ack", dupacks)
