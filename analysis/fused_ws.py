@@ -11,7 +11,6 @@ from ..dissectors.websocket import Inflater
 from ..engine.context import Ctx
 from ..engine.tree import Item, Layer
 
-CONTINUE = "websocket.payload.continue"      # io,phs's name for a continuation frame's payload (stats_phs)
 
 
 class Bail(Exception):
@@ -131,9 +130,12 @@ def pdu_layers(machine, conv, me, proto, data: bytes, pos: int, n: int, stack: W
         raise
     except Exception:  # noqa: BLE001 - the full decode shows it as an expert; not modelled
         raise Bail from None
-    b1 = data[pos + 1] if n > 1 else 0
-    if stack.layers[first].proto == "websocket" and not data[pos] & 0x0F and b1 & 0x7F:
-        stack.layers.insert(first + 1, Layer(CONTINUE, None))
+    layer = stack.layers[first]
+    if layer.proto == "websocket" and layer.after:
+        # the items it put on the top level, which io,phs counts (analysis.stats_phs.protocol_path): a
+        # continuation frame's payload, a fragmented message's reassembly
+        stack.layers[first + 1:first + 1] = [Layer(item.field.abbrev, None) for item in layer.after
+                                             if item.field is not None]
 
 
 def frame_names(stack: WsStack) -> list[str]:

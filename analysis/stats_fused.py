@@ -450,6 +450,7 @@ class Fused:
         data = me.buf + payload if joined else payload
         stack = WsStack(self, conv.others, frame)
         pos, size, pdus, n = 0, len(data), 0, 0
+        first_round = None             # the layers of the PDU this segment completes (desegment_tcp's first round)
         while pos < size:
             try:
                 n = int(proto.pdu_length(data, pos, me.conv, me.name, self.prefs))
@@ -460,6 +461,8 @@ class Fused:
             if n == 0 or pos + n > size:
                 break
             pdu_layers(self, conv, me, proto, data, pos, n, stack)
+            if joined and not pdus:
+                first_round = len(stack.layers)
             pdus += 1
             pos += n
         me.need = n if pos < size and n > 0 else 0
@@ -469,8 +472,8 @@ class Fused:
         if stack.ended:
             self.ended_now = True
         names = frame_names(stack)
-        if joined and pdus:
-            names.append("tcp.segments")
+        if joined and pdus:     # TCP's reassembled segments: after the first round when a second one follows
+            names.insert(first_round if pdus > 1 else len(names), "tcp.segments")
         return tuple(names)
 
     def keep(self, conv: Conversation, me: Direction, data: bytes, pos: int) -> None:

@@ -21,36 +21,31 @@ def protocol_path(packet) -> list[str]:
     if d.transport in std:                       # the game layers' names follow the transport in frame.protocols
         std = std[:len(std) - std[::-1].index(d.transport)]
     path = [p for p in std if p not in HIDDEN]
+    segments_at = None
     if d.transport == "sctp" and getattr(d, "chunk_marks", None):
         # the game layers with the SCTP continuation layers between them (engine.dispatch.Packet.layers)
         layers = packet.layers()
         first = next(i for i, layer in enumerate(layers) if layer.proto == "sctp")
         path.extend(layer.proto for layer in layers[first + 1:] if layer.proto != "tcp.segments")
     else:
-        for layer in packet.games:
+        # TCP's reassembled-segments item follows the layers of the PDU it completed: after the first round of
+        # desegment_tcp when a second one follows (Decoded.round_at), else after them all
+        segments_at = getattr(d, "round_at", None) if d.reassembled else None
+        for i, layer in enumerate(packet.games):
+            if i == segments_at:
+                path.append("tcp.segments")
             path.append(layer.proto)
-            if layer.proto == "websocket" and _continues(layer):
-                path.append("websocket.payload.continue")    # tshark's protocol item for such a payload
-    if d.reassembled:
+            if layer.proto == "websocket":
+                # the items its dissector put on the top level, which io,phs counts: a continuation frame's
+                # payload, a fragmented message's reassembly (the message's own layer follows)
+                path.extend(item.field.abbrev for item in layer.after or () if item.field is not None)
+    if d.reassembled and segments_at is None:
         path.append("tcp.segments")
     if not packet.games and (d.transport == "udp" and d.payload or d.transport == "tcp" and d.unclaimed):
         path.append("data")
     if d.dropped and d.reassembly_note():       # TCP's reassembly threw: its "[Reassembly error ...]" item
         path.append("_ws.malformed")
     return path
-
-
-def _continues(layer) -> bool:
-    """A WebSocket continuation frame (opcode 0) carrying payload bytes."""
-    opcode = length = None
-    for item in layer.item.walk():
-        f = item.field
-        if f is not None:
-            if f.abbrev == "websocket.opcode":
-                opcode = item.value
-            elif f.abbrev == "websocket.payload_length":
-                length = item.value
-    return opcode == 0 and bool(length)
 
 
 @register
@@ -66,8 +61,8 @@ class ProtocolHierarchy(Tap):
         self.paths: dict = {}         # a path (tuple) -> its nodes
 
     def demand(self):
-        names = of_filter(self.filter or None)      # the layers' presence, and what _continues reads
-        return None if names is None else names | {"websocket.opcode", "websocket.payload_length"}
+        names = of_filter(self.filter or None)      # the layers' presence, and WebSocket's top-level items
+        return None if names is None else names | {"websocket.payload.continue", "websocket.fragments"}
 
     def add(self, packet):
         if self.match is not None and not self.match(packet):

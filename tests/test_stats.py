@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import pytest
 
-from conftest import CAPTURES, CAPTURES_DIR, GOLDEN_DIR, PLUGIN, PROTODUMP, TSHARK, packet_layers
+from conftest import CAPTURES, CAPTURES_DIR, PLUGIN, PROTODUMP, TSHARK
 from protodump.analysis import stats
 from protodump.output import stats_out
 from protodump.session import packets
@@ -131,23 +131,10 @@ def phs_rows(text: str) -> list[tuple]:
     return rows
 
 
-def ws_top_level_lines(capture: str) -> set[int]:
-    """Frames (0-based) with a continuation frame or a WebSocket item on the top level of the tree
-    (websocket.fragments, websocket.payload.continue): their -T json is tshark's, but io,phs counts the layers of
-    such a frame otherwise than tshark does (analysis/, not yet), so they are left out of that comparison."""
-    golden = GOLDEN_DIR / f"{capture}.json"
-    if not golden.exists():
-        return set()
-    layers = packet_layers(golden.read_bytes().decode("utf-8", "surrogateescape"))
-    return {i for i, frame in enumerate(layers)
-            if any(k in ("websocket.fragments", "websocket.payload.continue") or k == "websocket"
-                   and ("websocket.opcode", "0") in v for k, v in frame)}
-
-
 @pytest.mark.parametrize("path", CAPS, ids=lambda p: p.rsplit("/", 1)[-1])
 def test_protocol_hierarchy_matches_tshark(path):
     name = path.rsplit("/", 1)[-1]
-    skip = divergent_lines(name) | ws_top_level_lines(name)
+    skip = divergent_lines(name)
     if skip:     # frames whose layers differ from tshark's by design (test_fields_out.divergent_lines): left out
         where = "!(frame.number in {" + ",".join(str(i + 1) for i in sorted(skip)) + "})"
         (result,) = ours(path, f"io,phs,{where}")
