@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from array import array
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from .jobs_pipes import CHUNK_BYTES, CHUNK_FRAMES, END, ERROR, FAKES, FRAMES, Sender, plan_chunks
@@ -21,16 +22,31 @@ if TYPE_CHECKING:
 class _Text:
     """The file the worker's writer writes to: its texts, kept as written (`write` is the list's own append: no
     Python call per write) until the frame is taken, encoded on its own. (A chunk encoded at once would be one
-    large allocation, which the C library maps afresh: a page fault every 4 KiB, more than the calls it saves.)"""
+    large allocation, which the C library maps afresh: a page fault every 4 KiB, more than the calls it saves.)
+    A writer that encodes its parts itself (output/sink.py) writes bytes to `buffer`, into the same list."""
 
-    def __init__(self):
+    def __init__(self, encoding: str, errors: str):
         self.parts: list = []
         self.write = self.parts.append
+        self.encoding, self.errors = encoding, errors
+        parts, self.mixed = self.parts, [False]
+        mixed = self.mixed
 
-    def take(self) -> str:
-        s = "".join(self.parts)
-        self.parts.clear()
-        return s
+        def write_bytes(data: bytes) -> None:
+            parts.append(data)
+            mixed[0] = True
+        self.buffer = SimpleNamespace(write=write_bytes)
+
+    def take(self) -> bytes:
+        """What was written since the last take, as bytes."""
+        parts, encoding, errors = self.parts, self.encoding, self.errors
+        if self.mixed[0]:
+            self.mixed[0] = False
+            data = b"".join([p if p.__class__ is bytes else p.encode(encoding, errors) for p in parts])
+        else:
+            data = "".join(parts).encode(encoding, errors)
+        parts.clear()
+        return data
 
     def isatty(self) -> bool:
         return False
@@ -64,9 +80,8 @@ def worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: 
 def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
     from .session import packets_from_frames
     from .shards import _FRAME, _phs_record, _prepare, _state
-    encoding, errors = sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"
-    text = _Text()
-    parts, take, join = text.parts, text.take, "".join
+    text = _Text(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+    take = text.take
     writer = run.make_writer(text)
     writer.first_ns = first_ns
     text.take()                                     # what the writer writes when made: the parent's did
@@ -108,12 +123,11 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
             if not wrote:            # the writer's first form (its header), then the form of every other frame
                 wrote = True
                 writer.write(packet)
-                head = take().encode(encoding, errors)
+                head = take()
                 if found:
                     head = lua_fakes.unmark(head)[0]
             writer.write(packet)
-            data = join(parts).encode(encoding, errors)
-            parts.clear()
+            data = take()
             if found:
                 data, runs = lua_fakes.unmark(data)
                 fakes.append((len(times) - 1, found, runs))
@@ -133,7 +147,7 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
             sender.put((FAKES, fakes))
         sender.put((FRAMES, ends, times, head, pieces))
     writer.close()
-    trailer = text.take().encode(encoding, errors)
+    trailer = take()
     states = []
     for tap, paths in zip(taps, phs_paths):
         state = _state(tap)

@@ -9,6 +9,7 @@ from . import lua_fakes
 from . import tshark_values as tv
 from .frozen import FrozenText
 from .lua_fakes import lua_calls
+from .sink import parts_writer
 from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import TextItem
 
@@ -210,25 +211,38 @@ _FAKE = ",\n" + _INDENT[tv.LAYER_DEPTH] + '"' + tv.LUA_FAKE_KEY + '": ""'    # w
 def layer_text(packet, fakes: bool = True) -> str:
     """The members of the packet's `layers` object: each layer, and with `fakes` wslua's `_ws.lua.fake` items
     (one per call of the plugin, as tshark + plugin writes them)."""
+    return "".join(layer_parts(packet, fakes))
+
+
+def layer_parts(packet, fakes: bool = True, parts: list | None = None) -> list[str]:
+    """layer_text as a text per layer (output/sink.py encodes each on its own), appended to `parts`."""
+    if parts is None:
+        parts = []
     out: list[str] = []
     ind = _INDENT[tv.LAYER_DEPTH]
+    first = True
     for layer, calls in lua_calls(packet, lua_fakes.MARKING) if fakes else ((layer, ()) for layer in packet.layers()):
         for at in calls:           # (never before the first layer, the frame: each item starts with its comma)
             out.append(_FAKE if at.__class__ is int else at.text(_FAKE))
         if layer is None:
             break
-        out.append(",\n" + ind + '"' + layer.proto + '": ' if out else ind + '"' + layer.proto + '": ')
+        out.append(ind + '"' + layer.proto + '": ' if first else ",\n" + ind + '"' + layer.proto + '": ')
+        first = False
         if layer.__class__ is SlotLayer and layer.materialized is None:
             _template_object(layer, tv.LAYER_DEPTH, out)
-            continue
-        top = layer.item
-        if top.children:
-            _object(top.children, tv.LAYER_DEPTH, out)
-        elif top.field is not None and top.field.ftype not in ("none", "protocol"):
-            out.append('"' + (top.field.json_format or _format_of(top.field))[1](top.value) + '"')   # a top item
         else:
-            out.append('"' + tv.json_escape(top.label or "") + '"')
-    return "".join(out)
+            top = layer.item
+            if top.children:
+                _object(top.children, tv.LAYER_DEPTH, out)
+            elif top.field is not None and top.field.ftype not in ("none", "protocol"):
+                out.append('"' + (top.field.json_format or _format_of(top.field))[1](top.value) + '"')   # a top item
+            else:
+                out.append('"' + tv.json_escape(top.label or "") + '"')
+        parts.append("".join(out))
+        out.clear()
+    if out:
+        parts.append("".join(out))
+    return parts
 
 
 def packet_text(packet, fakes: bool = True) -> str:
@@ -248,11 +262,18 @@ class JsonWriter:
 
     def __init__(self, out):
         self.out, self.first = out, True
+        self.write_parts = parts_writer(out)
 
     def write(self, packet) -> None:
-        self.out.write("[\n" if self.first else ",\n")
+        start = "[\n" if self.first else ",\n"
         self.first = False
-        self.out.write(packet_text(packet))
+        if self.write_parts is None:
+            self.out.write(start)
+            self.out.write(packet_text(packet))
+            return
+        parts = layer_parts(packet, True, [start + _head(packet.frame.ts_ns // 86_400_000_000_000)])
+        parts.append(tv.PACKET_TAIL)
+        self.write_parts(parts)
 
     def close(self) -> None:
         self.out.write("[\n\n]\n" if self.first else "\n]\n")

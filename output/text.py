@@ -7,6 +7,7 @@ from ..engine.template import Slot, SlotLayer, positional
 from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
 from .frozen import FrozenText
+from .sink import parts_writer
 
 _SEVERITY_STYLE = {ERROR: "bold red", WARN: "yellow", NOTE: "cyan"}
 
@@ -229,25 +230,38 @@ _MEMO_TYPES = frozenset((int, bool, str, bytes))
 
 def detail_text(packet, only: set[str] | None = None, end: str = "") -> str:
     """A packet's -V tree as plain text (what layer_lines gives, joined), then `end`."""
+    return "".join(detail_parts(packet, only, end))
+
+
+def detail_parts(packet, only: set[str] | None = None, end: str = "") -> list[str]:
+    """detail_text as a text per layer (output/sink.py encodes each on its own)."""
+    parts: list[str] = []
     out: list[str] = []
     add = out.append
     for layer in packet.layers():
         if layer.__class__ is SlotLayer and layer.materialized is None:
-            add(layer.label + "\n")
+            label = layer.label + "\n"
             if only is None or layer.proto in only:
                 compiled = layer.template.compiled.get("detail")      # _template_detail's common case, inline
                 if compiled is None:
+                    add(label)
                     _template_detail(layer, out)
+                    parts.append("".join(out))
+                    out.clear()
                 else:
-                    add(compiled[0] % compiled[1](layer.vals))
+                    parts.append(label + compiled[0] % compiled[1](layer.vals))
+            else:
+                parts.append(label)
             continue
         top = layer.item
-        out.append(_layer_head(top, layer.proto) + "\n")
+        add(_layer_head(top, layer.proto) + "\n")
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
+        parts.append("".join(out))
+        out.clear()
     if end:
-        out.append(end)
-    return "".join(out)
+        parts.append(end)
+    return parts
 
 
 def _template_detail(layer, out: list) -> None:
@@ -346,6 +360,9 @@ class TextWriter:
         if out.isatty():
             from rich.console import Console
             self.console = Console(file=out, highlight=False)
+        # -V alone, to a file or pipe: each layer's text encoded on its own (output/sink.py)
+        self.write_parts = parts_writer(out) if detail and not summary and not hexdump and self.console is None \
+            else None
 
     def write(self, packet) -> None:
         out = self.out
@@ -361,7 +378,10 @@ class TextWriter:
             out.write(summary_line(packet, self.time_format) + "\n")
         if self.console is None:
             if not self.hexdump:
-                out.write(detail_text(packet, self.only, self.end))
+                if self.write_parts is not None:
+                    self.write_parts(detail_parts(packet, self.only, self.end))
+                else:
+                    out.write(detail_text(packet, self.only, self.end))
                 return
             out.write(detail_text(packet, self.only))
         else:
