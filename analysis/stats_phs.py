@@ -30,7 +30,7 @@ def protocol_path(packet) -> list[str]:
     else:
         # TCP's reassembled-segments item follows the layers of the PDU it completed: after the first round of
         # desegment_tcp when a second one follows (Decoded.round_at), else after them all
-        segments_at = getattr(d, "round_at", None) if d.reassembled else None
+        segments_at = d.round_at if d.reassembled else None
         for i, layer in enumerate(packet.games):
             if i == segments_at:
                 path.append("tcp.segments")

@@ -82,6 +82,7 @@ class Decoded:
         # TCP: late bytes (a spurious, out-of-order or fast retransmission) where a PDU of tshark's own
         # reassembly starts (engine.streams): "Retransmitted TCP segment data", as for any other retransmission
         self.repeats_pdu_start = False
+        self.round_at = None                 # TCP: the layer a second round of desegment_tcp starts at (io,phs)
         self.reassembled_in = None           # TCP, -2: the later frame that completes the PDU this segment went into
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
@@ -413,7 +414,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.sport = sport
     d.dport = dport
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
-        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = None
+        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = d.round_at = None
     d.cut = 0
     d.truncated = None
     d.unclaimed = d.dropped = d.repeats_pdu_start = False

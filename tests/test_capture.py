@@ -553,7 +553,7 @@ def test_manuf_without_a_file_comes_from_tshark(tmp_path, monkeypatch):
         assert len(cache) == 1 and "Cisco-Linksys" in cache[0].read_text()
         def no_tshark(*_a, **_k):
             raise AssertionError("tshark run again")
-        monkeypatch.setattr(manuf.subprocess, "run", no_tshark)       # the second time, the cache answers
+        monkeypatch.setattr(subprocess, "run", no_tshark)       # the second time, the cache answers
         assert "Cisco-Linksys" in manuf._built_in_manuf()
     finally:
         for cached in (manuf.tables, manuf.eth_name):
