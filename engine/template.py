@@ -44,6 +44,50 @@ def positional(fmt: str):
     return text, itemgetter(*keys)
 
 
+def positional_runs(fmt: str):
+    """positional(fmt), unless some of the format's lines hold a non-ASCII character (TCP's flags, "·······A····"):
+    then (None, texts), where texts(vals) is the text cut into runs of whole lines, the ASCII lines apart from the
+    others, joined equal to `fmt % vals`. CPython encodes an ASCII text by copying it, but a text with one other
+    character character by character (about 20 times slower), so output/sink.py, which encodes each text on its own,
+    then pays that for those few lines only, not for the whole layer."""
+    runs = _line_runs(fmt)
+    if len(runs) == 1:
+        return positional(fmt)
+    # (a run without a slot is a constant: its text once formatted, "%%" undone)
+    pieces = [positional(run) if _has_slot(run) else run % {} for run in runs]
+
+    def texts(vals) -> list[str]:
+        return [p if p.__class__ is str else p[0] % p[1](vals) for p in pieces]
+    return None, texts
+
+
+def _has_slot(fmt: str) -> bool:
+    return any(m.group(1) is not None for m in _NAMED.finditer(fmt))
+
+
+def _line_runs(fmt: str) -> list[str]:
+    """`fmt` cut at line ends into runs of consecutive lines that are all ASCII or all not (a slot never spans a
+    line end, nor does a "%%")."""
+    runs: list[str] = []
+    run: list[str] = []
+    wide = None
+    lines = fmt.split("\n")
+    last = len(lines) - 1
+    for i, line in enumerate(lines):
+        if i < last:
+            line += "\n"
+        elif not line:                   # (the format ends with a line end)
+            break
+        this = not line.isascii()
+        if run and this != wide:
+            runs.append("".join(run))
+            run = []
+        run.append(line)
+        wide = this
+    runs.append("".join(run))
+    return runs
+
+
 class Slot:
     """One item of a template: `field` (None: a text item), `label` a %-format of the values, `value` the key of
     its value (None: no value), `at`/`length` its bytes relative to the layer's base offset (either may be the

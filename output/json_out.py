@@ -10,7 +10,7 @@ from . import tshark_values as tv
 from .frozen import FrozenText
 from .lua_fakes import lua_calls
 from .sink import parts_writer
-from ..engine.template import Slot, SlotLayer, positional
+from ..engine.template import Slot, SlotLayer, positional_runs
 from ..engine.tree import TextItem
 
 
@@ -131,8 +131,10 @@ def _members(kids, depth: int, out: list) -> None:
 
 # -- templates (engine.template): compiled once per depth into one %-format text ---------------------------------
 
-def _template_object(layer, depth: int, out: list) -> None:
-    """Append a SlotLayer's children as an object at `depth`: its compiled text filled with the frame's values."""
+def _template_object(layer, depth: int, out: list, parts: list) -> None:
+    """Append a SlotLayer's children as an object at `depth`: its compiled text filled with the frame's values.
+    Where the text holds non-ASCII lines (engine.template.positional_runs), `out` ends before them: they go to
+    `parts` as texts of their own, and `out` goes on with the ASCII rest."""
     tpl, vals = layer.template, layer.vals
     compiled = tpl.compiled.get(("json", depth))
     if compiled is None:
@@ -140,12 +142,20 @@ def _template_object(layer, depth: int, out: list) -> None:
         derived: list = []
         _compile_members(tpl.nodes, depth, members, derived)
         text = "".join(members)
-        text, values = positional("{" + text[1:] + "\n" + _INDENT[depth] + "}" if text else "{}")
+        text, values = positional_runs("{" + text[1:] + "\n" + _INDENT[depth] + "}" if text else "{}")
         compiled = tpl.compiled[("json", depth)] = (text, values, tuple(derived))
     text, values, derived = compiled
     for dkey, key, conv in derived:
         vals[dkey] = conv(vals[key])
-    out.append(text % values(vals))
+    if text is not None:
+        out.append(text % values(vals))
+        return
+    texts = values(vals)
+    out.append(texts[0])
+    parts.append("".join(out))
+    out.clear()
+    parts += texts[1:-1]
+    out.append(texts[-1])
 
 
 def _compile_members(nodes, depth: int, out: list, derived: list) -> None:
@@ -229,7 +239,7 @@ def layer_parts(packet, fakes: bool = True, parts: list | None = None) -> list[s
         out.append(ind + '"' + layer.proto + '": ' if first else ",\n" + ind + '"' + layer.proto + '": ')
         first = False
         if layer.__class__ is SlotLayer and layer.materialized is None:
-            _template_object(layer, tv.LAYER_DEPTH, out)
+            _template_object(layer, tv.LAYER_DEPTH, out, parts)
         else:
             top = layer.item
             if top.children:

@@ -1,7 +1,9 @@
 """A frame's output written as bytes, one layer's text at a time. CPython copies the UTF-8 of an ASCII text as it
 is, but encodes a text holding one non-ASCII character (TCP's flags, "·······A····") character by character, at
 about 1 ns each: a frame's whole text encoded at once (what a text stream does with it) costs that for every
-character of every layer; its layers encoded one by one cost it only for the few layers that need it."""
+character of every layer; its layers encoded one by one cost it only for the few layers that need it, and in a
+templated layer only for its non-ASCII lines, which the -V and JSON writers give as texts of their own
+(engine.template.positional_runs)."""
 from __future__ import annotations
 
 import os

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from ..engine.template import Slot, SlotLayer, positional
+from ..engine.template import Slot, SlotLayer, positional_runs
 from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
 from .frozen import FrozenText
@@ -242,14 +242,13 @@ def detail_parts(packet, only: set[str] | None = None, end: str = "") -> list[st
         if layer.__class__ is SlotLayer and layer.materialized is None:
             label = layer.label + "\n"
             if only is None or layer.proto in only:
-                compiled = layer.template.compiled.get("detail")      # _template_detail's common case, inline
-                if compiled is None:
-                    add(label)
-                    _template_detail(layer, out)
-                    parts.append("".join(out))
-                    out.clear()
-                else:
+                compiled = layer.template.compiled.get("detail") or _compile_template(layer.template)
+                if compiled[0] is not None:
                     parts.append(label + compiled[0] % compiled[1](layer.vals))
+                else:                    # runs of lines, the non-ASCII ones apart (engine.template.positional_runs)
+                    texts = compiled[1](layer.vals)
+                    texts[0] = label + texts[0]
+                    parts += texts
             else:
                 parts.append(label)
             continue
@@ -264,16 +263,13 @@ def detail_parts(packet, only: set[str] | None = None, end: str = "") -> list[st
     return parts
 
 
-def _template_detail(layer, out: list) -> None:
-    """A SlotLayer's lines (engine.template): its template's -V text, compiled once, filled with the values."""
-    tpl = layer.template
-    compiled = tpl.compiled.get("detail")
-    if compiled is None:
-        lines: list[str] = []
-        _compile_detail(tpl.nodes, 1, lines)
-        compiled = tpl.compiled["detail"] = positional("".join(lines))
-    text, values = compiled
-    out.append(text % values(layer.vals))
+def _compile_template(tpl):
+    """A template's -V text (engine.template), compiled once: (text, values), or (None, texts) where it holds
+    non-ASCII lines (positional_runs)."""
+    lines: list[str] = []
+    _compile_detail(tpl.nodes, 1, lines)
+    compiled = tpl.compiled["detail"] = positional_runs("".join(lines))
+    return compiled
 
 
 def _compile_detail(nodes, depth: int, out: list) -> None:

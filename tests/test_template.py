@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from protodump.engine.template import Slot, SlotLayer, Template, positional
+from protodump.engine.template import Slot, SlotLayer, Template, positional, positional_runs
 from protodump.output import json_out, text
 from protodump.session import packets
 
@@ -85,3 +86,37 @@ def test_a_long_frame_protocols_label_is_cut_as_wireshark_cuts_it():
     (line,) = [x for x in "".join(out).splitlines() if "Protocols in frame" in x]
     assert line.strip().startswith("[Protocols in frame [truncated]: eth:ethertype:ip:udp:blank")
     assert len(line.strip().encode()) < 240
+
+
+_TOKENS = ["abc ", "x", "\u00b7\u00b7A\u00b7", "caf\u00e9 ", "100%% ", "%(a)d ", "0x%(a)04x", "%(b)s", "\u2192 ", ""]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_TOKENS), max_size=4).map("".join), min_size=1, max_size=8),
+       st.booleans())
+def test_positional_runs_are_the_format_cut_at_lines(lines, newline_at_end):
+    """positional_runs: the texts joined are `fmt % vals`; a text is all ASCII or only non-ASCII lines, so the
+    sink encodes each non-ASCII line at CPython's slow rate and nothing else."""
+    fmt = "\n".join(lines) + ("\n" if newline_at_end else "")
+    vals = {"a": 4242, "b": "v%s"}
+    text_, values = positional_runs(fmt)
+    if text_ is not None:              # one run: positional's form
+        assert text_ % values(vals) == fmt % vals
+        return
+    texts = values(vals)
+    assert "".join(texts) == fmt % vals
+    assert len(texts) > 1 and all(texts)
+    for piece in texts:
+        lines_ = piece.splitlines(keepends=True)
+        assert piece.isascii() or not any(line.isascii() for line in lines_)
+    assert all(a.isascii() != b.isascii() for a, b in zip(texts, texts[1:]))      # runs alternate
+
+
+def test_tcp_flags_line_is_a_text_of_its_own():
+    """The TCP template's flags line ("[TCP Flags: ·······AP···]") is a -V and JSON text apart from the rest of
+    the layer: output/sink.py encodes each text on its own, so only that line pays for its non-ASCII character."""
+    packet = next(p for p in packets(CAPTURES / "rutentoy-segmentation.pcap") if p.decoded.transport == "tcp")
+    for parts in (text.detail_parts(packet), json_out.layer_parts(packet)):
+        wide = [p for p in parts if not p.isascii()]
+        assert wide and all("TCP Flags" in p or "tcp.flags.str" in p for p in wide)
+        assert all(len(p) < 80 for p in wide), wide
