@@ -8,7 +8,10 @@ PING, BANDWIDTH_LIMIT (enet_host_bandwidth_limit), THROTTLE_CONFIGURE (enet_peer
 through ctypes on pyenet's own libenet: the wheel exports it but does not wrap it), and a DISCONNECT carrying data.
 It is recorded three times: plain, with the range coder on both hosts, and with the range coder and CRC-32
 checksums (enet_host_checksum = enet_crc32, set through ctypes; read it with -o enet.checksum:on). Then
-enet-bad.pcap: crafted bad datagrams after a real CONNECT; and the shared enet-plain / enet-rangecoder copied.
+enet-lossy-rc.pcap: reliable messages (small, fragmented, a burst in flight) over a link that drops a share of the
+datagrams after tcpdump saw them (nftables, as tools/netns_record.py's drop=), so libenet resends commands and
+fragments the peer already has; enet-bad.pcap: crafted bad datagrams after a real CONNECT; and the shared
+enet-plain / enet-rangecoder copied.
 
     python3 tools/make_enet_captures.py [--out captures] [--golden]
 """
@@ -36,6 +39,8 @@ CAPTURES = {"enet-all-commands.pcap": (False, False), "enet-all-commands-rc.pcap
             "enet-checksum.pcap": (True, True)}
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "captures"
 SHARED_CAPTURES = ("enet-plain.pcap", "enet-rangecoder.pcap")
+LOSSY = "enet-lossy-rc.pcap"       # the lossy link's recording (range coder on), and the share of datagrams it drops
+LOSSY_DROP = 20
 BAD_PORT = 27016                   # enet-bad.pcap: crafted datagrams after a real CONNECT (the conversation stays ENet)
 
 
@@ -162,6 +167,40 @@ def scenario(compress: bool, checksum: bool) -> None:
     pair.pump(10)
 
 
+def lossy_scenario() -> None:
+    """Reliable messages both ways over a lossy link: each waited for (libenet resends what was lost, so the peer
+    may get a command or fragment twice); unreliable ones not waited for (lost ones stay lost); a burst of ten
+    reliable messages in flight at once."""
+    import enet
+    pair = Pair(True)
+    c, s = pair.client_peer, pair.server_peer
+    reliable = enet.PACKET_FLAG_RELIABLE
+
+    def send(peer, channel: int, data: bytes, side: str) -> None:
+        want = pair.received(side) + 1
+        peer.send(channel, enet.Packet(data, reliable))
+        pair.pump_until(lambda: pair.received(side) >= want, limit=30)
+
+    for i in range(6):
+        send(c, i % CHANNELS, text(40 + i, f"reliable {i}"), "server")
+        send(s, i % CHANNELS, text(60 + i, f"reply {i}"), "client")
+    for i in range(3):
+        s.send(0, enet.Packet(text(30, f"unreliable {i}"), 0))
+        pair.pump(3)
+    send(s, 1, text(5000, "large reliable"), "client")              # SEND_FRAGMENT, fragments resent
+    send(c, 3, text(12000, "larger reliable"), "server")
+    send(s, 2, text(9000, "server larger"), "client")
+    want = pair.received("server") + 10
+    for i in range(10):
+        c.send(i % CHANNELS, enet.Packet(text(100 + i, f"burst {i}"), reliable))
+    pair.pump_until(lambda: pair.received("server") >= want, limit=30)
+    pair.pump(20)
+    s.disconnect(DISCONNECT_DATA)
+    pair.pump_until(lambda: any(e[0] == "client" and e[1] == enet.EVENT_TYPE_DISCONNECT for e in pair.events),
+                    limit=30)
+    pair.pump(10)
+
+
 # --- crafted bad input ---------------------------------------------------------------------------------------------
 
 def bad_datagrams() -> list[tuple[str, bytes]]:
@@ -214,15 +253,19 @@ def record_bad(out: Path) -> None:
 
 def inner(spec: dict) -> None:
     with netns_record.recording(spec):
-        scenario(spec["compress"], spec["checksum"])
+        if spec.get("drop"):
+            lossy_scenario()
+        else:
+            scenario(spec["compress"], spec["checksum"])
 
 
-def record(out: Path, compress: bool, checksum: bool) -> None:
+def record(out: Path, compress: bool, checksum: bool, drop: int = 0) -> None:
+    """`drop`: the lossy scenario, on a link that drops this percentage of the datagrams (range coder on)."""
     prefix = netns_record._unshare_prefix()
     if prefix is None:
         raise SystemExit("cannot create a network namespace (unshare -n)")
     spec = {"out": str(out.resolve()), "compress": compress, "checksum": checksum, "mtu": None, "offloads_off": True,
-            "linktype": "ethernet", "nano": False, "proto": "udp"}
+            "linktype": "ethernet", "nano": False, "proto": "udp", "drop": drop}
     subprocess.run([*prefix, sys.executable, os.path.abspath(__file__), "--inner"], input=json.dumps(spec).encode(),
                    check=True, timeout=120)
 
@@ -247,13 +290,15 @@ def main(argv=None) -> None:
     for name, (compress, checksum) in CAPTURES.items():
         record(out / name, compress, checksum)
         print(f"wrote {out / name}")
+    record(out / LOSSY, True, False, drop=LOSSY_DROP)
+    print(f"wrote {out / LOSSY}")
     record_bad(out / "enet-bad.pcap")
     print(f"wrote {out / 'enet-bad.pcap'}")
     for name in SHARED_CAPTURES:           # the recorded ones the project was given, copied as they are
         shutil.copyfile(SHARED / name, out / name)
         print(f"copied {out / name}")
     if args.golden:
-        for name in [*CAPTURES, "enet-bad.pcap", *SHARED_CAPTURES]:
+        for name in [*CAPTURES, LOSSY, "enet-bad.pcap", *SHARED_CAPTURES]:
             golden(out, name)
 
 
