@@ -27,7 +27,7 @@ from protodump.engine.sniff import sniff
 ROOT = Path(__file__).resolve().parent.parent
 FREEBLOX_CAPTURES = ["freeblox-session.pcap", "freeblox-plain.pcap", "freeblox-nocontext.pcap",
                      "freeblox-bad.pcap", "freeblox-burst.pcap", "websocket-bad.pcap", "freeblox-fragments.pcap",
-                     "freeblox-fragments-nocontext.pcap", "freeblox-fragments-plain.pcap"]
+                     "freeblox-fragments-nocontext.pcap", "freeblox-fragments-plain.pcap", "freeblox-v6.pcap"]
 ALICE = "5bc8fbbc-bde5-4099-8164-d8399f767c45"
 
 

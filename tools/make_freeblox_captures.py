@@ -69,17 +69,17 @@ async def _traffic(spec) -> None:
     compression = "deflate" if deflate else None
     kw = dict(compression=compression, ping_interval=None, max_size=None)
     slow = spec.get("slow_reader")
-    async with serve(handler, "127.0.0.1", spec["port"], extensions=server_ext, **kw):
+    host = spec.get("host", "127.0.0.1")
+    url = f"ws://{'[' + host + ']' if ':' in host else host}:{spec['port']}/play"
+    async with serve(handler, host, spec["port"], extensions=server_ext, **kw):
         if slow:        # a small receive buffer, set before the handshake (its window scale); one frame queued
-            sock = socket.socket()
+            sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, slow[0])
-            sock.bind(("127.0.0.1", spec["client_port"]))
-            sock.connect(("127.0.0.1", spec["port"]))
-            client = await connect(f"ws://127.0.0.1:{spec['port']}/play", extensions=client_ext, sock=sock,
-                                   max_queue=1, **kw)
+            sock.bind((host, spec["client_port"]))
+            sock.connect((host, spec["port"]))
+            client = await connect(url, extensions=client_ext, sock=sock, max_queue=1, **kw)
         else:
-            client = await connect(f"ws://127.0.0.1:{spec['port']}/play", extensions=client_ext,
-                                   local_addr=("127.0.0.1", spec["client_port"]), **kw)
+            client = await connect(url, extensions=client_ext, local_addr=(host, spec["client_port"]), **kw)
         server = await server_conn
         if spec.get("nagle"):          # Nagle back on (asyncio disables it): back-to-back messages share segments
             for conn in (client, server):
@@ -130,20 +130,22 @@ async def _traffic(spec) -> None:
 
 
 def _inner(spec) -> None:
-    with netns_record.recording(dict(out=spec["out"], mtu=1500, proto="tcp", drop=spec.get("drop", 0))):
+    with netns_record.recording(dict(out=spec["out"], mtu=1500, proto="tcp", drop=spec.get("drop", 0),
+                                     linktype=spec.get("linktype", "ethernet"))):
         asyncio.run(_traffic(spec))
 
 
 def record(steps, out: Path, *, deflate=True, nagle=False, port=SERVER_PORT, client_port=CLIENT_PORT,
-           timeout=120, drop=0, slow_reader=None) -> None:
+           timeout=120, drop=0, slow_reader=None, host="127.0.0.1", linktype="ethernet") -> None:
     """Run `steps` [(side, kind, value)] between a websockets client and server; write the pcap to `out`.
     kinds: ("send", ("hex", "0a..") | ("text", "...") | ("frags", [..])), ("burst", [("hex", ..), ..]) (sent
     back to back, read afterwards), ("interleaved", [("hex", ..) | ("ping", hex), ..]) (one fragmented message,
     pings between its fragments), ("ping", hex), ("close", (code, reason)). `drop`: the percentage of segments
     dropped on input (a lossy link, tools/netns_record.py). `slow_reader`: (receive buffer, seconds): the client
-    has that SO_RCVBUF, queues one frame, and reads each message from the server that late (a slow client)."""
+    has that SO_RCVBUF, queues one frame, and reads each message from the server that late (a slow client).
+    `host`: both ends' address ("::1": IPv6); `linktype`: tools/netns_record.py's ("cooked2": tcpdump -i any)."""
     spec = dict(steps=steps, out=str(out.resolve()), deflate=deflate, nagle=nagle, port=port,
-                client_port=client_port, drop=drop, slow_reader=slow_reader)
+                client_port=client_port, drop=drop, slow_reader=slow_reader, host=host, linktype=linktype)
     prefix = netns_record._unshare_prefix()
     if prefix is None:
         raise netns_record.RecordError("cannot create a network namespace (unshare)")
@@ -176,6 +178,9 @@ def _scripts() -> dict:
     # fills, a zero window; segments that complete one message and hold others (two rounds of desegment_tcp)
     scripts["freeblox-slow-reader.pcap"] = (burst(game(big=True)) + [("s2c", "close", (1000, ""))],
                                             dict(deflate=True, nagle=True, slow_reader=(4096, 0.05)))
+    # IPv6 on a Linux cooked v2 capture (tcpdump -i any): the session over ::1
+    steps, options = scripts["freeblox-session.pcap"]
+    scripts["freeblox-v6.pcap"] = (steps, {**options, "host": "::1", "linktype": "cooked2"})
     # (tests/data/freeblox-lossy-rounds.pcap, kept out of captures/, is such a recording of freeblox-fragments.pcap's
     # steps at 40 %: a segment completing a PDU, then holding a whole one and the start of the next)
     return scripts
