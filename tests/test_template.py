@@ -27,15 +27,17 @@ def test_template_text_is_the_items_text(name):
 
 
 def test_frame_template_of_pcapng_interfaces(tmp_path):
-    """Frames of several pcapng interfaces (named, described, neither) and resolutions: one frame template per
-    interface, each equal to its items."""
+    """Frames of several pcapng interfaces (named, described, neither, described in non-ASCII: the template's
+    runs of lines, engine.template.positional_runs) and resolutions: one frame template per interface, each equal
+    to its items."""
     from scapy.all import IP, UDP, Ether
     from test_std_details import pcapng
     pkt = bytes(Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x")
-    ifaces = [{"resol": 9, "name": "eth0"}, {"resol": None, "description": "a port"}, {"resol": 3}]
+    ifaces = [{"resol": 9, "name": "eth0"}, {"resol": None, "description": "a port"}, {"resol": 3},
+              {"resol": 6, "name": "caf\u00e9 \u2192 port"}]
     path = tmp_path / "ifaces.pcapng"
-    path.write_bytes(pcapng(ifaces, [(i % 3, 1_700_000_000_000 + i * 7, pkt) for i in range(9)]))
-    assert check_templates(path) == 9
+    path.write_bytes(pcapng(ifaces, [(i % 4, 1_700_000_000_000 + i * 7, pkt) for i in range(12)]))
+    assert check_templates(path) == 12
 
 
 def check_templates(path) -> int:
