@@ -126,10 +126,11 @@ class Pair:
     def received(self, side: str) -> int:
         return sum(1 for e in self.events if e[0] == side and e[1] == self.enet.EVENT_TYPE_RECEIVE)
 
-    def send(self, peer, channel: int, data: bytes, flags: int, side: str) -> None:
+    def send(self, peer, channel: int, data: bytes, flags: int, side: str, limit: float = 5.0) -> None:
+        """Send, and wait until `side` received it (`limit` seconds: longer on a lossy link, where libenet resends)."""
         want = self.received(side) + 1
         peer.send(channel, self.enet.Packet(data, flags))
-        self.pump_until(lambda: self.received(side) >= want)
+        self.pump_until(lambda: self.received(side) >= want, limit)
         self.pump(5)                        # let the acknowledgements go out
 
 
@@ -177,9 +178,7 @@ def lossy_scenario() -> None:
     reliable = enet.PACKET_FLAG_RELIABLE
 
     def send(peer, channel: int, data: bytes, side: str) -> None:
-        want = pair.received(side) + 1
-        peer.send(channel, enet.Packet(data, reliable))
-        pair.pump_until(lambda: pair.received(side) >= want, limit=30)
+        pair.send(peer, channel, data, reliable, side, limit=30)
 
     for i in range(6):
         send(c, i % CHANNELS, text(40 + i, f"reliable {i}"), "server")
