@@ -11,8 +11,8 @@ import os
 
 def parts_writer(out):
     """A function that writes a list of texts to `out`'s byte buffer, each encoded on its own as `out` would
-    encode it; None when `out` has no byte buffer (an in-memory text, a -j worker's collector) or would translate
-    newlines. What was written to `out` as text before goes first (flushed now)."""
+    encode it (a -j worker's collector, api/jobs_worker.py, takes the bytes as they are); None when `out` has no
+    byte buffer (an in-memory text) or would translate newlines. What was written to `out` as text before goes first (flushed now)."""
     buffer = getattr(out, "buffer", None)
     if buffer is None or os.linesep != "\n" or not getattr(out, "encoding", None):
         return None

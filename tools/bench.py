@@ -270,13 +270,18 @@ BLANK_TARGETS = {"json": 4.0, "summary": 1.0}
 TCP_TARGETS = {"json": 2.0, "verbose": 1.5, "summary": 1.5}
 
 
+def _reader(f):
+    """A dpkt reader of an open pcap or pcapng file (its magic read, then the file rewound for the reader)."""
+    pcapng = f.read(4) == b"\x0a\x0d\x0d\x0a"
+    f.seek(0)
+    return dpkt.pcapng.Reader(f) if pcapng else dpkt.pcap.Reader(f)
+
+
 def _targets(path: Path) -> dict[str, float]:
     """The targets of the capture's family: TCP's when any of its first frames is an IPv4 or IPv6 TCP segment,
     blank's for the blank captures (the default one included), else none."""
     with open(path, "rb") as f:
-        reader = dpkt.pcapng.Reader(f) if f.read(4) == b"\x0a\x0d\x0d\x0a" else None
-        f.seek(0)
-        reader = reader or dpkt.pcap.Reader(f)
+        reader = _reader(f)
         for i, (_ts, buf) in enumerate(reader):
             if i == 100:
                 break
@@ -293,9 +298,7 @@ def repeat_capture(path: Path, times: int) -> Path:
     out = Path("/tmp/bench") / f"{path.stem}-x{times}.pcap"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "rb") as f:
-        reader = dpkt.pcapng.Reader(f) if f.read(4) == b"\x0a\x0d\x0d\x0a" else None
-        f.seek(0)
-        reader = reader or dpkt.pcap.Reader(f)
+        reader = _reader(f)
         frames, linktype = list(reader), reader.datalink()
     span = (frames[-1][0] - frames[0][0]) + 1 if frames else 1
     with open(out, "wb") as f:
