@@ -292,10 +292,9 @@ class Decoded:
             return self._layers
         build = _BUILD or _layer_builder()
         if names is not None and "frame" in roots and not self.frame.comments:
-            from .layers.frame import LIGHT_FIELDS, frame_fields_layer
-            asked = {n for n in names if n == "frame" or n.startswith("frame.")}
-            if asked <= LIGHT_FIELDS:
-                return [frame_fields_layer(self, asked), *build(self, roots - {"frame"})]
+            makers = (_LIGHT or _light())(names)
+            if makers is not None:
+                return [_FRAME_FIELDS(self, makers), *build(self, roots - _FRAME_ROOT)]
         return build(self, roots)
 
     def __repr__(self) -> str:
@@ -305,6 +304,15 @@ class Decoded:
 
 
 _BUILD = None      # capture.layers.build, imported on first use (a summary never builds a tree)
+_LIGHT = _FRAME_FIELDS = None    # capture.layers.frame's light_makers and frame_fields_layer, the same way
+_FRAME_ROOT = frozenset(("frame",))
+
+
+def _light():
+    global _LIGHT, _FRAME_FIELDS
+    from .layers.frame import frame_fields_layer, light_makers
+    _LIGHT, _FRAME_FIELDS = light_makers, frame_fields_layer
+    return light_makers
 _TCP_INFO = None   # capture.layers.tcp_info.info, imported on first use (an import statement per call costs a lookup)
 
 

@@ -163,7 +163,7 @@ def _made_captures(tmp: Path) -> list[Path]:
                   e / IPv6(src="::1", dst="::1") / IPv6ExtHdrDestOpt() / UDP(sport=40000, dport=12354) / pl,
                   e / IPv6(src="::1", dst="::1") / IPv6ExtHdrFragment(id=5, m=1) / UDP(sport=40000, dport=12354) /
                   pl],
-        "vlan": [e / Dot1Q(prio=5, id=1, vlan=42) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x",
+        "vlan": [e / Dot1Q(prio=5, dei=1, vlan=42) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=1, dport=2) / b"x",
                  e / Dot1AD(prio=3, vlan=7) / Dot1Q(vlan=9) / IP(src="10.0.0.1", dst="10.0.0.2") /
                  UDP(sport=1, dport=2) / b"y"],
         "macs": [Ether(src=s, dst=d) / IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=12345, dport=12345)

@@ -170,30 +170,42 @@ def _p2p_item(flags) -> Item | None:
     return Item(f.frame_p2p_dir, p2p, label=f"Point-to-Point Direction: {'Received' if p2p else 'Sent'} ({p2p})")
 
 
-def _frame_items(d) -> dict:
-    fr = d.frame if d is not None else None
-    return {
-        "frame.number": lambda: Item(f.frame_number, fr.number, label=f"Frame Number: {fr.number}"),
-        "frame.len": lambda: Item(f.frame_len, fr.length,
-                                  label=f"Frame Length: {fr.length} bytes ({fr.length * 8} bits)"),
-        "frame.cap_len": lambda: Item(f.frame_cap_len, fr.caplen,
-                                      label=f"Capture Length: {fr.caplen} bytes ({fr.caplen * 8} bits)"),
-        "frame.protocols": lambda: _gen(f.frame_protocols, ":".join(d.protocols),
-                                        f"[Protocols in frame: {':'.join(d.protocols)}]"),
-    }
+# The frame items a run reading a few fields may ask for that the capture record alone gives, each made from the
+# frame's decode as frame_layer makes it
+LIGHT_ITEMS = {
+    "frame.number": lambda d: Item(f.frame_number, d.frame.number, label=f"Frame Number: {d.frame.number}"),
+    "frame.len": lambda d: Item(f.frame_len, d.frame.length,
+                                label=f"Frame Length: {d.frame.length} bytes ({d.frame.length * 8} bits)"),
+    "frame.cap_len": lambda d: Item(f.frame_cap_len, d.frame.caplen,
+                                    label=f"Capture Length: {d.frame.caplen} bytes ({d.frame.caplen * 8} bits)"),
+    "frame.protocols": lambda d: _gen(f.frame_protocols, ":".join(d.protocols),
+                                      f"[Protocols in frame: {':'.join(d.protocols)}]"),
+}
+LIGHT_FIELDS = frozenset(LIGHT_ITEMS)     # what frame_fields_layer makes
+_LIGHT_ASKED: dict = {}                   # the names a run reads -> the makers of its light frame items, or None
 
 
-LIGHT_FIELDS = frozenset(_frame_items(None))     # what frame_fields_layer makes
+def light_makers(names: frozenset):
+    """The makers of the frame items a run reading `names` needs (in the order frame_fields_layer adds them), or
+    None when it reads a frame field the capture record alone does not give. Once per set of names: the same for
+    every frame of a run."""
+    makers = _LIGHT_ASKED.get(names, False)
+    if makers is False:
+        asked = {n for n in names if n == "frame" or n.startswith("frame.")}
+        makers = tuple(LIGHT_ITEMS[n] for n in sorted(asked & LIGHT_FIELDS)) if asked <= LIGHT_FIELDS else None
+        if len(_LIGHT_ASKED) >= 64:
+            _LIGHT_ASKED.clear()
+        _LIGHT_ASKED[names] = makers
+    return makers
 
 
-def frame_fields_layer(d, names) -> Layer:
-    """The frame layer with only the asked LIGHT_FIELDS under it, the same items frame_layer makes (a run reading
-    a few fields, engine.demand: `-T fields -e frame.number`); the protocol item without its interface and
-    direction suffixes, which only -V prints."""
+def frame_fields_layer(d, makers) -> Layer:
+    """The frame layer with only the asked LIGHT_FIELDS under it (`makers`: light_makers), the same items
+    frame_layer makes (a run reading a few fields, engine.demand: `-T fields -e frame.number`); the protocol item
+    without its interface and direction suffixes, which only -V prints."""
     fr = d.frame
     top = proto_item(f.frame, 0, fr.caplen, f"Frame {fr.number}: {fr.length} bytes on wire ({fr.length * 8} bits),"
                                             f" {fr.caplen} bytes captured ({fr.caplen * 8} bits)")
-    makers = _frame_items(d)
-    for name in sorted(names & LIGHT_FIELDS):
-        top.add(makers[name]())
+    for make in makers:
+        top.add(make(d))
     return Layer("frame", top)
