@@ -244,11 +244,20 @@ class Planner:
                 if self.first_ns is None:
                     self.first_ns = frame.ts_ns
                 d = decode(frame)
-                key = _conversation(d)
-                if key is not None and key not in ids and d.transport == "tcp" and has_mptcp_option(d):
-                    # MPTCP subflows are several TCP conversations sharing keys and state: one shard for them all
-                    ids[key] = ids.setdefault(MPTCP_GROUP, len(ids))
-                convs.append(-1 if key is None else ids.setdefault(key, len(ids)))
+                if d.sport is None:
+                    cid = -1
+                else:                                       # (_conversation, inline)
+                    a, b = (d.src, d.sport), (d.dst, d.dport)
+                    key = (d.transport, a, b) if a <= b else (d.transport, b, a)
+                    cid = ids.get(key)
+                    if cid is None:
+                        if d.transport == "tcp" and has_mptcp_option(d):
+                            # MPTCP subflows are several TCP conversations sharing keys and state: one shard for
+                            # them all
+                            cid = ids[key] = ids.setdefault(MPTCP_GROUP, len(ids))
+                        else:
+                            cid = ids[key] = len(ids)
+                convs.append(cid)
                 rows.extend((n, where, -1 if streams is None else streams.of(d), prev))
                 prev = frame.ts_ns
                 if n == limit or n == end:
@@ -369,8 +378,7 @@ class StreamNumbers:
         if len(live) + len(ending) >= lifetimes.cap:
             self.unsplittable = f"more than {lifetimes.cap} live conversations"
         now = ns // 1_000_000_000 + (ns % 1_000_000_000) / 1e9
-        if ((ending and next(iter(ending.values())) < now - lifetimes.linger)
-                or (live and next(iter(live.values())) < now - lifetimes.timeout)):
+        if lifetimes.due(now):         # (over the cap, it frees the oldest too: then the plan is given up anyway)
             for gone in lifetimes.expired(now):
                 fins.pop(gone, None)
                 if lifetimes.ended_last:
