@@ -313,6 +313,8 @@ def _light():
     from .layers.frame import frame_fields_layer, light_makers
     _LIGHT, _FRAME_FIELDS = light_makers, frame_fields_layer
     return light_makers
+
+
 _TCP_INFO = None   # capture.layers.tcp_info.info, imported on first use (an import statement per call costs a lookup)
 
 
