@@ -25,7 +25,7 @@ import zlib
 
 from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
-from ..engine.inflate import InflateError, deflate_walk
+from ..engine.inflate import InflateError, deflate_walk, zlib_stands
 from ..engine.protocol import EXPERTS
 from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
@@ -173,7 +173,11 @@ class Inflater:
             return None, over
         carry = self.carry
         self._shown(data, out, single)
-        stands = self.stands(carry + data + tail, self._carried_out(), self._window_len())
+        stands = zlib_stands(z)             # the common case, from zlib's own state; else the plugin's walk
+        if stands is None:
+            stands = self.stands(carry + data + tail, self._carried_out(), self._window_len())
+        elif stands == "final":
+            self.z = None
         if stands is None:
             return None, FAILED
         if stands == "clean":

@@ -6,7 +6,9 @@ The walk answers what zlib's API does not tell: where a raw deflate stream stand
 (permessage-deflate, dissectors/websocket.py): after a final block, between two blocks on a byte boundary, or
 inside a block. zlib's own inflate makes the bytes; the walk only decodes the symbols and counts, with the limits
 of its Lua twin (the output cap, the window a distance may reach). Hand-written because no library exposes the
-block structure of a deflate stream (zlib's Z_BLOCK flush is not in Python's binding).
+block structure of a deflate stream (zlib's Z_BLOCK flush is not in Python's binding). Python asks zlib first
+(`zlib_stands`: "final" or "clean" from zlib's own state, the walk's answer wherever it gives one) and walks only
+what is left, a message that ended inside a block; the plugin, with no zlib, always walks.
 """
 from __future__ import annotations
 
@@ -99,6 +101,32 @@ def _fixed() -> tuple[_Code, _Code]:
 
 
 FIXED_L, FIXED_D = _fixed()
+
+
+# The smallest whole deflate stream: a final block of fixed codes holding only its end-of-block code (3 bits of
+# header and 7 of code, padded to two bytes).
+EMPTY_FINAL_BLOCK = b"\x03\x00"
+
+
+def zlib_stands(z) -> str | None:
+    """Where a raw-deflate zlib decompressor stands once it has taken all its input without an error, when zlib
+    can tell it at no cost: "final" after a final block, "clean" between two blocks on a byte boundary; None for
+    inside a block (or a block header), where only deflate_walk tells it apart from what the plugin refuses.
+
+    Wherever this answers, deflate_walk on the same input answers the same (tests/test_inflate_walk.py): the walk
+    refuses what zlib refuses (the same code, length and distance rules), so over blocks zlib has ended it raises
+    nothing, and it ends where zlib ends. Between two blocks on a byte boundary, and only there, an empty final
+    block taken on a copy of `z` ends the stream without output: from inside a block, its bits are codes or a
+    header whose block needs more input (the only bits set in it are the first two). permessage-deflate ends
+    nearly every message so (its 00 00 ff ff is an empty stored block), which spares the walk's per-symbol loop."""
+    if z.eof:
+        return "final"
+    probe = z.copy()
+    try:
+        ended = probe.decompress(EMPTY_FINAL_BLOCK) == b"" and probe.eof and not probe.unused_data
+    except zlib.error:
+        return None
+    return "clean" if ended else None
 
 
 def deflate_walk(s: bytes, at: int, limit: int, history: int, wsize: int, resumable: bool):

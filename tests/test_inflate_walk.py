@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import PLUGIN
-from protodump.engine.inflate import InflateError, deflate_walk
+from protodump.engine.inflate import InflateError, deflate_walk, zlib_stands
 
 LIMIT, WINDOW = 1 << 20, 32768
 TAIL = b"\x00\x00\xff\xff"
@@ -134,3 +134,87 @@ end
     got = subprocess.run([lua, str(script)], capture_output=True, text=True, check=True).stdout.splitlines()
     want = [v if v == "bad" else f"{v[0]} {v[1]} {str(v[2]).lower()}" for v in map(python_view, messages)]
     assert got == want
+
+
+# --- zlib_stands: the answer from zlib's own state where it can give one, which must be the walk's ---------------
+
+def walk_answer(stream: bytes, history: int, carried_out: int = 0):
+    """The walk's answer in zlib_stands' terms: "final", "clean", or None (inside a block, or refused)."""
+    try:
+        _, _, ended, clean = deflate_walk(stream, 0, LIMIT + carried_out, history, WINDOW, True)
+    except InflateError:
+        return None
+    return "final" if ended == "final" else "clean" if clean else None
+
+
+def zlib_answer(stream: bytes):
+    """zlib_stands after a fresh decompressor took `stream`, or "refused" when zlib refuses it."""
+    d = zlib.decompressobj(-15)
+    try:
+        d.decompress(stream)
+    except zlib.error:
+        return "refused"
+    return zlib_stands(d)
+
+
+def test_zlib_stands_is_the_walk_on_every_case():
+    """On every message zlib takes, whole, cut (inside a block), damaged or ended by a final block: zlib_stands
+    answers exactly where the walk says final or clean, and leaves every other one to the walk."""
+    seen = {"final": 0, "clean": 0, None: 0}
+    messages = cases(900) + [m[:-cut] for m in cases(600, seed=11) for cut in range(1, 9)]
+    for message in messages:
+        got = zlib_answer(message)
+        if got != "refused":
+            assert got == walk_answer(message, 0), message.hex()
+            seen[got] += 1
+    assert min(seen.values()) > 50, seen
+
+
+def test_zlib_stands_follows_a_stream_across_messages():
+    """A context kept across messages (context takeover), some messages cut inside a block: their input is carried
+    in front of the next (as websocket.Inflater carries it) and the walk goes over all of it, from the last block
+    boundary, with the output before it as history. Some end with a partial flush (a block ended off a byte
+    boundary, then the tail: inside a block; what follows it is then mostly refused). zlib's answer is the walk's
+    on every message."""
+    rng = random.Random(3)
+    answered = walked = 0
+    for _ in range(60):
+        comp = zlib.compressobj(rng.choice([1, 6, 9]), zlib.DEFLATED, -15)
+        d, carry, history, carried_out = zlib.decompressobj(-15), b"", 0, 0
+        for _ in range(12):
+            text = bytes(rng.choice(b"abcdef \n") for _ in range(rng.randrange(1, 2000)))
+            mode = rng.random()
+            if mode < 0.25:            # a partial flush: the input ends after a block, off a byte boundary
+                data = comp.compress(text) + comp.flush(zlib.Z_PARTIAL_FLUSH)
+            else:
+                data = (comp.compress(text) + comp.flush(zlib.Z_SYNC_FLUSH))[:-4]
+            if mode > 0.9:
+                data = data[:rng.randrange(len(data) + 1)]      # cut: zlib goes on inside a block
+            try:
+                out = d.decompress(data + TAIL)
+            except zlib.error:
+                break
+            got = zlib_stands(d)
+            stream = carry + data + TAIL
+            assert got == walk_answer(stream, history, carried_out), stream.hex()
+            answered += got is not None
+            walked += got is None
+            if got is None:
+                carry, carried_out = stream, carried_out + len(out)
+            elif got == "clean":
+                history = min(WINDOW, history + carried_out + len(out))
+                carry, carried_out = b"", 0
+            else:
+                break
+    assert answered > 100 and walked > 10, (answered, walked)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(cases(40, seed=23)), st.binary(max_size=40), st.integers(0, 200))
+def test_prop_zlib_stands_never_differs_from_the_walk(message, noise, cut):
+    """Any bytes after a real message's start (hostile input): wherever zlib takes them and zlib_stands answers,
+    the walk gives that answer."""
+    stream = message[:cut] + noise
+    got = zlib_answer(stream)
+    if got not in ("refused", None):
+        assert got == walk_answer(stream, 0)
