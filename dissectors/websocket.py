@@ -88,9 +88,12 @@ def encode_frame(opcode: int, payload: bytes, *, fin=True, rsv=0, mask: bytes | 
     return bytes(out + payload)
 
 
-def _stored(data: bytes) -> bytes:
-    """A DEFLATE stored block holding `data` (at most 65535 bytes), not final."""
-    return b"\0" + len(data).to_bytes(2, "little") + (65535 - len(data)).to_bytes(2, "little") + data
+def _stored_head(size: int) -> bytes:
+    """The header of a DEFLATE stored block of `size` bytes (at most 65535), not final: its bytes follow it."""
+    return b"\0" + size.to_bytes(2, "little") + (65535 - size).to_bytes(2, "little")
+
+
+_ZERO_BLOCK = _stored_head(65535) + bytes(65535)
 
 
 class LazySource(DataSource):
@@ -201,11 +204,12 @@ class Inflater:
         if single and self.wireshark is None:
             self.wireshark_out = out
         if out or carry_out:        # the plugin inflates the carried input and the message from its window
-            pre, zeros = _stored(window), b""
+            pad, zeros = b"", b""        # (the window's 32 KiB stay a part of their own: joined only for -x)
             if (len(carry) + len(data) + 4) * self.RATIO > MESSAGE_LIMIT:
                 zeros = bytes(self.PAD_BLOCKS * 65535)
-                pre = _stored(bytes(65535)) * self.PAD_BLOCKS + pre
-            self.last = ((pre, carry, data, b"\x00\x00\xff\xff"), (zeros, window, carry_out, out))
+                pad = _ZERO_BLOCK * self.PAD_BLOCKS
+            self.last = ((pad, _stored_head(len(window)), window, carry, data, b"\x00\x00\xff\xff"),
+                         (zeros, window, carry_out, out))
 
     def _carried_out(self) -> int:
         return len(self.carry_out)
