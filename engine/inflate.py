@@ -116,10 +116,11 @@ def zlib_stands(z) -> str | None:
     Wherever this answers, deflate_walk on the same input answers the same (tests/test_inflate_walk.py): the walk
     refuses what zlib refuses (the same code, length and distance rules), so over blocks zlib has ended it raises
     nothing, and it ends where zlib ends (given the walk's window is zlib's 32 KiB, as permessage-deflate's, and
-    the caller has checked the output against the walk's limit). Between two blocks on a byte boundary, and only there, an empty final
-    block taken on a copy of `z` ends the stream without output: from inside a block, its bits are codes or a
-    header whose block needs more input (the only bits set in it are the first two). permessage-deflate ends
-    nearly every message so (its 00 00 ff ff is an empty stored block), which spares the walk's per-symbol loop."""
+    the caller has checked the output against the walk's limit). Between two blocks on a byte boundary, and only
+    there, an empty final block taken on a copy of `z` ends the stream without output: from inside a block, its
+    bits are codes or a header whose block needs more input (the only bits set in it are the first two).
+    permessage-deflate ends nearly every message so (its 00 00 ff ff is an empty stored block), which spares the
+    walk's per-symbol loop."""
     if z.eof:
         return "final"
     probe = z.copy()
