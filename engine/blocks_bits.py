@@ -110,12 +110,18 @@ class BitFields(WithParts):
         kind = f"{'int' if p.signed else 'uint'}{bits}"
         return b.field(f"{prefix}.{p.name}", p.label, kind, base="DEC" if p.signed else p.base, values=p.values)
 
+    def store(self, scope, raw):
+        """The integer and each part's value (NULL tree: engine.fields Field.scan)."""
+        scope[self.name] = raw
+        for p in self.parts:
+            scope[p.name] = p.extract(raw)
+
     def take(self, ctx, parent, offset, raw):
         scope = ctx.scopes[-1]
-        scope[self.name] = raw
+        self.store(scope, raw)
         item = parent.add(Item(self.info, raw, offset, self.size, None, False, ctx.source))
         for p in self.parts:
-            v = scope[p.name] = p.extract(raw)
+            v = scope[p.name]
             kid = item.add(Item(p.info, v, offset, self.size, None, False, ctx.source))
             if p.strict and p.values is not None and v not in p.values:
                 ctx.expert(kid, "unexpected", f"Unknown {p.label} {v}")

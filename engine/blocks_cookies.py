@@ -138,12 +138,29 @@ class TextReassembly(Field):
             item.add(Item(self.chunk_text, wire_string(shown), start, len(shown), None, False, ctx.source))
         self.reassemble(ctx, item, chunk.rstrip(b"\0"))
 
-    def reassemble(self, ctx, item, piece):
+    def scan(self, ctx):
+        """NULL tree (engine.demand): what the chunk leaves for later packets (the text collected, and once whole
+        its scope value and its command's arguments and flags), no items; experts go nowhere."""
+        spare = Item(None)
+        ctx.need(self.size, self.label, spare)
+        chunk = ctx.data[ctx.pos:ctx.pos + self.size]
+        ctx.scopes[-1][self.name] = chunk
+        ctx.pos += self.size
+        self.reassemble(ctx, spare, chunk.rstrip(b"\0"), shown=False)
+
+    def reassemble(self, ctx, item, piece, shown: bool = True):
         last = bool(ctx.lookup(self.final))
         state = collect_piece(ctx, item, "texts", ctx.lookup(self.key), piece, last, self.limit, self.pending,
                               "Message")
-        if state is not None:
-            self.show(ctx, item, b"".join(state["parts"]), state)
+        if state is None:
+            return
+        text = b"".join(state["parts"])
+        if shown:
+            self.show(ctx, item, text, state)
+            return
+        ctx.scopes[-1]["text"] = until_nul(text).decode("utf-8", "replace")   # (as show(), "" for no text)
+        if text and ctx.lookup(self.channel) == self.command_channel:
+            self.command(ctx, None, text, 0)
 
     def show(self, ctx, item, text: bytes, state) -> None:
         at, at_src = ctx.unranged(item)          # the Lua adds these with no byte range
@@ -168,13 +185,16 @@ class TextReassembly(Field):
             self.command(ctx, node, text, src)
 
     def command(self, ctx, node, text: bytes, src: int) -> None:
+        """The text command's items under `node` and what it keeps per direction (its arguments, the flag it
+        sets); with node None (a NULL tree) only what it keeps."""
         word = text.split(b" ", 1)[0]
         cmd = next((c for c in self.commands if c.word.encode() == word), None)
         if cmd is None:
             return
         spans = split_command(text, cmd)
         label = cmd.alone if not spans and cmd.alone else cmd.label
-        it = node.add(Item(self.cmd_info, cmd.word, 0, len(word), f"IPC command: {label}", False, src))
+        it = None if node is None else \
+            node.add(Item(self.cmd_info, cmd.word, 0, len(word), f"IPC command: {label}", False, src))
         args = {}
         for a, (s, e) in zip(cmd.args, spans):
             raw = text[s:e]
@@ -184,14 +204,17 @@ class TextReassembly(Field):
             elif raw.strip(b" \t\r\n").isdigit() and int(raw) < 1 << 32:      # "HAVETEX 0\n" too
                 v = int(raw)
             else:
-                shown = until_nul(raw).decode("utf-8", "replace")
-                ctx.expert(it, "malformed", f"{a.label}: '{shown}' is not a number")
+                if it is not None:
+                    shown = until_nul(raw).decode("utf-8", "replace")
+                    ctx.expert(it, "malformed", f"{a.label}: '{shown}' is not a number")
                 continue
             args[a.name] = v
-            it.add(Item(a.info, v, s, e - s, None, False, src))
+            if it is not None:
+                it.add(Item(a.info, v, s, e - s, None, False, src))
         role = ctx.lookup(ROLE) or "c2s"
         ctx.conv.setdefault("ipc", {}).setdefault(role, {})[cmd.word] = args
-        ctx.notes.append(label)
+        if it is not None:
+            ctx.notes.append(label)
         if cmd.sets is not None:
             arg, value, flag = cmd.sets
             if args.get(arg) == value:
@@ -317,13 +340,22 @@ class ImageReassembly(Field):
             n = self.size
         self.reassemble(ctx, item, ctx.data[start:start + n], n < self.size)
 
-    def reassemble(self, ctx, item, piece, last):
+    def scan(self, ctx):
+        """NULL tree (engine.demand): the piece collected and the flag the last one clears; a whole image is
+        let go unchecked (its hash and QOI walk are items only); experts go nowhere."""
+        spare = Item(None)
+        ctx.need(self.size, self.label, spare)
+        n, start = min(ctx.lookup(self.length), self.size), ctx.pos
+        ctx.pos += self.size
+        self.reassemble(ctx, spare, ctx.data[start:start + n], n < self.size, shown=False)
+
+    def reassemble(self, ctx, item, piece, last, shown: bool = True):
         role = ctx.lookup(ROLE) or "c2s"
         if last:
             ctx.conv.setdefault("flags", {})[f"{self.clears}:{role}"] = False
         state = collect_piece(ctx, item, "images", ctx.lookup(self.key), piece, last, self.limit, self.pending,
                               "Image")
-        if state is not None:
+        if state is not None and shown:
             self.show(ctx, item, b"".join(state["parts"]), state["frames"], role)
 
     def show(self, ctx, item, data, frames, role):

@@ -324,6 +324,62 @@ def test_every_table_round_trips(case, body):
     assert P.encode(scope, f"{numbering}/{role}", unknown="ignore") == wire    # a scope holds computed values too
 
 
+def scanned_session(steps, asked):
+    """Frame a scripted session as session() does, each PDU dissected with `asked` (Ctx.asked: None, the full
+    decode; frozenset(), a NULL tree as io,phs dissects the stateful messages): the conversation state and
+    each PDU's scope after it."""
+    conv, after, buf = {}, [], {"c2s": b"", "s2c": b""}
+    for role, data in steps:
+        buf[role] += data
+        pos = 0
+        while True:
+            n = P.pdu_length(buf[role], pos, conv, DIRECTION[role], {})
+            if n <= 0 or pos + n > len(buf[role]):
+                break
+            pdu = buf[role][pos:pos + n]
+            ctx = Ctx(pdu, 0, n, Item(P.info, P.description, 0, n, P.description), P, conv, DIRECTION[role],
+                      len(after) + 1, [])
+            ctx.asked = asked
+            P.dissect(ctx, {})
+            after.append(repr((conv, ctx.scopes[0])))
+            pos += n
+        buf[role] = buf[role][pos:]
+    return after
+
+
+TEXTS = st.one_of(st.text(max_size=200), st.sampled_from(
+    ["HAVETEX 0", "HAVETEX 1", "HAVETEX x", "HASTEX 1a2b", "INFO 8;3;+1;motd;extra", "INFO", "LOGIN a b c",
+     "LEAVE bye", "HAVETEX 99999999999", "x" * 300]))
+PIECE = st.one_of(
+    st.tuples(st.sampled_from(["c2s", "s2c"]), st.integers(0, 3), st.sampled_from([0, 2, 5]), TEXTS,
+              st.booleans()).map(lambda t: [(t[0], p) for p in mk.message(t[0], t[1], t[2], t[3], final=t[4])]),
+    st.tuples(st.sampled_from(["c2s", "s2c"]), st.integers(0, 2), st.integers(0, 2), st.integers(0, 3000),
+              st.booleans()).map(lambda t: [(t[0], p) for p in mk.texture(
+                  t[0], 5, t[1], (mk.image(8 << t[2], t[2]) if t[4] else b"q" * t[3]))]),
+    st.sampled_from([[("s2c", mk.world_chunk(0, 1, 2, 3))], [("c2s", bytes([0x0B]) + bytes(69))],
+                     [("s2c", mk.move("s2c", 1, 1.0, 2.0, 3.0))]]))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(PIECE, max_size=12))
+def test_a_null_tree_keeps_the_state_the_full_decode_keeps(pieces):
+    """io,phs and the other runs that read no Rutentoy field dissect its stateful messages with a NULL tree
+    (the blocks' scan: engine.blocks_cookies TextReassembly and ImageReassembly, engine.blocks_bits BitFields):
+    texts and images collected, commands' arguments, the texture-exchange flags and every scope value must be
+    what the full decode leaves, PDU after PDU, or a later frame would decode differently."""
+    steps = [step for piece in pieces for step in piece]
+    assert scanned_session(steps, frozenset()) == scanned_session(steps, None)
+
+
+def test_the_null_tree_comparison_sees_a_lost_flag(monkeypatch):
+    """The equality above can fail: a scan that forgets HAVETEX's flag is seen."""
+    from protodump.engine.blocks_cookies import TextReassembly
+    steps = [("s2c", p) for p in mk.message("s2c", 1, 5, "HAVETEX 0")]
+    full = TextReassembly.command
+    monkeypatch.setattr(TextReassembly, "command", lambda self, ctx, node, *a: node and full(self, ctx, node, *a))
+    assert scanned_session(steps, frozenset()) != scanned_session(steps, None)
+
+
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(max_size=3000), role=st.sampled_from(["c2s", "s2c"]),
        flags=st.booleans(), pref=st.sampled_from(["auto", "heading", "struct"]))
