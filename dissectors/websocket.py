@@ -163,9 +163,9 @@ class Inflater:
             self.carry = b""
             self._restart()
         z = self.z
-        tail = b"\x00\x00\xff\xff"
+        message = data + b"\x00\x00\xff\xff"      # (the tail the sender took off)
         try:
-            out = z.decompress(data + tail, MESSAGE_LIMIT + 1)
+            out = z.decompress(message, MESSAGE_LIMIT + 1)
         except zlib.error as exc:
             self.z = None
             self.broken = not self.fresh    # with context takeover the stream cannot recover (zlib's BAD state)
@@ -176,21 +176,17 @@ class Inflater:
             return None, over
         carry = self.carry
         self._shown(data, out, single)
-        stands = zlib_stands(z)             # the common case, from zlib's own state; else the plugin's walk
-        if stands is None:
-            stands = self.stands(carry + data + tail, self._carried_out(), self._window_len())
-        elif stands == "final":
-            self.z = None
+        stands = self.stands(z, carry, message)
         if stands is None:
             return None, FAILED
         if stands == "clean":
             self._advance(out)
             self.carry = b""
-        elif stands == "inside" and len(carry) + len(data) + 4 > MESSAGE_LIMIT:    # the plugin starts afresh
+        elif stands == "inside" and len(carry) + len(message) > MESSAGE_LIMIT:     # the plugin starts afresh
             self.z = None
             return None, over
         elif stands == "inside":            # zlib goes on with the next message's bytes
-            self.carry = carry + data + tail
+            self.carry = carry + message
             self._carry(out)
         return out, None
 
@@ -226,21 +222,25 @@ class Inflater:
         """Inside a block: the message's output is carried to the next message."""
         self.carry_out += out
 
-    def stands(self, stream: bytes, carried_out: int, window: int) -> str | None:
-        """Where the stream stands after a message (`stream`: the carried input, the message and its tail), found
-        as the plugin finds it (rt.deflate_walk): "final" after a final block (the next message starts a new
-        stream: the context goes), "clean" between two blocks on a byte boundary, "inside" a block; None when
-        the walk refuses what zlib took (the plugin fails it, never seen: the context is lost)."""
-        try:
-            _, _, ended, clean = deflate_walk(stream, 0, MESSAGE_LIMIT + carried_out, window, self.WINDOW, True)
-        except InflateError:
+    def stands(self, z, carry: bytes, message: bytes) -> str | None:
+        """Where the stream stands after a message (`carry`: the input carried from before it; `message`: the
+        message and its tail), as the plugin finds it (rt.deflate_walk): "final" after a final block (the next
+        message starts a new stream: the context goes), "clean" between two blocks on a byte boundary, "inside"
+        a block; None when the walk refuses what zlib took (the plugin fails it, never seen: the context is
+        lost). zlib's own state answers the common case (engine.inflate.zlib_stands); the walk the rest."""
+        stands = zlib_stands(z)
+        if stands is None:
+            try:
+                _, _, ended, clean = deflate_walk(carry + message, 0, MESSAGE_LIMIT + self._carried_out(),
+                                                  self._window_len(), self.WINDOW, True)
+            except InflateError:
+                self.z = None
+                self.broken = not self.fresh
+                return None
+            stands = "final" if ended == "final" else "clean" if clean else "inside"
+        if stands == "final":
             self.z = None
-            self.broken = not self.fresh
-            return None
-        if ended == "final":
-            self.z = None
-            return "final"
-        return "clean" if clean else "inside"
+        return stands
 
     def add_sources(self, ctx) -> None:
         """The plugin's two buffers for the message just inflated (tshark's -x lists them)."""
