@@ -9,7 +9,9 @@ trees: the Info column, expert infos, -V, JSON). The dispatcher (engine.dispatch
   nothing but its own items read: no hand-off, no framing or heuristic state) when nothing asks for any of its
   fields: the layer is there (its protocol item, its bytes), nothing else is built;
 - gives the others `Ctx.demand`, the abbrevs asked of that protocol: a table protocol (engine.protocol) whose
-  asked fields all lie in its header decodes the header and its state (revision, sequence) and stops there.
+  asked fields all lie in its header decodes the header and its state (revision, sequence) and stops there;
+  and `Ctx.asked` when they are plain fields (empty when nothing but the layer's presence is read): the table
+  words build items for those alone, and scan the rest (a stateful message keeps its state, builds no item).
 
 Over-asking is always safe (more is decoded); tests/test_demand.py compares every such run with the full decode.
 """

@@ -263,8 +263,8 @@ class Stack:
         if meta:
             ctx.meta = meta
         ctx.demand = asked
-        if asked:
-            ctx.asked = demand.plain(proto, asked)
+        if asked is not None:       # (nothing asked but the layer's presence: no items, only its state)
+            ctx.asked = demand.plain(proto, asked) if asked else asked
         slot = len(self.infos)               # infos in layer order: the layers this one hands up come after it
         self.infos.append((proto.name, ""))
         self.depth += 1
