@@ -30,6 +30,8 @@ windows of both passes together over the state budget.
 """
 from __future__ import annotations
 
+from itertools import islice
+
 from ..capture.files import open_capture
 from ..capture.tcp_analysis import MAX_CONNECTIONS
 from ..engine.channel_protocol import ChannelProtocol
@@ -165,13 +167,13 @@ class Fused:
         self.modelled = 0            # frames counted by the machine (of conversations still modelled)
         self.now, self.number = 0.0, 0   # the frame's capture time and number
 
-    def run(self, path) -> bool:
+    def run(self, path, limit: int | None = None) -> bool:
         """False when the machine models too little of the capture to pay for itself (a quarter of the frames
-        after the first GIVE_UP): the caller decodes every frame in full."""
+        after the first GIVE_UP): the caller decodes every frame in full. `limit`: the first frames only (-c)."""
         capture = open_capture(path)
         n = 0
         try:
-            for frame in capture:
+            for frame in islice(capture, limit):
                 self.frame(frame)
                 n += 1
                 if not n % SWEEP:
@@ -590,39 +592,42 @@ def _stream_seen(proto, data, pos, n, me, machine) -> None:
 
 # --- the whole run ---------------------------------------------------------------------------------------------------
 
-def protocol_tree(path, dispatcher, packets_of=None) -> dict:
-    """io,phs's tree ({name: [frames, bytes, children]}) of a capture file: the machine, then the full decode of
-    the frames it left (or of all of them when a global bound could be reached), merged in first-seen order.
-    `packets_of(frames, dispatcher)`: the decoder (api.session.packets_from_frames)."""
+def protocol_tree(path, dispatcher, packets_of=None, limit: int | None = None) -> dict:
+    """io,phs's tree ({name: [frames, bytes, children]}) of a capture file, or of its first `limit` frames (-c):
+    the machine, then the full decode of the frames it left (or of all of them when a global bound could be
+    reached), merged in first-seen order. `packets_of(frames, dispatcher)`: the decoder
+    (api.session.packets_from_frames)."""
     if packets_of is None:
         from ..session import packets_from_frames as packets_of
     fused = Fused(dispatcher)
-    useful = fused.run(path)
+    useful = fused.run(path, limit)
     parts = fused.contributions()
     fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
     if not useful or fused.ambiguous or fused.placeless or fused.peak > PENDING.limit // 4 \
             or fused.charge_peak > STATE.limit or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
             or fused.tcp_peak + fused.unplaced >= MAX_CONNECTIONS:
-        return _tree(_full_counts(path, dispatcher, packets_of, None)[0])
-    counts, peak, charged = _full_counts(path, dispatcher, packets_of, fused.full)
+        return _tree(_full_counts(path, dispatcher, packets_of, None, limit)[0])
+    counts, peak, charged = _full_counts(path, dispatcher, packets_of, fused.full, limit)
     if peak + fused.peak > PENDING.limit // 2 or charged + fused.charge_peak > STATE.limit:
         from ..engine.dispatch import Dispatcher
         fresh = Dispatcher(dispatcher.protocols.values(), dispatcher.settings)
-        return _tree(_full_counts(path, fresh, packets_of, None)[0])
+        return _tree(_full_counts(path, fresh, packets_of, None, limit)[0])
     for part in parts:
         _add(counts, part)
     return _tree(counts)
 
 
-def _full_counts(path, dispatcher, packets_of, keys) -> tuple[dict, int, int]:
-    """path -> [frames, bytes, first frame] of the frames of `keys` (None: every frame), decoded in full; and
-    the highest pending reassembly and heavy state (engine.lifetime's charges) seen after a frame."""
+def _full_counts(path, dispatcher, packets_of, keys, limit=None) -> tuple[dict, int, int]:
+    """path -> [frames, bytes, first frame] of the frames of `keys` (None: every frame) among the first `limit`
+    (None: all), decoded in full; and the highest pending reassembly and heavy state (engine.lifetime's charges)
+    seen after a frame."""
     counts: dict = {}
     capture = open_capture(path)
     if keys is not None and not keys:
         capture.close()
         return counts, 0, 0
-    frames = capture if keys is None else (f for f in capture if key_of(f)[0] in keys)
+    first = islice(capture, limit)
+    frames = first if keys is None else (f for f in first if key_of(f)[0] in keys)
     peak = charged = 0
     lifetimes = dispatcher.lifetimes
     try:
@@ -679,8 +684,8 @@ def _tree(counts: dict) -> dict:
     return root
 
 
-def run_taps(path, dispatcher, taps) -> None:
-    """Fill every (unfiltered io,phs) tap of `taps` with the capture's tree."""
-    root = protocol_tree(path, dispatcher)
+def run_taps(path, dispatcher, taps, limit: int | None = None) -> None:
+    """Fill every (unfiltered io,phs) tap of `taps` with the tree of the capture (of its first `limit` frames)."""
+    root = protocol_tree(path, dispatcher, limit=limit)
     for tap in taps:
         tap.root = root

@@ -190,11 +190,11 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     capture_path = path
     if source.interface is None and not sets_opts.is_set(path):
         capture_path = open_or_exit(path)   # a missing or non-capture file: one clear line, before any output
-    if quiet and taps and _fused(path, source, quiet, shows, keeps, exporter, two_pass, count, settings, taps):
+    if quiet and taps and _fused(path, source, quiet, shows, keeps, exporter, two_pass, settings, taps):
         from ..analysis.stats_fused import run_taps
         capture_path.close()          # (opened to fail early on a missing file or a non-capture)
         try:
-            run_taps(path, dispatcher, taps)    # io,phs alone: the fused machine (analysis/stats_fused.py)
+            run_taps(path, dispatcher, taps, count or None)   # io,phs alone: analysis/stats_fused.py
             _write_stats(taps, out, stats_format)
             return
         except CaptureError:          # a damaged file: the plain pass below says how far it read
@@ -371,13 +371,14 @@ def _compile_or_exit(text):
     return filter_cli.compile_or_exit(text)
 
 
-def _fused(path, source, quiet, shows, keeps, exporter, two_pass, count, settings, taps) -> bool:
-    """Whether the run is -q -z io,phs alone on one capture file, with nothing that changes the decode (-d, -o)
-    and one process (no --jobs N above 1): analysis/stats_fused.py answers it without building layers."""
+def _fused(path, source, quiet, shows, keeps, exporter, two_pass, settings, taps) -> bool:
+    """Whether the run is -q -z io,phs alone on one capture file (or its first -c frames: no read filter counts
+    them), with nothing that changes the decode (-d, -o) and one process (no --jobs N above 1):
+    analysis/stats_fused.py answers it without building layers."""
     from ..analysis.stats_fused import applies
     jobs = click.get_current_context().meta.get(jobs_opts._KEY)
     return bool(quiet and applies(taps) and shows is None and keeps is None and exporter is None and not two_pass
-                and not count and source.interface is None and source.write_path is None and path != "-"
+                and source.interface is None and source.write_path is None and path != "-"
                 and not sets_opts.is_set(path) and not settings.prefs and not settings.decode_as
                 and jobs in (None, 1))
 

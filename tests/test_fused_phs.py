@@ -3,6 +3,7 @@ on every bundled capture, on a many-conversation replay of every family, through
 reordered input (a property), and where a global bound could be reached (it then decodes everything)."""
 import gc
 import random
+from itertools import islice
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,29 @@ def test_cli_fused_output_is_the_full_decodes(mixed, form):
     full = subprocess.run([*base, "-o", "protodump.conversation_timeout:600"], capture_output=True, text=True,
                           check=True)
     assert fast.stdout == full.stdout and fast.stdout.count("rutentoy") > 0
+
+
+def test_fused_counts_only_the_first_frames_given_a_limit(mixed):
+    """-c N: both passes stop after the N-th frame of the file, where the machine's conversations are cut mid-way."""
+    gc.collect()
+    tap = stats.make_tap("io,phs")
+    for packet in islice(packets(mixed, dispatcher=Dispatcher(PROTOCOLS)), 2500):
+        tap.add(packet)
+    gc.collect()
+    fast = stats_fused.protocol_tree(mixed, Dispatcher(PROTOCOLS), limit=2500)
+    assert repr(fast) == repr(tap.root)
+    assert sum(n[0] for n in fast.values()) == 2500
+
+
+@pytest.mark.skipif(TSHARK is None, reason="tshark not installed")
+def test_cli_fused_with_a_count_is_tsharks(mixed):
+    """-c N -q -z io,phs takes the fused path and prints tshark's rows for the same first N frames."""
+    from test_stats import phs_rows
+    ours = subprocess.run([*PROTODUMP, "--jobs", "1", "-c", "1800", "-q", "-z", "io,phs", str(mixed)],
+                          capture_output=True, text=True, check=True).stdout
+    theirs = subprocess.run([TSHARK, "-n", "-X", f"lua_script:{PLUGIN}", "-r", str(mixed), "-c", "1800", "-q",
+                             "-z", "io,phs"], capture_output=True, text=True, check=True).stdout
+    assert phs_rows(ours) == phs_rows(theirs) and "frames:1800 " in ours
 
 
 @pytest.mark.parametrize("prefs", [{"protodump.max_conversations": "10"}, {"protodump.conversation_timeout": "1"},
