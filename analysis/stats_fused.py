@@ -18,14 +18,15 @@ conversation that path follows from the headers, the game's own framing function
     state budget bound, as engine.lifetime charges and frees them.
 Anything else sends its whole conversation (every frame, from its first) to the full decode, in a second pass
 over the file: an unknown port, IP options, a cut frame, a SYN on a live connection, a sequence number out of
-place (retransmission, gap, overlap, keep-alive), data after FIN/RST, framing that fails, a dissection that
-raises, a frame after the conversation's state was freed (idle timeout, end and linger), a WebSocket gap, and
-every SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their own conversations).
-Conversations are independent in the decoder (the -j planner rests on the same) except through its global
-bounds and tables; the fused path gives way to the full decode of every frame when any could matter: a frame
-that cannot be placed in its conversation (IP fragments, another link type, VLAN tags), a payload two UDP
-heuristics would take (their order is global; TCP's too), live conversations or TCP connections reaching the
-caps (counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget, inflate
+place (retransmission, a gap inside a PDU, overlap, keep-alive; after a gap between PDUs the stream protocols
+resynchronise and WebSocket frames the next segment from its start, as in the full decode), data after FIN/RST,
+framing that fails, a dissection that raises, a frame after the conversation's state was freed (idle timeout,
+end and linger), and every SCTP and MPTCP conversation. IPv6 and non-IP frames go to the full decode too (their
+own conversations). Conversations are independent in the decoder (the -j planner rests on the same) except
+through its global bounds and tables; the fused path gives way to the full decode of every frame when any could
+matter: a frame that cannot be placed in its conversation (IP fragments, another link type, VLAN tags), a payload
+two UDP heuristics would take (their order is global; TCP's too), live conversations or TCP connections reaching
+the caps (counted as an upper bound with engine.lifetime's rules), pending reassembly near its budget, inflate
 windows of both passes together over the state budget.
 """
 from __future__ import annotations
@@ -415,9 +416,7 @@ class Fused:
                 proto = conv.proto = self.tcp_choice(src[1], dst[1], data[start:stop])
                 if proto.name == "websocket":
                     conv.state["inflater"] = LeanInflater
-            if proto.name == "websocket":
-                if lost:
-                    raise Bail         # a gap: the framing resynchronises (not modelled)
+            if proto.name == "websocket":     # after a gap (no PDU pending), tshark frames from the segment's start
                 names = self.ws_cut(conv, me, proto, data[start:stop], frame)
             else:
                 count = self.cut(conv, me, proto, data[start:stop], lost)
