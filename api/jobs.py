@@ -109,15 +109,16 @@ def unsplittable(jobs, path, *, two_pass=False, live=False, exporter=None, line_
 
 
 def run(jobs: int, run: Run, explicit: bool) -> bool:
-    """Run the command on `jobs` processes; False (nothing done) when one process should run it: a small file
-    under the default -j, or a capture whose conversations cannot be shared out.
+    """Run the command on `jobs` processes; False (nothing done) when one process should run it: under the
+    default -j a small file or a run of the standard layers alone (-q with their statistics, or only -w), or a
+    capture whose conversations cannot be shared out.
 
     The plan's first LOOK frames are planned before forking: when one shard would have most of them (one
     conversation), or what one process numbers cannot be planned, one process reads the file, at the cost of
     that look only. The workers then start on the first chunk while the parent plans the rest (api/shards.py
     Planner), a chunk at a time, and sends each its frames' places, so a worker seeks to its own frames."""
-    if not explicit and os.path.getsize(run.path) < AUTO_MIN_BYTES:
-        return False
+    if not explicit and (run.dispatcher.standard_only or os.path.getsize(run.path) < AUTO_MIN_BYTES):
+        return False          # (standard layers only: planning a frame costs about what decoding it does)
     from .jobs_parent import ONE, Parent, one_process, say    # (only now: a small file's start-up skips them)
     from .shards import Planner, StreamNumbers
     numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)

@@ -90,6 +90,23 @@ def test_every_mode_is_byte_identical_on_many_conversations(many, mode):
     same(*mode, many)
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the default -j is one process on one core")
+def test_without_j_the_standard_layers_alone_run_in_one_process(tmp_path):
+    """Without -j a file over 4 MB is shared out, but not a run of the standard layers alone (-q with their
+    statistics): planning a frame costs about what decoding it does. Its output is -j 2's."""
+    from protodump.jobs import AUTO_MIN_BYTES
+    path = tmp_path / "big.pcap"
+    replay.write(path, "mix", 11000, conversations=12, live=6)
+    assert path.stat().st_size > AUTO_MIN_BYTES
+
+    def default(*args) -> subprocess.CompletedProcess:
+        return subprocess.run([*PROTODUMP, *args, str(path)], capture_output=True, timeout=300, env=ENV, check=True)
+    alone = default("-q", "-z", "conv,tcp", "-z", "endpoints,ip")
+    assert b"shard" not in alone.stderr and alone.stdout.count(b"<->") > 20
+    assert alone.stdout == run("-q", "-z", "conv,tcp", "-z", "endpoints,ip", path).stdout
+    assert b"shard 1:" in default("-T", "fields", "-e", "frame.number").stderr     # game layers: shared out
+
+
 @pytest.mark.parametrize("mode", [("-T", "json"), ("-T", "jsonraw"), ("-T", "json", "-x", "-Y", "udp || tcp.len > 0")],
                          ids=lambda m: " ".join(m))
 def test_fake_items_are_counted_in_frame_order(many, mode):
