@@ -102,14 +102,14 @@ def test_enet_read_for_its_presence_keeps_its_state_and_builds_no_items(monkeypa
 
 
 def test_rutentoy_read_for_its_presence_keeps_its_state_and_builds_no_items(monkeypatch):
-    """io,phs outside the fused machine (-c here) reads nothing of Rutentoy but its presence: its stateful messages
-    (text commands, textures) are scanned (their state kept; no items, no hash, no QOI walk), and the hierarchy is
-    the full decode's."""
+    """io,phs outside the fused machine (beside another statistic here) reads nothing of Rutentoy but its presence:
+    its stateful messages (text commands, textures) are scanned (their state kept; no items, no hash, no QOI walk),
+    and the hierarchy is the full decode's."""
     from protodump.engine import blocks_cookies
     shown = []
     for cls in (blocks_cookies.TextReassembly, blocks_cookies.ImageReassembly):
         monkeypatch.setattr(cls, "show", lambda self, *a, _show=cls.show: shown.append(1) or _show(self, *a))
-    args = ["-c", "1000", "-q", "-z", "io,phs", ROOT / "captures" / "rutentoy-login-texture.pcap"]
+    args = ["-q", "-z", "io,phs", "-z", "conv,tcp", ROOT / "captures" / "rutentoy-login-texture.pcap"]
     phs = run(args, False, monkeypatch)
     assert not shown and "rutentoy" in phs
     assert phs == run(args, True, monkeypatch)
