@@ -27,7 +27,7 @@ from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
 from ..engine.inflate import InflateError, deflate_walk, zlib_stands
 from ..engine.protocol import EXPERTS
-from ..engine.tree import PROTOCOL, WARN, bit_picture, DataSource, Item, TextItem
+from ..engine.tree import NOTE, PROTOCOL, UNDECODED, WARN, bit_picture, DataSource, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
 
@@ -39,6 +39,8 @@ CLOSE_CODES = {1000: "Normal Closure", 1001: "Going Away", 1002: "Protocol error
 MESSAGE_LIMIT = 16 << 20      # a fragmented message or an inflated one larger than this is not decoded
 FRAGMENT_LIMIT = 4096         # frames of one fragmented message
 FAILED = "Decompression failed"    # tshark's expert (ei_ws_decompression_failed) for a message zlib cannot inflate
+UNKNOWN = ("Dissector for Websocket Opcode ({}) code not implemented, Contact Wireshark developers if you want this"
+           " supported")       # tshark's expert (ei_ws_payload_unknown) on a control frame of an unknown opcode
 
 
 def frame_length(data: bytes, pos: int) -> int:
@@ -267,8 +269,10 @@ class WebSocket:
 
     def __init__(self):
         b = Binder("websocket")
-        # tshark's own for a message that does not inflate (ei_ws_decompression_failed), beside protodump's
-        self.experts = {**EXPERTS, "decompression.failed.expert": (PROTOCOL, WARN)}
+        # tshark's own for a message that does not inflate (ei_ws_decompression_failed) and for the payload of an
+        # unknown control opcode (ei_ws_payload_unknown), beside protodump's
+        self.experts = {**EXPERTS, "decompression.failed.expert": (PROTOCOL, WARN),
+                        "payload.unknown.expert": (UNDECODED, NOTE)}
         self.info = b.field("websocket", "WebSocket", "protocol")
         u8 = dict(bits=8)
         self.f = {
@@ -453,7 +457,8 @@ class WebSocket:
         elif opcode in (9, 10):
             pl.add(Item(f["ping" if opcode == 9 else "pong"], payload, base, len(payload), None, False, src))
         else:
-            pl.add(Item(f["unknown"], payload, base, len(payload), None, False, src))
+            unknown = pl.add(Item(f["unknown"], payload, base, len(payload), None, False, src))
+            ctx.expert(unknown, "payload.unknown.expert", UNKNOWN.format(opcode))
 
     @staticmethod
     def unmasked_source(ctx, payload: bytes) -> int:

@@ -432,3 +432,24 @@ def test_messages_nobody_takes_are_tsharks(tmp_path, form, text, protodump_run, 
     if not form:
         lines = ours.stdout.splitlines()
         assert lines[5].endswith("WebSocket 60 WebSocket Pong [FIN] ") and " data " not in ours.stdout
+
+
+@pytest.mark.parametrize("form", [("-V",), ("-T", "json"), ("-q", "-z", "expert")])
+def test_unknown_control_opcodes_are_tsharks(tmp_path, form, protodump_run, standard_run):
+    """A control frame of a reserved opcode (11 to 15): tshark's payload `Unknown` item carries its undecoded note
+    (ei_ws_payload_unknown, "Dissector for Websocket Opcode (N) code not implemented ..."), on both sides."""
+    from test_freeblox import tcp_pcap, upgrade
+    from whole_frame import compare
+    path = tmp_path / "unknown-control.pcap"
+    frame = ws.encode_frame
+    tcp_pcap(path, upgrade(False) + [(False, frame(11, b"\x01\x02") + frame(9, b"p")),
+                                     (True, frame(15, b"abc", mask=MASK)), (False, frame(12, b""))])
+    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "json"):
+        same, compared, left_out, differ = compare(ours.stdout, theirs.stdout)
+        assert same == compared and compared >= 5 and not left_out, differ
+    else:
+        assert ours.stdout == theirs.stdout
+    assert "Dissector for Websocket Opcode (11) code not implemented" in ours.stdout
+    assert "Websocket Opcode (15)" in ours.stdout
