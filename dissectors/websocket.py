@@ -43,6 +43,19 @@ UNKNOWN = ("Dissector for Websocket Opcode ({}) code not implemented, Contact Wi
            " supported")       # tshark's expert (ei_ws_payload_unknown) on a control frame of an unknown opcode
 
 
+class _Ended:
+    """tshark's own context of a direction (context takeover) once a final deflate block ended its stream: zlib
+    answers Z_STREAM_END at once, so packet-websocket.c takes every later message as inflated to nothing and hands
+    it up as it came, with no "Decompression failed" (a sender may flush with a final block: RFC 7692 7.2.3.4)."""
+
+    @staticmethod
+    def decompress(data: bytes, max_length: int = 0) -> bytes:
+        return b""
+
+
+ENDED = _Ended()
+
+
 def frame_length(data: bytes, pos: int) -> int:
     """pdu_length of one frame: header (2, +2/+8 extended length, +4 masking key) + payload; 0 = need more."""
     n = len(data) - pos
@@ -141,10 +154,12 @@ class Inflater:
         # one-frame messages only, so after a fragmented one it goes on from another history (None: in step)
         self.wireshark = None
         self.wireshark_out = None     # what it made of the message just inflated (None: it failed)
+        self.wireshark_ended = False  # it stood at the end of a stream before the message just inflated (ENDED)
 
     def inflate(self, data: bytes, single: bool = True) -> tuple[bytes | None, str | None]:
         self.last = None
         self.wireshark_out = None
+        self.wireshark_ended = self.wireshark is ENDED
         if not self.fresh and not self.broken:
             if not single and self.wireshark is None:
                 self.wireshark = self.z.copy() if self.z is not None else zlib.decompressobj(-15)
@@ -242,6 +257,8 @@ class Inflater:
             stands = "final" if ended == "final" else "clean" if clean else "inside"
         if stands == "final":
             self.z = None
+            if not self.fresh and self.wireshark is None:     # tshark's context, in step, ends with ours
+                self.wireshark = ENDED
         return stands
 
     def add_sources(self, ctx) -> None:
@@ -515,7 +532,7 @@ class WebSocket:
             inflater = self.inflater(ctx)
             msg, error = inflater.inflate(msg, single)
             tshark_inflates = single or state["final_pmc"]
-            if msg is None and error.startswith(FAILED) and tshark_inflates:
+            if msg is None and error.startswith(FAILED) and tshark_inflates and not inflater.wireshark_ended:
                 # zlib could not: tshark's expert item on the top level of the tree, over the (last frame's)
                 # payload, without zlib's reason
                 failed = ctx.top_level(TextItem(None, None, base, len(parts[-1]), FAILED, False, psrc))

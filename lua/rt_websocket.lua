@@ -136,6 +136,9 @@ function rt.ws_inflate(z, data, fresh)
   end
   if ended == "final" then
     restart()                    -- a final block ended the stream: the next message starts a new one
+    -- ... and Wireshark's own context (context takeover) stays at the stream's end: it hands every later
+    -- message up as it came, which says nothing of its websocket.decompress (dissectors/websocket.py ENDED)
+    if not fresh then z.ended = true end
   elseif clean then
     if total > 0 then
       local keep = math.min(WS_WINDOW, #window + total)
@@ -228,13 +231,14 @@ local function ws_data_frame(conn, dir, f, out, pinfo)
       d.charged = true
       rt.state_charge(pinfo, LIMITS.INFLATE_COST, function() d.z = { window = "" } end)
     end
+    local ended = d.z.ended      -- (before this message: Wireshark inflated it if its own final block ends it)
     local r, at, n = rt.ws_inflate(d.z, data, conn.deflate[side .. "_no_context_takeover"] ~= nil)
     if r == nil then out[#out + 1] = { err = at }; return end
     if n == 0 then return end
     -- the message alone (r also holds the window before it: a range of r would place the message's items at
     -- their offset in that buffer, where protodump's "Decompressed payload" holds the message only)
     out[#out + 1] = { data = r:raw(at, n), name = "Decompressed payload",
-                      compressed = #m.parts == 1 and data or nil,
+                      compressed = #m.parts == 1 and not ended and data or nil,
                       plain = { data = data, name = plain and "Reassembled WebSocket message" or "Unmasked data" } }
     return
   end
@@ -285,7 +289,7 @@ function rt.ws_messages(pinfo, final, delivered)
       -- the frame Wireshark just handed up, a one-frame compressed message, delivered as it is: its
       -- websocket.decompress is off, so this message is not inflated either (nor any later one)
       if delivered and i == #frames and f.fin and f.rsv >= 4 and f.opcode ~= 0 and not ws_keep_compressed
-          and delivered:len() == #f.payload and #f.payload > 0 then
+          and not d.z.ended and delivered:len() == #f.payload and #f.payload > 0 then
         local payload = f.key and rt.ws_unmask(f.payload, f.key) or f.payload
         if delivered:raw(0, delivered:len()) == payload then ws_keep_compressed = true end
       end

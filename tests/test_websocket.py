@@ -453,3 +453,63 @@ def test_unknown_control_opcodes_are_tsharks(tmp_path, form, protodump_run, stan
         assert ours.stdout == theirs.stdout
     assert "Dissector for Websocket Opcode (11) code not implemented" in ours.stdout
     assert "Websocket Opcode (15)" in ours.stdout
+
+
+def final_block_pcap(path) -> None:
+    """A permessage-deflate connection whose server flushes some messages with a final block (BFINAL=1, RFC 7692
+    7.2.3.4), each then a new stream: tshark's own context stays at the end of the first such stream and hands
+    every later server message up as it came. Then an undecodable message, and a message after it on each side."""
+    from test_freeblox import fuzz_messages, tcp_pcap, upgrade
+    msgs = [m for _, m in fuzz_messages(5, 40)][:8]
+    server, client = zlib.compressobj(wbits=-15), zlib.compressobj(wbits=-15)
+
+    def flushed(z, m):
+        return (z.compress(m) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+
+    def finished(m):
+        z = zlib.compressobj(wbits=-15)
+        return z.compress(m) + z.flush(zlib.Z_FINISH)
+
+    def to_client(data):
+        return False, ws.encode_frame(2, data, rsv=4)
+
+    def to_server(m):
+        return True, ws.encode_frame(2, flushed(client, m), rsv=4, mask=MASK)
+
+    tcp_pcap(path, upgrade(True) + [to_client(flushed(server, msgs[0])), to_server(msgs[1]),
+                                    to_client(finished(msgs[2])), to_client(finished(msgs[3])), to_server(msgs[4]),
+                                    to_client(finished(msgs[5])), to_client(b"\xff\xfe\xfd"), to_server(msgs[6]),
+                                    to_client(finished(msgs[7]))])
+
+
+@pytest.mark.parametrize("form", [("-V", "-x"), ("-T", "json"), ("-q", "-z", "expert")])
+def test_messages_after_a_final_deflate_block_are_tsharks(tmp_path, form, protodump_run, standard_run):
+    """After a final block tshark's context (context takeover) answers every later message of that side with
+    nothing: no "Decompression failed", the bytes handed up as they came. The plugin inflates them itself, each a
+    new stream as protodump does, and no longer takes the raw hand-off for websocket.decompress off (which lost
+    every later compressed message of the capture, the other side's too)."""
+    from whole_frame import compare
+    path = tmp_path / "final-block.pcap"
+    final_block_pcap(path)
+    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "json"):
+        same, compared, left_out, differ = compare(ours.stdout, theirs.stdout)
+        assert same == compared == 14 and not left_out, differ
+        decoded = [layers_of(p, "freeblox") for p in packet_layers(ours.stdout)]
+        # (the undecodable one leaves that side's shared context lost, on both sides: the last is not inflated)
+        assert all(decoded[i] for i in (5, 6, 7, 8, 9, 10, 12)) and not decoded[11] and not decoded[13]
+    else:
+        assert ours.stdout == theirs.stdout
+    assert "Decompression failed" not in ours.stdout
+
+
+def test_messages_after_a_final_deflate_block_on_the_other_wireshark(tmp_path, protodump_run, other_run):
+    """The same capture on the other Wireshark (4.4 beside 4.0): the game layers are protodump's."""
+    path = tmp_path / "final-block.pcap"
+    final_block_pcap(path)
+    ours, theirs = protodump_run("-T", "json", str(path)), other_run("-T", "json", "-r", str(path))
+    a, b = packet_layers(ours.stdout), packet_layers(theirs.stdout)
+    assert len(a) == len(b) == 14
+    assert [layers_of(x, "freeblox") for x in a] == [layers_of(y, "freeblox") for y in b]
+    assert sum(bool(layers_of(x, "freeblox")) for x in a) == 7
