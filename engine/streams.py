@@ -160,8 +160,9 @@ class Streams:
                     # offset to the end)
                     d.segment_data = len(h.data) - cutter.kept_from
                     d.segment_data_at = h.seg_offset + cutter.kept_from
-        if self.reassembled_learnt and not d.reassembled:
-            # tshark -2: a segment whose PDU a later frame completes names it (not one that completes one itself)
+        if self.reassembled_learnt and (not d.reassembled or d.segment_data):
+            # tshark -2: a segment whose PDU a later frame completes names it; one that completes a PDU itself only
+            # when its tail starts another (desegment_tcp names the frame that completes the tail's)
             d.reassembled_in = self.reassembled_learnt.get(stack.frame.number)
         if flags & RST or (flags & FIN and len(conn.directions) == 2
                            and all(s.stream.fin for s in conn.directions.values())):
