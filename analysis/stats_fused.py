@@ -451,13 +451,14 @@ class Fused:
         data = me.buf + payload if joined else payload
         stack = WsStack(self, conv.others, frame)
         pos, size, pdus, n = 0, len(data), 0, 0
+        limit = getattr(proto, "max_pdu", MAX_PDU)
         first_round = None             # the layers of the PDU this segment completes (desegment_tcp's first round)
         while pos < size:
             try:
                 n = int(proto.pdu_length(data, pos, me.conv, me.name, self.prefs))
             except Exception:  # noqa: BLE001 - as Cutter.length: cannot frame (not modelled)
                 raise Bail from None
-            if n < 0 or n > MAX_PDU or (n == 0 and size - pos > MAX_PDU):
+            if n < 0 or n > limit or (n == 0 and size - pos > limit):
                 raise Bail
             if n == 0 or pos + n > size:
                 break

@@ -38,6 +38,10 @@ CLOSE_CODES = {1000: "Normal Closure", 1001: "Going Away", 1002: "Protocol error
                1010: "Mandatory Ext.", 1011: "Internal Server", 1015: "TLS handshake"}
 MESSAGE_LIMIT = 16 << 20      # a fragmented message or an inflated one larger than this is not decoded
 FRAGMENT_LIMIT = 4096         # frames of one fragmented message
+# the longest frame the stream is framed past (a header of up to 14 bytes and a payload up to a message's limit):
+# a server sends a big asset in one frame (Node's ws does), which tshark's tcp_dissect_pdus reassembles whole; a
+# longer one stops the direction, as a PDU over MAX_PDU does for the other stream protocols
+MAX_FRAME = MESSAGE_LIMIT + 14
 FAILED = "Decompression failed"    # tshark's expert (ei_ws_decompression_failed) for a message zlib cannot inflate
 UNKNOWN = ("Dissector for Websocket Opcode ({}) code not implemented, Contact Wireshark developers if you want this"
            " supported")       # tshark's expert (ei_ws_payload_unknown) on a control frame of an unknown opcode
@@ -282,7 +286,8 @@ class WebSocket:
     listed_after = ("http",)       # Wireshark's websocket runs under http: frame.protocols "...:tcp:http:websocket"
     column_names = {"http": "HTTP", "websocket": "WebSocket"}     # tshark's Protocol column for these layers
     # the limits lua/rt_websocket.lua reads from the plugin's LIMITS table (its message assembly for Freeblox)
-    lua_limits = {"WS_MESSAGE_LIMIT": MESSAGE_LIMIT, "WS_FRAGMENT_LIMIT": FRAGMENT_LIMIT}
+    lua_limits = {"WS_MESSAGE_LIMIT": MESSAGE_LIMIT, "WS_FRAGMENT_LIMIT": FRAGMENT_LIMIT, "WS_MAX_FRAME": MAX_FRAME}
+    max_pdu = MAX_FRAME            # engine/streams.py: the longest PDU this protocol's stream is framed past
 
     def __init__(self):
         b = Binder("websocket")

@@ -291,13 +291,16 @@ class Cutter:
                 self.undecoded(0, found, f"Previous segment(s) not captured: {found} bytes skipped to "
                                          "resynchronise")
             pos = found
+        limit = getattr(self.proto, "max_pdu", MAX_PDU)
+        if limit != MAX_PDU and hasattr(state.stream, "max_pdu"):     # (TCP: the pending PDU it may hold)
+            state.stream.max_pdu = limit
         while pos < len(buf):
             n = self.length(pos)
-            if n > MAX_PDU and self.wraps(pos, n):
+            if n > limit and self.wraps(pos, n):
                 return
-            if n < 0 or n > MAX_PDU or (n == 0 and len(buf) - pos > MAX_PDU):
+            if n < 0 or n > limit or (n == 0 and len(buf) - pos > limit):
                 state.stopped = True
-                why = f"a PDU of {n} bytes exceeds the limit of {MAX_PDU}" if n > 0 else "no PDU can start here"
+                why = f"a PDU of {n} bytes exceeds the limit of {limit}" if n > 0 else "no PDU can start here"
                 self.undecoded(pos, None, f"Cannot frame the stream ({why}): the rest of this direction is not"
                                           " decoded", "malformed")
                 return

@@ -3,7 +3,7 @@
 -- change the tables and regenerate. Runs on Wireshark 4.0 (Lua 5.2) and later (Lua 5.4).
 -- protodump version: 0.1.0
 pcall(set_plugin_info, { version = "0.1.0", description = "protodump: blank, enet, iceball, freeblox, rutentoy", repository = "protodump lua generate" })
-local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_MAX = 10000, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, FORGOTTEN_LIMIT = 65536, INFLATED_LIMIT = 16777216, INFLATE_COST = 49152, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, STATE_BUDGET = 33554432, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MESSAGE_LIMIT = 16777216 }
+local LIMITS = { BLOCK_LIMIT = 65536, CHUNK_LIMIT = 65536, CONV_LINGER = 5, CONV_MAX = 10000, CONV_TIMEOUT = 600, ENET_ACKED_IN_LIMIT = 65536, ENET_FRAGMENT_COUNT_MAX = 1048576, ENET_FRAGMENT_LIMIT = 4096, ENET_MESSAGE_LIMIT = 256, ENET_MESSAGE_MAX = 33554432, ENET_SENT_LIMIT = 4096, FILE_LIMIT = 16777216, FORGOTTEN_LIMIT = 65536, INFLATED_LIMIT = 16777216, INFLATE_COST = 49152, INFLATE_LIMIT = 1048576, MAX_PDU = 1048576, REQUEST_LIMIT = 16, RESYNC_LIMIT = 65536, SNIFF_LIMIT = 65536, STATE_BUDGET = 33554432, TRANSFER_LIMIT = 1024, WS_FRAGMENT_LIMIT = 4096, WS_MAX_FRAME = 16777230, WS_MESSAGE_LIMIT = 16777216 }
 local rt = (function()
 -- protodump Lua runtime, the core every generated dissector uses: the decode context (c), experts and
 -- truncation (rt.need), first-pass state replayed on re-dissection (rt.once, rt.msg_once), scopes, bounded tables,
@@ -3480,7 +3480,7 @@ end
 
 local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT     -- dissectors.websocket.MESSAGE_LIMIT
 local WS_FRAGMENT_LIMIT = LIMITS.WS_FRAGMENT_LIMIT   -- dissectors.websocket.FRAGMENT_LIMIT
-local WS_MAX_FRAME = LIMITS.MAX_PDU                  -- protodump stops a direction at a longer frame
+local WS_MAX_FRAME = LIMITS.WS_MAX_FRAME             -- dissectors.websocket.MAX_FRAME: a longer frame stops the direction
 local WS_WINDOW = 32768             -- the deflate window: history a message may refer to
 local WS_RATIO = 1032               -- deflate's largest expansion
 

@@ -21,7 +21,7 @@
 
 local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT     -- dissectors.websocket.MESSAGE_LIMIT
 local WS_FRAGMENT_LIMIT = LIMITS.WS_FRAGMENT_LIMIT   -- dissectors.websocket.FRAGMENT_LIMIT
-local WS_MAX_FRAME = LIMITS.MAX_PDU                  -- protodump stops a direction at a longer frame
+local WS_MAX_FRAME = LIMITS.WS_MAX_FRAME             -- dissectors.websocket.MAX_FRAME: a longer frame stops the direction
 local WS_WINDOW = 32768             -- the deflate window: history a message may refer to
 local WS_RATIO = 1032               -- deflate's largest expansion
 

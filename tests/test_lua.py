@@ -191,7 +191,7 @@ def test_websocket_limits_are_protodumps():
     table = {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) = (\d+)", plugin.split("LIMITS = {", 1)[1].split("}", 1)[0])}
     assert table["WS_MESSAGE_LIMIT"] == websocket.MESSAGE_LIMIT
     assert table["WS_FRAGMENT_LIMIT"] == websocket.FRAGMENT_LIMIT
-    assert table["MAX_PDU"] == MAX_PDU
-    assert "local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT" in text and "local WS_MAX_FRAME = LIMITS.MAX_PDU" in text
+    assert table["MAX_PDU"] == MAX_PDU and table["WS_MAX_FRAME"] == websocket.MAX_FRAME
+    assert "local WS_MESSAGE_LIMIT = LIMITS.WS_MESSAGE_LIMIT" in text and "local WS_MAX_FRAME = LIMITS.WS_MAX_FRAME" in text
     limits = {m.group(1): int(m.group(2)) for m in re.finditer(r"^local (WS_\w+) = (\d+)", text, re.M)}
     assert limits["WS_WINDOW"] == 1 << 15            # zlib's largest window: permessage-deflate's max_window_bits
