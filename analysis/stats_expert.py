@@ -21,6 +21,10 @@ SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": 
                "arp": "ARP"}
 
 
+# Wireshark's own expert on a string item with bytes after a NUL (engine/blocks_framing.py Counted)
+TRAILING_STRAY = "_ws.string.trailing_stray_characters"
+
+
 def short_name(proto: str) -> str:
     return SHORT_NAMES.get(proto, proto.upper())
 
@@ -91,12 +95,16 @@ class Expert(Tap):
         self.match = compile_optional(self.filter, "expert")
         self.items: dict[int, dict] = {sev: {} for sev, _ in SECTIONS}
 
+    tree_shown = False     # the run prints packet trees (cli/read_cmd.py): Wireshark's items are all made
+
     def add(self, packet):
         if self.match is not None and not self.match(packet):
             return
         for proto, info in packet_experts(packet):
             if info.severity < self.min_severity:
                 continue
+            if info.abbrev == TRAILING_STRAY and not self.tree_shown:
+                continue      # proto.c checks a string item it makes, and a tree nobody prints fakes it
             key = (info.group, proto, info.message)
             entry = self.items[info.severity].setdefault(key, [0, packet.number])
             entry[0] += 1

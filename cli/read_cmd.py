@@ -151,6 +151,9 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     manuf.set_resolution(not no_resolve)
     text.set_seconds_format(seconds_format)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output
+    details = bool(verbose or only or output_format in ("json", "jsonraw", "ek", "pdml"))     # (-q too)
+    for tap in taps:
+        tap.tree_shown = details      # (-z expert: what Wireshark adds only to a tree it prints)
     for tap in taps:
         if hasattr(tap, "prime"):    # io,stat functions: the fields some filter of the run names
             tap.prime([display_filter, read_filter, *zstats])

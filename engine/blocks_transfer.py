@@ -12,6 +12,7 @@ from .context import Ctx, Truncated
 from .fields import Binder, Field
 from .inflate import inflate
 from .lua_literals import lua_str
+from .strings import c_string
 from .tree import Item
 
 
@@ -174,7 +175,7 @@ class Transfer(Field):
                                        f"({got} of {current['total']} bytes)")
 
     def node(self, ctx, parent, name, kind) -> Item:
-        node = parent.add(Item(self.info, None, ctx.pos, 0, f"{self.label}: {name}", True))
+        node = parent.add(Item(self.info, None, ctx.pos, 0, c_string(f"{self.label}: {name}"), True))
         node.add(Item(self.f_name, name, ctx.pos, 0, None, True))
         node.add(Item(self.f_kind, kind, ctx.pos, 0, None, True))
         return node

@@ -1,6 +1,7 @@
 """The state one dissection carries: the bytes, the position, the values read so far, the tree being built."""
 from __future__ import annotations
 
+from .strings import c_string
 from .tree import DataSource, ExpertInfo, Item
 
 
@@ -128,5 +129,6 @@ class Ctx:
     def expert(self, item: Item | None, kind: str, message: str) -> None:
         """Add expert info of one of the protocol's registered kinds (see engine.protocol.EXPERTS)."""
         group, severity = self.proto.experts[kind]
+        message = c_string(message)        # (a wire string in it: Wireshark's message is a C string)
         info = ExpertInfo(f"{self.proto.name}.{kind}", group, severity, message)
         (item if item is not None else self.tree).expert(info)

@@ -8,6 +8,7 @@ from .context import Ctx
 from .fields import BOOL_CHOICES
 from .lifetime import PREFERENCES as ENGINE_PREFERENCES, Lifetimes
 from .protocol import Protocol
+from .strings import c_string
 from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
 
 
@@ -89,9 +90,12 @@ class Packet:
     @property
     def info(self) -> str:
         """The Info column (made on first use: a dissector may hand over a function that makes it)."""
-        if callable(self._info):
-            self._info = self._info()
-        return self._info
+        info = self._info
+        if callable(info):
+            info = self._info = info()
+        if "\0" in info:                 # (Wireshark's column is a C string: a wire NUL ends it)
+            info = self._info = c_string(info)
+        return info
 
     @property
     def number(self) -> int:

@@ -11,6 +11,12 @@ def wire_string(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def c_string(text: str) -> str:
+    """A text as Wireshark keeps it where it takes a C string (an item's label, the Info column, an expert's
+    message): up to its first NUL."""
+    return text.partition("\0")[0] if "\0" in text else text
+
+
 def stray_after_nul(raw: bytes) -> bool:
     """Wireshark's own "Trailing stray characters" check on a string item added with ENC_UTF_8 (proto.c,
     detect_trailing_stray_characters): in the decoded text, a non-NUL byte between its first NUL and the item's

@@ -3289,7 +3289,9 @@ local function show_end(c, T, F, label, res, inside)
   if data:len() ~= res.size then
     rt.expert(c, node, "unexpected", string.format("Inflated to %d bytes, %d announced", data:len(), res.size))
   end
-  c.sc[1].file = string.format("%s (%d -> %d bytes)", res.name, #res.whole, data:len())
+  -- (a wire string joined, not formatted: Lua 5.2's "%s" cuts one under 100 bytes at a NUL, 5.4's keeps it whole;
+  -- Wireshark then cuts the text it is shown in at the NUL: the column, the label, the expert's message)
+  c.sc[1].file = res.name .. string.format(" (%d -> %d bytes)", #res.whole, data:len())
   local fn = inside[res.kind]
   if fn then
     local sub = { tvb = data, pos = 0, stop = data:len(), sc = { {} }, conv = c.conv, frame = c.frame, dir = c.dir,
@@ -3322,12 +3324,12 @@ function rt.transfer(c, T, step, label, F, names, inside, mask, who)
     if res.err then rt.expert(c, node, "malformed", res.err) end
   elseif step == "abort" and res.refused then
     node:add(F.request, r, res.frame):set_generated()
-    rt.expert(c, node, "unexpected", string.format("Server refused the request for %s (frame %d)", res.name,
-      res.frame))
+    rt.expert(c, node, "unexpected", "Server refused the request for " .. res.name ..
+      string.format(" (frame %d)", res.frame))
   elseif step == "abort" then
     node:add(F.received, r, res.got):set_generated()
-    rt.expert(c, node, "reassembly", string.format("%s aborted the transfer of %s (%d of %d bytes)", who,
-      res.name, res.got, res.total))
+    rt.expert(c, node, "reassembly", who .. " aborted the transfer of " .. res.name ..
+      string.format(" (%d of %d bytes)", res.got, res.total))
   end
 end
 -- Vectors and rotations (engine/blocks_vectors.py): a vector's values as its label shows them, and blank's

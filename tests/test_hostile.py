@@ -217,3 +217,29 @@ def test_trailing_stray_characters_as_wireshark_adds_them(tmp_path, protodump_ru
     assert same_layers(protodump_run("-T", "json", "-r", str(path)).stdout, theirs, ("iceball",)) == []
 
 
+
+
+@pytest.mark.parametrize("form", [(), ("-V",), ("-q", "-z", "expert"), ("-V", "-z", "expert"), ("-T", "json")],
+                         ids=" ".join)
+def test_a_nul_in_a_file_name_ends_it_where_wireshark_ends_it(tmp_path, form, protodump_run, standard_run):
+    """A file name holding a NUL (tools/fuzz.py --seed 2034, iceball-tcp case 3): Wireshark keeps an item's label,
+    the Info column and an expert's message as C strings, so each ends at the NUL, and the plugin joins the name
+    into its texts (Lua 5.2's string.format would cut it and go on). The "Trailing stray characters" expert
+    proto.c adds to the string item counts in -z expert only where the tree is printed."""
+    case, frames = fuzz.make_case("iceball-tcp", 2034, 3)
+    path = tmp_path / "nul-name.pcap"
+    fuzz.write_frames(path, frames)
+    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    assert "\0" not in ours.stdout and "pkg/ba\ufffd" in ours.stdout
+    if "expert" in form:
+        assert ours.stdout.count("Trailing stray characters") == (3 if form[0] == "-V" else 0)   # (tree: 2)
+
+
+def test_a_nul_in_a_file_name_on_the_other_wireshark(tmp_path, protodump_run, other_run):
+    case, frames = fuzz.make_case("iceball-tcp", 2034, 3)
+    path = tmp_path / "nul-name.pcap"
+    fuzz.write_frames(path, frames)
+    assert same_layers(protodump_run("-T", "json", str(path)).stdout,
+                       other_run("-T", "json", "-r", str(path)).stdout, ("iceball",)) == []
