@@ -4,15 +4,15 @@ analysis (ACKed frame, RTT, iRTT, bytes in flight, bytes since PSH, lost / out-o
 
 State lives in a per-capture `TcpTable` and is recorded in decode order (`TcpTable.analyze(d)` sets `d.tcp`), so
 the lazily built layers (capture/layers.py) print what tshark printed for that frame. Bounded: at most
-MAX_CONNECTIONS connections and MAX_UNACKED unacknowledged segments per direction (as tshark's
-TCP_MAX_UNACKED_SEGMENTS).
+MAX_CONNECTIONS connections and MAX_UNACKED unacknowledged segments per direction (tshark's TCP_MAX_UNACKED_SEGMENTS:
+a capture of one direction only never sees the ACKs, and tshark's bytes in flight grow until that many).
 """
 from __future__ import annotations
 
 import struct
 
 MAX_CONNECTIONS = 4096
-MAX_UNACKED = 1000
+MAX_UNACKED = 10000
 RETIRED_LIMIT = 65536        # forgotten connections whose base sequence numbers are kept (TcpTable.retired)
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 M32 = 0xFFFFFFFF
@@ -62,7 +62,7 @@ class Flow:
 
     __slots__ = ("base", "nextseq", "nextseq_ns", "nextseq_frame", "maxseqtobeacked", "segments", "win_scale",
                  "push_bytes", "push_last", "valid_bif", "lastack", "lastack_ns", "window", "dupacks", "nondup_frame",
-                 "lastflags", "first_ack", "sacked")
+                 "lastflags", "first_ack", "sacked", "span")
 
     def __init__(self):
         self.base: int | None = None
@@ -70,6 +70,7 @@ class Flow:
         self.nextseq_ns = 0
         self.maxseqtobeacked: int | None = None
         self.segments: list[list] = []      # unacked [seq, nextseq, frame, ts_ns]
+        self.span: tuple | None = None      # (segments, their count, base, first, last) of the last bytes in flight
         self.win_scale = -1                 # -1 unknown, -2 no scaling, else the shift
         self.push_bytes = 0
         self.push_last = False
@@ -87,7 +88,7 @@ class Flow:
 
 class Connection:
     __slots__ = ("stream", "flows", "completeness", "first_ns", "last_ns", "syn_ns", "irtt_ns", "fin_by",
-                 "server_port", "seen")
+                 "server_port", "seen", "first_bits")
 
     def __init__(self, stream: int, first_ns: int):
         self.stream = stream
@@ -99,6 +100,7 @@ class Connection:
         self.fin_by: tuple | None = None        # the endpoint that sent the first FIN
         self.server_port: int | None = None
         self.seen = False                       # a frame of it was analysed already
+        self.first_bits = 0                     # what its first frame counts once it is no longer new (-2)
 
 
 class TcpInfo:
@@ -145,6 +147,18 @@ def _flows(conn: Connection, me: tuple, peer: tuple, fl: int, seq: int, ack: int
     if fl & ACK and rev.base is None:
         rev.base = (ack - 1) & M32
     return fwd, rev
+
+
+def _verify_scaling(fwd: Flow, rev: Flow, wscale: int | None, synack: bool) -> None:
+    """A SYN's window scale option (its shift, or None), then tshark's verify_tcp_window_scaling: a SYN or SYN-ACK
+    without one when none was seen before means no scaling either way; a SYN-ACK's when the SYN had none is void.
+    A SYN-ACK's own with its SYN not in the capture stays (a capture of one direction scales the window)."""
+    if wscale is not None:
+        fwd.win_scale = wscale
+    if fwd.win_scale == -1:
+        fwd.win_scale = rev.win_scale = -2
+    elif synack and rev.win_scale == -2:
+        fwd.win_scale = -2
 
 
 def _scale(flow: Flow, rev: Flow, win: int, syn: bool) -> tuple[int, int]:
@@ -212,11 +226,12 @@ class TcpTable:
         return {stream: (conn.completeness, conn.irtt_ns, mptcp.get(stream))
                 for stream, conn in (self.record or {}).items()}
 
-    def _second_pass(self, info: TcpInfo) -> None:
-        """A second pass (tshark -2) shows the conversation's final completeness and its iRTT on every frame."""
+    def _second_pass(self, info: TcpInfo, conn: Connection, first: bool) -> None:
+        """A second pass (tshark -2) shows the conversation's final completeness and its iRTT on every frame; the
+        first frame, no longer new then, adds what it counts for the frames after it (Connection.first_bits)."""
         facts = self.learnt.get(info.stream)
         if facts is not None:
-            info.completeness = facts[0]
+            info.completeness = facts[0] if first else facts[0] | conn.first_bits
             if facts[1] is not None:
                 info.irtt_ns = facts[1]
 
@@ -262,10 +277,9 @@ class TcpTable:
         conn.last_ns = ts
         seglen = len(d.payload) + d.cut
         if fl & SYN:
-            fwd.win_scale = wscale if wscale is not None else -2
+            if wscale != -1:        # (-1: the options cut by the snap length, tshark never gets to the check)
+                _verify_scaling(fwd, rev, wscale, bool(fl & ACK))
             if fl & ACK:
-                if rev.win_scale == -1 and wscale != -1:      # (-1: options cut, tshark never got there)
-                    rev.win_scale = -2
                 conn.server_port = d.sport
             else:
                 conn.syn_ns = ts
@@ -286,9 +300,10 @@ class TcpTable:
             if conn.fin_by is None:
                 conn.fin_by = me
             info.fin_role = "active" if conn.fin_by == me else "passive"
+        first = not conn.seen
         self._complete(conn, fl, seglen)
         if self.learnt:
-            self._second_pass(info)
+            self._second_pass(info, conn, first)
         d.tcp = info
 
     def _mptcp(self, d, stream: int) -> bool:
@@ -331,6 +346,7 @@ class TcpTable:
         info.rel_ns, info.delta_ns = ts - conn.first_ns, ts - conn.last_ns
         conn.last_ns = ts
         info.ack, info.window = d.ack, d.window      # the Info column's (tshark reads no further)
+        first = not conn.seen
         if short:
             info.seq = seq
             rev = conn.flows.get(peer)
@@ -350,7 +366,7 @@ class TcpTable:
             base = fwd.base if fwd is not None and fwd.base is not None else seq if fl & SYN else (seq - 1) & M32
             info.seq = (seq - base) & M32
         if self.learnt:
-            self._second_pass(info)
+            self._second_pass(info, conn, first)
         d.tcp = info
 
     def quoted(self, d) -> None:
@@ -369,20 +385,24 @@ class TcpTable:
         # as tshark 4.0 (dissect_tcp): a pure SYN counts only as a new conversation's first frame (with TCP Fast
         # Open data, DATA too), and the first frame counts for nothing else (a SYN-ACK before the SYN, an ACK or
         # data starting the capture); later, a SYN-ACK, an ACK with data or without, FIN-ACK and RST count
-        first, conn.seen = not conn.seen, True
-        if first:
-            if fl & (SYN | ACK) == SYN:
-                conn.completeness |= C_SYN | (C_DATA if seglen else 0)
-            return
-        syn_ack = fl & (SYN | ACK)
+        bits, syn_ack = 0, fl & (SYN | ACK)
         if syn_ack == SYN | ACK:
-            conn.completeness |= C_SYNACK
+            bits = C_SYNACK
         elif syn_ack == ACK:
-            conn.completeness |= C_DATA if seglen else C_ACK
+            bits = C_DATA if seglen else C_ACK
         if fl & (FIN | ACK) == FIN | ACK:
-            conn.completeness |= C_FIN
+            bits |= C_FIN
         if fl & RST:
-            conn.completeness |= C_RST
+            bits |= C_RST
+        if conn.seen:
+            conn.completeness |= bits
+            return
+        conn.seen = True
+        # tshark -2's second pass counts the first frame as any other (a SYN-ACK starting a capture of the
+        # server's side only: SYNACK from its second frame on); _second_pass adds it
+        conn.first_bits = bits
+        if syn_ack == SYN:
+            conn.completeness |= C_SYN | (C_DATA if seglen else 0)
 
     def _sequence(self, d, conn, fwd: Flow, rev: Flow, info: TcpInfo, seq, ack, nextseq, seglen, ts) -> None:
         """tcp_analyze_sequence_number (tshark 4.0), in its order; `info.flags` then sorted as tshark prints them."""
@@ -442,8 +462,8 @@ class TcpTable:
         # (tcp.c): a SYN's zero can take the list for old and empty it
         self._acked(rev, info, ack, ts)
         if fl & ACK:
-            if (conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN
-                    and conn.completeness & C_SYNACK):
+            # the first pure ACK after a SYN, SYN-ACK seen or not (tcp.c: a capture of the client's side only)
+            if conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN:
                 conn.irtt_ns = ts - conn.syn_ns
         if fl & SYN:
             fwd.first_ack = True
@@ -454,11 +474,20 @@ class TcpTable:
         info.irtt_ns = conn.irtt_ns
         if seglen and fwd.segments and fwd.valid_bif:
             base, segments = fwd.base, fwd.segments
-            if len(segments) == 1:       # (the common case: one unacknowledged segment)
+            count, span = len(segments), fwd.span
+            if count == 1:       # (the common case: one unacknowledged segment)
                 first, last = (segments[0][0] - base) & M32, (segments[0][1] - base) & M32
+            elif span is not None and span[0] is segments and span[2] == base and count - span[1] in (0, 1):
+                # the same list, grown by at most this segment (_acked makes a new one): no walk of up to
+                # MAX_UNACKED segments per frame when the ACKs are not in the capture
+                first, last = span[3], span[4]
+                if count > span[1]:
+                    first = min(first, (segments[-1][0] - base) & M32)
+                    last = max(last, (segments[-1][1] - base) & M32)
             else:
                 first = min([(s[0] - base) & M32 for s in segments])
                 last = max([(s[1] - base) & M32 for s in segments])
+            fwd.span = (segments, count, base, first, last)
             in_flight = (last - first - rev.sacked) & M32       # (a guint32 in tcp.c)
             if 0 < in_flight < 2_000_000_000:
                 if fl & (SYN | FIN):        # (their sequence number is only virtual: tcp.c takes it off again)

@@ -228,12 +228,13 @@ LABEL_MEMO = 1 << 16
 _MEMO_TYPES = frozenset((int, bool, str, bytes))
 
 
-def detail_text(packet, only: set[str] | None = None, end: str = "") -> str:
-    """A packet's -V tree as plain text (what layer_lines gives, joined), then `end`."""
-    return "".join(detail_parts(packet, only, end))
+def detail_text(packet, only: set[str] | None = None, end: str = "", data_hex: bool = True) -> str:
+    """A packet's -V tree as plain text (what layer_lines gives, joined), then `end`. data_hex: the data
+    protocol's hex dump of its bytes under its line (print.c's print_hex_for_data: not when -x follows)."""
+    return "".join(detail_parts(packet, only, end, data_hex))
 
 
-def detail_parts(packet, only: set[str] | None = None, end: str = "") -> list[str]:
+def detail_parts(packet, only: set[str] | None = None, end: str = "", data_hex: bool = True) -> list[str]:
     """detail_text as a text per layer (output/sink.py encodes each on its own)."""
     parts: list[str] = []
     out: list[str] = []
@@ -253,7 +254,7 @@ def detail_parts(packet, only: set[str] | None = None, end: str = "") -> list[st
                 parts.append(label)
             continue
         top = layer.item
-        add(_layer_head(top, layer.proto) + "\n")
+        add(_layer_head(top, layer.proto, data_hex) + "\n")
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
         parts.append("".join(out))
@@ -287,8 +288,10 @@ def _compile_detail(nodes, depth: int, out: list) -> None:
         _compile_detail(n.kids, depth + 1, out)
 
 
-def _layer_head(top: Item, proto: str) -> str:
+def _layer_head(top: Item, proto: str, data_hex: bool = True) -> str:
     """A layer's first -V line: its label (cut as Wireshark's label buffer), or its name."""
+    if not data_hex and top.label and top.field is not None and top.field.abbrev == "data":
+        return top.label.split("\n\n", 1)[0]      # (the hex dump in the data layer's label: capture/layers/data.py)
     if top.label:
         if top.generated and top.label.startswith("[") and len(top.label) > LABEL_LENGTH:
             # a formatted label: cut to the buffer, no "[truncated]" mark
@@ -299,10 +302,10 @@ def _layer_head(top: Item, proto: str) -> str:
     return proto
 
 
-def layer_lines(packet, only: set[str] | None = None):
+def layer_lines(packet, only: set[str] | None = None, data_hex: bool = True):
     for layer in packet.layers():
         top = layer.item
-        head = _layer_head(top, layer.proto)
+        head = _layer_head(top, layer.proto, data_hex)
         yield 0, head, "bold"
         if only is not None and layer.proto not in only:
             continue
@@ -379,9 +382,9 @@ class TextWriter:
                 else:
                     out.write(detail_text(packet, self.only, self.end))
                 return
-            out.write(detail_text(packet, self.only))
+            out.write(detail_text(packet, self.only, data_hex=False))
         else:
-            for depth, line, style in layer_lines(packet, self.only):
+            for depth, line, style in layer_lines(packet, self.only, not self.hexdump):
                 if style:
                     self.console.print("    " * depth + line, style=style, highlight=False, markup=False,
                                        soft_wrap=True)
