@@ -48,7 +48,7 @@ def row_maker(columns, per_pdu: bool = False):
         item = items[0]
         if t in ("Int64", "float64", "boolean") and isinstance(item.value, (int, float)):
             return item.value
-        return item_value(item, [layer.item for layer in packet.games])
+        return item_value(item)
 
     def standard(name, packet):
         if name == "frame.time":

@@ -13,6 +13,9 @@ import struct
 
 MAX_CONNECTIONS = 4096
 MAX_UNACKED = 10000
+# all connections' unacknowledged segments together (about 230 bytes each): a flood of one-direction connections
+# stops storing new ones there (as one direction at MAX_UNACKED does) rather than grow without bound
+MAX_UNACKED_TOTAL = 200_000
 RETIRED_LIMIT = 65536        # forgotten connections whose base sequence numbers are kept (TcpTable.retired)
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 M32 = 0xFFFFFFFF
@@ -179,6 +182,7 @@ class TcpTable:
         # there with another initial sequence number is still "TCP Port numbers reused", as tshark says
         self.retired: dict[frozenset, dict] = {}
         self.reused = False          # the last _connection call started a new connection on reused ports
+        self.unacked = 0             # unacknowledged segments stored over all connections (MAX_UNACKED_TOTAL)
         self.mptcp = None            # capture.mptcp_analysis.MptcpTable, made at the first MPTCP option
         self.mp_dupack = False       # MPTCP tolerates a duplicate ACK in the segment under analysis
         # -2 (cli/two_pass_opts.py): the first pass keeps every connection by stream index (`record`); the second
@@ -196,7 +200,9 @@ class TcpTable:
             return conn
         self.reused = self._reopens(conn, key, me, syn_seq)
         if conn is None and len(self.connections) >= MAX_CONNECTIONS:
-            self.connections.pop(next(iter(self.connections)))
+            self._drop(self.connections.pop(next(iter(self.connections))))
+        elif conn is not None:
+            self._drop(conn)
         conn = self.connections[key] = Connection(self.streams, ts)
         if self.record is not None:
             self.record[self.streams] = conn
@@ -235,11 +241,17 @@ class TcpTable:
             if facts[1] is not None:
                 info.irtt_ns = facts[1]
 
+    def _drop(self, conn: Connection) -> None:
+        """A connection leaves the table: its unacknowledged segments no longer count."""
+        for flow in conn.flows.values():
+            self.unacked -= len(flow.segments)
+
     def forget(self, key: frozenset) -> None:
         """Free a connection's state (engine.lifetime freed its endpoints after its end): its senders' base
         sequence numbers are kept (bounded) to tell a later SYN there reuses the ports."""
         conn = self.connections.pop(key, None)
         if conn is not None:
+            self._drop(conn)
             self.retired[key] = {ep: flow.base for ep, flow in conn.flows.items()}
             if len(self.retired) > RETIRED_LIMIT:
                 self.retired.pop(next(iter(self.retired)))
@@ -450,8 +462,9 @@ class TcpTable:
                 info.record = True      # (tshark shows an empty SEQ/ACK analysis when that says nothing)
         if (seglen or fl & (SYN | FIN)) and "keep_alive" not in flags:
             self._resent(conn, fwd, rev, info, seq, nextseq, seglen, ts)
-        if (seglen or fl & (SYN | FIN)) and len(fwd.segments) < MAX_UNACKED:
+        if (seglen or fl & (SYN | FIN)) and len(fwd.segments) < MAX_UNACKED and self.unacked < MAX_UNACKED_TOTAL:
             fwd.segments.append([seq, nextseq, frame, ts])
+            self.unacked += 1
         probe = "zero_window_probe" in flags
         if (fwd.nextseq is None or seq_gt(nextseq, fwd.nextseq)) and not probe:
             fwd.nextseq, fwd.nextseq_ns, fwd.nextseq_frame = nextseq, ts, frame
@@ -460,7 +473,10 @@ class TcpTable:
         fwd.window, fwd.lastack, fwd.lastack_ns, fwd.lastflags = win, ack, ts, tuple(flags) if flags else ()
         # every segment walks the peer's unacknowledged list with its acknowledgement number, ACK flag or not
         # (tcp.c): a SYN's zero can take the list for old and empty it
-        self._acked(rev, info, ack, ts)
+        stored = len(rev.segments)
+        if stored:
+            self._acked(rev, info, ack, ts)
+            self.unacked -= stored - len(rev.segments)
         if fl & ACK:
             # the first pure ACK after a SYN, SYN-ACK seen or not (tcp.c: a capture of the client's side only)
             if conn.irtt_ns is None and conn.syn_ns is not None and not fl & SYN:

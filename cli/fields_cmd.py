@@ -19,7 +19,11 @@ def field_groups() -> list[tuple[str, list]]:
     for f in EXPERT_FIELDS.values():
         groups.setdefault("_ws", []).append(f)
     out = [(name, fs) for name, fs in groups.items() if name != "_ws"] + [("_ws", groups["_ws"])]
-    return out + [(p.name, game_fields(p)) for p in PROTOCOLS]
+    out += [(p.name, game_fields(p)) for p in PROTOCOLS]
+    listed = {name for name, _ in out}
+    # the payload layers a protocol hands what no game took to (WebSocket's data-text-lines)
+    return out + [(sub.name, list(sub.fields.values())) for p in PROTOCOLS for sub in getattr(p, "hands_to", ())
+                  if sub.name not in listed]
 
 
 def _type_text(info) -> str:

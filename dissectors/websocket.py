@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import zlib
 
-from ..capture.layers.data import hex_rows
 from ..engine.fields import Binder
 from ..engine.inflate import InflateError, deflate_walk, zlib_stands
 from ..engine.protocol import EXPERTS
@@ -648,8 +647,8 @@ class Data:
 
     def dissect(self, ctx, prefs):
         n = ctx.end - ctx.pos
-        # tshark -V follows the data item with a hex dump of its bytes (capture/layers/data.py)
-        ctx.tree.label = f"Data ({n} byte{'s' if n != 1 else ''})\n\n" + "\n".join(hex_rows(ctx.data[ctx.pos:ctx.end]))
+        # (tshark -V follows the data item with a hex dump of its bytes: capture/layers/data.py)
+        ctx.tree.label = f"Data ({n} byte{'s' if n != 1 else ''})"
         ctx.tree.add(Item(self.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
         ctx.tree.add(Item(self.len, n, ctx.pos, 0, None, True, ctx.source))
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
@@ -698,3 +697,4 @@ def _split_lf(raw: bytes) -> list[bytes]:
 DATA = Data()
 TEXT_LINES = TextLines()
 PROTOCOL = WebSocket()
+PROTOCOL.hands_to = (DATA, TEXT_LINES)      # the payload layers no game took: their fields are -e fields too

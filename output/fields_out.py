@@ -65,7 +65,7 @@ def known_fields(protocols) -> dict[str, FieldInfo]:
     for f in EXPERT_FIELDS.values():
         known.setdefault(f.abbrev, f)
     for p in protocols:
-        for f in game_fields(p):
+        for f in [*game_fields(p), *(f for sub in getattr(p, "hands_to", ()) for f in sub.fields.values())]:
             known.setdefault(f.abbrev, f)
     return known
 
@@ -121,7 +121,10 @@ def check_fields(names, known) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # Values
 
-def item_value(item, game_tops=()) -> str:
+NAME_AS_TEXT = frozenset(("sll",))      # protocols whose top item tshark gives their name as its text
+
+
+def item_value(item) -> str:
     """The -T fields text of one occurrence."""
     f = item.field
     if f is None:                                   # an expert item under its own abbrev: a Lua ProtoExpert, FT_NONE
@@ -134,10 +137,11 @@ def item_value(item, game_tops=()) -> str:
     if t == "protocol":
         if f.abbrev == "data" and item.children:      # the data protocol's value is its bytes (print.c)
             return item.children[0].value.hex()
-        # tshark prints the item's representation if the dissector set one, else the abbrev: a Lua protocol's
-        # top item has none (its -V line is made from the name only when displayed) unless it set a text
-        # (set_text: a label other than the protocol's name)
-        if not item.label or (item in game_tops and item.label == f.name):
+        # tshark prints the item's representation if the dissector set one, else the abbrev: an item added with
+        # proto_tree_add_item has none (its -V line is made from the name only when displayed: a Lua protocol's
+        # top, ICMP's, an IP header quoted too short for its addresses) unless a text was set (set_text: a label
+        # other than the name); SLL's has its name as a text (proto_tree_add_protocol_format)
+        if not item.label or (item.label == f.name and f.abbrev not in NAME_AS_TEXT):
             return f.abbrev
         return item.label
     return tv.json_value(f, item.value)
@@ -189,8 +193,7 @@ def field_values(packet, abbrev: str, first_ns: int | None = None, time_format: 
             value = columns.column(packet, abbrev, first_ns, time_format)
             return [] if value is None else [value]
         return []
-    game_tops = [layer.item for layer in packet.games]
-    return [item_value(i, game_tops) for i in items]
+    return [item_value(i) for i in items]
 
 
 class FieldsWriter:

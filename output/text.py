@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from ..capture.layers.data import hex_rows
 from ..engine.template import Slot, SlotLayer, positional_runs
 from ..engine.tree import ERROR, NOTE, WARN, GROUP_NAMES, SEVERITY_NAMES, HiddenItem, Item
 from . import tshark_values as tv
@@ -163,6 +164,9 @@ def tree_lines(item: Item, depth: int = 0):
         yield depth + 1, f"[Group: {GROUP_NAMES[info.group]}]", ""
         return
     yield depth, item_label(item), "dim" if item.generated else ""
+    if _is_data(item) and _HEX_FOR_DATA[0]:
+        for row in _data_dump(item).split("\n")[:-1]:
+            yield 0, row, ""
     for child in item.children or ():
         yield from tree_lines(child, depth + 1)
 
@@ -214,6 +218,9 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
         add(pad + text + "\n")
         kids = item.children
         if kids:                         # _detail, inline
+            f = item.field
+            if f is not None and f.abbrev == "data" and _HEX_FOR_DATA[0]:      # (data nested in a layer: ICMP's)
+                add(_data_dump(item))
             if kids.__class__ is tuple:
                 add(_FROZEN.text(kids, depth + 1))
             else:
@@ -221,6 +228,21 @@ def _detail_fresh(kids, depth: int, out: list) -> None:
 
 
 _FROZEN = FrozenText(_detail_fresh)
+# print.c's print_hex_for_data (not with -x): set by each detail_parts call for the _detail_fresh it makes
+_HEX_FOR_DATA = [True]
+
+
+def _is_data(item: Item) -> bool:
+    """The data protocol's item (capture/layers/data.py, or the WebSocket payload's: each binds its own field)."""
+    f = item.field
+    return f is not None and f.abbrev == "data"
+
+
+def _data_dump(item: Item) -> str:
+    """The hex dump print.c writes under the data protocol's line: its bytes (its data.data child), at column 0."""
+    kids = item.children
+    data = kids[0].value if kids and isinstance(kids[0].value, bytes) else b""
+    return "\n" + "\n".join(hex_rows(data)) + "\n" if data else "\n"
 # -V labels made from (field, value) alone, memoised: a game's opcodes, flags, ids and texts recur from packet to
 # packet (a label costs a maker call, number formatting, value names and a length check). Bounded in entries.
 _LABELS: dict = {}
@@ -236,6 +258,7 @@ def detail_text(packet, only: set[str] | None = None, end: str = "", data_hex: b
 
 def detail_parts(packet, only: set[str] | None = None, end: str = "", data_hex: bool = True) -> list[str]:
     """detail_text as a text per layer (output/sink.py encodes each on its own)."""
+    _HEX_FOR_DATA[0] = data_hex
     parts: list[str] = []
     out: list[str] = []
     add = out.append
@@ -254,7 +277,9 @@ def detail_parts(packet, only: set[str] | None = None, end: str = "", data_hex: 
                 parts.append(label)
             continue
         top = layer.item
-        add(_layer_head(top, layer.proto, data_hex) + "\n")
+        add(_layer_head(top, layer.proto) + "\n")
+        if data_hex and _is_data(top):
+            add(_data_dump(top))
         if (only is None or layer.proto in only) and top.children:
             _detail(top.children, 1, out)
         parts.append("".join(out))
@@ -288,10 +313,8 @@ def _compile_detail(nodes, depth: int, out: list) -> None:
         _compile_detail(n.kids, depth + 1, out)
 
 
-def _layer_head(top: Item, proto: str, data_hex: bool = True) -> str:
+def _layer_head(top: Item, proto: str) -> str:
     """A layer's first -V line: its label (cut as Wireshark's label buffer), or its name."""
-    if not data_hex and top.label and top.field is not None and top.field.abbrev == "data":
-        return top.label.split("\n\n", 1)[0]      # (the hex dump in the data layer's label: capture/layers/data.py)
     if top.label:
         if top.generated and top.label.startswith("[") and len(top.label) > LABEL_LENGTH:
             # a formatted label: cut to the buffer, no "[truncated]" mark
@@ -303,10 +326,14 @@ def _layer_head(top: Item, proto: str, data_hex: bool = True) -> str:
 
 
 def layer_lines(packet, only: set[str] | None = None, data_hex: bool = True):
+    _HEX_FOR_DATA[0] = data_hex
     for layer in packet.layers():
         top = layer.item
-        head = _layer_head(top, layer.proto, data_hex)
+        head = _layer_head(top, layer.proto)
         yield 0, head, "bold"
+        if data_hex and _is_data(top):
+            for row in _data_dump(top).split("\n")[:-1]:
+                yield 0, row, ""
         if only is not None and layer.proto not in only:
             continue
         for child in top.children or ():

@@ -101,7 +101,8 @@ def same_as_tshark(path: Path, args, protodump_run, standard_run) -> None:
 def header_captures(tmp_path_factory) -> list[Path]:
     """ICMP errors quoting an IPv4 header cut anywhere (0 to 28 bytes: each field appears once it is whole), a
     bogus quoted header or total length, a quoted zero length (TSO), a quoted UDP header cut short; ICMP and
-    ICMPv6 with good and bad checksums; UDP and IPv4 lengths tshark calls bogus."""
+    ICMPv6 with good and bad checksums (an echo's data: the data protocol, its -V hex dump longer than a label);
+    UDP and IPv4 lengths tshark calls bogus."""
     from scapy.all import ICMP, IP, UDP, Ether, ICMPv6EchoRequest, IPv6, Raw, wrpcap
     tmp = tmp_path_factory.mktemp("headers")
     e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
@@ -114,6 +115,7 @@ def header_captures(tmp_path_factory) -> list[Path]:
              outer / ICMP(type=3, code=3) / (plain[:2] + b"\x00\x00" + plain[4:]),      # total length 0
              outer / ICMP(type=3, code=3) / plain,
              e / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(type=8, id=0x1234, seq=1, chksum=0x1111) / b"abcdefgh",
+             e / IP(src="10.0.0.1", dst="10.0.0.2") / ICMP(type=8, id=0x1234, seq=2) / (bytes(range(256)) * 2),
              e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi", cksum=0x1234),
              e / IPv6(src="::1", dst="::2") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi3"),
              e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi", cksum=0)]
@@ -133,7 +135,8 @@ def header_captures(tmp_path_factory) -> list[Path]:
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-q", "-z", "expert"),
                                   ("-T", "fields", "-e", "frame.protocols", "-e", "udp.stream", "-e", "ip.addr",
                                    "-e", "udp.port", "-e", "_ws.expert", "-e", "icmpv6.checksum.status"),
-                                  ("-Y", "_ws.expert.severity == error || icmpv6.checksum.status == 0")])
+                                  ("-Y", "_ws.expert.severity == error || icmpv6.checksum.status == 0"),
+                                  ("-V", "-x"), ("-T", "fields", "-e", "icmp", "-e", "icmpv6", "-e", "data", "-e", "ip")])
 def test_icmp_quotes_checksums_and_lengths(header_captures, args, protodump_run, standard_run):
     for path in header_captures:
         same_as_tshark(path, args, protodump_run, standard_run)

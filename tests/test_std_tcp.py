@@ -250,6 +250,7 @@ ROUNDS = Path(__file__).resolve().parent / "data" / "freeblox-lossy-rounds.pcap"
     ("iceball-tcp-lossy.pcap", ("-Y", "tcp.analysis.keep_alive", "-V")),
     ("rutentoy-lossy.pcap", ("-Y", "tcp.analysis.bytes_in_flight < tcp.len",)),
     ("rutentoy-lossy-v6.pcap", ("-V", "-c", "8")),
+    ("rutentoy-lossy-v6.pcap", ("-T", "fields", "-e", "sll", "-e", "sll.pkttype", "-e", "sll.etype", "-e", "tcp.seq")),
     ("freeblox-lossy.pcap", ("-Y", "tcp.segment.overlap or _ws.malformed or tcp.analysis.out_of_order", "-V")),
     ("freeblox-lossy.pcap", ("-T", "fields", "-e", "frame.number", "-e", "tcp.segment_data", "-e", "_ws.malformed")),
     ("freeblox-lossy-fast.pcap", ("-Y", "tcp.analysis.fast_retransmission or tcp.analysis.out_of_order",)),

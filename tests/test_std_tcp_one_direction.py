@@ -12,6 +12,8 @@ from pathlib import Path
 
 import dpkt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from test_std_details import same_as_tshark
 
@@ -77,3 +79,48 @@ def test_the_data_hex_dump_goes_with_x(sides, protodump_run):
     with_bytes = protodump_run("-Y", "data", "-V", "-x", str(sides["client"])).stdout
     assert "Data (6 bytes)\n\n0000  68 65 6c 6c 6f 0a " in plain
     assert "Data (6 bytes)\n    Data: 68656c6c6f0a\n" in with_bytes
+
+
+def _stored(table) -> int:
+    return sum(len(flow.segments) for conn in table.connections.values() for flow in conn.flows.values())
+
+
+def test_all_connections_share_one_bound_on_unacknowledged_segments(sides, monkeypatch):
+    """MAX_UNACKED_TOTAL: past it no connection stores a new unacknowledged segment (the memory of a flood of
+    one-direction connections stays bounded); the bytes in flight then stop growing, as past MAX_UNACKED."""
+    from protodump.capture import tcp_analysis
+    from protodump.capture.decode import decode
+    from protodump.capture.files import open_capture
+    from protodump.capture.sctp import TsnTable
+    monkeypatch.setattr(tcp_analysis, "MAX_UNACKED_TOTAL", 500)
+    table, tsn, in_flight = tcp_analysis.TcpTable(), TsnTable(), []
+    for frame in open_capture(sides["server"]):
+        d = decode(frame, table, tsn)
+        assert table.unacked == _stored(table) <= 500
+        if d.tcp is not None and d.tcp.bif:
+            in_flight.append(d.tcp.bif)
+    assert table.unacked == 500 and max(in_flight) == in_flight[-1] < 600 * 50
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3), st.integers(0, 40), st.integers(0, 40),
+                          st.sampled_from(["A", "PA", "FA", "S", "SA", "R"])), min_size=1, max_size=60))
+def test_the_count_of_unacknowledged_segments_follows_the_lists(steps):
+    """Whatever the segments (either side, any ports of a few connections, data or not, any acknowledgement,
+    SYN, FIN, RST), the table's count is what its connections' lists hold."""
+    from scapy.all import IP, TCP, Ether
+    from protodump.capture import tcp_analysis
+    from protodump.capture.decode import decode
+    from protodump.capture.files import RawFrame
+    from protodump.capture.sctp import TsnTable
+    table, tsn = tcp_analysis.TcpTable(), TsnTable()
+    for number, (c2s, conn, seq, ack, flags) in enumerate(steps, 1):
+        a, b = ("10.0.0.1", 40000 + conn), ("10.0.0.2", 80)
+        (src, sport), (dst, dport) = (a, b) if c2s else (b, a)
+        data = bytes(Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, flags=flags, seq=1000 + seq * 10,
+                                                        ack=5000 + ack * 10) / (b"x" * 10 if seq % 3 else b""))
+        decode(RawFrame(number, number * 1000, len(data), len(data), 1, 0, data), table, tsn)
+        assert table.unacked == _stored(table)
+    for key in list(table.connections):
+        table.forget(key)
+    assert table.unacked == 0

@@ -413,10 +413,13 @@ def delivery_pcap(path, text: bool = False) -> None:
 
 
 @pytest.mark.parametrize("text", [False, True], ids=["binary", "text"])
-@pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json"), ("-T", "pdml"), ("-x",)])
+@pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json"), ("-T", "pdml"), ("-x",), ("-V", "-x"),
+                                  ("-T", "fields", "-e", "data-text-lines", "-e", "data", "-e", "data.len", "-e",
+                                   "websocket")])
 def test_messages_nobody_takes_are_tsharks(tmp_path, form, text, protodump_run, standard_run):
     """Frames and messages no game takes, whole frames as tshark 4.0 + plugin shows them (its fake items aside);
-    `text`: two text messages in one segment, each its own payload text and data-text-lines layer."""
+    `text`: two text messages in one segment, each its own payload text and data-text-lines layer (an -e field
+    too); with -x, no data hex dump under -V's data line."""
     from whole_frame import compare
     path = tmp_path / "delivery.pcap"
     delivery_pcap(path, text=text)

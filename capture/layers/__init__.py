@@ -59,6 +59,7 @@ def exception_offset(d) -> int:
 # layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
 OWN_NAMES_ONLY = {"frame", "eth", "sll", "sll2", "ip", "ipv6", "udp", "tcp"}
 SKIPPABLE = OWN_NAMES_ONLY | {"ipv6.ext"}
+SPAN_ROOTS = {"sll2": "sll"}       # a span whose fields start with another name (SLL v2's are tshark's "sll.*")
 
 
 def build(d, roots=None) -> list[Layer]:
@@ -72,7 +73,7 @@ def build(d, roots=None) -> list[Layer]:
     by_proto: dict[str, Layer] = {}
     for span in d.spans:
         proto = span[0]
-        if roots is not None and proto.split(".")[0] not in roots and proto in SKIPPABLE:
+        if roots is not None and proto in SKIPPABLE and SPAN_ROOTS.get(proto, proto.split(".")[0]) not in roots:
             continue
         if proto == "ipv6.ext":
             ext = ipv6_ext_item(data, *span[1:]) if "ipv6" in by_proto else None

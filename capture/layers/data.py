@@ -1,5 +1,6 @@
-"""tshark's "data" protocol: bytes no dissector claimed. Its -V item is followed by a hex dump of those bytes
-(tshark's print.c does this for the data protocol only), carried here in the item's label."""
+"""tshark's "data" protocol: bytes no dissector claimed. In -V its line is followed by a hex dump of those bytes
+(print.c does this for the data protocol only, and not when -x prints the packet's bytes): output/text.py draws it
+with hex_rows from the item's data.data child."""
 from __future__ import annotations
 
 from ...engine.tree import Item, Layer
@@ -19,7 +20,7 @@ def hex_rows(data: bytes) -> list[str]:
 
 def data_item(data: bytes, off: int) -> Item:
     n = len(data)
-    top = Item(f.data, None, off, n, f"Data ({n} byte{'s' if n != 1 else ''})\n\n" + "\n".join(hex_rows(data)))
+    top = Item(f.data, None, off, n, f"Data ({n} byte{'s' if n != 1 else ''})")
     # a bytes label shows 36 bytes at most (epan's bytes_to_str)
     top.add(Item(f.data_data, data, off, n, f"Data: {data[:36].hex()}{'…' if n > 36 else ''}"))
     top.add(Item(f.data_len, n, off, 0, f"[Length: {n}]", generated=True))
