@@ -8,7 +8,7 @@ import click
 
 from ..dissectors import PROTOCOLS
 from ..engine.tree import INTEGER_TYPES
-from ..output.fields_out import EXPERT_FIELDS, game_fields, standard_fields
+from ..output.fields_out import EXPERT_FIELDS, game_fields, payload_layers, standard_fields
 
 
 def field_groups() -> list[tuple[str, list]]:
@@ -21,8 +21,7 @@ def field_groups() -> list[tuple[str, list]]:
     out = [(name, fs) for name, fs in groups.items() if name != "_ws"] + [("_ws", groups["_ws"])]
     out += [(p.name, game_fields(p)) for p in PROTOCOLS]
     listed = {name for name, _ in out}
-    # the payload layers a protocol hands what no game took to (WebSocket's data-text-lines)
-    return out + [(sub.name, list(sub.fields.values())) for p in PROTOCOLS for sub in getattr(p, "hands_to", ())
+    return out + [(sub.name, list(sub.fields.values())) for sub in payload_layers(PROTOCOLS)
                   if sub.name not in listed]
 
 

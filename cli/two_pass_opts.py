@@ -6,12 +6,13 @@ Kept out of read_cmd.py: `dispatcher()` gives read() the dispatcher to print wit
 from __future__ import annotations
 
 from ..capture.files import CaptureError
-from ..dissectors import enet_analysis, ws_handshake
+from ..dissectors import enet_analysis, websocket, ws_handshake
 from ..engine.dispatch import Dispatcher, Settings
 
 # What a first pass learns in a conversation (its key there) that earlier frames show on the second: the preference
 # under which the second pass's dissectors read it (ENet's "[Acknowledged in frame N]", HTTP's "[Response in frame]")
-LEARNT = {enet_analysis.ACKED_IN: enet_analysis.SECOND_PASS, ws_handshake.RESPONSE_IN: ws_handshake.SECOND_PASS}
+LEARNT = {enet_analysis.ACKED_IN: enet_analysis.SECOND_PASS, ws_handshake.RESPONSE_IN: ws_handshake.SECOND_PASS,
+          websocket.EARLY: websocket.SECOND_PASS}
 
 
 def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass: bool, keeps=None,
@@ -27,6 +28,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     # completes (capture.sctp); the second shows them
     first.tcp_pass = ({}, None), ({}, None)
     first.reassembled_in = {}
+    first.keeps_learnt = tuple(LEARNT)
     selected: list[int] | None = [] if keeps is not None or count else None
     try:
         for packet in packets(path, dispatcher=first):
@@ -38,7 +40,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
                     break
     except (CaptureError, OSError):     # what could be read was learnt; the printing pass reports the error
         pass
-    prefs = {**settings.prefs, **second_pass_prefs(first.conversations)}
+    prefs = {**settings.prefs, **second_pass_prefs([*first.conversations.values(), *first.learnt_kept])}
     second = Dispatcher(protocols, Settings(dict(settings.prefs), settings.decode_as))
     second.settings.prefs.update(prefs)         # after the check: the learnt facts are no user preference
     # Wireshark's heuristic lists keep the order the first pass left them in (a winner moves to the front)
@@ -75,9 +77,10 @@ class Selection:
 
 
 def second_pass_prefs(conversations) -> dict:
-    """What a first pass over a capture learnt that a second one shows (tshark -2): the prefs to add."""
+    """What a first pass over a capture learnt that a second one shows (tshark -2): the prefs to add.
+    `conversations`: the first pass's conversation dicts (live, and what was kept of the freed ones)."""
     learnt: dict = {}
-    for conv in conversations.values():
+    for conv in conversations:
         for key, pref in LEARNT.items():
             facts = conv.get(key)
             if facts:

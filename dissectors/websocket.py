@@ -41,6 +41,9 @@ FRAGMENT_LIMIT = 4096         # frames of one fragmented message
 # a server sends a big asset in one frame (Node's ws does), which tshark's tcp_dissect_pdus reassembles whole; a
 # longer one stops the direction, as a PDU over MAX_PDU does for the other stream protocols
 MAX_FRAME = MESSAGE_LIMIT + 14
+EARLY = "ws_early"                 # a conversation's key for what a -2 second pass shows (cli/two_pass_opts.py)
+SECOND_PASS = "_second_pass.ws_early"      # the prefs key under which the second pass gets it
+EARLY_LIMIT = 1 << 16              # such messages a conversation records (later ones show as in one pass)
 FAILED = "Decompression failed"    # tshark's expert (ei_ws_decompression_failed) for a message zlib cannot inflate
 UNKNOWN = ("Dissector for Websocket Opcode ({}) code not implemented, Contact Wireshark developers if you want this"
            " supported")       # tshark's expert (ei_ws_payload_unknown) on a control frame of an unknown opcode
@@ -66,7 +69,7 @@ def frame_length(data: bytes, pos: int) -> int:
         return 0
     b1 = data[pos + 1]
     size7 = b1 & 0x7F
-    head = 2 + (2 if size7 == 126 else 8 if size7 == 127 else 0) + (4 if b1 & 0x80 else 0)
+    head = header_length(b1)
     if n < head:
         return 0
     if size7 == 126:
@@ -76,6 +79,33 @@ def frame_length(data: bytes, pos: int) -> int:
     else:
         size = size7
     return head + size
+
+
+def header_length(b1: int) -> int:
+    """A frame's header length from its second byte: 2, +2/+8 extended length, +4 masking key."""
+    size7 = b1 & 0x7F
+    return 2 + (2 if size7 == 126 else 8 if size7 == 127 else 0) + (4 if b1 & 0x80 else 0)
+
+
+def later_payloads(data: bytes, pos: int) -> list[bytes] | None:
+    """The payloads of the continuation frames from `pos` up to the final one (control frames between them
+    skipped), unmasked; None if the data does not hold them all (tshark -2's early message: WebSocket.shown_early)."""
+    out: list[bytes] = []
+    while len(out) < FRAGMENT_LIMIT:
+        n = frame_length(data, pos)
+        if n == 0 or pos + n > len(data):
+            return None
+        b0, b1 = data[pos], data[pos + 1]
+        opcode, head = b0 & 0x0F, header_length(b1)
+        if opcode < 8:
+            if opcode:                   # a new message: not this one's frames
+                return None
+            payload = data[pos + head:pos + n]
+            out.append(unmask(payload, data[pos + head - 4:pos + head]) if b1 & 0x80 else payload)
+            if b0 & 0x80:
+                return out
+        pos += n
+    return None
 
 
 def unmask(payload: bytes, key: bytes) -> bytes:
@@ -361,8 +391,11 @@ class WebSocket:
     def dissect(self, ctx, prefs):
         if not ctx.conv.get("upgraded"):
             self.become_http(ctx)
+            if not ws_handshake.starts_message(ctx.data, ctx.pos):
+                return self.http_continuation(ctx)
             return ws_handshake.dissect_http(ctx, self.http, ctx.conv, prefs.get(ws_handshake.SECOND_PASS))
         ctx.conv["decompress"] = prefs.get("websocket.decompress", "TRUE").upper() == "TRUE"
+        ctx.conv["learnt_early"] = prefs.get(SECOND_PASS)
         ctx.conv["checks"] = prefs.get(self.CHECKS, "FALSE").upper() == "TRUE"
         return self.frame(ctx)
 
@@ -371,6 +404,20 @@ class WebSocket:
         ctx.tree.field, ctx.tree.value, ctx.tree.label = self.http["http"], None, "Hypertext Transfer Protocol"
         if ctx.stack is not None and ctx.stack.layers and ctx.stack.layers[-1].item is ctx.tree:
             ctx.stack.layers[-1].proto = "http"
+
+    @staticmethod
+    def http_continuation(ctx) -> str:
+        """Bytes of a connection not (yet) upgraded that start no HTTP message (WebSocket frames whose 101 answer
+        is not in the capture: a capture of the client's side only, a lost answer): tshark's HTTP shows them as a
+        "Continuation", a data item in its tree."""
+        n = ctx.end - ctx.pos
+        item = ctx.tree.add(Item(DATA.info, None, ctx.pos, n, f"Data ({n} byte{'s' if n != 1 else ''})", False,
+                                 ctx.source))
+        item.add(Item(DATA.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
+        item.add(Item(DATA.len, n, ctx.pos, 0, None, True, ctx.source))
+        if ctx.stack is not None and ctx.stack.layers and ctx.stack.layers[-1].item is ctx.tree:
+            ctx.stack.layers[-1].nested = ("data",)
+        return "Continuation"
 
     def frame(self, ctx) -> str:
         """One frame: its header fields, the payload unmasked, then a control frame's content or the message."""
@@ -496,46 +543,107 @@ class WebSocket:
             if state is None:       # tshark 4.0 takes it as a whole message of its own: so do we
                 self.check(ctx, pl, "unexpected", "Continuation frame without a message in progress")
                 state = states[ctx.direction] = {"opcode": 2, "compressed": False, "parts": [], "size": 0,
-                                                 "frames": []}
-            if payload and not fin:
-                # tshark puts it on the top level of the tree, after the websocket layer (the frame completing a
-                # fragmented message shows the reassembly instead; a lone final one is a message: neither)
-                ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
+                                                 "frames": [], "calls": []}
         else:
             if state is not None:
                 self.check(ctx, pl, "unexpected", "New message before the previous one was finished: it is dropped")
             state = states[ctx.direction] = {"opcode": opcode, "compressed": bool(rsv & 4), "parts": [], "size": 0,
-                                             "frames": []}
+                                             "frames": [], "calls": []}
+        later = None if fin else self.shown_early(ctx, state)
+        if opcode == 0 and payload and not fin and later is None:
+            # tshark puts it on the top level of the tree, after the websocket layer (the frame completing a
+            # fragmented message shows the reassembly instead; a lone final one is a message: neither)
+            ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
         state["parts"].append(payload)
         state["frames"].append(ctx.frame)
+        state["calls"].append((ctx.frame, ctx.source, ctx.pos))
         state["size"] += len(payload)
         if state["size"] > MESSAGE_LIMIT or len(state["frames"]) > FRAGMENT_LIMIT:
             ctx.expert(pl, "reassembly", f"Message over {MESSAGE_LIMIT} bytes or {FRAGMENT_LIMIT} frames: dropped")
             del states[ctx.direction]
             return
+        if later is not None:
+            self.early_message(ctx, pl, state, rsv, later, info)
         if not fin:
             return
         del states[ctx.direction]
         state["final_pmc"] = bool(rsv & 4)
-        self.message(ctx, pl, state, at, where, info)
+        if state.get("early") == "handed":
+            # tshark -2 handed the message up from an earlier frame of this call: this last one is shown as a
+            # continuation, and the plugin's postdissector shows the message at the end of the frame
+            ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
+        else:
+            self.learn_early(ctx, state)
+        self.message(ctx, pl, state, at, where, info, late=state.get("early") == "handed")
 
-    def message(self, ctx, pl, state, at, where, info) -> None:
+    # --- tshark -2: a message whose last frame shares a dissector call with earlier frames of it ---------------
+    # Wireshark's second pass finds a reassembled message by (frame, id) for every fragment in the frame that
+    # completed it (reassemble.c's reassembled_table), and process_reassembled_data shows it where the layer number
+    # equals the completing call's: the first of its frames in that call (tcp_dissect_pdus cuts a segment's
+    # WebSocket frames in one call) shows the whole message and hands it up. A hand-up makes a new layer, so the
+    # frames after it show as continuations; a "Decompression failed" makes none, so the next frame shows it again.
+
+    @staticmethod
+    def learn_early(ctx, state) -> None:
+        """First pass: a delivered fragmented message whose last frame shares its call with earlier frames of it
+        is recorded (the first of those: frame, data source, offset) for the second pass (cli/two_pass_opts.py)."""
+        parts, calls = state["parts"], state["calls"]
+        if len(parts) < 2 or not parts[-1]:
+            return
+        here = calls[-1][:2]
+        first = next((c for c in calls[:-1] if c[:2] == here), None)
+        if first is not None:
+            early = ctx.conv.setdefault(EARLY, {})
+            if len(early) < EARLY_LIMIT:
+                early[first] = True
+
+    @staticmethod
+    def shown_early(ctx, state) -> list[bytes] | None:
+        """Second pass: if this (not last) frame shows the whole message, the payloads of its frames after this
+        one (all in this call's data), else None."""
+        if state.get("early") != "again":
+            learnt = ctx.conv.get("learnt_early")
+            if not learnt or (ctx.frame, ctx.source, ctx.pos) not in learnt:
+                return None
+        return later_payloads(ctx.data, ctx.end)
+
+    def early_message(self, ctx, pl, state, rsv: int, later: list[bytes], info) -> None:
+        """Second pass: this frame (its payload the last of state's parts) shows the whole message, `later` the
+        payloads of its frames to come: its fragment tree, then what tshark does with it here. This frame's own
+        RSV1 asks to inflate, which finds no result stored for this frame: "Decompression failed", and the next
+        frame shows it again. Else it is handed up as it came; the plugin, whose own assembly has not reached the
+        last frame, shows nothing (its postdissector shows the message)."""
+        shares = {"frames": [*state["frames"], *[ctx.frame] * len(later)], "parts": [*state["parts"], *later]}
+        whole = b"".join(shares["parts"])
+        src = self.fragment_tree(ctx, shares, whole)
+        if rsv & 4 and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
+            failed = ctx.top_level(TextItem(None, None, 0, len(whole), FAILED, False, src))
+            ctx.expert(failed, "decompression.failed.expert", FAILED)
+            state["early"] = "again"
+            return
+        state["early"] = "handed"
+        table = self.table(ctx.conv)
+        if ctx.stack is not None and ctx.stack.call_silently(*table, whole, 0, len(whole)) is None:
+            self.show_unclaimed(ctx, pl, state["opcode"], whole, 0, len(whole), src, info)
+
+    def message(self, ctx, pl, state, at, where, info, late: bool = False) -> None:
         """A complete message: reassembled, inflated, handed up (or shown as data). What tshark 4.0's dissector
         does with it decides the websocket layer; the game layers get protodump's message, as the plugin's own
-        assembly gives it to them (docs/tshark-formats.md 8)."""
+        assembly gives it to them (docs/tshark-formats.md 8). late: tshark does nothing more with it here (-2
+        handed it up from an earlier frame): only the plugin's postdissector shows it."""
         parts = state["parts"]
         raw = msg = b"".join(parts)
         base, psrc, plain = where
         single = len(parts) == 1
         # tshark reassembles a fragmented message, and hands it up, only when its last frame has a payload; it
         # inflates it only when that last frame says it is compressed (RSV1), which a sender never sets
-        delivered = single or bool(parts[-1])
+        delivered = (single or bool(parts[-1])) and not late
         reassembled = None if single or not delivered else self.fragment_tree(ctx, state, raw)
         inflater = None
         if state["compressed"] and ctx.conv.get("deflate") is not None and ctx.conv.get("decompress", True):
             inflater = self.inflater(ctx)
             msg, error = inflater.inflate(msg, single)
-            tshark_inflates = single or state["final_pmc"]
+            tshark_inflates = (single or state["final_pmc"]) and not late
             if msg is None and error.startswith(FAILED) and tshark_inflates and not inflater.wireshark_ended:
                 # zlib could not: tshark's expert item on the top level of the tree, over the (last frame's)
                 # payload, without zlib's reason

@@ -75,11 +75,17 @@ def accept_key(key: str) -> str:
     return base64.b64encode(hashlib.sha1(key.strip().encode() + WS_GUID).digest()).decode()
 
 
+def starts_message(data: bytes, pos: int) -> bool:
+    """Whether an HTTP request or status line starts at pos: a method (M-GET, RPC_IN_DATA, ...) or HTTP/."""
+    return re.match(rb"HTTP/|[A-Z_-]+ ", data[pos:pos + 16]) is not None
+
+
 def head_length(data: bytes, pos: int) -> int:
-    """pdu_length for an HTTP message: head to CRLFCRLF plus a Content-Length body; 0 need more; -1 not HTTP."""
+    """pdu_length for an HTTP message: head to CRLFCRLF plus a Content-Length body; 0 need more; -1 over
+    protodump's limits. Bytes that start no message are tshark's HTTP "Continuation": the rest of the data."""
     prefix = data[pos:pos + 16]
-    if not re.match(rb"HTTP/|[A-Z_-]+ ", prefix):          # a method (M-GET, RPC_IN_DATA, ...) or a status line
-        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z_-]*", prefix) else -1
+    if not starts_message(data, pos):
+        return 0 if len(prefix) < 16 and re.fullmatch(rb"[A-Z_-]*", prefix) else len(data) - pos
     end = data.find(b"\r\n\r\n", pos, pos + HEAD_LIMIT)
     if end < 0:
         return 0 if len(data) - pos < HEAD_LIMIT else -1

@@ -197,7 +197,8 @@ class Stack:
     by a handoff from the layer below it (engine.context.Ctx.handoff)."""
 
     __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
-                 "ended", "now", "dropped", "notes", "tries", "late", "silent", "round_at")
+                 "ended", "now", "dropped", "notes", "tries", "late", "silent", "round_at",
+                 "late_at")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -219,6 +220,7 @@ class Stack:
         # the first layer of desegment_tcp's second round (the rest of a segment that completed a PDU of tshark's
         # own reassembly): the columns are fenced there (engine.streams), else None
         self.round_at: int | None = None
+        self.late_at: int | None = None  # the first layer the postdissector made (run_late), if any
 
     def lookup(self, table: str, keys, payload: bytes, offset: int):
         """Dispatcher.lookup, noting the Lua heuristics it tried in vain on the payload at `offset`."""
@@ -318,6 +320,7 @@ class Stack:
     def packet(self) -> Packet:
         before = len(self.layers)
         if self.late:
+            self.late_at = before
             self.run_late()
         packet = self.with_tries(self._packet())
         packet.postdissected = len(self.layers) - before
@@ -363,6 +366,7 @@ class Stack:
             if layer.listed:
                 d.protocols.extend(getattr(protos.get(layer.proto), "listed_after", ()))   # a parent it runs under
                 d.protocols.append(layer.proto)
+                d.protocols.extend(layer.nested)
         if silent:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         split = self.round_at
@@ -372,7 +376,9 @@ class Stack:
             # whole frame (the first round's messages again, then its own: lua/rt_websocket.lua rt.ws_info)
             d.round_at = split        # (io,phs: TCP's reassembled-segments item follows the first round's layers)
             last, first_info, messages = self._columns(self.layers[:split], self.infos[:split])
-            second = self._columns(self.layers, self.infos)[1]
+            late_last, second, _ = self._columns(self.layers, self.infos)
+            if self.late_at is not None and self.late_at < len(self.layers):
+                last = late_last      # desegment_tcp made it writable again before the postdissector wrote it
             info = (lambda a=first_info, b=second: (a() if callable(a) else a) + (b() if callable(b) else b))
         else:
             last, info, messages = self._columns(self.layers, self.infos)
@@ -449,6 +455,10 @@ class Dispatcher:
         # completes, that frame (engine.streams); the second pass shows it ("[Reassembled PDU in frame: N]")
         self.reassembled_in: dict[int, int] | None = None
         self.reassembled_learnt: dict[int, int] | None = None
+        # -2's first pass: the keys of what a conversation learns for the second (cli/two_pass_opts.py LEARNT),
+        # kept from the conversations freed before the end of the file (`learnt_kept`)
+        self.keeps_learnt: tuple[str, ...] = ()
+        self.learnt_kept: list[dict] = []
         self.check_settings()
 
     def check_settings(self) -> None:
@@ -483,7 +493,11 @@ class Dispatcher:
     def forget(self, pair) -> None:
         """Free every piece of state the conversation between `pair`'s endpoints holds."""
         for key in self.pair_keys.pop(pair, ()):
-            self.conversations.pop(key, None)
+            conv = self.conversations.pop(key, None)
+            if self.keeps_learnt and conv:
+                learnt = {k: conv[k] for k in self.keeps_learnt if conv.get(k)}
+                if learnt:
+                    self.learnt_kept.append(learnt)
         self.lifetimes.release(pair)
         self.claimed.pop(pair, None)
         if self.streams is not None:

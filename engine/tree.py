@@ -250,3 +250,6 @@ class Layer:
     # items tshark shows on the top level of the tree right after this layer, each as a layer of its own (a
     # WebSocket continuation frame's websocket.payload.continue): engine.context.Ctx.top_level
     after: list | None = None
+    # protocols inside this layer's tree, listed after it in frame.protocols (an HTTP continuation's data; io,phs
+    # counts no such protocol)
+    nested: tuple = ()

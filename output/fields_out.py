@@ -65,9 +65,21 @@ def known_fields(protocols) -> dict[str, FieldInfo]:
     for f in EXPERT_FIELDS.values():
         known.setdefault(f.abbrev, f)
     for p in protocols:
-        for f in [*game_fields(p), *(f for sub in getattr(p, "hands_to", ()) for f in sub.fields.values())]:
+        for f in game_fields(p):
+            known.setdefault(f.abbrev, f)
+    for sub in payload_layers(protocols):
+        for f in sub.fields.values():
             known.setdefault(f.abbrev, f)
     return known
+
+
+def payload_layers(protocols) -> list:
+    """The layers protocols hand what no game took to (WebSocket's data, data-text-lines), once each, in order:
+    their fields are -e fields too."""
+    out: list = []
+    for p in protocols:
+        out += [sub for sub in getattr(p, "hands_to", ()) if sub not in out]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def tree_lines(item: Item, depth: int = 0):
         return
     yield depth, item_label(item), "dim" if item.generated else ""
     if _is_data(item) and _HEX_FOR_DATA[0]:
-        for row in _data_dump(item).split("\n")[:-1]:
+        for row in _data_rows(item):
             yield 0, row, ""
     for child in item.children or ():
         yield from tree_lines(child, depth + 1)
@@ -238,11 +238,19 @@ def _is_data(item: Item) -> bool:
     return f is not None and f.abbrev == "data"
 
 
-def _data_dump(item: Item) -> str:
-    """The hex dump print.c writes under the data protocol's line: its bytes (its data.data child), at column 0."""
+def _data_rows(item: Item) -> list[str]:
+    """The lines print.c writes under the data protocol's line, at column 0: a blank one, then the hex dump of its
+    bytes (its data.data child)."""
     kids = item.children
     data = kids[0].value if kids and isinstance(kids[0].value, bytes) else b""
-    return "\n" + "\n".join(hex_rows(data)) + "\n" if data else "\n"
+    return ["", *hex_rows(data)]
+
+
+def _data_dump(item: Item) -> str:
+    """_data_rows as text, each line ended."""
+    return "\n".join(_data_rows(item)) + "\n"
+
+
 # -V labels made from (field, value) alone, memoised: a game's opcodes, flags, ids and texts recur from packet to
 # packet (a label costs a maker call, number formatting, value names and a length check). Bounded in entries.
 _LABELS: dict = {}
@@ -278,9 +286,10 @@ def detail_parts(packet, only: set[str] | None = None, end: str = "", data_hex: 
             continue
         top = layer.item
         add(_layer_head(top, layer.proto) + "\n")
-        if data_hex and _is_data(top):
+        shown = only is None or layer.proto in only       # -O: a protocol not listed is its first line only
+        if data_hex and shown and _is_data(top):
             add(_data_dump(top))
-        if (only is None or layer.proto in only) and top.children:
+        if shown and top.children:
             _detail(top.children, 1, out)
         parts.append("".join(out))
         out.clear()
@@ -331,11 +340,11 @@ def layer_lines(packet, only: set[str] | None = None, data_hex: bool = True):
         top = layer.item
         head = _layer_head(top, layer.proto)
         yield 0, head, "bold"
-        if data_hex and _is_data(top):
-            for row in _data_dump(top).split("\n")[:-1]:
-                yield 0, row, ""
         if only is not None and layer.proto not in only:
             continue
+        if data_hex and _is_data(top):
+            for row in _data_rows(top):
+                yield 0, row, ""
         for child in top.children or ():
             yield from tree_lines(child, 1)
 

@@ -15,9 +15,9 @@ from protodump.dissectors import PROTOCOLS
 
 pytestmark = pytest.mark.skipif(not tshark_available(), reason="tshark is not on PATH")
 
-# the bundled captures carried over TCP or SCTP (websocket-bad: a deliberate WebSocket difference, tshark-formats §10)
+# the bundled captures carried over TCP or SCTP
 STREAM_CAPTURES = sorted(p.name for p in (ROOT / "captures").glob("*.pcap")
-                         if p.name.startswith(("rutentoy-", "iceball-tcp-", "freeblox-")))
+                         if p.name.startswith(("rutentoy-", "iceball-tcp-", "freeblox-", "websocket-")))
 GAME = {p.name for p in PROTOCOLS if getattr(p, "lua", True) and getattr(p, "lua_parity", True)}
 
 

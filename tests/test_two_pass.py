@@ -63,3 +63,17 @@ def test_a_message_handed_up_before_its_last_fragments():
     one = game_layers(tshark_json(capture))
     assert any(name == "freeblox" and ("freeblox.id", "3") in fields for name, fields in one[47])
     assert game_layers(tshark_json(capture, "-2")) == one
+
+
+@pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json")], ids=["summary", "verbose", "json"])
+def test_a_message_handed_up_before_its_last_fragments_whole_frames(form, protodump_run, standard_run):
+    """The same frame 48, whole, under -2 against tshark 4.0: Wireshark's fragment tree on the first fragment of
+    the frame's second round (the reassembled message is found for every fragment of its completing frame, and
+    shown where the layer number is the completing call's), the last fragment a continuation, and the Protocol
+    column the postdissector's (desegment_tcp makes the column writable again when its rounds are done)."""
+    capture = str(ROOT / "tests" / "data" / "freeblox-lossy-rounds.pcap")
+    ours, theirs = protodump_run("-2", *form, capture), standard_run("-2", *form, "-r", capture)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    if not form:
+        assert " freeblox 914 WebSocket Continuation[FRAGMENT]  STREAM_ASSET tiles" in ours.stdout.splitlines()[47]

@@ -81,7 +81,7 @@ def test_http_head_framing():
     assert ws_handshake.head_length(req, 0) == len(req)
     assert ws_handshake.head_length(req[:20], 0) == 0                 # no CRLFCRLF yet: need more
     assert ws_handshake.head_length(b"GE", 0) == 0
-    assert ws_handshake.head_length(b"\x82\x01\x00garbage-garbage", 0) == -1
+    assert ws_handshake.head_length(b"\x82\x01\x00garbage-garbage", 0) == 18      # no message: a continuation
     body = b"HTTP/1.1 400 Bad\r\nContent-Length: 5\r\n\r\nhello"
     assert ws_handshake.head_length(body + b"next", 0) == len(body)
 
@@ -101,6 +101,28 @@ def test_mask_round_trip(payload, key, bits):
     frame = ws.encode_frame(2, payload, mask=key, length_bits=bits)
     assert ws.frame_length(frame, 0) == len(frame)
     assert ws.unmask(frame[len(frame) - len(payload):], key) == payload
+
+
+FRAME_PART = st.tuples(st.binary(max_size=200), st.one_of(st.none(), st.binary(min_size=4, max_size=4)),
+                       st.sampled_from([7, 16, 64]), st.sampled_from([None, 9, 10]))
+
+
+@given(st.lists(FRAME_PART, min_size=1, max_size=6), st.integers(0, 3))
+def test_later_payloads_finds_the_rest_of_a_message(parts, cut):
+    """-2's early message reads the frames after this one in the call's data: the continuations' payloads up to
+    the final one, unmasked, control frames between them skipped; None if a frame is cut short or a new message
+    starts before the final one."""
+    data, want = b"", []
+    for i, (payload, key, bits, control) in enumerate(parts):
+        if control is not None:
+            data += ws.encode_frame(control, payload[:125], mask=key)
+        bits = 16 if bits == 7 and len(payload) > 125 else bits
+        data += ws.encode_frame(0, payload, fin=i == len(parts) - 1, mask=key, length_bits=bits)
+        want.append(payload)
+    assert ws.later_payloads(data, 0) == want
+    assert ws.later_payloads(data + ws.encode_frame(2, b"next"), 0) == want
+    assert ws.later_payloads(data[:len(data) - 1 - cut], 0) is None
+    assert ws.later_payloads(ws.encode_frame(2, b"new", fin=False) + data, 0) is None
 
 
 def test_handshake_then_messages_handed_up():
@@ -414,12 +436,13 @@ def delivery_pcap(path, text: bool = False) -> None:
 
 @pytest.mark.parametrize("text", [False, True], ids=["binary", "text"])
 @pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json"), ("-T", "pdml"), ("-x",), ("-V", "-x"),
+                                  ("-O", "websocket"), ("-O", "data,websocket"),
                                   ("-T", "fields", "-e", "data-text-lines", "-e", "data", "-e", "data.len", "-e",
                                    "websocket")])
 def test_messages_nobody_takes_are_tsharks(tmp_path, form, text, protodump_run, standard_run):
     """Frames and messages no game takes, whole frames as tshark 4.0 + plugin shows them (its fake items aside);
     `text`: two text messages in one segment, each its own payload text and data-text-lines layer (an -e field
-    too); with -x, no data hex dump under -V's data line."""
+    too); with -x, no data hex dump under -V's data line, nor with -O where data is not listed."""
     from whole_frame import compare
     path = tmp_path / "delivery.pcap"
     delivery_pcap(path, text=text)
@@ -435,6 +458,102 @@ def test_messages_nobody_takes_are_tsharks(tmp_path, form, text, protodump_run, 
     if not form:
         lines = ours.stdout.splitlines()
         assert lines[5].endswith("WebSocket 60 WebSocket Pong [FIN] ") and " data " not in ours.stdout
+
+
+def early_pcap(path) -> None:
+    """Fragmented messages whose last frame shares its segment (one tcp_dissect_pdus call) with earlier frames of
+    them, on a permessage-deflate connection: binary with a ping between its frames, compressed (RSV1 on the
+    first frame only) in two and in three frames, text, the client's masked; then both Close frames and, ten
+    seconds later, a UDP datagram: the connection's state is freed before the end of the file."""
+    import dpkt
+    from test_freeblox import tcp_pcap, upgrade
+    z = zlib.compressobj(wbits=-15)
+    packed = (z.compress(b"hello" * 10) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    z = zlib.compressobj(wbits=-15)
+    packed2 = (z.compress(b"world" * 9) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+    frame = ws.encode_frame
+    tcp_pcap(path, upgrade(True) + [
+        (False, frame(2, b"ab", fin=False)),
+        (False, frame(0, b"cd", fin=False) + frame(9, b"p") + frame(0, b"ef")),
+        (False, frame(2, packed[:3], fin=False, rsv=4) + frame(0, packed[3:])),
+        (False, frame(2, packed2[:3], fin=False, rsv=4) + frame(0, packed2[3:6], fin=False) + frame(0, packed2[6:])),
+        (False, frame(1, b"t", fin=False) + frame(0, b"x", fin=False) + frame(0, b"y")),
+        (True, frame(2, b"12", fin=False, mask=MASK) + frame(0, b"34", mask=MASK)),
+        (True, frame(8, b"\x03\xe8", mask=MASK)), (False, frame(8, b"\x03\xe8"))])
+    records = list(dpkt.pcap.Reader(open(path, "rb")))
+    udp = dpkt.udp.UDP(sport=40000, dport=40001, data=b"late")
+    udp.ulen = len(udp)
+    ip = dpkt.ip.IP(src=bytes([127, 0, 0, 1]), dst=bytes([127, 0, 0, 1]), p=dpkt.ip.IP_PROTO_UDP, data=udp)
+    ip.len = len(ip)
+    with open(path, "wb") as out:
+        w = dpkt.pcap.Writer(out)
+        for ts, buf in records:
+            w.writepkt(buf, ts)
+        w.writepkt(bytes(dpkt.ethernet.Ethernet(dst=bytes(6), src=bytes(6), data=ip)), records[-1][0] + 10)
+
+
+@pytest.mark.parametrize("form", [("-V",), ("-V", "-x"), ("-T", "pdml"),
+                                  ("-T", "fields", "-e", "frame.number", "-e", "websocket.payload.continue", "-e",
+                                   "websocket.fragment.count", "-e", "_ws.expert.message", "-e", "frame.protocols")])
+def test_two_pass_shows_a_message_where_tshark_does(tmp_path, form, protodump_run, standard_run):
+    """tshark -2 finds a reassembled message for every frame of it in the frame that completed it, and shows it
+    on the first of them in the completing call: handed up there (the later frames are continuations), or with
+    "Decompression failed" where that frame's RSV1 asks to inflate (then the next frame shows it again). Whole
+    frames against tshark 4.0, after the first pass freed the connection (its Close frames, ten seconds)."""
+    path = tmp_path / "early.pcap"
+    early_pcap(path)
+    ours, theirs = protodump_run("-2", *form, str(path)), standard_run("-2", *form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "pdml"):
+        assert ours.stdout.split("<packet>", 1)[1] == theirs.stdout.split("<packet>", 1)[1]
+    else:
+        assert ours.stdout == theirs.stdout
+    if form == ("-V",):
+        one = protodump_run("-V", str(path)).stdout
+        # one pass: a tree per message (5), on its last frame; the second: 7 (each compressed one twice: on its
+        # first frame, which fails to inflate, and on the next; the others once, on their first frame in the call)
+        assert one.count("Reassembled websocket Fragments") == 5
+        assert ours.stdout.count("Reassembled websocket Fragments") == 7
+
+
+def one_side_pcap(path, side: str) -> None:
+    """A real recording (captures/freeblox-plain.pcap, the websockets library over loopback) cut to the frames
+    one side sent: a tap that sees one direction."""
+    import dpkt
+    from conftest import ROOT
+    with open(ROOT / "captures" / "freeblox-plain.pcap", "rb") as f:
+        records = list(dpkt.pcap.Reader(f))
+    first = dpkt.ethernet.Ethernet(records[0][1]).data
+    client = (first.src, first.data.sport)
+    with open(path, "wb") as out:
+        w = dpkt.pcap.Writer(out)
+        for ts, buf in records:
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if ((ip.src, ip.data.sport) == client) == (side == "client"):
+                w.writepkt(buf, ts)
+
+
+@pytest.mark.parametrize("form", [(), ("-V", "-x"), ("-T", "json"), ("-T", "pdml"),
+                                  ("-T", "fields", "-e", "frame.protocols", "-e", "data", "-e", "data.len", "-e",
+                                   "http", "-e", "_ws.col.Info")])
+def test_the_client_side_alone_is_http_continuations(tmp_path, form, protodump_run, standard_run):
+    """Without the server's 101 the connection is never upgraded: tshark's HTTP shows each later segment (the
+    client's masked WebSocket frames) as a "Continuation", a data item inside its tree (frame.protocols
+    ...:http:data; io,phs counts http only). Whole frames against tshark 4.0; io,phs against tshark + plugin."""
+    path = tmp_path / "client.pcap"
+    one_side_pcap(path, "client")
+    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    if form == ("-T", "pdml"):
+        assert ours.stdout.split("<packet>", 1)[1] == theirs.stdout.split("<packet>", 1)[1]
+    else:
+        assert ours.stdout == theirs.stdout
+    if not form:
+        assert ours.stdout.count(" HTTP ") == 12 and ours.stdout.count("Continuation") == 11
+        from test_stats import phs_rows
+        phs = [("-q", "-z", "io,phs", str(path)), ("-q", "-z", "io,phs", "-r", str(path))]
+        assert phs_rows(protodump_run(*phs[0]).stdout) == phs_rows(standard_run(*phs[1]).stdout)
+        assert phs_rows(protodump_run("-j", "2", *phs[0]).stdout) == phs_rows(standard_run(*phs[1]).stdout)
 
 
 @pytest.mark.parametrize("form", [("-V",), ("-T", "json"), ("-q", "-z", "expert")])
