@@ -25,18 +25,19 @@ def game_layers(text: str) -> list:
     return [[(k, v) for k, v in layers if k in GAME] for layers in packet_layers(text)]
 
 
-def test_texture_chunk_stays_a_texture_chunk_on_the_second_pass(tshark_run, protodump_run):
+def test_texture_chunk_stays_a_texture_chunk_on_the_second_pass(standard_run, protodump_run):
     args = ("-2", "-R", "ip", "-r", "rutentoy-sctp.pcap")
-    theirs = tshark_run(*args).stdout
+    theirs = standard_run(*args).stdout
     frame16 = next(line for line in theirs.splitlines() if line.split()[0] == "16")
     assert "Object Texture Chunk oid=7" in frame16 and "Object Delete" not in frame16
     assert theirs == protodump_run(*args).stdout
 
 
 @pytest.mark.parametrize("name", STREAM_CAPTURES)
-def test_two_pass_summary_equals_protodump(name, tshark_run, protodump_run):
+def test_two_pass_summary_equals_protodump(name, standard_run, protodump_run):
+    """Whole summary lines, standard columns included: against tshark 4.0 (conftest.standard_run)."""
     for extra in (("-2", "-R", "ip or ipv6"), ("-2",)):
-        theirs = tshark_run(*extra, "-r", name)
+        theirs = standard_run(*extra, "-r", name)
         assert theirs.returncode == 0
         assert theirs.stdout == protodump_run(*extra, "-r", name).stdout, extra
 
@@ -92,20 +93,20 @@ def test_first_pass_layouts_are_replayed_and_bounded(lua):
 
 
 @pytest.mark.parametrize("name", ["rutentoy-login-texture.pcap", "iceball-tcp-session.pcap"])
-def test_two_pass_tcp_completeness_and_irtt(name, tshark_run, protodump_run):
+def test_two_pass_tcp_completeness_and_irtt(name, standard_run, protodump_run):
     """tshark's second pass knows each TCP conversation's final completeness from its first frame on, and the
     iRTT on the frames before the handshake's ACK (the SYN/ACK's SEQ/ACK analysis): protodump -2 -V shows the
     same (capture.tcp_analysis TcpTable.record / learnt), and one pass keeps the values as they grew."""
-    theirs = tshark_run("-2", "-V", "-r", name).stdout
+    theirs = standard_run("-2", "-V", "-r", name).stdout
     assert theirs.count("[Conversation completeness: Complete, WITH_DATA (31)]") == theirs.count("\nFrame ") + 1
     assert theirs == protodump_run("-2", "-V", "-r", name).stdout
     assert "Incomplete, SYN_SENT (1)" in protodump_run("-V", "-r", name).stdout
 
 
-def test_two_pass_sctp_reassembled_in(tshark_run, protodump_run):
+def test_two_pass_sctp_reassembled_in(standard_run, protodump_run):
     """tshark's second pass shows, in a message's first DATA piece, the frame that completes it, and numbers the
     pieces' payload bytes from 0 (its first pass from the message length on): capture.sctp TsnTable.record."""
-    theirs = tshark_run("-2", "-V", "-r", "rutentoy-sctp.pcap").stdout
+    theirs = standard_run("-2", "-V", "-r", "rutentoy-sctp.pcap").stdout
     assert "Reassembled Message in frame: 11" in theirs and "Frame: 10, payload: 0-599 (600 bytes)" in theirs
     assert theirs == protodump_run("-2", "-V", "-r", "rutentoy-sctp.pcap").stdout
     assert "Frame: 10, payload: 1033-1632 (600 bytes)" in protodump_run("-V", "-r", "rutentoy-sctp.pcap").stdout
