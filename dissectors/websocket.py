@@ -410,11 +410,8 @@ class WebSocket:
         """Bytes of a connection not (yet) upgraded that start no HTTP message (WebSocket frames whose 101 answer
         is not in the capture: a capture of the client's side only, a lost answer): tshark's HTTP shows them as a
         "Continuation", a data item in its tree."""
-        n = ctx.end - ctx.pos
-        item = ctx.tree.add(Item(DATA.info, None, ctx.pos, n, f"Data ({n} byte{'s' if n != 1 else ''})", False,
-                                 ctx.source))
-        item.add(Item(DATA.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
-        item.add(Item(DATA.len, n, ctx.pos, 0, None, True, ctx.source))
+        item = ctx.tree.add(Item(DATA.info, None, ctx.pos, ctx.end - ctx.pos, None, False, ctx.source))
+        DATA.fill(item, ctx)
         if ctx.stack is not None and ctx.stack.layers and ctx.stack.layers[-1].item is ctx.tree:
             ctx.stack.layers[-1].nested = ("data",)
         return "Continuation"
@@ -754,12 +751,16 @@ class Data:
         self.experts = EXPERTS
 
     def dissect(self, ctx, prefs):
-        n = ctx.end - ctx.pos
-        # (tshark -V follows the data item with a hex dump of its bytes: capture/layers/data.py)
-        ctx.tree.label = f"Data ({n} byte{'s' if n != 1 else ''})"
-        ctx.tree.add(Item(self.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
-        ctx.tree.add(Item(self.len, n, ctx.pos, 0, None, True, ctx.source))
+        self.fill(ctx.tree, ctx)
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
+
+    def fill(self, item: Item, ctx) -> None:
+        """The data item's label and children for ctx's bytes (a layer of its own, or inside HTTP's tree). (tshark
+        -V follows it with a hex dump of its bytes: capture/layers/data.py)"""
+        n = ctx.end - ctx.pos
+        item.label = f"Data ({n} byte{'s' if n != 1 else ''})"
+        item.add(Item(self.data, ctx.data[ctx.pos:ctx.end], ctx.pos, n, None, False, ctx.source))
+        item.add(Item(self.len, n, ctx.pos, 0, None, True, ctx.source))
 
 
 class TextLines:
