@@ -108,6 +108,12 @@ def later_payloads(data: bytes, pos: int) -> list[bytes] | None:
     return None
 
 
+def own_layer(ctx):
+    """The frame's layer this PDU is dissected into (its top item is ctx.tree), or None outside a frame's stack."""
+    layers = ctx.stack.layers if ctx.stack is not None else None
+    return layers[-1] if layers and layers[-1].item is ctx.tree else None
+
+
 def unmask(payload: bytes, key: bytes) -> bytes:
     """XOR with the 4-byte key, done as one big-integer XOR (fast for 100 KB messages)."""
     if not payload:
@@ -402,8 +408,9 @@ class WebSocket:
     def become_http(self, ctx) -> None:
         """This PDU is the HTTP upgrade: its layer is an `http` one (as tshark shows it)."""
         ctx.tree.field, ctx.tree.value, ctx.tree.label = self.http["http"], None, "Hypertext Transfer Protocol"
-        if ctx.stack is not None and ctx.stack.layers and ctx.stack.layers[-1].item is ctx.tree:
-            ctx.stack.layers[-1].proto = "http"
+        layer = own_layer(ctx)
+        if layer is not None:
+            layer.proto = "http"
 
     @staticmethod
     def http_continuation(ctx) -> str:
@@ -412,8 +419,9 @@ class WebSocket:
         "Continuation", a data item in its tree."""
         item = ctx.tree.add(Item(DATA.info, None, ctx.pos, ctx.end - ctx.pos, None, False, ctx.source))
         DATA.fill(item, ctx)
-        if ctx.stack is not None and ctx.stack.layers and ctx.stack.layers[-1].item is ctx.tree:
-            ctx.stack.layers[-1].nested = ("data",)
+        layer = own_layer(ctx)
+        if layer is not None:
+            layer.nested = ("data",)
         return "Continuation"
 
     def frame(self, ctx) -> str:
