@@ -58,7 +58,11 @@ class WsStack:
         if proto is None:
             return None
         self.layers.append(Layer(self.named(proto), None))
+        self.taken(proto, data, start, end, source, direction, meta)
         return proto.name
+
+    def taken(self, proto, data, start, end, source, direction, meta) -> None:
+        """A hand-up the stand-in names: nothing more here (output.fields_fused dissects the asked ones)."""
 
     def call_silently(self, table, keys, data, start, end):
         if start >= end:
@@ -76,10 +80,11 @@ class WsStack:
     def late_names(self) -> list[str]:
         """The hand-offs kept for the end of the frame (Stack.run_late): the names of those taken."""
         names = []
-        for table, keys, data, start, end, *_ in self.late:
+        for table, keys, data, start, end, source, direction, meta in self.late:
             proto = self.lookup(table, keys, data[start:end]) if start < end else None
             if proto is not None:
                 names.append(self.named(proto))
+                self.taken(proto, data, start, end, source, direction, meta)
         self.late = []
         return names
 

@@ -124,7 +124,11 @@ class Hands:
         if not getattr(proto, "own_state_only", False):
             raise Bail                 # it would be dissected: its own hand-ups
         self.made.append(proto.name)
+        self.taken(proto, data, start, end, source, direction, meta)
         return proto.name
+
+    def taken(self, proto, data, start, end, source, direction, meta) -> None:
+        """A hand-up the stand-in names: nothing more here (output.fields_fused dissects the asked ones)."""
 
     def dissect(self, *args, **kw):
         raise Bail                     # enet.payload (a preference: never on the fused path)
@@ -344,7 +348,7 @@ class Fused:
         if conv.ended is not False and self.now - conv.ended > self.linger:
             raise Bail                 # its state was freed: not modelled
         (src, sport), (dst, dport) = ends
-        stack = Hands(self.dispatcher)
+        stack = self.hands(conv)
         start = 42                     # Ethernet, IPv4 without options, UDP
         ctx = Ctx(frame.data, start, start + size, Item(proto.info, proto.description, start, size,
                                                         proto.description, False, 0),
@@ -360,6 +364,14 @@ class Fused:
             if conv.ended is False:
                 conv.ended = self.now
         return tuple(stack.made)
+
+    def hands(self, conv: Conversation) -> Hands:
+        """The stand-in stack of a datagram's dissection in `conv`."""
+        return Hands(self.dispatcher)
+
+    def ws_stack(self, conv: Conversation, frame) -> WsStack:
+        """The stand-in stack of a WebSocket segment's dissection in `conv`."""
+        return WsStack(self, conv.others, frame)
 
     def intern(self, tail: tuple) -> tuple:
         path = self.paths.get(tail)
@@ -449,7 +461,7 @@ class Fused:
             me.buf, me.parts, me.extra = b"".join((me.buf, *me.parts)), [], 0
         joined = bool(me.buf)
         data = me.buf + payload if joined else payload
-        stack = WsStack(self, conv.others, frame)
+        stack = self.ws_stack(conv, frame)
         pos, size, pdus, n = 0, len(data), 0, 0
         limit = getattr(proto, "max_pdu", MAX_PDU)
         first_round = None             # the layers of the PDU this segment completes (desegment_tcp's first round)

@@ -19,7 +19,11 @@ from .stats_base import Tap, register
 def _conversation(table: dict, packet):
     """The conversation record of a packet and the packet's direction ("c2s" / "s2c")."""
     d = packet.decoded
-    a, b = f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}"
+    return _conversation_of(table, f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
+
+
+def _conversation_of(table: dict, a: str, b: str):
+    """The conversation record of a packet from `a` to `b` ("address:port") and its direction."""
     key = (a, b) if a < b else (b, a)
     conv = table.get(key)
     if conv is None:
@@ -52,11 +56,21 @@ class MessageTypes(GameTap):
         return frozenset(self.type_abbrevs)
 
     def count(self, counts, layers):
-        for layer in layers:
-            for n, key in enumerate(self.layer_types(layer)):
+        self.count_types(counts, [(self.layer_types(layer), layer.item.length) for layer in layers])
+
+    def add_types(self, a: str, b: str, found: list) -> None:
+        """A packet from `a` to `b` ("address:port") whose layers of the protocol have these (types, length)
+        (analysis/types_fused.py: the fused machine's)."""
+        conv, direction = _conversation_of(self.convs, a, b)
+        self.count_types(conv[direction], found)
+
+    @staticmethod
+    def count_types(counts, found) -> None:
+        for types, length in found:
+            for n, key in enumerate(types):
                 c = counts.setdefault(key, [0, 0])
                 c[0] += 1
-                c[1] += layer.item.length if n == 0 else 0     # a layer's bytes count once
+                c[1] += length if n == 0 else 0     # a layer's bytes count once
 
     def layer_types(self, layer) -> list[str]:
         """The message types of one layer: every item of the most specific type field present (the last of

@@ -204,6 +204,20 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             capture_path = open_or_exit(path)
             dispatcher = Dispatcher(PROTOCOLS, settings)
             dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
+    # a few game fields asked (-T fields -e ..., or -q -z <proto>,types): the fused machine, else the plain pass
+    fused_run = _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, settings, output_format,
+                             fields_e, dispatcher.demand)
+    if fused_run is not None:
+        capture_path.close()          # (opened to fail early on a missing file or a non-capture)
+        try:
+            if fused_run(path, dispatcher, writer, taps, count or None):
+                _write_stats(taps, out, stats_format)
+                return
+        except CaptureError:          # a damaged file: the plain pass below says how far it read
+            pass
+        capture_path = open_or_exit(path)
+        dispatcher = Dispatcher(PROTOCOLS, settings)
+        dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
     # --- -j N: the conversations decoded by N processes, merged back in frame order (api/jobs.py) ---
     if jobs_opts.divert(path, capture_path, source=source, two_pass=two_pass, exporter=exporter,
                         fake_items=output_format in ("ek", "pdml"),
@@ -375,15 +389,39 @@ def _compile_or_exit(text):
 
 
 def _fused(path, source, quiet, shows, keeps, exporter, two_pass, settings, taps) -> bool:
-    """Whether the run is -q -z io,phs alone on one capture file (or its first -c frames: no read filter counts
-    them), with nothing that changes the decode (-d, -o) and one process (no --jobs N above 1):
-    analysis/stats_fused.py answers it without building layers."""
+    """Whether the run is -q -z io,phs alone on one plain capture file: analysis/stats_fused.py answers it
+    without building layers."""
     from ..analysis.stats_fused import applies
+    return bool(quiet and applies(taps) and shows is None and _plain_file(path, source, keeps, exporter, two_pass,
+                                                                           settings))
+
+
+def _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, settings, output_format, fields_e,
+                 asked):
+    """The fused machine's run (a function of path, dispatcher, writer, taps, limit: whether it printed or
+    counted) for -T fields of a few fields (output/fields_fused.py) or -q -z <proto>,types alone
+    (analysis/types_fused.py) on one plain capture file, else None."""
+    if shows is not None or not _plain_file(path, source, keeps, exporter, two_pass, settings):
+        return None
+    if output_format == "fields" and not quiet and not taps:
+        from ..output import fields_fused
+        if fields_fused.applies(fields_e, asked, PROTOCOLS):
+            return lambda p, d, w, _t, n: fields_fused.write_fields(p, d, w, PROTOCOLS, n) is not None
+    if quiet and taps:
+        from ..analysis import types_fused
+        if types_fused.applies(taps, asked, PROTOCOLS):
+            return lambda p, d, _w, t, n: types_fused.count_types(p, d, t, PROTOCOLS, n) is not None
+    return None
+
+
+def _plain_file(path, source, keeps, exporter, two_pass, settings) -> bool:
+    """One capture file (or its first -c frames: no read filter counts them) read without -2, -w, object export,
+    anything that changes the decode (-d, -o), in one process (no --jobs N above 1): what the fused machines
+    (analysis/stats_fused.py, output/fields_fused.py) model."""
     jobs = click.get_current_context().meta.get(jobs_opts._KEY)
-    return bool(quiet and applies(taps) and shows is None and keeps is None and exporter is None and not two_pass
-                and source.interface is None and source.write_path is None and path != "-"
-                and not sets_opts.is_set(path) and not settings.prefs and not settings.decode_as
-                and jobs in (None, 1))
+    return bool(keeps is None and exporter is None and not two_pass and source.interface is None
+                and source.write_path is None and path != "-" and not sets_opts.is_set(path) and not settings.prefs
+                and not settings.decode_as and jobs in (None, 1))
 
 
 def _write_stats(taps, out, stats_format) -> None:

@@ -226,10 +226,14 @@ class FieldsWriter:
             self.out.write(self.opts.separator.join(self.names) + "\n")
 
     def line(self, packet) -> str:
+        first_ns, time_format = self.first_ns, self.time_format
+        return self.join([field_values(packet, abbrev, first_ns, time_format) for abbrev in self.names])
+
+    def join(self, columns) -> str:
+        """The line of every -e field's values (a list of texts each), as -E says."""
         o = self.opts
         cells = []
-        for abbrev in self.names:
-            values = field_values(packet, abbrev, self.first_ns, self.time_format)
+        for values in columns:
             if values and o.occurrence == "f":
                 values = values[:1]
             elif values and o.occurrence == "l":
