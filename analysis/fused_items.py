@@ -11,8 +11,8 @@ AskingWsStack). Two passes over the file, as for io,phs:
      spooled to a temporary file with its conversation, not kept in memory;
   2. every frame in order: the spooled record of a conversation the machine kept to its end, or the full decode's
      packet for the frames of a conversation it gave up (engine.dispatch, from the conversation's first frame).
-When a bound of the whole capture could matter (the checks of analysis.stats_fused.protocol_tree) or the machine
-models too little, the run decodes every frame in full instead: nothing is given out before that is known.
+When a bound of the whole capture could matter (analysis.stats_fused.Fused.hopeless) or the machine models too
+little, the run decodes every frame in full instead: nothing is given out before that is known.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import tempfile
 from itertools import islice
 
 from ..capture.files import open_capture
-from ..capture.tcp_analysis import MAX_CONNECTIONS
 from ..engine.channel_protocol import ChannelProtocol
 from ..engine.context import Ctx
 from ..engine.message_protocol import MessageProtocol
@@ -58,6 +57,7 @@ class FusedItems(Fused):
         self.ids: dict = {}          # conversation key (None: frames of no IPv4 conversation) -> its id in the spool
         self.placed = self.parsed = None     # the frame's conversation key and header fields (key_of)
         self.layers: list = []       # the frame's dissected layers: (protocol name, its tree)
+        self.resume = None           # run(): the frame from which the full decode takes over, if it must
 
     def record(self, key, frame) -> bytes:
         """A modelled frame's record, from self.layers and self.parsed."""
@@ -180,16 +180,17 @@ def _ask(machine: FusedItems, others: dict, proto, data, start, end, source, dir
 def run(machine: FusedItems, path, limit, kept_record, full_packet, begin=None, packets_of=None):
     """Both passes: `machine` over the capture file (its first `limit` frames), then in frame order
     kept_record(bytes) for each frame it modelled and full_packet(packet) for each one the full decode takes.
-    `begin()` runs once it is known that the machine's records are used, before the first of them. Returns the
-    machine, or None (nothing given out) when the whole capture must be decoded in full."""
+    `begin()` runs once it is known that the machine's records are used, before the first of them. Returns None
+    (nothing given out) when the whole capture must be decoded in full, else the machine, whose `resume` is None
+    when every frame was given out, or the number of the frame from which the full decode must take over: the
+    full decode's pending reassembly or heavy state with the machine's highest came near a bound of the decoder
+    (as analysis.stats_fused.protocol_tree checks), so what one pass does from there may differ."""
     if packets_of is None:
         from ..session import packets_from_frames as packets_of
     dispatcher = machine.dispatcher
     useful = machine.run(path, limit)
     machine.convs.clear()
-    if not useful or machine.ambiguous or machine.placeless or machine.peak > PENDING.limit // 4 \
-            or machine.charge_peak > STATE.limit or machine.live_peak + machine.unplaced >= dispatcher.lifetimes.cap \
-            or machine.tcp_peak + machine.unplaced >= MAX_CONNECTIONS:
+    if not useful:
         return None
     spool = machine.spool
     spool.seek(0)
@@ -202,8 +203,13 @@ def run(machine: FusedItems, path, limit, kept_record, full_packet, begin=None, 
             kept_record(text)
         return machine
     capture = open_capture(path)
+    lifetimes = dispatcher.lifetimes
+    pending, charged = PENDING.limit // 2 - machine.peak, STATE.limit - machine.charge_peak
     try:
         for packet in packets_of(_full_frames(capture, limit, kept, records, kept_record), dispatcher=dispatcher):
+            if PENDING.used > pending or lifetimes.used > charged:
+                machine.resume = packet.frame.number
+                break
             full_packet(packet)
     finally:
         capture.close()

@@ -52,6 +52,9 @@ FIN, SYN, RST, ACK, URG = 0x01, 0x02, 0x04, 0x10, 0x20
 SEQ_MOD = 1 << 32
 BASE = ("eth", "ip")
 GIVE_UP = 8192           # frames after which a machine that models under a quarter of them stops
+# conversations the machine keeps (their counts, under a KB each once their state is swept; freed only with the
+# machine), beyond which it gives the capture to the full decode, which frees them
+MAX_TRACKED = 50_000
 SWEEP = 16384            # frames between two sweeps of the state the full decode would have freed
 
 
@@ -174,20 +177,36 @@ class Fused:
 
     def run(self, path, limit: int | None = None) -> bool:
         """False when the machine models too little of the capture to pay for itself (a quarter of the frames
-        after the first GIVE_UP): the caller decodes every frame in full. `limit`: the first frames only (-c)."""
+        after the first GIVE_UP) or its counts cannot be used (hopeless(): checked as it goes, so a flood of
+        conversations stops it early): the caller decodes every frame in full. `limit`: the first frames only
+        (-c)."""
         capture = open_capture(path)
         n = 0
         try:
             for frame in islice(capture, limit):
                 self.frame(frame)
                 n += 1
-                if not n % SWEEP:
-                    self.sweep(self.now)
+                if not n & 1023:
+                    if not n % SWEEP:
+                        self.sweep(self.now)
+                    if self.hopeless():
+                        return False
                 if n == GIVE_UP and self.modelled * 4 < n:
                     return False
         finally:
             capture.close()
-        return True
+        return not self.hopeless()
+
+    def hopeless(self) -> bool:
+        """Whether the full decode must take every frame: a global bound or order could matter (each of these only
+        grows: a payload several heuristics take, a frame of no conversation, the highest pending reassembly,
+        heavy state, live conversations or TCP connections near the decoder's caps), or the machine keeps too many
+        conversations (MAX_TRACKED)."""
+        return bool(self.ambiguous or self.placeless or self.peak > PENDING.limit // 4
+                    or self.charge_peak > STATE.limit
+                    or self.live_peak + self.unplaced >= self.dispatcher.lifetimes.cap
+                    or self.tcp_peak + self.unplaced >= MAX_CONNECTIONS
+                    or len(self.convs) + len(self.full) > MAX_TRACKED)
 
     def frame(self, frame) -> None:
         key, parsed = key_of(frame)
@@ -615,9 +634,7 @@ def protocol_tree(path, dispatcher, packets_of=None, limit: int | None = None) -
     useful = fused.run(path, limit)
     parts = fused.contributions()
     fused.convs.clear()           # the state of the machine's conversations goes (and its reassembly budget)
-    if not useful or fused.ambiguous or fused.placeless or fused.peak > PENDING.limit // 4 \
-            or fused.charge_peak > STATE.limit or fused.live_peak + fused.unplaced >= dispatcher.lifetimes.cap \
-            or fused.tcp_peak + fused.unplaced >= MAX_CONNECTIONS:
+    if not useful:
         return _tree(_full_counts(path, dispatcher, packets_of, None, limit)[0])
     counts, peak, charged = _full_counts(path, dispatcher, packets_of, fused.full, limit)
     if peak + fused.peak > PENDING.limit // 2 or charged + fused.charge_peak > STATE.limit:

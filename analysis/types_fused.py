@@ -41,18 +41,25 @@ def count_types(path, dispatcher, taps, protocols, limit: int | None = None, pac
     """Fill the taps from a capture file (its first `limit` frames) with the machine: the machine that ran, or
     None, the taps untouched, when the whole capture must be decoded in full (the caller does it)."""
 
+    counting = [type(tap)([]) for tap in taps]      # (filled apart: a run the full decode must redo leaves none)
+
     def kept(text: bytes) -> None:
         if text:
             a, b, found = marshal.loads(text)
-            for tap in taps:
+            for tap in counting:
                 mine = [(types, length) for name, length, types in found if name == tap.proto]
                 if mine:
                     tap.add_types(a, b, mine)
 
     def full(packet) -> None:
-        for tap in taps:
+        for tap in counting:
             tap.add(packet)
 
     with fused_items.spool() as spool:
-        return fused_items.run(FusedTypes(dispatcher, taps, protocols, spool), path, limit, kept, full,
-                               packets_of=packets_of)
+        machine = fused_items.run(FusedTypes(dispatcher, counting, protocols, spool), path, limit, kept, full,
+                                  packets_of=packets_of)
+    if machine is None or machine.resume is not None:
+        return None
+    for tap, counted in zip(taps, counting):
+        tap.convs = counted.convs
+    return machine

@@ -207,14 +207,17 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     # a few game fields asked (-T fields -e ..., or -q -z <proto>,types): the fused machine, else the plain pass
     fused_run = _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, settings, output_format,
                              fields_e, dispatcher.demand)
+    resume = None                     # the frame from which the plain pass prints (the machine printed the others)
     if fused_run is not None:
         capture_path.close()          # (opened to fail early on a missing file or a non-capture)
         try:
-            if fused_run(path, dispatcher, writer, taps, count or None):
-                _write_stats(taps, out, stats_format)
-                return
+            machine = fused_run(path, dispatcher, writer, taps, count or None)
         except CaptureError:          # a damaged file: the plain pass below says how far it read
-            pass
+            machine = None
+        if machine is not None and machine.resume is None:
+            _write_stats(taps, out, stats_format)
+            return
+        resume = machine and machine.resume
         capture_path = open_or_exit(path)
         dispatcher = Dispatcher(PROTOCOLS, settings)
         dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
@@ -241,6 +244,10 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 n += 1
                 if first_ns is None:          # the Time column counts from the capture's first frame
                     first_ns = writer.first_ns = packet.frame.ts_ns
+                if resume is not None and packet.frame.number < resume:
+                    if count and n >= count:  # (printed by the fused machine: decoded for their state only)
+                        break
+                    continue
                 for tap in taps:
                     tap.add(packet)
                 if exporter is not None:
@@ -398,19 +405,19 @@ def _fused(path, source, quiet, shows, keeps, exporter, two_pass, settings, taps
 
 def _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, settings, output_format, fields_e,
                  asked):
-    """The fused machine's run (a function of path, dispatcher, writer, taps, limit: whether it printed or
-    counted) for -T fields of a few fields (output/fields_fused.py) or -q -z <proto>,types alone
-    (analysis/types_fused.py) on one plain capture file, else None."""
+    """The fused machine's run (a function of path, dispatcher, writer, taps, limit: the machine, or None when
+    it printed and counted nothing) for -T fields of a few fields (output/fields_fused.py) or -q -z <proto>,types
+    alone (analysis/types_fused.py) on one plain capture file, else None."""
     if shows is not None or not _plain_file(path, source, keeps, exporter, two_pass, settings):
         return None
     if output_format == "fields" and not quiet and not taps:
         from ..output import fields_fused
         if fields_fused.applies(fields_e, asked, PROTOCOLS):
-            return lambda p, d, w, _t, n: fields_fused.write_fields(p, d, w, PROTOCOLS, n) is not None
+            return lambda p, d, w, _t, n: fields_fused.write_fields(p, d, w, PROTOCOLS, n)
     if quiet and taps:
         from ..analysis import types_fused
         if types_fused.applies(taps, asked, PROTOCOLS):
-            return lambda p, d, _w, t, n: types_fused.count_types(p, d, t, PROTOCOLS, n) is not None
+            return lambda p, d, _w, t, n: types_fused.count_types(p, d, t, PROTOCOLS, n)
     return None
 
 

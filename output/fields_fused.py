@@ -79,8 +79,9 @@ def _standard_value(abbrev: str, transport: int, ends, frame) -> list[str]:
 
 
 def write_fields(path, dispatcher, writer, protocols, limit: int | None = None, packets_of=None):
-    """Print -T fields for a capture file (its first `limit` frames) with the machine: the machine that ran, or
-    None, having printed nothing, when the whole capture must be decoded in full (the caller does it)."""
+    """Print -T fields for a capture file (its first `limit` frames) with the machine: the machine that ran (its
+    `resume`: the frame from which the caller decodes in full and prints, having decoded the earlier ones), or
+    None, having printed nothing, when the whole capture must be decoded in full."""
     out = writer.out
 
     def line(text: bytes) -> None:

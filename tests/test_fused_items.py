@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import PROTODUMP
-from protodump.analysis import stats, types_fused
+from protodump.analysis import stats, stats_fused, types_fused
 from protodump.cli.read_cmd import run_demand
 from protodump.dissectors import PROTOCOLS
 from protodump.engine.dispatch import Dispatcher, Settings
 from protodump.output import fields_fused, fields_out
 from protodump.session import packets
-from test_fused_phs import (BUNDLED, EDITS, FAMILIES, OPS, TEMPLATE, _damaged, _retransmitted, _template,
+from test_fused_phs import (BUNDLED, full_tree, EDITS, FAMILIES, OPS, TEMPLATE, _damaged, _retransmitted, _template,
                             conversation_frames, write)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,6 +145,19 @@ def test_near_a_global_bound_nothing_is_printed_and_the_full_decode_runs(tmp_pat
     assert machine is None and all(not r["conversations"] for r in counted)
 
 
+def test_a_flood_of_conversations_goes_to_the_full_decode(tmp_path, monkeypatch):
+    """Past MAX_TRACKED conversations (a flood of conversations opened once: each costs the machine a few KB until
+    it ends) every fused run gives the capture to the full decode, which frees them."""
+    path = write(tmp_path / "mix.pcap", conversation_frames("mix", 3000, 12, 4, FAMILIES))
+    assert fused_lines(path, ALL)[0] is not None
+    monkeypatch.setattr(stats_fused, "MAX_TRACKED", 30)
+    assert stats_fused.Fused(Dispatcher(PROTOCOLS)).run(path) is False
+    assert fused_lines(path, ALL) == (None, "")
+    assert fused_types(path, TYPES)[0] is None
+    gc.collect()
+    assert repr(stats_fused.protocol_tree(path, Dispatcher(PROTOCOLS))) == repr(full_tree(path))
+
+
 @pytest.mark.parametrize("names", [["frame.number", "rutentoy"], ["_ws.col.Info"], ["tcp.stream"],
                                    ["frame.time_relative"], ["enet.command.type"], ["websocket.opcode"]])
 def test_what_the_machine_does_not_make_is_the_full_decode(names):
@@ -228,3 +241,37 @@ def test_cli_types_are_the_full_decodes(mixed, form):
     full = subprocess.run([*base, "-o", "protodump.conversation_timeout:600"], capture_output=True, text=True,
                           check=True)
     assert fast.stdout == full.stdout and fast.stdout.count("STREAM_ASSET") > 5
+
+
+class _Tight:
+    """A reassembly budget whose half the full decode's pending bytes pass at once (what the machine's run reads
+    of PENDING: analysis/fused_items.py)."""
+    limit = -2
+
+    @property
+    def used(self):
+        from protodump.reassembly.budget import PENDING
+        return PENDING.used
+
+
+def test_near_a_bound_in_the_second_pass_the_full_decode_takes_over(mixed, monkeypatch):
+    """The full decode's pending reassembly with the machine's highest near the budget in the second pass: the
+    lines so far stay (they are one pass's), and the plain pass decodes every frame again, printing from there on."""
+    from click.testing import CliRunner
+    from protodump.analysis import fused_items
+    from protodump.cli import read_cmd
+    args = ["-r", str(mixed), "-T", "fields", "-e", "frame.number", "-e", "rutentoy.opcode", "-E", "header=y"]
+    full = CliRunner().invoke(read_cmd.read, [*args, "-Y", "frame"], catch_exceptions=False).output
+    resumed = []
+    real_run = fused_items.run
+
+    def run(*a, **kw):
+        machine = real_run(*a, **kw)
+        resumed.append(machine.resume)
+        return machine
+    monkeypatch.setattr(fused_items, "PENDING", _Tight())
+    monkeypatch.setattr(fused_items, "run", run)
+    ours = CliRunner().invoke(read_cmd.read, args, catch_exceptions=False).output
+    assert ours == full and resumed[0] is not None and 1 < resumed[0] < 4000
+    machine, counted = fused_types(mixed, TYPES)
+    assert machine is None and all(not r["conversations"] for r in counted)
