@@ -62,7 +62,7 @@ class WsStack:
         return proto.name
 
     def taken(self, proto, data, start, end, source, direction, meta) -> None:
-        """A hand-up the stand-in names: nothing more here (output.fields_fused dissects the asked ones)."""
+        """A hand-up the stand-in names: nothing more here (analysis.fused_items dissects the asked ones)."""
 
     def call_silently(self, table, keys, data, start, end):
         if start >= end:

@@ -131,7 +131,7 @@ class Hands:
         return proto.name
 
     def taken(self, proto, data, start, end, source, direction, meta) -> None:
-        """A hand-up the stand-in names: nothing more here (output.fields_fused dissects the asked ones)."""
+        """A hand-up the stand-in names: nothing more here (analysis.fused_items dissects the asked ones)."""
 
     def dissect(self, *args, **kw):
         raise Bail                     # enet.payload (a preference: never on the fused path)

@@ -423,8 +423,8 @@ def _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, se
 
 def _plain_file(path, source, keeps, exporter, two_pass, settings) -> bool:
     """One capture file (or its first -c frames: no read filter counts them) read without -2, -w, object export,
-    anything that changes the decode (-d, -o), in one process (no --jobs N above 1): what the fused machines
-    (analysis/stats_fused.py, output/fields_fused.py) model."""
+    anything that changes the decode (-d, -o), in one process (no --jobs N above 1): what the fused machine
+    (analysis/stats_fused.py, analysis/fused_items.py) models."""
     jobs = click.get_current_context().meta.get(jobs_opts._KEY)
     return bool(keeps is None and exporter is None and not two_pass and source.interface is None
                 and source.write_path is None and path != "-" and not sets_opts.is_set(path) and not settings.prefs

@@ -104,7 +104,11 @@ def test_without_j_the_standard_layers_alone_run_in_one_process(tmp_path):
     alone = default("-q", "-z", "conv,tcp", "-z", "endpoints,ip")
     assert b"shard" not in alone.stderr and alone.stdout.count(b"<->") > 20
     assert alone.stdout == run("-q", "-z", "conv,tcp", "-z", "endpoints,ip", path).stdout
-    assert b"shard 1:" in default("-T", "fields", "-e", "frame.number").stderr     # game layers: shared out
+    assert b"shard 1:" in default("-T", "fields", "-e", "enet.command.type").stderr     # game layers: shared out
+    # a few fields the fused machine makes (output/fields_fused.py): one process, the -j 2 lines
+    fused = default("-T", "fields", "-e", "frame.number", "-e", "rutentoy.opcode")
+    assert b"shard" not in fused.stderr and fused.stdout.count(b"\n") == 11000
+    assert fused.stdout == run("-T", "fields", "-e", "frame.number", "-e", "rutentoy.opcode", path).stdout
 
 
 @pytest.mark.parametrize("mode", [("-T", "json"), ("-T", "jsonraw"), ("-T", "json", "-x", "-Y", "udp || tcp.len > 0")],
