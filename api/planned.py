@@ -45,8 +45,8 @@ class PlannedUdpTable(UdpTable):
         super().__init__()
         self.number = -1
 
-    def _conv(self, a: tuple, b: tuple, ts: int) -> list:
-        key = (a, b) if a <= b else (b, a)
+    def _conv(self, src: str, sport: int, dst: str, dport: int, ts: int) -> list:
+        key = self.key(src, sport, dst, dport)
         conv = self.streams.get(key)
         if conv is None or conv[0] != self.number:
             conv = self.streams[key] = [self.number, ts, ts]

@@ -24,6 +24,7 @@ import io
 import os
 import threading
 from array import array
+from collections import OrderedDict
 from collections.abc import Callable
 from itertools import repeat
 from dataclasses import dataclass, field
@@ -333,7 +334,7 @@ class StreamNumbers:
         self.tcp, self.udp = TcpTable(), UdpTable()
         self.lifetimes = None if lifetimes is None else Lifetimes(lifetimes.timeout, lifetimes.cap,
                                                                   lifetimes.linger)
-        self.fins: dict = {}            # pair -> {sender: FIN seen} (engine.streams' connections, as freed)
+        self.fins: OrderedDict = OrderedDict()   # pair -> {sender: FIN seen} (engine.streams' connections, as freed)
         self.pairs: dict = {}           # (src, sport, dst, dport) -> (pair, sender) as engine.dispatch.Stack
         self.last_ns = None
         self.forget_tcp, self.connection_limit = _forget_tcp, CONNECTION_LIMIT
@@ -349,13 +350,13 @@ class StreamNumbers:
             if d.window is not None and d.payload_offset:
                 number = self.tcp.stream_of(d)
         elif transport == "udp":
-            number = self.udp._conv((d.src, d.sport), (d.dst, d.dport), d.frame.ts_ns)[0]
+            number = self.udp._conv(d.src, d.sport, d.dst, d.dport, d.frame.ts_ns)[0]
         elif (transport != "sctp" and d.icmp is not None and d.icmp.quoted_tcp is not None
               and d.icmp.quoted_tcp[0] + 20 <= d.payload_offset + len(d.payload)):
             number = self.tcp.quoted_stream(d)        # (capture.decode: TcpTable.quoted)
         elif transport != "sctp" and d.icmp is not None and d.icmp.quoted_udp is not None:
             _, src, sport, dst, dport = d.icmp.quoted_udp
-            number = self.udp._conv((src, sport), (dst, dport), d.frame.ts_ns)[0]
+            number = self.udp._conv(src, sport, dst, dport, d.frame.ts_ns)[0]
         if self.lifetimes is not None and transport in ("udp", "tcp", "sctp"):
             self._live(d, number >= 0 and transport == "tcp" and self.tcp.reused)
         return number
@@ -390,7 +391,7 @@ class StreamNumbers:
         seen = fins.get(pair)
         if seen is None:
             if len(fins) >= self.connection_limit:
-                del fins[next(iter(fins))]
+                fins.popitem(last=False)
             seen = fins[pair] = {}
         fl = d.flags or 0
         if fl & FIN:

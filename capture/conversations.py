@@ -3,6 +3,8 @@ directions) and the times since the conversation's first and previous frames (ud
 Bounded like TcpTable: past LIMIT conversations the oldest are forgotten (their indexes are never reused)."""
 from __future__ import annotations
 
+from collections import OrderedDict
+
 LIMIT = 100_000
 
 
@@ -10,16 +12,23 @@ class UdpTable:
     __slots__ = ("streams", "count", "echoes")
 
     def __init__(self):
-        self.streams: dict[tuple, list] = {}     # conversation key -> [index, first ns, last ns]
+        # OrderedDict: the oldest leaves in constant time (a dict scans the holes its earlier deletions left)
+        self.streams: OrderedDict[tuple, list] = OrderedDict()    # key() -> [index, first ns, last ns]
         self.count = 0
-        self.echoes: dict[tuple, tuple] = {}     # ICMP echo (src, dst, id, seq) -> (request frame, ns)
+        # ICMP echo (src, dst, id, seq) -> (request frame, ns)
+        self.echoes: OrderedDict[tuple, tuple] = OrderedDict()
 
-    def _conv(self, a: tuple, b: tuple, ts: int) -> list:
-        key = (a, b) if a <= b else (b, a)
+    @staticmethod
+    def key(src: str, sport: int, dst: str, dport: int) -> tuple:
+        """One flat tuple for both directions (a third of two nested pairs' memory: LIMIT of them are kept)."""
+        return (src, sport, dst, dport) if (src, sport) <= (dst, dport) else (dst, dport, src, sport)
+
+    def _conv(self, src: str, sport: int, dst: str, dport: int, ts: int) -> list:
+        key = self.key(src, sport, dst, dport)
         conv = self.streams.get(key)
         if conv is None:
             if len(self.streams) >= LIMIT:
-                del self.streams[next(iter(self.streams))]
+                self.streams.popitem(last=False)
             conv = self.streams[key] = [self.count, ts, ts]
             self.count += 1
         return conv
@@ -30,12 +39,12 @@ class UdpTable:
         info, ts = d.icmp, d.frame.ts_ns
         if info.quoted_udp is not None and info.quoted_udp[0] + 8 <= d.payload_offset + len(d.payload):
             _, src, sport, dst, dport = info.quoted_udp       # (tshark: only a whole quoted UDP header)
-            info.udp_stream = self._conv((src, sport), (dst, dport), ts)[0]
+            info.udp_stream = self._conv(src, sport, dst, dport, ts)[0]
         if info.ident is None:
             return
         if info.type in (8, 128):
             if len(self.echoes) >= LIMIT:
-                del self.echoes[next(iter(self.echoes))]
+                self.echoes.popitem(last=False)
             self.echoes[(d.src, d.dst, info.ident, info.seq)] = (d.frame.number, ts)
         else:
             request = self.echoes.get((d.dst, d.src, info.ident, info.seq))
@@ -48,7 +57,7 @@ class UdpTable:
         ts = d.frame.ts_ns
         if d.problems and any(p.abbrev == "udp.length.bad" and " < " in p.message for _, p in d.problems):
             return                  # (tshark stops at a length under 8, before it looks up the conversation)
-        conv = self._conv((d.src, d.sport), (d.dst, d.dport), ts)
+        conv = self._conv(d.src, d.sport, d.dst, d.dport, ts)
         if d.payload or d.cut:      # tshark 4.0 times (and moves on) the conversation only for frames with a
             # payload (on the wire: a snap length may have cut it all)
             d.udp = (conv[0], ts - conv[1], ts - conv[2])

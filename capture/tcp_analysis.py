@@ -10,6 +10,7 @@ a capture of one direction only never sees the ACKs, and tshark's bytes in fligh
 from __future__ import annotations
 
 import struct
+from collections import OrderedDict
 
 MAX_CONNECTIONS = 4096
 MAX_UNACKED = 10000
@@ -176,11 +177,11 @@ class TcpTable:
     """Every TCP connection of one capture, in first-seen order (stream indexes)."""
 
     def __init__(self):
-        self.connections: dict[frozenset, Connection] = {}
+        self.connections: OrderedDict[frozenset, Connection] = OrderedDict()   # (oldest out: popitem)
         self.streams = 0
         # endpoints of connections freed after their end (forget) -> each sender's base sequence number: a SYN
         # there with another initial sequence number is still "TCP Port numbers reused", as tshark says
-        self.retired: dict[frozenset, dict] = {}
+        self.retired: OrderedDict[frozenset, dict] = OrderedDict()
         self.reused = False          # the last _connection call started a new connection on reused ports
         self.unacked = 0             # unacknowledged segments stored over all connections (MAX_UNACKED_TOTAL)
         self.mptcp = None            # capture.mptcp_analysis.MptcpTable, made at the first MPTCP option
@@ -200,7 +201,7 @@ class TcpTable:
             return conn
         self.reused = self._reopens(conn, key, me, syn_seq)
         if conn is None and len(self.connections) >= MAX_CONNECTIONS:
-            self._drop(self.connections.pop(next(iter(self.connections))))
+            self._drop(self.connections.popitem(last=False)[1])
         elif conn is not None:
             self._drop(conn)
         conn = self.connections[key] = Connection(self.streams, ts)
@@ -254,7 +255,7 @@ class TcpTable:
             self._drop(conn)
             self.retired[key] = {ep: flow.base for ep, flow in conn.flows.items()}
             if len(self.retired) > RETIRED_LIMIT:
-                self.retired.pop(next(iter(self.retired)))
+                self.retired.popitem(last=False)
 
     def stream_of(self, d) -> int:
         """Only the stream index of segment `d` (and the base sequence numbers that decide it): the planning

@@ -39,13 +39,17 @@ class Lifetimes:
     """Which pairs of endpoints hold state, in order of last activity; says which to free."""
 
     __slots__ = ("cap", "charged", "check_at", "ended_last", "ending", "forgotten", "latest", "linger", "live",
-                 "timeout", "used")
+                 "timeout", "used", "why_cap")
 
     def __init__(self, timeout: float = IDLE_TIMEOUT, cap: int = MAX_LIVE, linger: float = ENDED_LINGER):
         self.timeout, self.cap, self.linger = timeout, max(1, cap), linger
+        self.why_cap = f"more than {self.cap} live conversations: protodump.max_conversations"
         self.live: OrderedDict = OrderedDict()       # pair -> capture time of its last packet (oldest first)
         self.ending: OrderedDict = OrderedDict()     # pair -> capture time of its end (oldest first)
-        self.forgotten: OrderedDict = OrderedDict()  # pair -> why its state was dropped (by the cap)
+        # hash(pair) -> why its state was dropped (by the cap or the state budget). A flood keeps FORGOTTEN_LIMIT of
+        # them: a hash and a shared reason take a tenth of a pair's strings (64-bit hashes: a false note is as
+        # likely as a 1e-10 chance)
+        self.forgotten: OrderedDict = OrderedDict()
         self.ended_last = False                      # the pair expired() gave last had ended (not idle, not cap)
         self.charged: dict = {}                      # pair -> bytes of heavy state it holds (charge())
         self.used = 0                                # their sum, against STATE.limit (protodump.state_budget)
@@ -70,7 +74,11 @@ class Lifetimes:
         live[pair] = now
         if now + self.timeout - SLACK < self.check_at:
             self.check_at = now + self.timeout - SLACK
-        return self.forgotten.pop(pair, None) if self.forgotten else None
+        if self.forgotten:
+            why = self.forgotten.pop(hash(pair), None)
+            if why is not None:
+                return f"Conversation state was dropped ({why}): its analysis starts again here"
+        return None
 
     def restart(self, pair) -> None:
         """A new connection between the same endpoints (a TCP SYN reusing the ports): the earlier one's end no
@@ -100,16 +108,20 @@ class Lifetimes:
     def over_budget(self) -> Iterator:
         """The pairs to free, oldest first (ended ones, then the least recently seen), while the heavy state is
         over the budget; each is noted for its next packet. The caller frees (and release()s) each one."""
-        why = f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
+        why = self._why_state()
         while self.used > STATE.limit and (self.live or self.ending):
             yield self._drop(why)
 
     def _drop(self, why: str):
         pair = (self.ending or self.live).popitem(last=False)[0]
-        self.forgotten[pair] = f"Conversation state was dropped ({why}): its analysis starts again here"
+        self.forgotten[hash(pair)] = why
         if len(self.forgotten) > FORGOTTEN_LIMIT:
             self.forgotten.popitem(last=False)
         return pair
+
+    @staticmethod
+    def _why_state() -> str:
+        return f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
 
     def tracks(self, pair) -> bool:
         return pair in self.live or pair in self.ending
@@ -144,9 +156,9 @@ class Lifetimes:
             yield live.popitem(last=False)[0]
         while live or ending:
             if len(live) + len(ending) > self.cap:
-                why = f"more than {self.cap} live conversations: protodump.max_conversations"
+                why = self.why_cap
             elif self.used > STATE.limit:
-                why = f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
+                why = self._why_state()
             else:
                 break
             yield self._drop(why)

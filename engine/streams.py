@@ -40,6 +40,8 @@ does.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from ..reassembly.sctp import SctpDirection
 from ..reassembly.tcp import ACK, FIN, MAX_PDU, RST, SYN, Handover, TcpDirection
 from .lua_literals import lua_str
@@ -83,7 +85,7 @@ class Streams:
 
     def __init__(self, dispatcher):
         self.prefs = dispatcher.settings.prefs
-        self.connections: dict[tuple, Connection] = {}
+        self.connections: OrderedDict[tuple, Connection] = OrderedDict()   # (oldest out: popitem)
         self.reassembled_in = dispatcher.reassembled_in          # -2's first pass: segment frame -> completing frame
         self.reassembled_learnt = dispatcher.reassembled_learnt  # -2's second pass: what the first recorded
 
@@ -99,7 +101,7 @@ class Streams:
         conn = self.connections.get(key)
         if conn is None:
             if len(self.connections) >= CONNECTION_LIMIT:
-                del self.connections[next(iter(self.connections))]
+                self.connections.popitem(last=False)
             conn = self.connections[key] = Connection()
         return conn
 

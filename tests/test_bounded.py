@@ -210,3 +210,17 @@ def test_large_blocks_come_from_the_heap(tmp_path):
     subprocess.run([*PROTODUMP, "-j", "1", "-T", "json", str(path)], check=True, stdout=subprocess.DEVNULL)
     faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
     assert faults < 15_000, faults         # start-up (modules, tables) is about 6,000
+
+
+def test_udp_stream_numbers_past_the_table_limit(monkeypatch):
+    """udp.stream is first-seen order, both directions one stream; past LIMIT conversations the first seen is
+    forgotten (its next datagram opens a new stream, numbers never reused), however recently it was used."""
+    from protodump.capture import conversations
+    monkeypatch.setattr(conversations, "LIMIT", 3)
+    table = conversations.UdpTable()
+    number = lambda a, b: table._conv("10.0.0.1", a, "10.0.0.2", b, 0)[0]     # noqa: E731
+    answer = table._conv("10.0.0.2", 9, "10.0.0.1", 1, 0)[0]
+    assert [number(1, 9), answer, number(2, 9), number(3, 9), number(1, 9)] == [0, 0, 1, 2, 0]
+    assert number(4, 9) == 3                         # (1, 9) goes: first seen
+    assert [number(2, 9), number(1, 9), number(3, 9), number(2, 9)] == [1, 4, 2, 5]   # (2, 9) went for (1, 9)
+    assert len(table.streams) == 3
