@@ -1,6 +1,7 @@
 """`protodump read` (the default command): decode a capture file into summaries, trees, hex or JSON."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -206,7 +207,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
             dispatcher.demand = run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e)
     # a few game fields asked (-T fields -e ..., or -q -z <proto>,types): the fused machine, else the plain pass
     fused_run = _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, settings, output_format,
-                             fields_e, dispatcher.demand)
+                             fields_e, dispatcher.demand, line_buffered)
     resume = None                     # the frame from which the plain pass prints (the machine printed the others)
     if fused_run is not None:
         capture_path.close()          # (opened to fail early on a missing file or a non-capture)
@@ -404,13 +405,14 @@ def _fused(path, source, quiet, shows, keeps, exporter, two_pass, settings, taps
 
 
 def _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, settings, output_format, fields_e,
-                 asked):
+                 asked, line_buffered=False):
     """The fused machine's run (a function of path, dispatcher, writer, taps, limit: the machine, or None when
     it printed and counted nothing) for -T fields of a few fields (output/fields_fused.py) or -q -z <proto>,types
-    alone (analysis/types_fused.py) on one plain capture file, else None."""
+    alone (analysis/types_fused.py) on one plain capture file, else None. Not with -l: the machine's lines come
+    after its first pass over the whole file, and -l asks for each packet's line as soon as it is decoded."""
     if shows is not None or not _plain_file(path, source, keeps, exporter, two_pass, settings):
         return None
-    if output_format == "fields" and not quiet and not taps:
+    if output_format == "fields" and not quiet and not taps and not line_buffered:
         from ..output import fields_fused
         if fields_fused.applies(fields_e, asked, PROTOCOLS):
             return lambda p, d, w, _t, n: fields_fused.write_fields(p, d, w, PROTOCOLS, n)
@@ -424,11 +426,12 @@ def _fused_items(path, source, quiet, taps, shows, keeps, exporter, two_pass, se
 def _plain_file(path, source, keeps, exporter, two_pass, settings) -> bool:
     """One capture file (or its first -c frames: no read filter counts them) read without -2, -w, object export,
     anything that changes the decode (-d, -o), in one process (no --jobs N above 1): what the fused machine
-    (analysis/stats_fused.py, analysis/fused_items.py) models."""
+    (analysis/stats_fused.py, analysis/fused_items.py) models. A regular file: the machine reads it twice, and a
+    named pipe (`-r fifo`) can be read once."""
     jobs = click.get_current_context().meta.get(jobs_opts._KEY)
     return bool(keeps is None and exporter is None and not two_pass and source.interface is None
                 and source.write_path is None and path != "-" and not sets_opts.is_set(path) and not settings.prefs
-                and not settings.decode_as and jobs in (None, 1))
+                and not settings.decode_as and jobs in (None, 1) and os.path.isfile(path))
 
 
 def _write_stats(taps, out, stats_format) -> None:

@@ -5,14 +5,27 @@ Kept out of read_cmd.py: `dispatcher()` gives read() the dispatcher to print wit
 """
 from __future__ import annotations
 
+import os
+import stat
+
 from ..capture.files import CaptureError
 from ..dissectors import enet_analysis, websocket, ws_handshake
 from ..engine.dispatch import Dispatcher, Settings
+from .errors import fail
 
 # What a first pass learns in a conversation (its key there) that earlier frames show on the second: the preference
 # under which the second pass's dissectors read it (ENet's "[Acknowledged in frame N]", HTTP's "[Response in frame]")
 LEARNT = {enet_analysis.ACKED_IN: enet_analysis.SECOND_PASS, ws_handshake.RESPONSE_IN: ws_handshake.SECOND_PASS,
           websocket.EARLY: websocket.SECOND_PASS}
+
+
+def _a_pipe(path) -> bool:
+    if path == "-":
+        return True
+    try:
+        return isinstance(path, str) and stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False               # (a missing file: the read says so)
 
 
 def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass: bool, keeps=None,
@@ -21,8 +34,11 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     tshark's first pass, it applies the read filter (`keeps`, -R) and stops after `count` frames it keeps (-c):
     the second pass then shows those frames only, numbered 1, 2, 3 ... (the returned dispatcher's `selected`: a
     Selection, or None for every frame)."""
-    if not two_pass or not path or path == "-":
-        return first               # a live capture or a pipe cannot be read twice: one pass
+    if not two_pass or not path:
+        return first               # a live capture: one pass
+    if _a_pipe(path):              # (read once: the second pass would find nothing, or wait for ever on a FIFO)
+        name = "The standard input" if path == "-" else f'The file "{path}"'
+        fail(f"{name} is a pipe or FIFO; protodump can't read pipe or FIFO files in two-pass mode.", 2)
     from ..session import packets
     # the first pass keeps each TCP connection's final state (capture.tcp_analysis) and where each SCTP message
     # completes (capture.sctp); the second shows them

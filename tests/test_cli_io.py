@@ -1,13 +1,22 @@
 """Reading and writing as tshark does: standard input and pipes (pcap, pcapng, gzip; never seeked), -w - to the
-standard output, -F and the -w extension, -l, -2 -R, -n/-N, and bad input: one line and tshark's exit code."""
+standard output, named pipes (`-r fifo`), -F and the -w extension, -l, -2 -R, -n/-N, and bad input: one line and
+tshark's exit code."""
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
+import threading
+import time
+from types import SimpleNamespace
+
+import click
 
 import pytest
 
 from conftest import CAPTURES_DIR, PROTODUMP, TSHARK
+from protodump.cli import read_cmd
+from protodump.engine.dispatch import Settings
 
 CAP = CAPTURES_DIR / "blank-server-session.pcap"
 BIG = CAPTURES_DIR / "iceball-enet-session.pcap"
@@ -75,6 +84,75 @@ def test_line_buffered_two_pass_and_resolution_flags():
     assert r.returncode == 1 and r.stderr.count(b"\n") == 1 and b"'q'" in r.stderr
 
 
+# the plain decode, and the runs the fused machine takes on a regular file (two passes over it)
+FIFO_FORMS = [(), ("-T", "json"), ("-q", "-z", "io,phs"), ("-q", "-z", "blank,types"),
+              ("-T", "fields", "-e", "frame.number", "-e", "blank.seq")]
+
+
+def _feed(fifo, data: bytes, seconds: float = 60) -> None:
+    """Write `data` into a FIFO once a reader has opened it (a thread: no writer is left behind)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:          # ENXIO: no reader yet
+            time.sleep(0.01)
+            continue
+        os.set_blocking(fd, True)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except BrokenPipeError:  # the reader closed it early
+            pass
+        return
+
+
+@pytest.mark.parametrize("args", FIFO_FORMS, ids=lambda a: " ".join(a) or "summary")
+def test_a_named_pipe_is_read_once(tmp_path, args):
+    """`-r FIFO`, as tshark reads it: once, in one pass, whatever the output (a second open would wait for ever
+    for a writer that is gone: the run's timeout fails the test)."""
+    fifo = tmp_path / "capture.fifo"
+    os.mkfifo(fifo)
+    expected = run(*args, "-r", str(CAP))
+    writer = threading.Thread(target=_feed, args=(fifo, CAP.read_bytes()), daemon=True)
+    writer.start()
+    r = run(*args, "-r", str(fifo))
+    writer.join()
+    assert (r.returncode, r.stderr) == (0, b"")
+    assert r.stdout == expected.stdout and expected.stdout.count(b"\n") > 7
+
+
+def test_two_passes_of_a_pipe_are_refused_as_tshark(tmp_path):
+    """-2 reads the file twice: on the standard input or a FIFO, tshark's line and exit code 2, nothing printed
+    (the FIFO has no writer: opening it would wait for ever)."""
+    fifo = tmp_path / "capture.fifo"
+    os.mkfifo(fifo)
+    for source, name in ((f"cat {CAP} | {pd()} -2 -r -", "The standard input"),
+                         (f"{pd()} -2 -r {fifo}", f'The file "{fifo}"')):
+        r = run(shell=source)
+        assert (r.returncode, r.stdout) == (2, b"")
+        assert r.stderr.decode() == (f"protodump: {name} is a pipe or FIFO; protodump can't read pipe or FIFO files "
+                                     "in two-pass mode.\n")
+    if TSHARK is not None:
+        r = run(shell=f"cat {CAP} | {TSHARK} -2 -r -")
+        last = r.stderr.decode().splitlines()[-1]      # (as root, a warning comes first)
+        assert r.returncode == 2 and last.replace("TShark", "protodump").replace("tshark:", "protodump:") \
+            == ("protodump: The standard input is a pipe or FIFO; protodump can't read pipe or FIFO files in "
+                "two-pass mode.")
+
+
+def test_line_buffered_fields_take_the_plain_pass():
+    """-l: each packet's line as soon as it is decoded. The fused machine (output/fields_fused.py) prints after a
+    first pass over the whole file, so -l keeps the plain pass; without -l the same run takes the machine."""
+    fields = ["frame.number", "blank.seq"]
+    asked = read_cmd.run_demand([], None, None, False, False, "fields", fields)
+    source = SimpleNamespace(interface=None, write_path=None)
+    with click.Context(click.Command("read")):
+        chosen = [read_cmd._fused_items(str(CAP), source, False, [], None, None, None, False, Settings({}), "fields",
+                                        fields, asked, line_buffered) for line_buffered in (False, True)]
+    assert chosen[0] is not None and chosen[1] is None
+
+
 @pytest.mark.parametrize("data", [b"hello, not a capture\n", b""])
 def test_non_capture_on_standard_input(data):
     r = run("-r", "-", stdin=data)
@@ -89,8 +167,22 @@ def test_missing_file():
 
 @pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-x",), ("-T", "fields", "-e", "frame.number")])
 def test_closed_output_pipe_is_quiet(args):
-    """`| head`: tshark exits 2 and says nothing; so do we (no traceback, no "Broken pipe")."""
-    r = run(shell=f"{pd()} {' '.join(args)} -r {BIG} | head -1 >/dev/null; exit ${{PIPESTATUS[0]}}")
+    """`| head`: tshark exits 2 and says nothing; so do we (no traceback, no "Broken pipe"). The pipe's reader
+    has gone before the first line (`| head -1` is a race where the whole output fits in the pipe's buffer: the
+    fused machine writes its few fields at once)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        r = subprocess.run([*PROTODUMP, *args, "-r", str(BIG)], stdout=write_end, stderr=subprocess.PIPE,
+                           timeout=120)
+    finally:
+        os.close(write_end)
+    assert (r.returncode, r.stderr) == (2, b"")
+
+
+def test_output_pipe_closed_after_the_first_line_is_quiet():
+    """`| head -1` in the middle of an output far larger than the pipe's buffer (-V: megabytes)."""
+    r = run(shell=f"{pd()} -V -r {BIG} | head -1 >/dev/null; exit ${{PIPESTATUS[0]}}")
     assert (r.returncode, r.stderr) == (2, b"")
 
 
