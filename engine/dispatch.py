@@ -61,6 +61,19 @@ def _index_all(index: dict, layer: Layer) -> None:
                 index.setdefault("_ws.malformed", []).append(item)
 
 
+def index_asked(index: dict, top, names) -> None:
+    """The items under `top` (not itself) of the asked fields `names`, expert items by their abbrev
+    (tcp.connection.syn), in tree order: a demand's index (Packet.index), and the fused machine's
+    (output/fields_fused.py)."""
+    for item in top.walk():
+        f = item.field
+        if f is not None:
+            if f.abbrev in names and item is not top:
+                index.setdefault(f.abbrev, []).append(item)
+        elif item.expert_info is not None and item.expert_info.abbrev in names:
+            index.setdefault(item.expert_info.abbrev, []).append(item)
+
+
 class Packet:
     """One frame after dissection: the capture frame, the standard-layer decode, the game layers if any
     (several: ENet under Iceball, several PDUs of one TCP segment)."""
@@ -137,13 +150,7 @@ class Packet:
                     root = FIELD_ROOTS.get(layer.proto) or layer.proto.split(".")[0]
                     # else only its presence is read (an ICMP error nests the quoted IP, UDP, TCP: always walked)
                     if root in demand.roots or root in ("icmp", "icmpv6"):
-                        for item in layer.item.walk():
-                            f = item.field
-                            if f is not None:
-                                if f.abbrev in names and item is not layer.item:
-                                    index.setdefault(f.abbrev, []).append(item)
-                            elif item.expert_info is not None and item.expert_info.abbrev in names:
-                                index.setdefault(item.expert_info.abbrev, []).append(item)    # tcp.connection.syn
+                        index_asked(index, layer.item, names)
             self._index = index
         return self._index
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..analysis import fused_items
 from ..analysis.fused_items import FusedItems
 from ..analysis.fused_keys import dotted
+from ..engine.dispatch import index_asked
 from .fields_out import ALIASES, item_value
 
 # the standard fields the machine reads from a modelled frame's headers
@@ -42,13 +43,10 @@ class FusedFields(FusedItems):
         self.columns = [(n, ALIASES.get(n, (n,)) if n in STANDARD else None) for n in writer.names]
 
     def record(self, key, frame) -> bytes:
-        found: dict = {}             # the game items by abbrev, in tree order (engine.dispatch.Packet.index)
+        found: dict = {}             # the game items by abbrev, in tree order (as engine.dispatch.Packet.index)
         names = self.demand.names
         for _proto, tree in self.layers:
-            for item in tree.walk():
-                f = item.field
-                if f is not None and f.abbrev in names and item is not tree:
-                    found.setdefault(f.abbrev, []).append(item)
+            index_asked(found, tree, names)
         ends, transport = self.parsed[0], key[0]
         columns = []
         for name, parts in self.columns:

@@ -19,8 +19,8 @@ from protodump.dissectors import PROTOCOLS
 from protodump.engine.dispatch import Dispatcher, Settings
 from protodump.output import fields_fused, fields_out
 from protodump.session import packets
-from test_fused_phs import (BUNDLED, full_tree, EDITS, FAMILIES, OPS, TEMPLATE, _damaged, _retransmitted, _template,
-                            conversation_frames, write)
+from test_fused_phs import (BUNDLED, full_tree, EDITS, FAMILIES, TEMPLATE, WS_EDITS, WS_TEMPLATE, _damaged,
+                            _retransmitted, conversation_frames, write)
 
 ROOT = Path(__file__).resolve().parents[1]
 # a few fields of every family, and the standard ones the machine reads from the headers
@@ -177,12 +177,6 @@ def test_prop_fused_fields_equal_full_on_damaged_input(tmp_path, edits, timeout)
     machine, counted = fused_types(path, TYPES, prefs)
     if machine is not None:
         assert counted == full_types(path, TYPES, prefs)
-
-
-# one WebSocket connection, compressed with context takeover (test_fused_phs's WebSocket template joins five
-# recordings on the same ports: one conversation the machine gives up at once)
-WS_TEMPLATE = _template(("freeblox-session",))
-WS_EDITS = st.lists(st.tuples(OPS, st.integers(0, len(WS_TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -198,20 +198,33 @@ def test_near_a_global_bound_it_is_still_the_full_decode(mixed, prefs):
 
 # --- damaged and reordered input --------------------------------------------------------------------------------
 
-def _template(names) -> list:
+def _template(names, own_ports=False) -> list:
+    """The recordings' frames in time order; with own_ports, the k-th recording's TCP client port moved by k, so
+    that recordings made on the same ports stay separate conversations."""
     frames = []
-    for name in names:
+    for k, name in enumerate(names):
         for frame in open_capture(str(ROOT / "captures" / f"{name}.pcap")):
-            frames.append((frame.ts_ns / 1e9, frame.data))
+            frames.append((frame.ts_ns / 1e9, _client_port_moved(frame.data, k) if own_ports else frame.data))
     frames.sort(key=lambda f: f[0])
     return frames
 
 
+def _client_port_moved(buf: bytes, k: int) -> bytes:
+    """An Ethernet/IPv4/TCP frame with its port above 10,000 (the client's) plus k; the checksum is not checked."""
+    if k == 0 or buf[12:14] != b"\x08\x00" or buf[23] != 6:
+        return buf
+    at = 14 + (buf[14] & 15) * 4
+    ports = [int.from_bytes(buf[at + i:at + i + 2], "big") for i in (0, 2)]
+    ports = [p + k if p > 10000 else p for p in ports]
+    return buf[:at] + b"".join(p.to_bytes(2, "big") for p in ports) + buf[at + 4:]
+
+
 TEMPLATE = _template(("rutentoy-messages", "iceball-tcp-session", "blank-sequence", "rutentoy-login-texture",
                       "enet-all-commands-rc", "iceball-enet-all"))
-# WebSocket: compressed with context takeover, fragmented, without takeover, plain, damaged (each its own ports)
+# WebSocket: compressed with context takeover, fragmented, without takeover, plain, damaged (recorded on the same
+# ports: each is given its own client port)
 WS_TEMPLATE = _template(("freeblox-session", "freeblox-fragments", "freeblox-nocontext", "freeblox-plain",
-                         "freeblox-bad"))
+                         "freeblox-bad"), own_ports=True)
 OPS = st.sampled_from(["drop", "repeat", "swap", "cut", "flip", "late", "shift", "icmp"])
 EDITS = st.lists(st.tuples(OPS, st.integers(0, len(TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
 WS_EDITS = st.lists(st.tuples(OPS, st.integers(0, len(WS_TEMPLATE) - 1), st.integers(0, 1 << 16)), max_size=6)
@@ -260,6 +273,12 @@ def test_prop_fused_equals_full_on_damaged_input(tmp_path, edits, timeout):
     path = write(tmp_path / f"damaged-{random.getrandbits(32)}.pcap", _damaged(edits))
     prefs = {"protodump.conversation_timeout": timeout} if timeout else {}
     assert repr(fused_tree(path, prefs)) == repr(full_tree(path, prefs))
+
+
+def test_the_templates_are_modelled(tmp_path):
+    """The properties below compare something: undamaged, every conversation of their templates is the machine's."""
+    assert modelled(write(tmp_path / "template.pcap", TEMPLATE)) == (6, 0)
+    assert modelled(write(tmp_path / "ws-template.pcap", WS_TEMPLATE)) == (5, 0)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
