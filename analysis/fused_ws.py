@@ -20,7 +20,7 @@ class Bail(Exception):
 class WsStack:
     """Stands in for engine.dispatch.Stack under the WebSocket dissector: the layers it would make, by name."""
 
-    __slots__ = ("machine", "others", "layers", "late", "ended", "frame", "d", "depth")
+    __slots__ = ("machine", "others", "layers", "late", "ended", "frame", "d", "depth", "fragmented")
 
     def __init__(self, machine, others: dict, frame):
         self.machine, self.others, self.frame = machine, others, frame
@@ -29,6 +29,7 @@ class WsStack:
         self.ended = False
         self.d = None                 # no standard decode: websocket's pdu_size notes nothing
         self.depth = 1
+        self.fragmented = False       # (Stack.fragmented)
 
     @property
     def dispatcher(self):

@@ -6,6 +6,7 @@ capture's standard trees are not built for this statistic. Game-layer experts co
 """
 from __future__ import annotations
 
+from ..engine.strings import TRAILING_STRAY    # Wireshark's own expert on a string item with bytes after a NUL
 from ..engine.tree import COMMENT, CHAT, ERROR, GROUP_NAMES, NOTE, WARN
 from .stats_base import Tap, register
 from .stats_phs import compile_optional
@@ -21,12 +22,11 @@ SHORT_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "eth": 
                "arp": "ARP"}
 
 
-# Wireshark's own expert on a string item with bytes after a NUL (engine/blocks_framing.py Counted)
-TRAILING_STRAY = "_ws.string.trailing_stray_characters"
-
-
 def short_name(proto: str) -> str:
     return SHORT_NAMES.get(proto, proto.upper())
+
+
+POSTDISSECTOR = "protodump.ws"     # the plugin's postdissector (lua/rt_websocket.lua rt.ws_consumer)
 
 
 def packet_experts(packet):
@@ -49,11 +49,14 @@ def packet_experts(packet):
             yield proto, info
     if d.icmp is not None:          # tshark counts no expert of an ICMP error's quoted datagram
         return
-    for layer in packet.games:
+    late_from = len(packet.games) - packet.postdissected
+    for i, layer in enumerate(packet.games):
+        # the layers the plugin's postdissector shows: its experts are its protocol's (pinfo->current_proto)
+        proto = POSTDISSECTOR if i >= late_from else layer.proto
         for top in (layer.item, *(layer.after or ())):   # (and the items it put on the top level of the tree)
             for item in top.walk():
                 if item.expert_info is not None:
-                    yield layer.proto, item.expert_info
+                    yield proto, item.expert_info
 
 
 def _tree_experts(d) -> bool:

@@ -39,7 +39,7 @@ class Decoded:
                  "dport", "payload", "payload_offset", "seq", "ack", "flags", "window", "protocols",
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
-                 "segment_data", "segment_data_at", "reassembled_in", "icmp",
+                 "segment_data", "segment_data_at", "segment_head", "reassembled_in", "icmp",
                  "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start", "round_at")
 
     def __init__(self, frame: RawFrame):
@@ -79,6 +79,7 @@ class Decoded:
         self.pdu_sizes = None                # TCP: sizes of the PDUs a tcp_dissect_pdus framing found (websocket)
         self.segment_data = 0                # TCP: bytes a tcp_dissect_pdus framing kept for a later PDU
         self.segment_data_at = 0             # ... from this offset in the payload (after the PDUs it held)
+        self.segment_head = 0                # TCP: the first bytes, stored in a PDU from segments still incomplete
         # TCP: late bytes (a spurious, out-of-order or fast retransmission) where a PDU of tshark's own
         # reassembly starts (engine.streams): "Retransmitted TCP segment data", as for any other retransmission
         self.repeats_pdu_start = False
@@ -428,7 +429,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.cut = 0
     d.truncated = None
     d.unclaimed = d.dropped = d.repeats_pdu_start = False
-    d.segment_data = d.segment_data_at = 0
+    d.segment_data = d.segment_data_at = d.segment_head = 0
     d.problems = []
     return d
 

@@ -26,7 +26,8 @@ import zlib
 from ..engine.fields import Binder
 from ..engine.inflate import InflateError, deflate_walk, zlib_stands
 from ..engine.protocol import EXPERTS
-from ..engine.tree import NOTE, PROTOCOL, UNDECODED, WARN, bit_picture, DataSource, Item, TextItem
+from ..engine.strings import TRAILING_STRAY, stray_after_nul
+from ..engine.tree import NOTE, PROTOCOL, UNDECODED, WARN, bit_picture, DataSource, ExpertInfo, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
 
@@ -523,8 +524,10 @@ class WebSocket:
             if len(payload) >= 2:
                 close.add(Item(f["status"], int.from_bytes(payload[:2], "big"), base, 2, None, False, src))
             if len(payload) > 2:
-                close.add(Item(f["reason"], payload[2:].decode("utf-8", "replace"), base + 2, len(payload) - 2,
-                               None, False, src))
+                reason = close.add(Item(f["reason"], payload[2:].decode("utf-8", "replace"), base + 2,
+                                        len(payload) - 2, None, False, src))
+                if stray_after_nul(payload[2:]):        # the expert Wireshark adds by itself to such a string item
+                    reason.expert(ExpertInfo(TRAILING_STRAY, UNDECODED, WARN, "Trailing stray characters"))
             if len(payload) == 1:
                 self.check(ctx, close, "malformed", "A close payload needs a 2-byte status code")
         elif opcode in (9, 10):
@@ -542,6 +545,9 @@ class WebSocket:
         """A data frame's payload into its direction's message; `at`: its offset in the frame; `where`: (offset, data
         source, plain) of its unmasked bytes (plain: the frame was not masked, they are the frame's own)."""
         base, psrc, _ = where
+        # what tshark's own dissector hands up here (its reassembly, not the plugin's: they part on a stream that
+        # breaks the rules, such as one read from the middle of a frame after a lost segment)
+        call = self.wireshark_call(ctx, opcode, fin, payload) if ctx.conv.get("deflate") is None else False
         states = ctx.conv.setdefault("messages", {})
         state = states.get(ctx.direction)
         if opcode == 0:
@@ -566,6 +572,8 @@ class WebSocket:
         if state["size"] > MESSAGE_LIMIT or len(state["frames"]) > FRAGMENT_LIMIT:
             ctx.expert(pl, "reassembly", f"Message over {MESSAGE_LIMIT} bytes or {FRAGMENT_LIMIT} frames: dropped")
             del states[ctx.direction]
+            if call:
+                self.hand_up(ctx, pl, call, None, where, info)
             return
         if later is not None:
             self.early_message(ctx, pl, state, rsv, later, info)
@@ -573,13 +581,100 @@ class WebSocket:
             return
         del states[ctx.direction]
         state["final_pmc"] = bool(rsv & 4)
-        if state.get("early") == "handed":
+        handed = state.get("early") == "handed"
+        if handed:
             # tshark -2 handed the message up from an earlier frame of this call: this last one is shown as a
             # continuation, and the plugin's postdissector shows the message at the end of the frame
             ctx.top_level(Item(self.f["continue"], payload, base, len(payload), None, False, psrc))
         else:
             self.learn_early(ctx, state)
-        self.message(ctx, pl, state, at, where, info, late=state.get("early") == "handed")
+        if call is False:           # permessage-deflate: one reassembly for both (the plugin's)
+            self.message(ctx, pl, state, at, where, info, late=handed)
+        else:
+            self.hand_up(ctx, pl, None if handed else call, state, where, info)
+
+    # --- tshark's own reassembly, and the plugin's messages on its calls --------------------------------------------
+    # The plugin assembles each direction's messages itself (lua/rt_websocket.lua; the data frame above), and shows
+    # them on Wireshark's calls: the n-th call of a frame shows the frame's n-th complete message (rt.ws_next), the
+    # rest at the end of the frame (its postdissector). Wireshark's own dissector calls where its reassembly
+    # (packet-websocket.c, reassemble.c) completes a message, by other rules; on a well-formed stream the two agree.
+
+    @staticmethod
+    def wireshark_call(ctx, opcode: int, fin: int, payload: bytes) -> dict | None:
+        """tshark 4.0's own reassembly: the message its dissector hands up at this data frame ({opcode, frames,
+        parts}), or None. A frame with an empty payload is skipped; one with FIN and a non-zero opcode is a message
+        of its own and leaves a fragmented one in progress; any other joins the message in progress or starts one.
+        The conversation keeps one opcode for all its reassemblies (websocket_conv->first_frag_opcode: a non-zero
+        opcode without FIN sets it), and the message in progress is keyed by the address pair, not the
+        direction (addresses_reassembly_table_functions). A continuation that completes nothing leaves the frame
+        marked fragmented (pinfo->fragmented), and a message of one frame after it in that frame is not handed
+        up."""
+        if not payload:
+            return None
+        stack = ctx.stack
+        if fin and opcode:     # skipped while the frame is marked fragmented (dissect_websocket_data_frame)
+            fragmented = stack is not None and stack.fragmented
+            return None if fragmented else {"opcode": opcode, "frames": [ctx.frame], "parts": [payload]}
+        if opcode:
+            ctx.conv["ws_opcode"] = opcode
+        src, _, dst = ctx.direction.partition(">")
+        key = (src.rpartition(":")[0], dst.rpartition(":")[0])
+        table = ctx.conv.setdefault("ws_reassembly", {})
+        m = table.get(key)
+        if m is None:
+            m = table[key] = {"opcode": 0, "frames": [], "parts": [], "size": 0}
+        m["frames"].append(ctx.frame)
+        m["parts"].append(payload)
+        m["size"] += len(payload)
+        if m["size"] > MESSAGE_LIMIT or len(m["frames"]) > FRAGMENT_LIMIT:
+            del table[key]            # protodump's bound (tshark has none): it starts afresh
+            return None
+        if not fin:
+            if not opcode and stack is not None:
+                stack.fragmented = True      # its Continue item returns without restoring pinfo->fragmented
+            return None
+        del table[key]
+        m["opcode"] = ctx.conv.get("ws_opcode", 0)
+        return m
+
+    def hand_up(self, ctx, pl, call: dict | None, state: dict | None, where, info) -> None:
+        """A message the plugin completed here (state, or None) and tshark's call here (or None): tshark's items
+        for its call (the fragment tree of a reassembled message), then what the plugin shows: on a call, the
+        frame's first message not yet shown (an earlier one waiting, else this one); the others at the end of the
+        frame. A call with no message of the plugin's shows nothing (the protocol is called and takes it); nobody
+        to take it: tshark's own form of the bytes it delivered."""
+        base, psrc, plain = where
+        msg = b"".join(state["parts"]) if state is not None else b""
+        name = "Unmasked data" if not plain else "Reassembled WebSocket message"
+        table = self.table(ctx.conv)
+        waiting = ctx.stack.late if ctx.stack is not None else []
+        if call is None:
+            if msg:         # the plugin's postdissector shows it, at the end of the frame, in a buffer of its own
+                ctx.handoff(*table, 0, len(msg), msg, name, late=True)
+            return
+        parts = call["parts"]
+        if len(parts) == 1:           # this frame's payload, where it is (the frame, or its unmasked buffer)
+            data, start, source = (ctx.data, base, psrc) if plain else (parts[0], 0, psrc)
+            n = len(parts[0])
+        else:
+            data = b"".join(parts)
+            start, source, n = 0, self.fragment_tree(ctx, call, data), len(data)
+        if waiting:
+            _, keys, held, first, last, own, _, meta = waiting.pop(0)
+            shown = held[first:last]
+            if msg:
+                ctx.handoff(*table, 0, len(msg), msg, name, late=True)
+            if shown == data[start:start + n]:     # (rt.ws_tvb: Wireshark's buffer if it holds the message)
+                taken = ctx.handoff(table[0], keys, start, start + n, data, source, meta)
+            else:
+                taken = ctx.handoff(table[0], keys, 0, len(shown), shown, ctx.new_source(own, shown), meta)
+        elif msg != data[start:start + n]:
+            taken = ctx.handoff(*table, 0, len(msg), msg, ctx.new_source(name, msg)) if msg else \
+                ctx.stack.call_silently(*table, data, start, start + n) if ctx.stack is not None else None
+        else:
+            taken = ctx.handoff(*table, start, start + n, data, source)
+        if taken is None:
+            self.show_unclaimed(ctx, pl, call["opcode"], data, start, n, source, info)
 
     # --- tshark -2: a message whose last frame shares a dissector call with earlier frames of it ---------------
     # Wireshark's second pass finds a reassembled message by (frame, id) for every fragment in the frame that
@@ -734,8 +829,12 @@ class WebSocket:
         return inf
 
     def show_unclaimed(self, ctx, pl, opcode, data, start, n, source, info) -> None:
-        """Nobody took the message: text in the payload item, binary as a `data` layer (tshark's forms)."""
-        if opcode == 1:
+        """Nobody took the message: text in the payload item, binary as a `data` layer, another opcode (a
+        reserved one, or 0: a message of one continuation frame) as an unknown payload (tshark's forms)."""
+        if opcode not in (1, 2):
+            unknown = pl.add(Item(self.f["unknown"], data[start:start + n], start, n, None, False, source))
+            ctx.expert(unknown, "payload.unknown.expert", UNKNOWN.format(opcode))
+        elif opcode == 1:
             pl.add(Item(self.f["text"], data[start:start + n].decode("utf-8", "replace"), start, n, None, False,
                         source))
             if ctx.stack is not None and n:     # tshark hands the text on: "Line-based text data"

@@ -16,7 +16,7 @@ import struct
 from .blocks_transfer import Transfer
 from .fields import Field, Struct
 from .lua_literals import lua_str
-from .strings import stray_after_nul, wire_string
+from .strings import TRAILING_STRAY, stray_after_nul, wire_string
 from .tree import UNDECODED, WARN, ExpertInfo, Item
 
 
@@ -42,8 +42,7 @@ class Counted(Field):
         ctx.scopes[-1][self.name] = value
         item = parent.add(Item(self.info, value, ctx.pos, n))
         if self.text and stray_after_nul(raw):      # the expert Wireshark adds by itself to such a string item
-            item.expert(ExpertInfo("_ws.string.trailing_stray_characters", UNDECODED, WARN,
-                                   "Trailing stray characters"))
+            item.expert(ExpertInfo(TRAILING_STRAY, UNDECODED, WARN, "Trailing stray characters"))
         ctx.pos += n
 
     def encode(self, values, out):

@@ -74,7 +74,9 @@ class Ctx:
         `table` (Wireshark's dissector table then heuristic list). `source`: the data source index the bytes
         belong to (default this layer's). `meta`: facts for the new layer (ctx.meta). Returns the name of the
         protocol that took it, or None. `late`: decoded at the end of the frame, after every other layer and
-        unlisted in frame.protocols (the plugin's postdissector: engine.dispatch.Stack.run_late); returns None."""
+        unlisted in frame.protocols (the plugin's postdissector: engine.dispatch.Stack.run_late), its `source`
+        the index of one, or the name of a data source of its own holding `data`, made when it is shown; returns
+        None."""
         if self.stack is None:
             return None
         if late:

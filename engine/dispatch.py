@@ -205,7 +205,7 @@ class Stack:
 
     __slots__ = ("dispatcher", "frame", "d", "layers", "infos", "sources", "endpoints", "depth", "called", "pair",
                  "ended", "now", "dropped", "notes", "tries", "late", "silent", "round_at",
-                 "late_at")
+                 "late_at", "fragmented")
 
     def __init__(self, dispatcher: Dispatcher, frame, d):
         self.dispatcher, self.frame, self.d = dispatcher, frame, d
@@ -228,6 +228,8 @@ class Stack:
         # own reassembly): the columns are fenced there (engine.streams), else None
         self.round_at: int | None = None
         self.late_at: int | None = None  # the first layer the postdissector made (run_late), if any
+        # pinfo->fragmented as a dissector left it for the rest of the frame (websocket's continuation frames)
+        self.fragmented = False
 
     def lookup(self, table: str, keys, payload: bytes, offset: int):
         """Dispatcher.lookup, noting the Lua heuristics it tried in vain on the payload at `offset`."""
@@ -318,6 +320,10 @@ class Stack:
         Wireshark did not hand up: after every other layer, and not in frame.protocols (a postdissector's layers
         are not listed there)."""
         late, self.late = self.late, []
+        for i, (table, keys, data, start, end, source, direction, meta) in enumerate(late):
+            if isinstance(source, str):    # a buffer of its own, made when shown (all of them before the first)
+                self.sources.append(DataSource(source, data))
+                late[i] = (table, keys, data, start, end, len(self.sources) - 1, direction, meta)
         for table, keys, data, start, end, source, direction, meta in late:
             # (the postdissector offers the message to the protocols' own functions: no Lua call of its own to note)
             proto = self.dispatcher.lookup(table, keys, data[start:end], self.conversation) if start < end else None
@@ -391,6 +397,10 @@ class Stack:
             last, info, messages = self._columns(self.layers, self.infos)
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
+        if d.segment_head and demand is None:
+            # desegment_tcp's first round stored the segment's first bytes in a PDU still incomplete: TCP's own
+            # Info and its tag, then the fence, and the Protocol column no longer writable (but for the postdissector)
+            prefix = d.plain_info()
         if messages > 1 and getattr(protos.get(last), "joined_info_clears_fence", False):
             prefix = ""
         if d.transport == "sctp" and demand is None and len(d.chunks or ()) > 1:
@@ -402,6 +412,8 @@ class Stack:
         if prefix:
             info = (lambda inner=info: prefix + (inner() if callable(inner) else inner))
         column = self.dispatcher.column_names.get(last, last)
+        if d.segment_head and (self.late_at is None or self.late_at >= len(self.layers)):
+            column = "TCP"
         return Packet(self.frame, d, self.layers, info, column, self.sources, demand)
 
 

@@ -162,6 +162,8 @@ class Streams:
                     # offset to the end)
                     d.segment_data = len(h.data) - cutter.kept_from
                     d.segment_data_at = h.seg_offset + cutter.kept_from
+        if own and state.stream.head_kept:
+            d.segment_head = state.stream.head_kept     # "TCP segment data" for them, then a second round
         if self.reassembled_learnt and (not d.reassembled or d.segment_data):
             # tshark -2: a segment whose PDU a later frame completes names it; one that completes a PDU itself only
             # when its tail starts another (desegment_tcp names the frame that completes the tail's)

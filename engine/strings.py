@@ -17,6 +17,9 @@ def c_string(text: str) -> str:
     return text.partition("\0")[0] if "\0" in text else text
 
 
+TRAILING_STRAY = "_ws.string.trailing_stray_characters"     # that check's expert (its group Undecoded, Warning)
+
+
 def stray_after_nul(raw: bytes) -> bool:
     """Wireshark's own "Trailing stray characters" check on a string item added with ENC_UTF_8 (proto.c,
     detect_trailing_stray_characters): in the decoded text, a non-NUL byte between its first NUL and the item's

@@ -112,8 +112,8 @@ class Pending:
 class TcpDirection:
     """The byte stream of one direction of one connection (see the module docstring)."""
 
-    __slots__ = ("base", "done", "filled", "fin", "late", "lost_bytes", "max_pdu", "nxt", "overlaps_done",
-                 "pending", "repeats_start", "rst")
+    __slots__ = ("base", "done", "filled", "fin", "head_kept", "late", "lost_bytes", "max_pdu", "nxt",
+                 "overlaps_done", "pending", "repeats_start", "rst")
 
     def __init__(self, max_pdu: int = MAX_PDU):
         self.base: int | None = None      # raw sequence number of stream offset 0
@@ -126,6 +126,9 @@ class TcpDirection:
         self.done: list[tuple[int, int]] = []     # [start, end) of the last PDUs reassembled from segments
         self.overlaps_done = False        # the last segment was a stored one's bytes falling in a PDU done before
         self.repeats_start = False        # the last segment was late bytes where a PDU from segments starts
+        # bytes at the start of the last segment stored in a PDU from segments that stays incomplete (a segment
+        # after a gap, past that PDU's end): desegment_tcp's first round, which calls no dissector
+        self.head_kept = 0
         self.lost_bytes = 0               # bytes skipped by gaps so far (statistics)
 
     def offset_of(self, seq: int) -> int:
@@ -155,6 +158,7 @@ class TcpDirection:
         offset = self.offset_of(seq)
         end = offset + len(payload)
         self.filled = self.late = self.overlaps_done = self.repeats_start = False
+        self.head_kept = 0
         self.fin |= bool(flags & FIN)
         self.rst |= bool(flags & RST)
         first = self.nxt is None
@@ -210,6 +214,8 @@ class TcpDirection:
                         if pos < len(payload):
                             self.pending.add(pend.end, payload[pos:], frame)
                         return
+                else:
+                    self.head_kept = pos
                 lost = False                 # the PDU's known end frames the rest of the segment
             else:
                 self.pending = None          # past it: abandoned (never complete)

@@ -66,7 +66,7 @@ def info(d) -> str:
         bogus = next((p.message for _, p in d.problems if p.abbrev == "tcp.bogus_header_length"), None)
         if bogus is not None:                 # tshark stops after the window: no length, no options
             return info_prefix(d) + text.split(" Len=")[0] + ", " + bogus[0].lower() + bogus[1:]
-    if d.segment_data:
+    if d.segment_data or d.segment_head:
         text += " [TCP segment of a reassembled PDU]"
     if span is not None and len(span) == 4 and span[3] == "cut":
         # tshark's exception in the options came before the analysis was printed: no analysis tags

@@ -204,8 +204,9 @@ def _completed_slot(n: int) -> Slot:
 
 
 def completed_here(d) -> int:
-    """How many of the segment's first bytes complete a PDU reassembled from several segments (its last part)."""
-    return d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else 0
+    """How many of the segment's first bytes complete a PDU reassembled from several segments (its last part), or
+    went to one that stays incomplete (d.segment_head): desegment_tcp's first round."""
+    return d.reassembled[-1][0][-1][1] if getattr(d, "reassembled", None) else getattr(d, "segment_head", 0)
 
 
 def reassembled_pdus(pdus) -> int:
