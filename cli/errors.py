@@ -52,6 +52,11 @@ TIME_FORMAT_HELP = (('"a"    for absolute', "a"), ('"ad"   for absolute with YYY
                     ('"udoy" for absolute UTC with YYYY/DOY date', "udoy"))
 
 
+def source_name(path: str) -> str:
+    """How tshark names a capture source in its errors ("-": the standard input)."""
+    return "The standard input" if path == "-" else f'The file "{path}"'
+
+
 def fail(message: str, code: int = 1, more: list[str] | tuple[str, ...] = ()) -> None:
     """tshark's error: `protodump: MESSAGE` (and the lines after it) on standard error, exit `code`."""
     click.echo(f"{PROG}: {message}", err=True)

@@ -361,7 +361,7 @@ def fail(message: str, code: int = 2):
 def open_or_exit(path):
     """The open capture (a file, or "-": the standard input, read once); a missing or unreadable file or a
     non-capture is one line and exit 2, as tshark."""
-    name = "The standard input" if path == "-" else f'The file "{path}"'
+    name = errors.source_name(path)
     try:
         return open_capture(path)
     except FileNotFoundError:

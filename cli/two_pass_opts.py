@@ -11,7 +11,7 @@ import stat
 from ..capture.files import CaptureError
 from ..dissectors import enet_analysis, websocket, ws_handshake
 from ..engine.dispatch import Dispatcher, Settings
-from .errors import fail
+from .errors import fail, source_name
 
 # What a first pass learns in a conversation (its key there) that earlier frames show on the second: the preference
 # under which the second pass's dissectors read it (ENet's "[Acknowledged in frame N]", HTTP's "[Response in frame]")
@@ -37,8 +37,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     if not two_pass or not path:
         return first               # a live capture: one pass
     if _a_pipe(path):              # (read once: the second pass would find nothing, or wait for ever on a FIFO)
-        name = "The standard input" if path == "-" else f'The file "{path}"'
-        fail(f"{name} is a pipe or FIFO; protodump can't read pipe or FIFO files in two-pass mode.", 2)
+        fail(f"{source_name(path)} is a pipe or FIFO; protodump can't read pipe or FIFO files in two-pass mode.", 2)
     from ..session import packets
     # the first pass keeps each TCP connection's final state (capture.tcp_analysis) and where each SCTP message
     # completes (capture.sctp); the second shows them

@@ -11,6 +11,7 @@ reassembly_budget (reassembly/budget.py).
 """
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Iterator
 
@@ -108,7 +109,7 @@ class Lifetimes:
     def over_budget(self) -> Iterator:
         """The pairs to free, oldest first (ended ones, then the least recently seen), while the heavy state is
         over the budget; each is noted for its next packet. The caller frees (and release()s) each one."""
-        why = self._why_state()
+        why = state_reason(STATE.configured())
         while self.used > STATE.limit and (self.live or self.ending):
             yield self._drop(why)
 
@@ -118,10 +119,6 @@ class Lifetimes:
         if len(self.forgotten) > FORGOTTEN_LIMIT:
             self.forgotten.popitem(last=False)
         return pair
-
-    @staticmethod
-    def _why_state() -> str:
-        return f"conversation state over {STATE.configured()} bytes: protodump.state_budget"
 
     def tracks(self, pair) -> bool:
         return pair in self.live or pair in self.ending
@@ -158,7 +155,14 @@ class Lifetimes:
             if len(live) + len(ending) > self.cap:
                 why = self.why_cap
             elif self.used > STATE.limit:
-                why = self._why_state()
+                why = state_reason(STATE.configured())
             else:
                 break
             yield self._drop(why)
+
+
+@functools.lru_cache(maxsize=8)
+def state_reason(configured: int) -> str:
+    """The state budget's reason, one shared string per configured budget (a flood dropped by the budget keeps
+    FORGOTTEN_LIMIT entries of it)."""
+    return f"conversation state over {configured} bytes: protodump.state_budget"
