@@ -17,7 +17,8 @@ preferences(), dissect(ctx, prefs)):
         > 0  the whole PDU's length (it may run past the end of data: more segments are awaited);
         0    cannot tell yet, need more bytes (the next segment is appended and it is asked again);
         -1   no PDU can start here: this direction stops being decoded (expert error on this PDU, the rest
-             of the direction shown as undecoded data `<proto>.data`). So does a length over MAX_PDU (1 MiB).
+             of the direction shown as undecoded data `<proto>.data`). So does a length over MAX_PDU (1 MiB)
+             (tshark's own dissectors: over their max_pdu, framed as tcp_dissect_pdus waits, bytes not kept).
         May be asked several times about the same position; an exception counts as -1.
     resync(data: bytes, pos: int, conv: dict, direction: str) -> int | None      (optional)
         After a gap (a segment not captured) or at a mid-stream start: the first position >= pos where a PDU
@@ -275,6 +276,13 @@ class Cutter:
 
     def run(self) -> None:
         buf, state = self.h.data, self.state
+        limit = getattr(self.proto, "max_pdu", MAX_PDU)
+        refused = getattr(state.stream, "refused", 0)
+        if refused:                  # an oversized PDU tshark reassembles (one of its own dissectors') all came
+            state.stream.refused, state.stopped = 0, True
+            self.undecoded(0, None, f"Cannot reassemble a PDU of {refused} bytes (over the limit of {limit}): the"
+                                    " rest of this direction is not decoded", "malformed")
+            return
         if state.stopped:
             self.undecoded(0, None)
             return
@@ -295,12 +303,16 @@ class Cutter:
                 self.undecoded(0, found, f"Previous segment(s) not captured: {found} bytes skipped to "
                                          "resynchronise")
             pos = found
-        limit = getattr(self.proto, "max_pdu", MAX_PDU)
         if limit != MAX_PDU and hasattr(state.stream, "max_pdu"):     # (TCP: the pending PDU it may hold)
             state.stream.max_pdu = limit
         while pos < len(buf):
             n = self.length(pos)
             if n > limit and self.wraps(pos, n):
+                return
+            if n > limit and self.tsharks_own() and isinstance(state.stream, TcpDirection):
+                # tcp_dissect_pdus waits for any length: its segments are framed as such, their bytes not kept
+                state.stream.desegment(self.h, pos, n)
+                self.kept_from = pos
                 return
             if n < 0 or n > limit or (n == 0 and len(buf) - pos > limit):
                 state.stopped = True

@@ -18,8 +18,8 @@ Measured on tshark 4.0.17 (docs/tshark-formats.md section 6):
   reassembled, in the frame that completed it, followed by the rest of that segment. A pending PDU with a hole
   never completes: the first segment reaching past its end abandons it and hands over the bytes after its end.
 
-Memory: only the pending PDU is kept, at most `max_pdu` bytes (the caller refuses longer desegment requests),
-and the bounds of the last DONE_KEPT PDUs reassembled from segments.
+Memory: only the pending PDU is kept, at most `max_pdu` bytes (a longer one is framed without its bytes, see
+Pending), and the bounds of the last DONE_KEPT PDUs reassembled from segments.
 
 Usage (engine/streams.py is the real caller)::
 
@@ -38,6 +38,7 @@ from .offsets import OffsetReassembly, OverBudget
 SEQ_MOD = 1 << 32
 MAX_PDU = 1 << 20          # the longest PDU a stream may assemble (a longer one is refused by the caller)
 DONE_KEPT = 64             # PDUs reassembled from segments remembered per direction (late bytes that fall in one)
+PASSED_KEPT = 4            # incomplete PDUs the stream went past kept per direction (late bytes may complete one)
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 
 
@@ -71,18 +72,29 @@ class Handover:
 
 
 class Pending:
-    """A PDU being assembled from segments: [start, end) in stream offsets, or open-ended (end None)."""
+    """A PDU being assembled from segments: [start, end) in stream offsets, or open-ended (end None). One longer
+    than the limit (tshark's own dissectors only: a WebSocket frame's declared length, often noise read after a
+    lost segment) frames the segments that fall in it as tshark's multi-segment PDU does, but stores none of their
+    bytes: `reached` counts how far they arrived without a hole, and `arrived` says a whole one came, which tshark
+    would reassemble and protodump refuses (TcpDirection.refused)."""
 
-    __slots__ = ("end", "open_data", "parts", "placed", "start")
+    __slots__ = ("arrived", "end", "open_data", "oversized", "parts", "placed", "reached", "start")
 
     def __init__(self, start: int, end: int | None, limit: int):
         self.start, self.end = start, end
-        self.parts = OffsetReassembly(end - start, limit) if end is not None else None
+        self.oversized = end is not None and end - start > limit
+        self.parts = OffsetReassembly(end - start, limit) if end is not None and not self.oversized else None
         self.open_data = bytearray()                  # open-ended: the bytes so far (contiguous)
         self.placed: list[tuple[int, int, int]] = []  # (offset, frame, length) of each part stored
+        self.reached, self.arrived = start, False
 
     def add(self, offset: int, data: bytes, frame: int) -> bytes | None:
         """Store bytes at stream `offset`; the whole PDU once complete."""
+        if self.oversized:
+            if offset <= self.reached:
+                self.reached = max(self.reached, min(self.end, offset + len(data)))
+                self.arrived = self.reached == self.end
+            return None
         if self.end is None:
             self.placed.append((offset, frame, len(data)))
             self.open_data += data
@@ -113,7 +125,7 @@ class TcpDirection:
     """The byte stream of one direction of one connection (see the module docstring)."""
 
     __slots__ = ("base", "done", "filled", "fin", "head_kept", "late", "lost_bytes", "max_pdu", "nxt",
-                 "overlaps_done", "pending", "repeats_start", "rst")
+                 "overlaps_done", "passed", "pending", "refused", "repeats_start", "rst")
 
     def __init__(self, max_pdu: int = MAX_PDU):
         self.base: int | None = None      # raw sequence number of stream offset 0
@@ -124,11 +136,13 @@ class TcpDirection:
         self.filled = False               # the last segment was an out-of-order one stored in the pending PDU
         self.late = False                 # the last segment came after bytes past its start (never handed over)
         self.done: list[tuple[int, int]] = []     # [start, end) of the last PDUs reassembled from segments
+        self.passed: list[Pending] = []           # the last PDUs the stream went past incomplete (_passed)
         self.overlaps_done = False        # the last segment was a stored one's bytes falling in a PDU done before
         self.repeats_start = False        # the last segment was late bytes where a PDU from segments starts
         # bytes at the start of the last segment stored in a PDU from segments that stays incomplete (a segment
         # after a gap, past that PDU's end): desegment_tcp's first round, which calls no dissector
         self.head_kept = 0
+        self.refused = 0                  # the length of an oversized pending PDU whose bytes all arrived (Pending)
         self.lost_bytes = 0               # bytes skipped by gaps so far (statistics)
 
     def offset_of(self, seq: int) -> int:
@@ -183,6 +197,16 @@ class TcpDirection:
                     self._done(pend)
                     yield pend.handover(whole)
             elif fill and not resent:
+                old = self._passed_at(offset)
+                if old is not None:
+                    # in a PDU left incomplete when the stream went past it: desegment_tcp still finds it
+                    whole = old.add(offset, payload, frame)
+                    self.filled = whole is None
+                    if whole is not None:
+                        self.passed.remove(old)
+                        self._done(old)
+                        yield old.handover(whole)
+                    return
                 # in a PDU reassembled already: tshark's reassembly refuses it ("New fragment overlaps old data")
                 self.overlaps_done = self._in_done(offset)
                 if fast and not self.overlaps_done:
@@ -203,7 +227,9 @@ class TcpDirection:
                 return
             if pend.end is not None and pend.start <= offset < pend.end:
                 whole = pend.add(offset, payload, frame)
-                if whole is None and end <= pend.end:
+                if pend.arrived:
+                    self.refused = pend.end - pend.start
+                if whole is None and end <= pend.end and not pend.arrived:
                     return                   # inside the PDU, still incomplete: nothing to hand over yet
                 self.pending = None
                 pos = pend.end - offset
@@ -216,11 +242,37 @@ class TcpDirection:
                         return
                 else:
                     self.head_kept = pos
+                    self._passed(pend)
                 lost = False                 # the PDU's known end frames the rest of the segment
             else:
-                self.pending = None          # past it: abandoned (never complete)
+                self.pending = None          # past it: abandoned (complete only if late segments fill it)
+                self._passed(pend)
         if pos < len(payload):
             yield Handover(payload[pos:], offset + pos, pos, (frame,), lost)
+
+    def _passed(self, pend: Pending) -> None:
+        """Keep a PDU the stream went past incomplete (tshark keeps its multi-segment PDUs): an out-of-order
+        segment or fast retransmission falling in it is stored there, and may complete it. The last PASSED_KEPT,
+        their bytes in the global reassembly budget."""
+        if pend.end is None or pend.oversized:
+            return
+        passed = self.passed
+        if len(passed) >= PASSED_KEPT:
+            del passed[0]
+        passed.append(pend)
+
+    def _passed_at(self, offset: int) -> Pending | None:
+        """The passed PDU desegment_tcp finds for stream `offset`: of all its PDUs (done or not) the one that
+        starts last at or before it, if that one is a passed one holding the offset."""
+        best = None
+        for pend in self.passed:
+            if pend.start <= offset and (best is None or pend.start >= best.start):
+                best = pend
+        if best is None or offset >= best.end:
+            return None
+        if any(best.start < start <= offset for start, _ in self.done):
+            return None
+        return best
 
     def _done(self, pend: Pending) -> None:
         done = self.done
@@ -247,7 +299,8 @@ class TcpDirection:
 
     def desegment(self, h: Handover, pos: int, need: int) -> None:
         """The subdissector needs more bytes: the PDU starting at h.data[pos] is `need` bytes long in all
-        (0: unknown, take the whole next segment). The caller refuses need > max_pdu beforehand."""
+        (0: unknown, take the whole next segment). Over max_pdu, the PDU is oversized (Pending): framed, not
+        stored; the caller refuses such lengths for the protocols it frames by itself."""
         if h.late:              # (the stream is past these bytes: the pending PDU, if any, stays)
             return
         start = h.offset + pos

@@ -5,10 +5,8 @@ from __future__ import annotations
 import struct
 from itertools import pairwise
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from protodump.reassembly.offsets import TooLarge
 from protodump.reassembly.tcp import ACK, FIN, SEQ_MOD, SYN, TcpDirection
 
 ISN = 1000
@@ -107,6 +105,21 @@ def test_a_pending_pdu_with_a_hole_is_abandoned_and_the_rest_keeps_its_framing()
     assert d.pending is None
 
 
+def test_a_late_segment_completes_a_pdu_the_stream_went_past():
+    """tshark keeps its multi-segment PDUs: an out-of-order segment (fill: tshark's own reassembly) that fills
+    the hole of one the stream abandoned completes it, in its own frame; one in the hole of an older one stays."""
+    d = start()
+    big, after = pdu(5, b"z" * 3000), pdu(2, b"after")
+    feed(d, ISN + 1, big[:1448], 1)
+    [(h, pdus)] = feed(d, ISN + 1 + 2896, big[2896:] + after, 3)    # past the big PDU, its middle missing
+    assert pdus == [after] and d.head_kept == len(big) - 2896 and len(d.passed) == 1
+    assert list(d.segment(ISN + 1 + 1448, big[1448:2000], 4, ACK, fill=True)) == [] and d.filled   # a hole left
+    [h] = list(d.segment(ISN + 1 + 2000, big[2000:2896], 5, ACK, fill=True))
+    assert h.data == big and h.frames == (1, 4, 5, 3) and h.seg_offset is None and d.passed == []
+    # the same bytes again fall in a PDU done: refused, not handed over (tshark's "New fragment overlaps old data")
+    assert list(d.segment(ISN + 1 + 2000, big[2000:2896], 6, ACK, fill=True, fast=True)) == [] and d.overlaps_done
+
+
 def test_open_pending_takes_the_whole_next_segment():
     d = start()
     p = pdu(1, b"q" * 10)
@@ -134,11 +147,36 @@ def test_mid_stream_start_and_fin():
     assert feed(d, 123456 + len(a), b"", 2, FIN | ACK) == [] and d.fin
 
 
-def test_a_pending_pdu_is_bounded():
+def test_a_pending_pdu_over_the_limit_frames_its_segments_and_stores_none_of_them():
+    """tcp_dissect_pdus waits for any declared length (a WebSocket frame's, often noise after a lost segment):
+    the segments inside it are kept for it, those past it are framed anew; protodump keeps no byte of it."""
     d = TcpDirection(max_pdu=1000)
-    [(h, _)] = [(h, None) for h in d.segment(1, b"\xff\xff\x01", 1, ACK)]
-    with pytest.raises(TooLarge):
-        d.desegment(h, 0, 65537)          # engine.streams refuses such a request before asking
+    [h] = list(d.segment(1, b"\xff\xff\x01", 1, ACK))
+    d.desegment(h, 0, 5000)
+    pend = d.pending
+    assert pend.oversized and pend.parts is None
+    assert list(d.segment(4, b"x" * 1400, 2, ACK)) == []           # inside it: nothing handed over
+    assert list(d.segment(1404 + 1000, b"y" * 100, 3, ACK)) == []   # after a hole, still inside
+    assert pend.placed == [] and not pend.arrived and pend.reached == 1403
+    [h] = list(d.segment(5000 + 2404, b"after", 4, ACK))           # past it: abandoned, framed anew
+    assert h.data == b"after" and d.pending is None and d.refused == 0
+
+
+def test_an_oversized_pdu_that_arrives_whole_is_refused_and_the_rest_handed_over():
+    d = TcpDirection(max_pdu=1000)
+    [h] = list(d.segment(1, b"\x00" * 10, 1, ACK))
+    d.desegment(h, 0, 3000)
+    assert list(d.segment(11, b"z" * 1500, 2, ACK)) == []
+    [h] = list(d.segment(1511, b"z" * 1490 + b"tail", 3, ACK))
+    assert d.refused == 3000 and h.data == b"tail" and d.head_kept == 1490 and d.pending is None
+
+
+def test_a_pending_pdu_is_bounded():
+    """Under the limit the bytes are stored, in the global reassembly budget (reassembly/offsets.py)."""
+    d = TcpDirection(max_pdu=1000)
+    [h] = list(d.segment(1, b"\xff\xff\x01", 1, ACK))
+    d.desegment(h, 0, 1000)
+    assert not d.pending.oversized and d.pending.parts is not None and d.pending.placed == [(0, 1, 3)]
 
 
 def cut_all(stream: bytes, sizes: list[int], drop: set[int] = frozenset(), order=None) -> list[bytes]:

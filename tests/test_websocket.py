@@ -579,6 +579,34 @@ def test_a_stream_read_after_lost_segments(form, protodump_run, standard_run):
         assert "[TCP segment of a reassembled PDU]WebSocket" in ours.stdout.splitlines()[4]
 
 
+NOISE = {
+    # captures/freeblox-lossy.pcap cut short, segments lost (tools/fuzz.py --replay freeblox:2043:41 --minimise).
+    # Read from the middle of a frame, the server's direction declares a 1,235,172,040-byte WebSocket frame in
+    # frame 6: tcp_dissect_pdus waits for it (TCP segment data), and frame 9, a fast retransmission of earlier
+    # bytes, is framed afresh. protodump frames the same without keeping the bytes (it stopped the direction).
+    "freeblox-noise-length.pcap": (LOST, "[TCP Fast Retransmission] Unknown type 192 ,"),
+    # the same capture spliced (freeblox:2042:73): frame 9, a fast retransmission, falls in the PDU frame 4
+    # started, which frame 5 went past with a hole: tshark still keeps that PDU and stores the bytes there (TCP
+    # segment data, no dissection). protodump handed them over again as a fresh segment.
+    "freeblox-late-fill.pcap": ((), "[TCP Fast Retransmission] 8765 → 40321 [ACK] Seq=88780"),
+}
+
+
+@pytest.mark.parametrize("form", ONE_PASS_FORMS)
+@pytest.mark.parametrize("name", sorted(NOISE))
+def test_tcp_dissect_pdus_on_a_noisy_stream(name, form, protodump_run, standard_run):
+    """Lengths read from noise after lost segments, and late segments, framed as tcp_dissect_pdus does: against
+    tshark 4.0 + the plugin, whole frames."""
+    from conftest import ROOT
+    capture = str(ROOT / "tests" / "data" / name)
+    prefs, line = NOISE[name]
+    ours, theirs = protodump_run(*prefs, *form, capture), standard_run(*prefs, *form, "-r", capture)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    if form == ():
+        assert line in ours.stdout
+
+
 def one_side_pcap(path, side: str) -> None:
     """A real recording (captures/freeblox-plain.pcap, the websockets library over loopback) cut to the frames
     one side sent: a tap that sees one direction."""
@@ -734,6 +762,29 @@ def test_a_frame_over_a_mebibyte_is_framed_as_tshark_frames_it(tmp_path, deflate
     summary = protodump_run(str(path)).stdout.splitlines()
     assert "STREAM_ASSET big (, 1200000 bytes, unknown format)" in summary[-3] and "freeblox" in summary[-1]
     assert "Cannot frame" not in ours.stdout
+
+
+def test_a_frame_over_the_limit_that_arrives_whole_is_refused_where_it_completes(tmp_path, protodump_run,
+                                                                                 standard_run):
+    """A 17 MiB asset in one frame, past MAX_FRAME: its segments are TCP segment data on both sides (protodump
+    keeps none of their bytes); where the last arrives tshark reassembles it, protodump shows the rest of that
+    direction undecoded with an Error. The other direction goes on as in tshark."""
+    from test_freeblox import fuzz_messages, tcp_pcap, upgrade
+    msgs = [m for _, m in fuzz_messages(5, 40)][:4]
+    big = ws.encode_frame(2, b"\x03assets/big\x00big\x00\x00" + bytes(ws.MAX_FRAME))
+    path = tmp_path / "over-limit.pcap"
+    chunks = [big[i:i + 60000] for i in range(0, len(big), 60000)]
+    chunks[-1] += ws.encode_frame(2, msgs[2])           # the segment completing it holds the next message too
+    tcp_pcap(path, upgrade(False) + [(False, ws.encode_frame(2, msgs[0]))] + [(False, c) for c in chunks]
+             + [(True, ws.encode_frame(2, msgs[3], mask=MASK))])
+    ours, theirs = protodump_run(str(path)), standard_run("-r", str(path))
+    assert ours.returncode == 0, ours.stderr
+    a, b = ours.stdout.splitlines(), theirs.stdout.splitlines()
+    assert a[:-2] == b[:-2] and a[-1] == b[-1] and "freeblox" in a[-1]
+    assert "[TCP segment of a reassembled PDU]" in a[-3] and "WebSocket Binary" in b[-2]
+    assert a[-2].endswith("[TCP segment of a reassembled PDU][Undecoded: 14 bytes]")
+    expert = protodump_run("-q", "-z", "expert", str(path)).stdout
+    assert f"Cannot reassemble a PDU of {len(big)} bytes (over the limit of {ws.MAX_FRAME})" in expert
 
 
 def test_a_frame_over_a_mebibyte_on_the_other_wireshark(tmp_path, protodump_run, other_run):
