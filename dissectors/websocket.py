@@ -26,7 +26,7 @@ import zlib
 from ..engine.fields import Binder
 from ..engine.inflate import InflateError, deflate_walk, zlib_stands
 from ..engine.protocol import EXPERTS
-from ..engine.strings import TRAILING_STRAY, stray_after_nul
+from ..engine.strings import TRAILING_STRAY, format_text_string, stray_after_nul
 from ..engine.tree import NOTE, PROTOCOL, UNDECODED, WARN, bit_picture, DataSource, ExpertInfo, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
@@ -895,16 +895,23 @@ class TextLines:
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
 
     def shown(self, line: bytes) -> str:
-        text = line.decode("utf-8", "replace")
-        return "".join(self.ESCAPES.get(ord(c), c) if ord(c) < 32 else c for c in text)
+        text = format_text_string(line)
+        return "".join(self.ESCAPES.get(ord(c), f"\\{ord(c):03o}") if ord(c) < 32 or c == "\x7f" else c
+                       for c in text)       # (format_text: other control characters in octal)
 
 
 def _split_lf(raw: bytes) -> list[bytes]:
-    """Lines ending at each \\n (a \\r\\n pair stays in its line)."""
+    """Lines as tvb_find_line_end cuts them: each ends at \\n, at \\r\\n or at a lone \\r (its end kept)."""
     out, start = [], 0
     while start < len(raw):
-        end = raw.find(b"\n", start)
-        end = len(raw) if end < 0 else end + 1
+        lf, cr = raw.find(b"\n", start), raw.find(b"\r", start)
+        ends = [i for i in (lf, cr) if i >= 0]
+        if not ends:
+            end = len(raw)
+        else:
+            end = min(ends) + 1
+            if raw[end - 1:end] == b"\r" and raw[end:end + 1] == b"\n":
+                end += 1
         out.append(raw[start:end])
         start = end
     return out

@@ -11,6 +11,8 @@ from .protocol import Protocol
 from .strings import c_string
 from .tree import MALFORMED, DataSource, ExpertInfo, Item, Layer
 
+ILLEGAL_SEGMENTS = "[Illegal Segments]"     # reassemble.c's Info for a PDU whose segments' data conflict
+
 
 class DispatchError(ValueError):
     """A bad -d / -o argument (the CLI turns it into one clear line): `preference` names the -o preference at
@@ -383,6 +385,9 @@ class Stack:
         if silent:
             d.protocols.extend(name for at, name in silent if at >= len(self.layers))
         split = self.round_at
+        # reassemble.c found a segment's data conflicting with the bytes it overlaps: show_fragment_errs_in_col
+        # rewrites the Info column (after TCP's fence) once the reassembled PDU is dissected
+        illegal = any(any(entry[3]) for entry in d.reassembled or ())
         if split and split < len(self.layers):        # (a second round that made no layer changes nothing)
             # desegment_tcp's second round: the Info column fenced after the first round's text, the Protocol
             # column no longer writable; the second round writes after the fence the Info the plugin joins for the
@@ -392,9 +397,13 @@ class Stack:
             late_last, second, _ = self._columns(self.layers, self.infos)
             if self.late_at is not None and self.late_at < len(self.layers):
                 last = late_last      # desegment_tcp made it writable again before the postdissector wrote it
+            if illegal:
+                first_info = ILLEGAL_SEGMENTS
             info = (lambda a=first_info, b=second: (a() if callable(a) else a) + (b() if callable(b) else b))
         else:
             last, info, messages = self._columns(self.layers, self.infos)
+            if illegal:
+                info = ILLEGAL_SEGMENTS
         demand = self.dispatcher.demand       # a run asking for some fields reads no Info (engine.demand)
         prefix = d.info_prefix() if demand is None else ""   # the standard layers' tags before any Info
         if d.segment_head and demand is None:

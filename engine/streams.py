@@ -153,7 +153,7 @@ class Streams:
                 if h.seg_offset is None and cutter.source is not None and own:
                     # a PDU shown from several segments: tshark's "[N Reassembled TCP Segments ...]" (only for
                     # tshark's own dissectors: the generated Lua reassembles by itself, tshark's TCP shows nothing)
-                    d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source)]
+                    d.reassembled = [*(d.reassembled or ()), (h.pieces, h.data, cutter.source, h.conflicts)]
                     if self.reassembled_in is not None:
                         self._record_pieces(h.pieces, stack.frame.number)
                 elif (own and h.seg_offset is not None and cutter.kept_from is not None
@@ -308,6 +308,7 @@ class Cutter:
         while pos < len(buf):
             n = self.length(pos)
             if n > limit and self.wraps(pos, n):
+                self.kept_from = pos         # (TCP segment data, kept for a PDU that never completes)
                 return
             if n > limit and self.tsharks_own() and isinstance(state.stream, TcpDirection):
                 # tcp_dissect_pdus waits for any length: its segments are framed as such, their bytes not kept

@@ -11,6 +11,39 @@ def wire_string(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def format_text_string(raw: bytes) -> str:
+    """Bytes as Wireshark 4.0's format_text decodes them for a text line (proto_tree_add_format_text: HTTP's and
+    Line-based text data's lines), measured on tshark 4.0.17. Not the ENC_UTF_8 rule above: a lead byte takes up
+    to its sequence's length of continuation bytes (5- and 6-byte leads too), a sequence cut short by another byte
+    is one U+FFFD, a whole one is decoded without the overlong check (C0 AF is "/"), and a surrogate or a value
+    past U+10FFFF is one U+FFFD; a stray continuation byte, FE or FF is one U+FFFD each."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    out, i, n = [], 0, len(raw)
+    while i < n:
+        c = raw[i]
+        if c < 0x80:
+            out.append(chr(c))
+            i += 1
+            continue
+        size = 2 if 0xC0 <= c < 0xE0 else 3 if c < 0xF0 else 4 if c < 0xF8 else 5 if c < 0xFC else 6 if c < 0xFE \
+            else 0
+        if c < 0xC0 or not size:            # a continuation byte with no lead, or FE / FF
+            out.append("\ufffd")
+            i += 1
+            continue
+        value, j = c & (0x7F >> size), i + 1
+        while j < n and j < i + size and 0x80 <= raw[j] < 0xC0:
+            value = value << 6 | raw[j] & 0x3F
+            j += 1
+        whole = j == i + size and size <= 4 and value <= 0x10FFFF and not 0xD800 <= value < 0xE000
+        out.append(chr(value) if whole else "\ufffd")
+        i = j
+    return "".join(out)
+
+
 def c_string(text: str) -> str:
     """A text as Wireshark keeps it where it takes a C string (an item's label, the Info column, an expert's
     message): up to its first NUL."""

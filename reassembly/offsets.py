@@ -55,15 +55,20 @@ class OffsetReassembly:
         if self._covered < self.total:
             return None
         self.done = frame
-        buf = bytearray(self.total)
-        for at, piece, _ in reversed(self.pieces):       # reversed: the first copy of a byte wins
-            buf[at:at + len(piece)] = piece
+        buf = self._assemble()
         self._frames = sorted({f for _, _, f in self.pieces})
         self.pieces = []                                  # done: keep no bytes (memory stays bounded)
         PENDING.give(self._held)
         self._held = 0
         self._spans = []
         return bytes(buf)
+
+    def _assemble(self) -> bytearray:
+        """The whole message from its pieces: the first copy of a byte wins (Wireshark's rule for these)."""
+        buf = bytearray(self.total)
+        for at, piece, _ in reversed(self.pieces):
+            buf[at:at + len(piece)] = piece
+        return buf
 
     def _cover(self, start: int, stop: int) -> None:
         """Merge [start, stop) into the covered spans, keeping the covered byte count (a message may hold

@@ -53,22 +53,49 @@ class Handover:
     pieces      reassembled only: (frame, length, offset in data) of each segment's part, in stream order
                 (tshark's "[N Reassembled TCP Segments (M bytes): #9(1448), #10(1448), ...]"); a retransmitted
                 part overlaps the ones before it
+    conflicts   reassembled only, when any: per piece, whether its data differs from the bytes before it it overlaps
     lost        bytes before this were never handed over ("previous segment not captured"): the framing is
                 unknown here (a direction whose start was not captured: the caller decides, see engine.streams)
     late        a fast retransmission of bytes handed over before, handed over again as they are: a PDU it
                 leaves incomplete is never assembled (the stream went on past it)
     """
 
-    __slots__ = ("data", "frames", "late", "lost", "offset", "pieces", "seg_offset")
+    __slots__ = ("conflicts", "data", "frames", "late", "lost", "offset", "pieces", "seg_offset")
 
     def __init__(self, data: bytes, offset: int, seg_offset: int | None, frames: tuple[int, ...], lost: bool,
                  pieces: tuple[tuple[int, int, int], ...] = (), late: bool = False):
         self.data, self.offset, self.seg_offset, self.frames, self.lost = data, offset, seg_offset, frames, lost
         self.pieces, self.late = pieces, late
+        self.conflicts: tuple[bool, ...] = ()     # per piece: its data conflicts with the bytes before it
 
     def __repr__(self) -> str:
         return (f"Handover({len(self.data)} bytes @{self.offset} seg_offset={self.seg_offset} "
                 f"frames={self.frames}{' lost' if self.lost else ''})")
+
+
+class SegmentReassembly(OffsetReassembly):
+    """A PDU's segments as reassemble.c's fragment_add_work puts them together: in stream order (segments at the
+    same offset in arrival order), each adding the bytes past what the ones before it covered, so the lowest
+    offset wins. A segment starting inside those bytes overlaps them; if its first bytes differ from them, its data
+    conflicts (tshark's "[Conflicting data in segment overlap]", and "[Illegal Segments]" in Info).
+    `conflicts`: once complete, the arrival indices of the conflicting pieces."""
+
+    __slots__ = ("conflicts",)
+
+    def _assemble(self) -> bytearray:
+        buf, covered, conflicts = bytearray(self.total), 0, set()
+        for i in sorted(range(len(self.pieces)), key=lambda k: self.pieces[k][0]):
+            at, piece, _ = self.pieces[i]
+            if at < covered:
+                n = min(len(piece), covered - at)
+                if buf[at:at + n] != piece[:n]:
+                    conflicts.add(i)
+            end = at + len(piece)
+            if end > covered:
+                buf[covered:end] = piece[covered - at:]
+                covered = end
+        self.conflicts = conflicts
+        return buf
 
 
 class Pending:
@@ -83,7 +110,7 @@ class Pending:
     def __init__(self, start: int, end: int | None, limit: int):
         self.start, self.end = start, end
         self.oversized = end is not None and end - start > limit
-        self.parts = OffsetReassembly(end - start, limit) if end is not None and not self.oversized else None
+        self.parts = SegmentReassembly(end - start, limit) if end is not None and not self.oversized else None
         self.open_data = bytearray()                  # open-ended: the bytes so far (contiguous)
         self.placed: list[tuple[int, int, int]] = []  # (offset, frame, length) of each part stored
         self.reached, self.arrived = start, False
@@ -117,8 +144,16 @@ class Pending:
         return tuple((frame, length, offset - self.start)
                      for offset, frame, length in sorted(self.placed, key=lambda p: p[0]))
 
+    def conflicts(self) -> tuple[bool, ...]:
+        """Per piece, in pieces() order: whether its data conflicts with the bytes before it (SegmentReassembly)."""
+        flagged = getattr(self.parts, "conflicts", None) or ()
+        order = sorted(range(len(self.placed)), key=lambda i: self.placed[i][0])
+        return tuple(i in flagged for i in order) if flagged else ()
+
     def handover(self, data: bytes) -> Handover:
-        return Handover(data, self.start, None, self.frames(), False, self.pieces())
+        h = Handover(data, self.start, None, self.frames(), False, self.pieces())
+        h.conflicts = self.conflicts()
+        return h
 
 
 class TcpDirection:

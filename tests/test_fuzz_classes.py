@@ -209,14 +209,16 @@ def test_message_ending_inside_a_deflate_block(protodump_run, tshark_run):
     same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
 
 
-def test_frame_length_wrapping_sequence_space(protodump_run, tshark_run):
+def test_frame_length_wrapping_sequence_space(protodump_run, tshark_run, standard_run):
     """A frame declaring 0xF0000000 bytes after a whole one: tshark's multi-segment PDU would end 2^31 or more
     ahead, which serial arithmetic takes as behind, so the next segment starts a frame again; protodump used to
-    stop the direction."""
+    stop the direction. The frame's own bytes are TCP segment data (whole frames against tshark 4.0)."""
     huge = b"\x82\x7f" + (0xF0000000).to_bytes(8, "big") + b"xyz"
     path = made("class-ws-wrap.pcap", with_payloads("freeblox-session.pcap", {9: lambda p: p + huge}))
     ours, _ = same_game_layers(path, ("freeblox",), protodump_run, tshark_run)
     assert ours.count('"freeblox"') > 20
+    whole = protodump_run("-V", "-r", path).stdout
+    assert whole == standard_run("-V", "-r", path).stdout and "TCP segment data (13 bytes)" in whole
 
 
 # --- inflate ----------------------------------------------------------------------------------------------------------

@@ -133,8 +133,8 @@ def test_pdus_in_order(captures):
     c_only = LengthPrefixed()
     c_only.lua = False
     last_c = next(p for p in dissect(captures["base"], c_only) if p.number == last.number)
-    pieces, whole, source = last_c.decoded.reassembled[0]
-    assert [f for f, _, _ in pieces] == [first.number, middle.number, last.number] and whole == BIG
+    pieces, whole, source, conflicts = last_c.decoded.reassembled[0]
+    assert [f for f, _, _ in pieces] == [first.number, middle.number, last.number] and whole == BIG and conflicts == ()
     assert last_c.sources[source].data == BIG     # its items span the reassembled buffer
     assert [layer.proto for layer in last_c.layers()][-2:] == ["tcp.segments", "lp"]
     tail = by_payload(ps, P7[10:])

@@ -239,3 +239,15 @@ def test_random_segments_never_crash(segments):
     for frame, (seq, payload, flags) in enumerate(segments, 1):
         feed(d, seq, payload, frame, flags)
     assert d.pending is None or d.pending.end is None or d.pending.end - d.pending.start <= 65537
+
+
+def test_segments_are_put_together_as_reassemble_c_does():
+    """In stream order, the lowest offset winning (not the first to arrive); a segment whose first bytes differ
+    from those it overlaps conflicts (tshark: tcp.segment.error, "[Illegal Segments]")."""
+    from protodump.reassembly.tcp import SegmentReassembly
+    r = SegmentReassembly(10, 100)
+    assert r.add(4, b"BBBB", 1) is None          # arrives first, at the higher offset
+    assert r.add(0, b"aaaaaa", 2) is None        # overlaps it with other bytes
+    assert r.add(4, b"BBBB", 3) is None          # a copy of the first: it too differs from the a's it overlaps
+    assert r.add(8, b"cc", 4) == b"aaaaaaBBcc"
+    assert r.conflicts == {0, 2}                 # (arrival indices) the B segments against a's bytes 4-5

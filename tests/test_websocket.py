@@ -589,6 +589,12 @@ NOISE = {
     # started, which frame 5 went past with a hole: tshark still keeps that PDU and stores the bytes there (TCP
     # segment data, no dissection). protodump handed them over again as a fresh segment.
     "freeblox-late-fill.pcap": ((), "[TCP Fast Retransmission] 8765 → 40321 [ACK] Seq=88780"),
+    # a splice grew one segment (freeblox:2036:34, cut to 35 frames by delta debugging on tshark's output): later
+    # segments overlap earlier ones with other bytes. reassemble.c puts the PDU together in stream order (the
+    # lowest offset wins), shows each conflicting segment as tcp.segment.error with "[Conflicting data in segment
+    # overlap]", and Info "[Illegal Segments]"; the second round's last frame declares a length past 2^31 ahead
+    # (TCP segment data); a text message with control characters and broken UTF-8 (Line-based text data)
+    "freeblox-conflicting-segments.pcap": ((), "[Illegal Segments]WebSocket Unknown Opcode [FIN]"),
 }
 
 
@@ -762,6 +768,23 @@ def test_a_frame_over_a_mebibyte_is_framed_as_tshark_frames_it(tmp_path, deflate
     summary = protodump_run(str(path)).stdout.splitlines()
     assert "STREAM_ASSET big (, 1200000 bytes, unknown format)" in summary[-3] and "freeblox" in summary[-1]
     assert "Cannot frame" not in ours.stdout
+
+
+def test_text_lines_as_format_text_shows_them(tmp_path, protodump_run, standard_run):
+    """A text message no dissector takes is tshark's Line-based text data: lines end at LF, CRLF or a lone CR;
+    control characters are escaped (octal for those without a letter); broken UTF-8 is replaced as format_text
+    does it, not as ENC_UTF_8 does (an overlong "/" is decoded, a 5-byte lead takes its continuation bytes)."""
+    from test_freeblox import tcp_pcap, upgrade
+    lines = [b"a\xfa\xb3b", b"a\xb3\xb3b", b"a\xe8/b", b"a\xff\xb3\xb3b", b"a\xc0\xafb", b"a\xed\xa0\x80b",
+             b"a\xf4\x90\x80\x80b", b"a\xf8\x88\x80\x80\x80b", b"a\xf0\x9f\x98b", b"a\xe8\xb3\xb3\xb3b",
+             b"a\xfa\xb3\xb3\xb3\xb3\xb3\xb3b", b"\x01\x0f\x7f\t\x1b", b"lone\rcr\r\ncrlf", "é✌".encode()]
+    path = tmp_path / "text.pcap"
+    tcp_pcap(path, upgrade(False) + [(False, ws.encode_frame(1, b"\n".join(lines)))], server=("127.0.0.1", 8999))
+    ours, theirs = protodump_run("-V", str(path)), standard_run("-V", "-r", str(path))
+    assert ours.stdout == theirs.stdout
+    text = ours.stdout[ours.stdout.index("Line-based text data (16 lines)"):].splitlines()
+    assert text[1:3] == ["    a\ufffdb\\n", "    a\ufffd\ufffdb\\n"] and text[5] == "    a/b\\n"
+    assert text[12] == "    \\001\\017\\177\\t\\033\\n" and text[13:15] == ["    lone\\r", "    cr\\r\\n"]
 
 
 def test_a_frame_over_the_limit_that_arrives_whole_is_refused_where_it_completes(tmp_path, protodump_run,

@@ -125,7 +125,7 @@ def build(d, roots=None) -> list[Layer]:
             item.children = [item.children[-1], *item.children[:-1]]
     if (d.fragment or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
-    for pieces, whole, source in getattr(d, "reassembled", None) or ():
-        layers.append(tcp_segments_layer(pieces, whole, source))
+    for pieces, whole, source, conflicts in getattr(d, "reassembled", None) or ():
+        layers.append(tcp_segments_layer(pieces, whole, source, conflicts))
     return layers
 

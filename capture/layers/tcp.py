@@ -110,19 +110,24 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     return SlotLayer("tcp", f.tcp, off, length, label, tpl, vals)
 
 
-def tcp_segments_layer(pieces, whole: bytes, source: int = 0) -> Layer:
+def tcp_segments_layer(pieces, whole: bytes, source: int = 0, conflicts: tuple[bool, ...] = ()) -> Layer:
     """tshark's summary of a PDU reassembled from segments, shown in the frame that completed it: its items span
-    their bytes in the reassembled buffer (data source `source`), each segment its own share."""
+    their bytes in the reassembled buffer (data source `source`), each segment its own share; `conflicts`, per
+    piece, whether its data differs from the bytes it overlaps (reassembly/tcp.py SegmentReassembly)."""
     parts = ", ".join(f"#{frame}({length})" for frame, length, _ in pieces)
     n = len(whole)
     top = Item(f.tcp_segments, None, 0, n, f"[{len(pieces)} Reassembled TCP Segments ({n} bytes): {parts}]",
                True, source)
     covered = 0
-    for frame, length, at in pieces:
-        item = top.add(Item(f.tcp_segment, frame, at, length,
+    for i, (frame, length, at) in enumerate(pieces):
+        conflict = bool(conflicts) and conflicts[i]        # (reassemble.c shows such a one as an error item)
+        item = top.add(Item(f.tcp_segment_error if conflict else f.tcp_segment, frame, at, length,
                             f"[Frame: {frame}, payload: {at}-{at + length - 1} ({length} bytes)]", True, source))
         if at < covered:        # a retransmitted part: reassemble.c flags the bytes it covers again
             item.add(Item(f.tcp_segment_overlap, True, 0, 0, "[Segment overlap: True]", True, source))
+            if conflict:
+                item.add(Item(f.tcp_segment_overlap_conflict, True, 0, 0,
+                              "[Conflicting data in segment overlap: True]", True, source))
         covered = max(covered, at + length)
     top.add(Item(f.tcp_segment_count, len(pieces), 0, 0, f"[Segment count: {len(pieces)}]", True, source))
     top.add(Item(f.tcp_reassembled_length, n, 0, 0, f"[Reassembled TCP length: {n}]", True, source))
