@@ -26,7 +26,7 @@ import zlib
 from ..engine.fields import Binder
 from ..engine.inflate import InflateError, deflate_walk, zlib_stands
 from ..engine.protocol import EXPERTS
-from ..engine.strings import TRAILING_STRAY, format_text_string, stray_after_nul
+from ..engine.strings import TRAILING_STRAY, format_text, stray_after_nul
 from ..engine.tree import NOTE, PROTOCOL, UNDECODED, WARN, bit_picture, DataSource, ExpertInfo, Item, TextItem
 from ..reassembly.budget import INFLATE_COST
 from . import ws_handshake
@@ -876,7 +876,6 @@ class TextLines:
 
     name, description = "data-text-lines", "Line-based text data"
     lua = False
-    ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r"}
 
     def __init__(self):
         b = Binder("data-text-lines")
@@ -890,14 +889,9 @@ class TextLines:
         ctx.tree.label = f"Line-based text data ({len(lines)} lines)"     # (packet-text-media.c: "lines" always)
         at = ctx.pos
         for line in lines:
-            ctx.tree.add(TextItem(None, None, at, len(line), self.shown(line), False, ctx.source))
+            ctx.tree.add(TextItem(None, None, at, len(line), format_text(line), False, ctx.source))
             at += len(line)
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
-
-    def shown(self, line: bytes) -> str:
-        text = format_text_string(line)
-        return "".join(self.ESCAPES.get(ord(c), f"\\{ord(c):03o}") if ord(c) < 32 or c == "\x7f" else c
-                       for c in text)       # (format_text: other control characters in octal)
 
 
 def _split_lf(raw: bytes) -> list[bytes]:

@@ -9,6 +9,7 @@ import re
 from http import HTTPStatus
 
 from ..engine.fields import Binder
+from ..engine.strings import ascii_string, format_text, format_text_string
 from ..engine.tree import CHAT, SEQUENCE, ExpertInfo, HiddenItem, Item, TextItem
 
 WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -179,9 +180,10 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
     if not lines:
         return "HTTP"
     first_at, first = lines[0]
-    text = first.decode("latin-1")
-    top = ctx.tree.add(TextItem(None, None, first_at, len(first), text.replace("\r\n", "\\r\\n"), False, src))
-    _expert(top, "http.chat", SEQUENCE, CHAT, text.replace("\r\n", "\\r\\n"))
+    # tshark labels a line with format_text (its own UTF-8 rule) and gives the fields ENC_ASCII values
+    text, label = ascii_string(first), format_text(first)
+    top = ctx.tree.add(TextItem(None, None, first_at, len(first), label, False, src))
+    _expert(top, "http.chat", SEQUENCE, CHAT, label)
     parts = text.strip().split(" ", 2)
     response = text.startswith("HTTP/")
     if response and len(parts) >= 2 and parts[1].isdigit():
@@ -197,22 +199,24 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
         top.add(Item(f["uri"], parts[1], first_at + len(parts[0]) + 1, len(parts[1]), None, False, src))
         top.add(Item(f["req_version"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
                      None, False, src))
-    headers = {}
+    headers, host = {}, b""
     upgrade = any(upgrades_to_websocket(line.rstrip(b"\r\n")) for _, line in lines[1:])
     for at, line in lines[1:]:
         name, sep, value = line.decode("latin-1").rstrip("\r\n").partition(":")
         value = value.strip()
         known = KNOWN_HEADERS.get(name.strip().lower()) if sep else None
+        field = f["response_line"] if response else f["request_line"]
         if known:
             headers[name.strip().lower()] = value
-            ctx.tree.add(Item(f[known[0]], value, at, len(line), f"{known[1]}: {value}\\r\\n", False, src))
+            if known[0] == "host":
+                host = value.encode("latin-1")
+            ctx.tree.add(Item(f[known[0]], ascii_string(value.encode("latin-1")), at, len(line),
+                              f"{known[1]}: {format_text(value.encode('latin-1'))}\\r\\n", False, src))
             # tshark adds the whole line too, hidden
-            field = f["response_line"] if response else f["request_line"]
-            whole = line.decode("latin-1")
+            whole = ascii_string(line)
             ctx.tree.add(HiddenItem(field, whole, at, len(line), whole.rstrip("\r\n") + "\\r\\n", False, src))
         elif line != b"\r\n":
-            field = f["response_line"] if response else f["request_line"]
-            ctx.tree.add(Item(field, line.decode("latin-1"), at, len(line), None, False, src))
+            ctx.tree.add(Item(field, ascii_string(line), at, len(line), format_text(line), False, src))
     blank_at = head_end if data[head_end:head_end + 2] == b"\r\n" else head_end - 2    # the empty line
     ctx.tree.add(TextItem(None, None, blank_at, 2, "\\r\\n", False, src))
     if head_end + 2 < end:
@@ -221,7 +225,8 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
         request_facts(ctx, f, conv, first_at)
         handshake_response(ctx, f, conv, parts, headers, upgrade)
     else:
-        uri = f"http://{headers.get('host', '')}{parts[1] if len(parts) == 3 else ''}"
+        # (the host as format_text shows it, the URI as its field holds it: measured on 4.0.17)
+        uri = f"http://{format_text_string(host)}{parts[1] if len(parts) == 3 else ''}"
         ctx.tree.add(Item(f["full_uri"], uri, first_at, 0, None, True, src))
         ctx.tree.add(HiddenItem(f["request"], True, first_at, 0, None, True, src))
         ctx.tree.add(Item(f["request_number"], 1, first_at, 0, "HTTP request 1/1", True, src))
@@ -230,7 +235,7 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
             ctx.tree.add(Item(f["response_in"], answer, first_at, 0, None, True, src))
         conv.update(key=headers.get("sec-websocket-key"), client=ctx.direction, request_frame=ctx.frame,
                     request_ns=_ns(ctx), uri=uri)
-    return text.strip() + " "             # tshark's HTTP Info: the first line, "\r\n" made a space
+    return format_text(first.rstrip(b"\r\n")).strip() + " "     # tshark's HTTP Info: the first line and a space
 
 
 def _ns(ctx) -> int | None:

@@ -44,6 +44,21 @@ def format_text_string(raw: bytes) -> str:
     return "".join(out)
 
 
+FORMAT_TEXT_ESCAPES = {7: "\\a", 8: "\\b", 9: "\\t", 10: "\\n", 11: "\\v", 12: "\\f", 13: "\\r"}
+
+
+def format_text(raw: bytes) -> str:
+    """A text line as tshark labels it (format_text): decoded by format_text_string, control characters escaped,
+    those without a letter and DEL in octal (\\017)."""
+    return "".join(FORMAT_TEXT_ESCAPES.get(ord(c), f"\\{ord(c):03o}") if ord(c) < 32 or c == "\x7f" else c
+                   for c in format_text_string(raw))
+
+
+def ascii_string(raw: bytes) -> str:
+    """A string field added with ENC_ASCII (HTTP's header values): each byte past 0x7F is one U+FFFD."""
+    return raw.decode("ascii", "replace")
+
+
 def c_string(text: str) -> str:
     """A text as Wireshark keeps it where it takes a C string (an item's label, the Info column, an expert's
     message): up to its first NUL."""

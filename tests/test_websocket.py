@@ -539,6 +539,14 @@ def rules_pcap(path) -> None:
         (False, frame(0, b"done"))])
 
 
+def equal_to_tshark(protodump_run, standard_run, capture, *args) -> str:
+    """protodump's output of `capture` with `args`, asserted equal byte for byte to tshark 4.0 + the plugin's."""
+    ours, theirs = protodump_run(*args, str(capture)), standard_run(*args, "-r", str(capture))
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    return ours.stdout
+
+
 ONE_PASS_FORMS = [(), ("-V",), ("-V", "-x"), ("-T", "json"), ("-T", "ek"), ("-q", "-z", "expert"),
                   ("-T", "fields", "-e", "frame.number", "-e", "frame.protocols", "-e", "websocket.fragment.count",
                    "-e", "websocket.payload.unknown", "-e", "data", "-e", "_ws.col.Protocol", "-e", "_ws.col.Info")]
@@ -549,15 +557,13 @@ def test_wireshark_s_reassembly_apart_from_the_plugin_s(tmp_path, form, protodum
     """Whole frames against tshark 4.0 where its reassembly and the plugin's part (rules_pcap)."""
     path = tmp_path / "rules.pcap"
     rules_pcap(path)
-    ours, theirs = protodump_run(*form, str(path)), standard_run(*form, "-r", str(path))
-    assert ours.returncode == 0, ours.stderr
-    assert ours.stdout == theirs.stdout
+    out = equal_to_tshark(protodump_run, standard_run, path, *form)
     if form == ("-V",):
         # the reserved opcode joined x's message; p's stayed open past the empty final frame; the loopback
         # directions' frames are one message
-        assert "[3 Reassembled websocket Fragments (3 bytes): #8(1), #8(1), #8(1)]" in ours.stdout
-        assert "[2 Reassembled websocket Fragments (2 bytes): #9(1), #10(1)]" in ours.stdout
-        assert "[3 Reassembled websocket Fragments (6 bytes): #11(2), #12(3), #13(1)]" in ours.stdout
+        assert "[3 Reassembled websocket Fragments (3 bytes): #8(1), #8(1), #8(1)]" in out
+        assert "[2 Reassembled websocket Fragments (2 bytes): #9(1), #10(1)]" in out
+        assert "[3 Reassembled websocket Fragments (6 bytes): #11(2), #12(3), #13(1)]" in out
 
 
 LOST = ("-o", "freeblox.ws_port:8765")
@@ -572,11 +578,9 @@ def test_a_stream_read_after_lost_segments(form, protodump_run, standard_run):
     and fences the columns before the rest. Against tshark 4.0 + the plugin, whole frames."""
     from conftest import ROOT
     capture = str(ROOT / "tests" / "data" / "freeblox-lost-segments.pcap")
-    ours, theirs = protodump_run(*LOST, *form, capture), standard_run(*LOST, *form, "-r", capture)
-    assert ours.returncode == 0, ours.stderr
-    assert ours.stdout == theirs.stdout
+    out = equal_to_tshark(protodump_run, standard_run, capture, *LOST, *form)
     if form == ():
-        assert "[TCP segment of a reassembled PDU]WebSocket" in ours.stdout.splitlines()[4]
+        assert "[TCP segment of a reassembled PDU]WebSocket" in out.splitlines()[4]
 
 
 NOISE = {
@@ -606,11 +610,9 @@ def test_tcp_dissect_pdus_on_a_noisy_stream(name, form, protodump_run, standard_
     from conftest import ROOT
     capture = str(ROOT / "tests" / "data" / name)
     prefs, line = NOISE[name]
-    ours, theirs = protodump_run(*prefs, *form, capture), standard_run(*prefs, *form, "-r", capture)
-    assert ours.returncode == 0, ours.stderr
-    assert ours.stdout == theirs.stdout
+    out = equal_to_tshark(protodump_run, standard_run, capture, *prefs, *form)
     if form == ():
-        assert line in ours.stdout
+        assert line in out
 
 
 def one_side_pcap(path, side: str) -> None:
@@ -780,11 +782,29 @@ def test_text_lines_as_format_text_shows_them(tmp_path, protodump_run, standard_
              b"a\xfa\xb3\xb3\xb3\xb3\xb3\xb3b", b"\x01\x0f\x7f\t\x1b", b"lone\rcr\r\ncrlf", "é✌".encode()]
     path = tmp_path / "text.pcap"
     tcp_pcap(path, upgrade(False) + [(False, ws.encode_frame(1, b"\n".join(lines)))], server=("127.0.0.1", 8999))
-    ours, theirs = protodump_run("-V", str(path)), standard_run("-V", "-r", str(path))
-    assert ours.stdout == theirs.stdout
-    text = ours.stdout[ours.stdout.index("Line-based text data (16 lines)"):].splitlines()
+    out = equal_to_tshark(protodump_run, standard_run, path, "-V")
+    text = out[out.index("Line-based text data (16 lines)"):].splitlines()
     assert text[1:3] == ["    a\ufffdb\\n", "    a\ufffd\ufffdb\\n"] and text[5] == "    a/b\\n"
     assert text[12] == "    \\001\\017\\177\\t\\033\\n" and text[13:15] == ["    lone\\r", "    cr\\r\\n"]
+
+
+@pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json")])
+def test_handshake_lines_as_tshark_shows_and_holds_them(tmp_path, form, protodump_run, standard_run):
+    """HTTP's lines with bytes past ASCII and control characters: each line labelled as format_text shows it (an
+    unknown header by its text alone, not "Request line: ..."), the fields' values ENC_ASCII (a U+FFFD per byte
+    past 0x7F), the full URI's host as format_text shows it, the Info column format_text's."""
+    from test_freeblox import tcp_pcap, upgrade
+    request, answer = upgrade(False)
+    req = request[1].replace(b"GET /game", b"GET /g\xc3\xa9\xfa").replace(
+        b"Host: h\r\n", b"Host: h\xc3\xa9\r\nX-Test: caf\xc3\xa9 \xfa\xb3 \xc0\xaf\x01\x7f\tend\r\n"
+                        b"User-Agent: \xc3\xa9\xe8/x\r\nOrigin: http://o\r\n")
+    resp = answer[1].replace(b"Upgrade: websocket\r\n", b"Upgrade: websocket\r\nServer: s\xc3\xa9rv\r\nX-Other: \xc3\xa9\r\n")
+    path = tmp_path / "lines.pcap"
+    tcp_pcap(path, [(True, req), (False, resp)], server=("127.0.0.1", 8999))
+    out = equal_to_tshark(protodump_run, standard_run, path, *form)
+    if form == ("-V",):
+        assert "    X-Test: café \ufffd /\\001\\177\\tend\\r\\n\n    User-Agent: é\ufffd/x\\r\\n\n" in out
+        assert "[Full request URI: http://hé/g\ufffd\ufffd\ufffd]" in out
 
 
 def test_a_frame_over_the_limit_that_arrives_whole_is_refused_where_it_completes(tmp_path, protodump_run,
