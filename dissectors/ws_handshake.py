@@ -202,16 +202,17 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
     headers, host = {}, b""
     upgrade = any(upgrades_to_websocket(line.rstrip(b"\r\n")) for _, line in lines[1:])
     for at, line in lines[1:]:
-        name, sep, value = line.decode("latin-1").rstrip("\r\n").partition(":")
-        value = value.strip()
+        name, sep, raw_value = line.decode("latin-1").rstrip("\r\n").partition(":")
+        value = raw_value.strip()
         known = KNOWN_HEADERS.get(name.strip().lower()) if sep else None
         field = f["response_line"] if response else f["request_line"]
         if known:
             headers[name.strip().lower()] = value
             if known[0] == "host":
                 host = value.encode("latin-1")
-            ctx.tree.add(Item(f[known[0]], ascii_string(value.encode("latin-1")), at, len(line),
-                              f"{known[1]}: {format_text(value.encode('latin-1'))}\\r\\n", False, src))
+            # (its value from the first byte after the colon's blanks to the line's end, trailing blanks kept)
+            ctx.tree.add(Item(f[known[0]], ascii_string(raw_value.lstrip(" \t").encode("latin-1")), at, len(line),
+                              format_text(line), False, src))
             # tshark adds the whole line too, hidden
             whole = ascii_string(line)
             ctx.tree.add(HiddenItem(field, whole, at, len(line), whole.rstrip("\r\n") + "\\r\\n", False, src))

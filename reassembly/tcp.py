@@ -53,7 +53,7 @@ class Handover:
     pieces      reassembled only: (frame, length, offset in data) of each segment's part, in stream order
                 (tshark's "[N Reassembled TCP Segments (M bytes): #9(1448), #10(1448), ...]"); a retransmitted
                 part overlaps the ones before it
-    conflicts   reassembled only, when any: per piece, whether its data differs from the bytes before it it overlaps
+    conflicts   reassembled only, when any: per piece, whether its data differs from the earlier bytes it overlaps
     lost        bytes before this were never handed over ("previous segment not captured"): the framing is
                 unknown here (a direction whose start was not captured: the caller decides, see engine.streams)
     late        a fast retransmission of bytes handed over before, handed over again as they are: a PDU it

@@ -790,14 +790,15 @@ def test_text_lines_as_format_text_shows_them(tmp_path, protodump_run, standard_
 
 @pytest.mark.parametrize("form", [(), ("-V",), ("-T", "json")])
 def test_handshake_lines_as_tshark_shows_and_holds_them(tmp_path, form, protodump_run, standard_run):
-    """HTTP's lines with bytes past ASCII and control characters: each line labelled as format_text shows it (an
-    unknown header by its text alone, not "Request line: ..."), the fields' values ENC_ASCII (a U+FFFD per byte
-    past 0x7F), the full URI's host as format_text shows it, the Info column format_text's."""
+    """HTTP's lines with bytes past ASCII and control characters: each line labelled as format_text shows it, as it
+    came (an unknown header not as "Request line: ...", a known one not with its canonical name), the fields'
+    values ENC_ASCII (a U+FFFD per byte past 0x7F), the full URI's host as format_text shows it, the Info column
+    format_text's."""
     from test_freeblox import tcp_pcap, upgrade
     request, answer = upgrade(False)
     req = request[1].replace(b"GET /game", b"GET /g\xc3\xa9\xfa").replace(
         b"Host: h\r\n", b"Host: h\xc3\xa9\r\nX-Test: caf\xc3\xa9 \xfa\xb3 \xc0\xaf\x01\x7f\tend\r\n"
-                        b"User-Agent: \xc3\xa9\xe8/x\r\nOrigin: http://o\r\n")
+                        b"User-Agent: \xc3\xa9\xe8/x\r\nOrigin: http://o\r\nsec-websocket-protocol:  p \r\n")
     resp = answer[1].replace(b"Upgrade: websocket\r\n", b"Upgrade: websocket\r\nServer: s\xc3\xa9rv\r\nX-Other: \xc3\xa9\r\n")
     path = tmp_path / "lines.pcap"
     tcp_pcap(path, [(True, req), (False, resp)], server=("127.0.0.1", 8999))
@@ -805,6 +806,9 @@ def test_handshake_lines_as_tshark_shows_and_holds_them(tmp_path, form, protodum
     if form == ("-V",):
         assert "    X-Test: café \ufffd /\\001\\177\\tend\\r\\n\n    User-Agent: é\ufffd/x\\r\\n\n" in out
         assert "[Full request URI: http://hé/g\ufffd\ufffd\ufffd]" in out
+        assert "    sec-websocket-protocol:  p \\r\\n" in out      # a known header: its line as it came
+    if form == ("-T", "json"):
+        assert '"http.sec_websocket_protocol": "p "' in out            # its value: the blanks after the colon skipped
 
 
 def test_a_frame_over_the_limit_that_arrives_whole_is_refused_where_it_completes(tmp_path, protodump_run,
