@@ -137,6 +137,7 @@ class Streams:
         resent = _resent(d, retransmission=True)
         gap = None if t is None else "lost_segment" in t.flags
         fast = fill and "fast_retransmission" in t.flags
+        state.stream.tsharks_reassembly = own
         for h in state.stream.segment(d.seq, d.payload, stack.frame.number, flags, resent, fill, gap, fast):
             if proto is not None:
                 if not state.started:

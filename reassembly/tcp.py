@@ -160,7 +160,7 @@ class TcpDirection:
     """The byte stream of one direction of one connection (see the module docstring)."""
 
     __slots__ = ("base", "done", "filled", "fin", "head_kept", "late", "lost_bytes", "max_pdu", "nxt",
-                 "overlaps_done", "passed", "pending", "refused", "repeats_start", "rst")
+                 "overlaps_done", "passed", "pending", "refused", "repeats_start", "rst", "tsharks_reassembly")
 
     def __init__(self, max_pdu: int = MAX_PDU):
         self.base: int | None = None      # raw sequence number of stream offset 0
@@ -172,6 +172,9 @@ class TcpDirection:
         self.late = False                 # the last segment came after bytes past its start (never handed over)
         self.done: list[tuple[int, int]] = []     # [start, end) of the last PDUs reassembled from segments
         self.passed: list[Pending] = []           # the last PDUs the stream went past incomplete (_passed)
+        # the caller's protocol is framed by tshark's own reassembly (a C dissector's tcp_dissect_pdus), which
+        # keeps PDUs the stream went past; the plugin's own stream framing keeps none (engine/streams.py sets it)
+        self.tsharks_reassembly = False
         self.overlaps_done = False        # the last segment was a stored one's bytes falling in a PDU done before
         self.repeats_start = False        # the last segment was late bytes where a PDU from segments starts
         # bytes at the start of the last segment stored in a PDU from segments that stays incomplete (a segment
@@ -289,7 +292,7 @@ class TcpDirection:
         """Keep a PDU the stream went past incomplete (tshark keeps its multi-segment PDUs): an out-of-order
         segment or fast retransmission falling in it is stored there, and may complete it. The last PASSED_KEPT,
         their bytes in the global reassembly budget."""
-        if pend.end is None or pend.oversized:
+        if pend.end is None or pend.oversized or not self.tsharks_reassembly:
             return
         passed = self.passed
         if len(passed) >= PASSED_KEPT:
