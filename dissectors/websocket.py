@@ -884,31 +884,11 @@ class TextLines:
         self.experts = EXPERTS
 
     def dissect(self, ctx, prefs):
-        raw = ctx.data[ctx.pos:ctx.end]
-        lines = _split_lf(raw)
+        lines = [(at, nxt) for at, _, nxt in ws_handshake.line_ends(ctx.data, ctx.pos, ctx.end)]
         ctx.tree.label = f"Line-based text data ({len(lines)} lines)"     # (packet-text-media.c: "lines" always)
-        at = ctx.pos
-        for line in lines:
-            ctx.tree.add(TextItem(None, None, at, len(line), format_text(line), False, ctx.source))
-            at += len(line)
+        for at, nxt in lines:          # (each with its line end)
+            ctx.tree.add(TextItem(None, None, at, nxt - at, format_text(ctx.data[at:nxt]), False, ctx.source))
         return ctx.meta.get("info", "")     # the Info column stays the WebSocket frame's
-
-
-def _split_lf(raw: bytes) -> list[bytes]:
-    """Lines as tvb_find_line_end cuts them: each ends at \\n, at \\r\\n or at a lone \\r (its end kept)."""
-    out, start = [], 0
-    while start < len(raw):
-        lf, cr = raw.find(b"\n", start), raw.find(b"\r", start)
-        ends = [i for i in (lf, cr) if i >= 0]
-        if not ends:
-            end = len(raw)
-        else:
-            end = min(ends) + 1
-            if raw[end - 1:end] == b"\r" and raw[end:end + 1] == b"\n":
-                end += 1
-        out.append(raw[start:end])
-        start = end
-    return out
 
 
 DATA = Data()
