@@ -753,6 +753,13 @@ class WebSocket:
             if msg is None and not error.startswith(FAILED):         # over protodump's limit
                 ctx.expert(pl, "unexpected", error)
                 return
+            if msg == b"":
+                # inflated to nothing: the plugin has no message for it (below, as for one it could not inflate);
+                # tshark makes no buffer of 0 bytes and hands the message up as it came (or, inflating from
+                # another history, what it made of it)
+                if single and inflater.wireshark_out:
+                    ctx.new_source("Decompressed payload", inflater.wireshark_out)
+                msg, inflater = None, None
             # the plugin inflates when it is called: after Wireshark's own buffer for a message it delivers
             # inflated as we do (one frame), before its own for one Wireshark delivers otherwise (compressed,
             # inflated from another history) or not at all

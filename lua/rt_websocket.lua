@@ -172,6 +172,20 @@ local function ws_extensions(value)
   return nil
 end
 
+-- Whether Wireshark, inflating, would hand up something else than a one-frame compressed message as it came:
+-- permessage-deflate was agreed and the message inflates to some bytes, or fails to (then nothing is handed up),
+-- from the direction's state `z` (a walk only: `z` is left as it is).
+local function ws_inflates(conn, dir, z, data)
+  if not conn.deflate then return false end
+  if z.broken then return true end
+  local fresh = conn.deflate[(dir == conn.client and "client" or "server") .. "_no_context_takeover"] ~= nil
+  local carry, done, window = z.carry or "", z.done or 0, z.window
+  if fresh then carry, done, window = "", 0, "" end
+  local ok, total = pcall(rt.deflate_walk, carry .. data .. "\0\0\255\255", 1, WS_MESSAGE_LIMIT + done, #window,
+                          WS_WINDOW, true)
+  return not ok or total - done > 0
+end
+
 local ws_conns, ws_frames = {}, {}
 -- Wireshark's websocket.decompress preference (no Lua API reads another protocol's preference): off when its
 -- dissector hands up a one-frame compressed message as it is (seen in rt.ws_messages before that message is
@@ -287,11 +301,14 @@ function rt.ws_messages(pinfo, final, delivered)
     if ok and f and f.whole > WS_MAX_FRAME then d.stopped = true end
     if ok and f and f.opcode < 8 and not d.stopped then
       -- the frame Wireshark just handed up, a one-frame compressed message, delivered as it is: its
-      -- websocket.decompress is off, so this message is not inflated either (nor any later one)
+      -- websocket.decompress is off, so this message is not inflated either (nor any later one). Not when the
+      -- message inflates to nothing: Wireshark hands such a message up as it came (it makes no buffer of 0 bytes)
       if delivered and i == #frames and f.fin and f.rsv >= 4 and f.opcode ~= 0 and not ws_keep_compressed
           and not d.z.ended and delivered:len() == #f.payload and #f.payload > 0 then
         local payload = f.key and rt.ws_unmask(f.payload, f.key) or f.payload
-        if delivered:raw(0, delivered:len()) == payload then ws_keep_compressed = true end
+        if delivered:raw(0, delivered:len()) == payload and ws_inflates(rec.conn, rec.dir, d.z, payload) then
+          ws_keep_compressed = true
+        end
       end
       ws_data_frame(rec.conn, rec.dir, f, rec.msgs, pinfo)
     end

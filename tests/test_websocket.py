@@ -736,6 +736,52 @@ def test_messages_after_a_final_deflate_block_on_the_other_wireshark(tmp_path, p
     assert sum(bool(layers_of(x, "freeblox")) for x in a) == 7
 
 
+def empty_message_pcap(path) -> None:
+    """A permessage-deflate connection (context takeover) whose server sends an empty message, deflated to the one
+    byte RFC 7692 7.2.3.6 shows (an empty stored block, `00`), between real messages of both sides."""
+    from test_freeblox import fuzz_messages, tcp_pcap, upgrade
+    msgs = [m for _, m in fuzz_messages(5, 40)][:5]
+    server, client = zlib.compressobj(wbits=-15), zlib.compressobj(wbits=-15)
+
+    def flushed(z, m):
+        return (z.compress(m) + z.flush(zlib.Z_SYNC_FLUSH))[:-4]
+
+    empty = flushed(server, b"")
+    assert empty == b"\x00"
+    tcp_pcap(path, upgrade(True) + [(False, ws.encode_frame(2, flushed(server, msgs[0]), rsv=4)),
+                                    (False, ws.encode_frame(2, empty, rsv=4)),
+                                    (False, ws.encode_frame(2, flushed(server, msgs[1]), rsv=4)),
+                                    (True, ws.encode_frame(2, flushed(client, msgs[2]), rsv=4, mask=MASK)),
+                                    (False, ws.encode_frame(2, flushed(server, msgs[3]), rsv=4))])
+
+
+@pytest.mark.parametrize("form", [("-V", "-x"), ("-T", "json"),
+                                  ("-T", "fields", "-e", "frame.protocols", "-e", "freeblox.id")])
+def test_a_message_that_inflates_to_nothing_is_tsharks(tmp_path, form, protodump_run, standard_run):
+    """tshark makes no buffer of 0 bytes: it hands an empty deflated message up as it came. The plugin took that
+    for websocket.decompress off, so it showed the byte as a Freeblox packet and inflated no later message of the
+    capture; it now sees that the message inflates to nothing, shows nothing for it and goes on inflating."""
+    path = tmp_path / "empty-message.pcap"
+    empty_message_pcap(path)
+    out = equal_to_tshark(protodump_run, standard_run, path, *form)
+    if form[0] == "-T" and form[1] == "fields":
+        shown = [bool(line.split("\t")[1]) for line in out.splitlines()]
+        # the handshake's segments, then the messages: all but the empty one decoded
+        assert shown[-5:] == [True, False, True, True, True], out
+    if form == ("-V", "-x"):
+        assert "Decompressed payload (0 bytes)" not in out
+
+
+def test_a_message_that_inflates_to_nothing_on_the_other_wireshark(tmp_path, protodump_run, other_run):
+    """The same capture on the other Wireshark (4.4 beside 4.0): the game layers are protodump's."""
+    path = tmp_path / "empty-message.pcap"
+    empty_message_pcap(path)
+    ours, theirs = protodump_run("-T", "json", str(path)), other_run("-T", "json", "-r", str(path))
+    a, b = packet_layers(ours.stdout), packet_layers(theirs.stdout)
+    assert [layers_of(x, "freeblox") for x in a] == [layers_of(y, "freeblox") for y in b]
+    assert [bool(layers_of(x, "freeblox")) for x in a][-5:] == [True, False, True, True, True]
+
+
 def big_frame_pcap(path, deflate: bool) -> None:
     """A server that sends a 1.2 MB asset in one frame (Node's ws sends each message as one frame), over 829 TCP
     segments, then a message on each side."""
