@@ -92,10 +92,18 @@ def text_io_stat(r):
     """The io,stat table's lines, yielded (its rows may be millions: never all in memory)."""
     prec, rounded = r["precision"], r["rounded_duration_us"]
     dv = 10 ** (6 - prec)
-    dur_mag = len(str(rounded // 1_000_000))
+    dur = r["duration_us"]
+    # iostat_draw makes its number format from the duration's digits before rounding it (up to the next printed
+    # digit only when past half of one), and every width from those after: where rounding adds a digit (9.7 s at
+    # 1 s, not 9.5 s), the bounds are printed a digit narrower than their column, and the Duration and Interval
+    # lines come out that much shorter than the table
+    end = dur if dur % dv <= 5 * (dv // 10) else rounded // dv * dv
+    dur_mag = len(str(end // 1_000_000))
+    fmt_mag = len(str(dur // 1_000_000))
+    short = dur_mag - fmt_mag
 
     def t(us):      # an interval bound, at the table's precision
-        return f"{us // 1_000_000:{dur_mag}d}" + (f".{us % 1_000_000 // dv:0{prec}d}" if prec else "")
+        return f"{us // 1_000_000:{fmt_mag}d}" + (f".{us % 1_000_000 // dv:0{prec}d}" if prec else "")
     invl_col_w = max((2 * dur_mag + 8) if prec == 0 else (2 * dur_mag + 2 * prec + 10), 12)
     widths = []       # (frames, bytes) widths of a frames-and-bytes column, (None, width) of a function column
     funcs = r.get("functions") or [None] * len(r["filters"])
@@ -119,16 +127,16 @@ def text_io_stat(r):
     if borderlen - tabrow_w == 1:
         borderlen += 1
 
-    def boxed(text):
-        return f"{text:<{borderlen - 1}}|"
+    def boxed(text, narrower=0):
+        return f"{text:<{borderlen - 1 - narrower}}|"
     iv = r["interval_us"]
-    interval = t(rounded) if r["whole_capture"] else (
-        f"{iv // 1_000_000}" + (f".{iv % 1_000_000 // dv:0{prec}d}" if prec else ""))
-    dur = r["duration_us"]
+    whole = r["whole_capture"]
+    interval = t(iv).strip() if whole else t(iv)      # (a whole capture's: its duration, rounded)
     # tshark 4.0 prints an integral interval's duration with "%u.%6u": the microseconds space-padded
-    duration = t(rounded).strip() if prec else f"{dur // 1_000_000}.{dur % 1_000_000:6d}"
-    lines = ["", "=" * borderlen, boxed("| IO Statistics"), boxed("|"), boxed(f"| Duration: {duration} secs"),
-             boxed(f"| Interval: {interval.strip()} secs"), boxed("|")]
+    duration = t(end).strip() if prec else f"{dur // 1_000_000}.{dur % 1_000_000:6d}"
+    lines = ["", "=" * borderlen, boxed("| IO Statistics"), boxed("|"),
+             boxed(f"| Duration: {duration} secs", 0 if prec else short),
+             boxed(f"| Interval: {interval} secs", 0 if whole else short), boxed("|")]
     for j, f in enumerate(r["filters"]):
         lines.append(boxed(("| Col" if j == 0 else "|    ") + f"{j + 1:2d}: " + (f or "Frames and bytes")))
     lines.append("|" + "-" * (borderlen - 2) + "|")

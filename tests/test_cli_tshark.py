@@ -205,3 +205,30 @@ def test_two_pass_read_filter_and_count_are_tsharks(protodump_run, standard_run,
     ours, theirs = protodump_run(*args, name), standard_run(*args, "-r", name)
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == theirs.stdout
+
+
+def three_frames(path, duration_us: int) -> None:
+    """Three datagrams of the real blank session: at 0, half of `duration_us` and `duration_us`."""
+    import dpkt
+    from conftest import CAPTURES_DIR
+    with open(CAPTURES_DIR / "blank-server-session.pcap", "rb") as f:
+        frames = [buf for _, buf in dpkt.pcap.Reader(f)][:3]
+    with open(path, "wb") as f:
+        w = dpkt.pcap.Writer(f, nano=False)
+        for frame, at in zip(frames, (0, duration_us // 2, duration_us)):
+            w.writepkt(frame, 1000 + at / 1e6)
+
+
+@pytest.mark.parametrize("duration_us", [9_700_000, 9_500_000, 19_127_165, 99_800_000, 9_950_000, 950_000,
+                                         9_997_000, 1_234_500_000])
+def test_io_stat_widths_where_rounding_adds_a_digit(tmp_path, protodump_run, standard_run, duration_us):
+    """tshark 4.0 formats the bounds and the Interval line with the duration's digits before rounding it (up to
+    the next printed digit only when past half of one) and sizes the column and the box with those after: at
+    9.7 s and 1 s intervals the bounds are a digit narrower than their column and the Duration and Interval
+    lines a character short; at 19.1 s the interval is printed two wide (` 1`)."""
+    path = tmp_path / "three.pcap"
+    three_frames(path, duration_us)
+    for z in ("io,stat,1", "io,stat,0.1", "io,stat,0.01", "io,stat,3", "io,stat,0", "io,stat,0.5,udp,ip"):
+        ours, theirs = protodump_run("-q", "-z", z, str(path)), standard_run("-q", "-z", z, "-r", str(path))
+        assert ours.returncode == 0, ours.stderr
+        assert ours.stdout == theirs.stdout, z
