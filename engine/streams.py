@@ -158,10 +158,10 @@ class Streams:
                     if self.reassembled_in is not None:
                         self._record_pieces(h.pieces, stack.frame.number)
                 elif (own and h.seg_offset is not None and cutter.kept_from is not None
-                      and (cutter.kept_from > 0 or d.reassembled)):
-                    # PDUs of this segment (after one reassembled here, if any), then the start of one it does not
-                    # hold: tshark's TCP shows those bytes as "TCP segment data" (desegment_tcp: from the desegment
-                    # offset to the end)
+                      and (cutter.kept_from > 0 or d.reassembled or state.stream.head_kept)):
+                    # PDUs of this segment (after one reassembled here, or the bytes desegment_tcp's first round
+                    # kept, if any), then the start of one it does not hold: tshark's TCP shows those bytes as "TCP
+                    # segment data" (desegment_tcp: from the desegment offset to the end)
                     d.segment_data = len(h.data) - cutter.kept_from
                     d.segment_data_at = h.seg_offset + cutter.kept_from
         if own and state.stream.head_kept:
@@ -187,7 +187,7 @@ class Streams:
             if getattr(proto, "lua", True) is not False:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
                 stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
-            else:
+            elif not d.segment_data:
                 d.segment_data = len(d.payload)     # tshark's TCP kept the segment for a PDU: "TCP segment data"
 
     def _record_pieces(self, pieces, frame: int) -> None:

@@ -218,7 +218,13 @@ class TcpDirection:
             if first:
                 self.nxt = offset
             return
-        if resent or (not first and offset < self.nxt):  # retransmission / late: tshark hands nothing over
+        behind = not first and offset < self.nxt
+        if behind and self.tsharks_reassembly and offset == self.nxt - 1 and len(payload) > 1:
+            # tcp.c calls a segment from the byte before the next expected one no retransmission (a keep-alive's
+            # byte with data after it): tshark's own reassembly gets it from its first byte (the plugin's stream
+            # framing drops it as late)
+            behind = False
+        if resent or behind:                              # retransmission / late: tshark hands nothing over
             self.late = True
             self.nxt = end if first else max(self.nxt, end)
             pend = self.pending

@@ -599,6 +599,15 @@ NOISE = {
     # overlap]", and Info "[Illegal Segments]"; the second round's last frame declares a length past 2^31 ahead
     # (TCP segment data); a text message with control characters and broken UTF-8 (Line-based text data)
     "freeblox-conflicting-segments.pcap": ((), "[Illegal Segments]WebSocket Unknown Opcode [FIN]"),
+    # captures/freeblox-lossy-spurious.pcap, truncated and flipped (freeblox:2046:29): frame 5 starts at the byte
+    # before the next expected one and runs past it. tcp.c calls that no retransmission (a keep-alive's byte with
+    # data after it), so tcp_dissect_pdus frames the segment from its first byte; protodump took it for late bytes
+    # and kept them for nothing (the plugin's own stream framing does drop such a segment)
+    "freeblox-keepalive-byte.pcap": ((), "freeblox 248 STREAM_ASSET grass (Texture, 122 bytes, PNG)"),
+    # captures/freeblox-fragments.pcap with bytes overwritten, cut to 7 frames (freeblox:2046:94): frame 5, after
+    # a gap, completes nothing: desegment_tcp's first round stores its first 1,045 bytes in the PDU that stays
+    # incomplete, the second frames the last 7 as the start of another (TCP segment data, 7 bytes, not 1,052)
+    "freeblox-second-round-start.pcap": ((), "Len=1052 TSval=605293855 TSecr=2310613387 [TCP segment of a"),
 }
 
 
