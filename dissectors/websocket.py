@@ -64,14 +64,16 @@ ENDED = _Ended()
 
 
 def frame_length(data: bytes, pos: int) -> int:
-    """pdu_length of one frame: header (2, +2/+8 extended length, +4 masking key) + payload; 0 = need more."""
+    """pdu_length of one frame: header (2, +2/+8 extended length, +4 masking key) + payload; 0 = need more.
+    As get_websocket_frame_length, the length is known once its own bytes are there (the masking key need not
+    be: a length read from noise takes effect a segment earlier)."""
     n = len(data) - pos
     if n < 2:
         return 0
     b1 = data[pos + 1]
     size7 = b1 & 0x7F
     head = header_length(b1)
-    if n < head:
+    if n < (4 if size7 == 126 else 10 if size7 == 127 else 2):
         return 0
     if size7 == 126:
         size = int.from_bytes(data[pos + 2:pos + 4], "big")

@@ -604,9 +604,11 @@ NOISE = {
     # data after it), so tcp_dissect_pdus frames the segment from its first byte; protodump took it for late bytes
     # and kept them for nothing (the plugin's own stream framing does drop such a segment)
     "freeblox-keepalive-byte.pcap": ((), "freeblox 248 STREAM_ASSET grass (Texture, 122 bytes, PNG)"),
-    # captures/freeblox-fragments.pcap with bytes overwritten, cut to 7 frames (freeblox:2046:94): frame 5, after
+    # captures/freeblox-fragments.pcap with bytes overwritten, cut to 8 frames (freeblox:2046:94): frame 5, after
     # a gap, completes nothing: desegment_tcp's first round stores its first 1,045 bytes in the PDU that stays
-    # incomplete, the second frames the last 7 as the start of another (TCP segment data, 7 bytes, not 1,052)
+    # incomplete, the second frames the last 7 as the start of another (TCP segment data, 7 bytes, not 1,052).
+    # With frame 6 that one's 64-bit length is there but not its masking key: tshark reads the length then (2^32
+    # less 7.8 MB ahead: behind in serial arithmetic), so frame 7 starts a new frame; protodump waited for the key
     "freeblox-second-round-start.pcap": ((), "Len=1052 TSval=605293855 TSecr=2310613387 [TCP segment of a"),
 }
 
