@@ -533,7 +533,9 @@ class TcpTable:
             # (data the peer has acknowledged already, even though new to us: tshark hands it to no subdissector)
             flags += ["spurious_retransmission", "retransmission"]
             return
-        if behind and rev.dupacks >= 2 and rev.lastack == seq and ts - rev.lastack_ns < 20_000_000:
+        # (tcp.c's dupacknum is unsigned: the -1 an ACK of unseen data leaves there counts as >= 2)
+        dupacks = rev.dupacks >= 2 or rev.dupacks == -1
+        if behind and dupacks and rev.lastack == seq and ts - rev.lastack_ns < 20_000_000:
             flags.append("fast_retransmission")
             return
         threshold = conn.irtt_ns if conn.irtt_ns is not None else OOO_THRESHOLD_NS

@@ -610,6 +610,11 @@ NOISE = {
     # With frame 6 that one's 64-bit length is there but not its masking key: tshark reads the length then (2^32
     # less 7.8 MB ahead: behind in serial arithmetic), so frame 7 starts a new frame; protodump waited for the key
     "freeblox-second-round-start.pcap": ((), "Len=1052 TSval=605293855 TSecr=2310613387 [TCP segment of a"),
+    # the whole case 2046:29, its first 82 frames: the server's last segment acknowledges client bytes never seen a
+    # second time, so tcp.c sets the client's duplicate-ACK count to -1; that count is unsigned, so the segment,
+    # behind the server's next sequence number, is a fast retransmission (handed to the WebSocket dissector), not
+    # a retransmission (handed to nobody)
+    "freeblox-unsigned-dupacks.pcap": ((), "[TCP Fast Retransmission] STREAM_ASSET grass (Texture, 122 bytes, PNG)"),
 }
 
 
