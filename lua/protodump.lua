@@ -3563,17 +3563,24 @@ end
 -- blocks on a byte boundary (the usual sync flush: resumed from the window), or in the middle of a block (a
 -- damaged message: zlib's inflate, as Python's and tshark's, returns what it decoded and goes on with the next
 -- message's bytes; the plugin keeps this one's input and decodes it again in front of the next).
+-- The walk of one message from direction state `z` (left as it is): pcall's ok, then the bytes the stream has
+-- decoded so far, how it stands after (ended, clean), and the input, window and earlier output it walked from.
+local function ws_walk(z, data)
+  local window, carry, done = z.window, z.carry or "", z.done or 0
+  local input = carry .. data .. "\0\0\255\255"
+  local ok, total, _, ended, clean = pcall(rt.deflate_walk, input, 1, WS_MESSAGE_LIMIT + done, #window, WS_WINDOW,
+                                           true)
+  return ok, total, ended, clean, input, window, done
+end
+
 function rt.ws_inflate(z, data, fresh)
   -- a failed inflate with context takeover leaves the shared context unknown: every later message fails too
   -- (zlib's BAD state; dissectors/websocket.py's Inflater.broken)
   if z.broken then return nil, "Decompression failed: the shared context was lost earlier" end
   if fresh then z.window, z.carry, z.done = "", "", 0 end
-  local window, carry, done = z.window, z.carry or "", z.done or 0
   local function restart() z.window, z.carry, z.done = "", "", 0 end
   local over = string.format("Decompressed message exceeds the limit of %d bytes", WS_MESSAGE_LIMIT)
-  local input = carry .. data .. "\0\0\255\255"
-  local ok, total, _, ended, clean = pcall(rt.deflate_walk, input, 1, WS_MESSAGE_LIMIT + done, #window, WS_WINDOW,
-                                           true)
+  local ok, total, ended, clean, input, window, done = ws_walk(z, data)
   if not ok then
     restart()
     if type(total) == "table" and total.inflate == "over the limit" then return nil, over end
@@ -3633,17 +3640,18 @@ local function ws_extensions(value)
   return nil
 end
 
+-- Whether this direction starts each message afresh (its side asked for no context takeover).
+local function ws_fresh(conn, dir)
+  return conn.deflate[(dir == conn.client and "client" or "server") .. "_no_context_takeover"] ~= nil
+end
+
 -- Whether Wireshark, inflating, would hand up something else than a one-frame compressed message as it came:
 -- permessage-deflate was agreed and the message inflates to some bytes, or fails to (then nothing is handed up),
 -- from the direction's state `z` (a walk only: `z` is left as it is).
 local function ws_inflates(conn, dir, z, data)
   if not conn.deflate then return false end
   if z.broken then return true end
-  local fresh = conn.deflate[(dir == conn.client and "client" or "server") .. "_no_context_takeover"] ~= nil
-  local carry, done, window = z.carry or "", z.done or 0, z.window
-  if fresh then carry, done, window = "", 0, "" end
-  local ok, total = pcall(rt.deflate_walk, carry .. data .. "\0\0\255\255", 1, WS_MESSAGE_LIMIT + done, #window,
-                          WS_WINDOW, true)
+  local ok, total, _, _, _, _, done = ws_walk(ws_fresh(conn, dir) and { window = "" } or z, data)
   return not ok or total - done > 0
 end
 
@@ -3701,13 +3709,12 @@ local function ws_data_frame(conn, dir, f, out, pinfo)
   local data = table.concat(m.parts)
   local plain = not f.key
   if m.compressed and conn.deflate and not ws_keep_compressed then
-    local side = dir == conn.client and "client" or "server"
     if not d.charged then         -- an inflate window: counted in the state budget (Python's Inflater.COST)
       d.charged = true
       rt.state_charge(pinfo, LIMITS.INFLATE_COST, function() d.z = { window = "" } end)
     end
     local ended = d.z.ended      -- (before this message: Wireshark inflated it if its own final block ends it)
-    local r, at, n = rt.ws_inflate(d.z, data, conn.deflate[side .. "_no_context_takeover"] ~= nil)
+    local r, at, n = rt.ws_inflate(d.z, data, ws_fresh(conn, dir))
     if r == nil then out[#out + 1] = { err = at }; return end
     if n == 0 then return end
     -- the message alone (r also holds the window before it: a range of r would place the message's items at
