@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..engine.demand import of_filter
 from .stats_base import StatsError, Tap, register
+from .spill_table import LazyRows, SpillTable
 from .stats_phs import compile_optional
 
 TITLES = {"eth": "Ethernet", "ip": "IPv4", "ipv6": "IPv6", "udp": "UDP", "tcp": "TCP", "sctp": "SCTP"}
@@ -62,8 +63,60 @@ class _Table(Tap):
         return addresses(packet, self.type)
 
 
-def _busiest_first(rows, total):
-    return sorted(rows, key=lambda r: -total(r))       # sorted() is stable: ties keep first-seen order
+MEMORY_ROWS = 20_000     # a table's entries in memory; beyond, they spill to disk (analysis/spill_table.py)
+
+# A conversation: key (one end, its port, the other end, its port; -1 for no port), the lower end first;
+# entry [first frame, whether the lower end is A (the source of the first frame), A's frames, A's bytes,
+# B's frames, B's bytes, start, stop] (times in ns from the capture's first frame).
+CONV_KEYS = ("low", "low_port", "high", "high_port")
+CONV_VALUES = ("first", "low_is_a", "a_frames", "a_bytes", "b_frames", "b_bytes", "start", "stop")
+CONV_MERGE = """a_frames = a_frames + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.a_frames ELSE excluded.b_frames END,
+    a_bytes = a_bytes + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.a_bytes ELSE excluded.b_bytes END,
+    b_frames = b_frames + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.b_frames ELSE excluded.a_frames END,
+    b_bytes = b_bytes + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.b_bytes ELSE excluded.a_bytes END,
+    start = min(start, excluded.start), stop = max(stop, excluded.stop)"""
+# (`first` and `low_is_a` stay the row's: an entry that spills later began later)
+
+
+def conversation_order(pair):
+    """Busiest first, ties in first-seen order (tshark's draw loop)."""
+    c = pair[1]
+    return -(c[2] + c[4]), c[0]
+
+
+def fold_conversation(into: list, entry: list) -> None:
+    """Add a later-begun entry of the same conversation (another shard's) to `into`."""
+    same = entry[1] == into[1]
+    into[2] += entry[2] if same else entry[4]
+    into[3] += entry[3] if same else entry[5]
+    into[4] += entry[4] if same else entry[2]
+    into[5] += entry[5] if same else entry[3]
+    into[6], into[7] = min(into[6], entry[6]), max(into[7], entry[7])
+
+
+# An endpoint: key (address, port or -1); entry [first seen, tx packets, tx bytes, rx packets, rx bytes], where
+# first seen is twice the first frame's number, plus one when the endpoint was that frame's destination.
+END_KEYS = ("address", "port")
+END_VALUES = ("first", "tx_packets", "tx_bytes", "rx_packets", "rx_bytes")
+END_MERGE = """tx_packets = tx_packets + excluded.tx_packets,
+    tx_bytes = tx_bytes + excluded.tx_bytes, rx_packets = rx_packets + excluded.rx_packets,
+    rx_bytes = rx_bytes + excluded.rx_bytes"""
+
+
+def endpoint_order(pair):
+    e = pair[1]
+    return -(e[1] + e[3]), e[0]
+
+
+def _rows(table, order, row):
+    """A table's rows for the result: a list, or rows read from disk as they are written when it spilled."""
+    if isinstance(table, SpillTable) and table.spilled:
+        return LazyRows(lambda: map(row, table.sorted_rows()), table.count())
+    return [row(pair) for pair in sorted(table.items(), key=order)]
+
+
+def _port(p):
+    return None if p == -1 else p
 
 
 def _endpoint_name(addr, port):
@@ -77,35 +130,53 @@ class Conversations(_Table):
 
     def __init__(self, args):
         super().__init__(args)
-        self.convs: dict = {}
+        self.convs = SpillTable(CONV_KEYS, CONV_VALUES, CONV_MERGE, "a_frames + b_frames DESC, first",
+                                conversation_order, MEMORY_ROWS)
+
+    def shard(self) -> None:
+        """In a -j or Dask shard the table stays in memory: it moves to the parent to be merged."""
+        self.convs.limit = float("inf")
 
     def add(self, packet):
         a = self.accept(packet)
         if a is None:
             return
         src, dst, sport, dport = a
-        ends = ((src, sport), (dst, dport))
-        k = ((src, sport or -1), (dst, dport or -1))      # no None in comparisons (eth/ip have no ports)
-        key = k if k[0] <= k[1] else k[::-1]
-        c = self.convs.get(key)
+        one = (src, -1 if sport is None else sport)
+        other = (dst, -1 if dport is None else dport)
+        low_is_src = one <= other
+        key = one + other if low_is_src else other + one
+        convs = self.convs
+        c = convs.get(key)
         ts = packet.frame.ts_ns - self.first_ns
         if c is None:
-            c = self.convs[key] = {"a": ends[0], "b": ends[1], "tx": [0, 0], "rx": [0, 0], "start": ts, "stop": ts}
-        c["start"], c["stop"] = min(c["start"], ts), max(c["stop"], ts)
-        side = c["tx"] if ends[0] == c["a"] else c["rx"]
-        side[0] += 1
-        side[1] += packet.frame.length
+            if len(convs) >= convs.limit:
+                convs.spill()
+            c = convs[key] = [packet.number, low_is_src, 0, 0, 0, 0, ts, ts]
+        elif ts < c[6]:
+            c[6] = ts
+        elif ts > c[7]:
+            c[7] = ts
+        if low_is_src == c[1]:
+            c[2] += 1
+            c[3] += packet.frame.length
+        else:
+            c[4] += 1
+            c[5] += packet.frame.length
+
+    @staticmethod
+    def _row(pair):
+        (low, low_port, high, high_port), c = pair
+        a, ap, b, bp = (low, low_port, high, high_port) if c[1] else (high, high_port, low, low_port)
+        ap, bp = _port(ap), _port(bp)
+        return {"a": a, "a_port": ap, "b": b, "b_port": bp,
+                "a_name": _endpoint_name(a, ap), "b_name": _endpoint_name(b, bp),
+                "rx_frames": c[4], "rx_bytes": c[5], "tx_frames": c[2], "tx_bytes": c[3],
+                "frames": c[2] + c[4], "bytes": c[3] + c[5],
+                "rel_start": c[6] / 1e9, "duration": (c[7] - c[6]) / 1e9}
 
     def result(self):
-        rows = []
-        for c in _busiest_first(self.convs.values(), lambda c: c["tx"][0] + c["rx"][0]):
-            (a, ap), (b, bp) = c["a"], c["b"]
-            rows.append({"a": a, "a_port": ap, "b": b, "b_port": bp,
-                         "a_name": _endpoint_name(a, ap), "b_name": _endpoint_name(b, bp),
-                         "rx_frames": c["rx"][0], "rx_bytes": c["rx"][1],
-                         "tx_frames": c["tx"][0], "tx_bytes": c["tx"][1],
-                         "frames": c["tx"][0] + c["rx"][0], "bytes": c["tx"][1] + c["rx"][1],
-                         "rel_start": c["start"] / 1e9, "duration": (c["stop"] - c["start"]) / 1e9})
+        rows = _rows(self.convs, conversation_order, self._row)
         return {"kind": self.kind, "type": self.type, "title": f"{TITLES[self.type]} Conversations",
                 "filter": self.filter, "ports": self.type in ("udp", "tcp", "sctp"), "conversations": rows}
 
@@ -117,10 +188,20 @@ class Endpoints(_Table):
 
     def __init__(self, args):
         super().__init__(args)
-        self.ends: dict = {}
+        self.ends = SpillTable(END_KEYS, END_VALUES, END_MERGE, "tx_packets + rx_packets DESC, first",
+                               endpoint_order, MEMORY_ROWS)
 
-    def _count(self, key, slot, size):
-        e = self.ends.setdefault(key, [0, 0, 0, 0])
+    def shard(self) -> None:
+        """In a -j or Dask shard the table stays in memory: it moves to the parent to be merged."""
+        self.ends.limit = float("inf")
+
+    def _count(self, key, slot, size, seen):
+        ends = self.ends
+        e = ends.get(key)
+        if e is None:
+            if len(ends) >= ends.limit:
+                ends.spill()
+            e = ends[key] = [seen, 0, 0, 0, 0]
         e[slot] += 1
         e[slot + 1] += size
 
@@ -129,15 +210,17 @@ class Endpoints(_Table):
         if a is None:
             return
         src, dst, sport, dport = a
-        size = packet.frame.length
-        self._count((src, sport), 0, size)
-        self._count((dst, dport), 2, size)
+        size, seen = packet.frame.length, 2 * packet.number
+        self._count((src, -1 if sport is None else sport), 1, size, seen)
+        self._count((dst, -1 if dport is None else dport), 3, size, seen + 1)
+
+    @staticmethod
+    def _row(pair):
+        (addr, port), e = pair
+        return {"address": addr, "port": _port(port), "packets": e[1] + e[3], "bytes": e[2] + e[4],
+                "tx_packets": e[1], "tx_bytes": e[2], "rx_packets": e[3], "rx_bytes": e[4]}
 
     def result(self):
-        rows = [{"address": addr, "port": port, "packets": e[0] + e[2], "bytes": e[1] + e[3],
-                 "tx_packets": e[0], "tx_bytes": e[1], "rx_packets": e[2], "rx_bytes": e[3]}
-                for (addr, port), e in self.ends.items()]
         return {"kind": self.kind, "type": self.type, "title": f"{TITLES[self.type]} Endpoints",
                 "filter": self.filter, "ports": self.type in ("udp", "tcp", "sctp"),
-                "endpoints": _busiest_first(rows, lambda r: r["packets"])}
-
+                "endpoints": _rows(self.ends, endpoint_order, self._row)}

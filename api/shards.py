@@ -632,28 +632,34 @@ def _first_ns(tap, states) -> None:
 
 
 def _merge_conv(tap, states):
+    from .analysis.stats_conv import fold_conversation
     _first_ns(tap, states)
     convs = {}
-    for _, _, key, c in _by_first([s["convs"] for s in states]):
+    for key, c in sorted(((k, c) for s in states for k, c in s["convs"].items()), key=_begun):
         base = convs.get(key)
         if base is None:
-            convs[key] = {"a": c["a"], "b": c["b"], "tx": list(c["tx"]), "rx": list(c["rx"]),
-                          "start": c["start"], "stop": c["stop"]}
-            continue
-        tx, rx = (c["tx"], c["rx"]) if c["a"] == base["a"] else (c["rx"], c["tx"])
-        base["tx"] = [x + y for x, y in zip(base["tx"], tx)]
-        base["rx"] = [x + y for x, y in zip(base["rx"], rx)]
-        base["start"], base["stop"] = min(base["start"], c["start"]), max(base["stop"], c["stop"])
+            convs[key] = list(c)
+        else:
+            fold_conversation(base, c)
     tap.convs = convs
 
 
 def _merge_endpoints(tap, states):
     _first_ns(tap, states)
     ends = {}
-    for _, _, key, e in _by_first([s["ends"] for s in states]):
-        have = ends.setdefault(key, [0, 0, 0, 0])
-        ends[key] = [x + y for x, y in zip(have, e)]
+    for key, e in sorted(((k, e) for s in states for k, e in s["ends"].items()), key=_begun):
+        have = ends.get(key)
+        if have is None:
+            ends[key] = list(e)
+        else:
+            for n in range(1, 5):
+                have[n] += e[n]
     tap.ends = ends
+
+
+def _begun(pair):
+    """A conversation's or endpoint's entry by its first frame (the first of its values)."""
+    return pair[1][0]
 
 
 def _merge_phs(tap, states):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
+from ..analysis.spill_table import LazyRows
 from ..capture import manuf
 from ..engine.tree import Item
 from .text import hex_columns, tree_lines
@@ -42,33 +44,32 @@ def shown_address(r, addr: str) -> str:
     return manuf.resolved(bytes.fromhex(addr.replace(":", ""))) or addr
 
 
-def text_conv(r) -> list[str]:
+def text_conv(r) -> Iterator[str]:
+    """(Lines made one by one: a table of a million conversations is read from disk as it is printed.)"""
     pad = " " * (59 if r["ports"] else 47)
-    lines = [EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
-             pad + "|       <-      | |       ->      | |     Total     |    Relative    |   Duration   |",
-             pad + "| Frames  Bytes | | Frames  Bytes | | Frames  Bytes |      Start     |              |"]
+    yield from (EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
+                pad + "|       <-      | |       ->      | |     Total     |    Relative    |   Duration   |",
+                pad + "| Frames  Bytes | | Frames  Bytes | | Frames  Bytes |      Start     |              |")
     w = 26 if r["ports"] else 20
     for c in r["conversations"]:
-        lines.append(f"{shown_address(r, c['a_name']):<{w}} <-> {shown_address(r, c['b_name']):<{w}}"
-                     f"  {c['rx_frames']:6d} {format_size(c['rx_bytes']):<9}"
-                     f"  {c['tx_frames']:6d} {format_size(c['tx_bytes']):<9}"
-                     f"  {c['frames']:6d} {format_size(c['bytes']):<9}"
-                     f"  {c['rel_start']:14.9f}   {c['duration']:12.4f}")
-    lines.append(EQ80)
-    return lines
+        yield (f"{shown_address(r, c['a_name']):<{w}} <-> {shown_address(r, c['b_name']):<{w}}"
+               f"  {c['rx_frames']:6d} {format_size(c['rx_bytes']):<9}"
+               f"  {c['tx_frames']:6d} {format_size(c['tx_bytes']):<9}"
+               f"  {c['frames']:6d} {format_size(c['bytes']):<9}"
+               f"  {c['rel_start']:14.9f}   {c['duration']:12.4f}")
+    yield EQ80
 
 
-def text_endpoints(r) -> list[str]:
+def text_endpoints(r) -> Iterator[str]:
     ports = r["ports"]
-    lines = [EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
-             "                       |  " + ("Port  ||  " if ports else "") +
-             "Packets  | |  Bytes  | | Tx Packets | | Tx Bytes | | Rx Packets | | Rx Bytes |"]
+    yield from (EQ80, r["title"], f"Filter:{r['filter'] or '<No Filter>'}",
+                "                       |  " + ("Port  ||  " if ports else "") +
+                "Packets  | |  Bytes  | | Tx Packets | | Tx Bytes | | Rx Packets | | Rx Bytes |")
     for e in r["endpoints"]:
         port = f"      {e['port']:>5}" if ports else ""     # "%-20s      %5s     %6lu" / "%-20s      %6lu"
-        lines.append(f"{shown_address(r, e['address']):<20}{port}{'     ' if ports else '      '}{e['packets']:6d}     {e['bytes']:9d}     {e['tx_packets']:6d}"
-                     f"       {e['tx_bytes']:9d}      {e['rx_packets']:6d}       {e['rx_bytes']:9d}   ")
-    lines.append(EQ80)
-    return lines
+        yield (f"{shown_address(r, e['address']):<20}{port}{'     ' if ports else '      '}{e['packets']:6d}     {e['bytes']:9d}     {e['tx_packets']:6d}"
+               f"       {e['tx_bytes']:9d}      {e['rx_packets']:6d}       {e['rx_bytes']:9d}   ")
+    yield EQ80
 
 
 def text_expert(r) -> list[str]:
@@ -372,7 +373,7 @@ TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert
 
 
 def render_text(result: dict) -> str:
-    lines = TEXT[result.get("layout", result["kind"])](result)
+    lines = list(TEXT[result.get("layout", result["kind"])](result))
     return "\n".join(lines) + "\n" if lines else ""      # nothing at all for an empty result (tshark -z expert)
 
 
@@ -392,12 +393,27 @@ def render_json(results: list[dict]) -> str:
     return json.dumps({"statistics": results}, indent=2, default=_jsonable) + "\n"
 
 
+def write_json(results: list[dict], out) -> None:
+    """render_json's text, written as it is made (a spilled table's rows are read from disk one by one)."""
+    chunks, size = [], 0
+    for chunk in json.JSONEncoder(indent=2, default=_jsonable).iterencode({"statistics": results}):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= 1 << 16:
+            out.write("".join(chunks))
+            chunks, size = [], 0
+    chunks.append("\n")
+    out.write("".join(chunks))
+
+
 # -- rich, on a terminal ------------------------------------------------------------------------------
 
 def _rich_table(result):
     """A rich Table for tabular results (None: keep tshark's text, e.g. follow and io,phs)."""
     from rich.table import Table
     kind = result.get("layout", result["kind"])    # game taps share one layout per kind of statistic
+    if isinstance(result.get("conversations", result.get("endpoints")), LazyRows):
+        return None                                 # tens of thousands of rows, on disk: the plain layout
     if kind == "conv":
         t = Table(title=f"{result['title']} ({result['filter'] or 'no filter'})")
         for col in ("A", "B", "Frames B→A", "Bytes B→A", "Frames A→B", "Bytes A→B", "Frames", "Bytes",
@@ -450,7 +466,7 @@ def write(results: list[dict], out, fmt: str = "text") -> None:
     if not results:
         return
     if fmt == "json":
-        out.write(render_json(results))
+        write_json(results, out)
         return
     console = None
     if out.isatty():

@@ -83,12 +83,18 @@ def section(text: str, title: str) -> list[str]:
 
 
 
+@pytest.mark.parametrize("memory_rows", [None, 1], ids=["in memory", "spilled to disk"])
 @pytest.mark.parametrize("path", CAPS, ids=lambda p: p.rsplit("/", 1)[-1])
-def test_conversations_and_endpoints_match_tshark(path, monkeypatch):
+def test_conversations_and_endpoints_match_tshark(path, memory_rows, monkeypatch):
+    """(Also with one entry of a table in memory, the rest spilled to disk: analysis/spill_table.py.)"""
+    from protodump.analysis import stats_conv
     from protodump.capture import manuf
     monkeypatch.setitem(manuf.RESOLVE, "mac", False)       # as tshark -n (tshark_all): Ethernet addresses unnamed
     expected = tshark_all(path)
-    for table, result in zip(TABLES, ours(path, *TABLES)):
+    if memory_rows is not None:
+        monkeypatch.setattr(stats_conv, "MEMORY_ROWS", memory_rows)
+    results = ours(path, *TABLES) if memory_rows is None else stats.run(decoded(path), TABLES)
+    for table, result in zip(TABLES, results):
         if TITLES[table] not in expected.splitlines():
             assert not (result.get("conversations") or result.get("endpoints")), table
             continue
