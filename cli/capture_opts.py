@@ -60,11 +60,11 @@ def _parse_autostop(values) -> dict:
 def capture_options(command):
     """Decorator: adds the capture options to a click command without adding parameters to its function."""
     options = [
-        click.option("-i", "interface", metavar="IFACE", expose_value=False, callback=_store("interface"),
+        click.option("-i", "--interface", "interface", metavar="IFACE", expose_value=False, callback=_store("interface"),
                      help="Capture live on this interface (name or -D number) instead of reading a file."),
         click.option("-f", "capture_filter", metavar="BPF", expose_value=False, callback=_store("bpf"),
                      help='Capture filter in BPF syntax, e.g. "udp port 12354" (with -i).'),
-        click.option("-a", "autostop", multiple=True, metavar="duration:S|packets:N", expose_value=False,
+        click.option("-a", "--autostop", "autostop", multiple=True, metavar="duration:S|packets:N", expose_value=False,
                      callback=_store("autostop"), help="Stop a live capture after S seconds or N packets."),
         click.option("-w", "write_file", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
                      expose_value=False, callback=_store("write"),
@@ -72,9 +72,9 @@ def capture_options(command):
         click.option("-F", "write_format", type=click.Choice(FORMATS), expose_value=False, callback=_store("format"),
                      help="Format of -w: pcapng or pcap (microseconds) or nsecpcap. Default: pcap for a "
                           "NAME.pcap (.cap, .dmp), else pcapng."),
-        click.option("-P", "print_too", is_flag=True, expose_value=False, callback=_store("print"),
+        click.option("-P", "--print", "print_too", is_flag=True, expose_value=False, callback=_store("print"),
                      help="With -w: print the packets as well."),
-        click.option("-D", "list_ifaces", is_flag=True, expose_value=False, is_eager=True,
+        click.option("-D", "--list-interfaces", "list_ifaces", is_flag=True, expose_value=False, is_eager=True,
                      callback=_list_interfaces, help="List the interfaces live capture can use, and exit."),
     ]
     for option in reversed(options):

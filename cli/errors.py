@@ -43,6 +43,9 @@ OUTPUT_FORMAT_HELP = {
              '          packets, or a multi-line view of the details of each of the',
              '          packets, depending on whether the -V flag was specified.',
              '          This is the default.'),
+    "tabs": ('"tabs"    Similar to the text report except that each column of the',
+             '          human-readable one-line summary is delimited with an ASCII',
+             '          horizontal tab character.'),
 }
 
 TIME_FORMAT_HELP = (('"a"    for absolute', "a"), ('"ad"   for absolute with YYYY-MM-DD date', "ad"),

@@ -15,7 +15,7 @@ from ..output import text
 from .. import __version__
 from . import errors
 
-OUTPUT_FORMATS = ["text", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
+OUTPUT_FORMATS = ["text", "tabs", "json", "jsonraw", "ek", "pdml", "psml", "fields"]
 _T_CHECK, _T_COMPLETE = errors.choice(OUTPUT_FORMATS, lambda v: errors.output_format(v, OUTPUT_FORMATS))
 _TIME_CHECK, _TIME_COMPLETE = errors.choice(text.TIME_FORMATS, errors.time_format)
 _SECONDS_CHECK, _SECONDS_COMPLETE = errors.choice(("s", "hms"), errors.seconds_format)
@@ -64,15 +64,15 @@ def parse_prefs(values) -> dict:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", nargs=-1, type=click.Path(allow_dash=True))
-@click.option("-r", "read_file", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("-r", "--read-file", "read_file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Capture file to read (pcap, pcapng, gzip); - is the standard input (a pipe is fine).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
 @click.option("-c", "count", callback=errors.packet_count, help="Stop after this many packets.")
-@click.option("-Y", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
+@click.option("-Y", "--display-filter", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
 @click.option("-T", "output_format", default="text", callback=_T_CHECK, shell_complete=_T_COMPLETE,
-              show_default=True, help="Output format (tshark's): text, json, jsonraw, ek, pdml, psml, fields.")
+              show_default=True, help="Output format (tshark's): text, tabs, json, jsonraw, ek, pdml, psml, fields.")
 @click.option("-e", "fields_e", multiple=True, metavar="FIELD", shell_complete=completion.fields,
               help="With -T fields|json|ek: a field to print (repeat); also _ws.col.Info and the other columns.")
 @click.option("-j", "json_filter", metavar="PROTOCOLS", shell_complete=completion.protocols, help='With -T json|jsonraw|ek: print only these protocols '
@@ -106,7 +106,7 @@ def parse_prefs(values) -> dict:
 @click.option("-l", "line_buffered", is_flag=True, help="Flush the output after each packet (for pipes).")
 @click.option("-2", "two_pass", is_flag=True, help="Two passes (as tshark -2): show what later frames say, e.g. "
               "[Acknowledged in frame N] on ENet reliable commands; enables -R.")
-@click.option("-R", "read_filter", metavar="FILTER", shell_complete=completion.display_filter, help="With -2: a read filter; packets it rejects are dropped "
+@click.option("-R", "--read-filter", "read_filter", metavar="FILTER", shell_complete=completion.display_filter, help="With -2: a read filter; packets it rejects are dropped "
               "(from the output, -w and -z).")
 @click.option("-n", "no_resolve", is_flag=True, help="Disable name resolution, as tshark -n (protodump resolves only "
               "MAC vendor names, from Wireshark's manuf file; addresses and ports are always numeric).")
@@ -349,7 +349,8 @@ def make_writer(out, output_format, fields_e, fields_opts, *, verbose, hexdump, 
         return json_forms.JsonFormWriter(out, lambda p, _first: json_forms.packet_text(p, opts))
     only_set = set(only.split(",")) if only else None
     return text.TextWriter(out, detail=verbose or only_set is not None, hexdump=hexdump, only=only_set,
-                           time_format=time_format, summary=summary, separator=separator)
+                           time_format=time_format, summary=summary, separator=separator,
+                           tabs=output_format == "tabs")
 
 
 def fail(message: str, code: int = 2):

@@ -76,10 +76,13 @@ def time_column(packet, fmt: str = "r", digits: int | None = None) -> str:
     return clock
 
 
-def summary_line(packet, time_format: str = "r") -> str:
+def summary_line(packet, time_format: str = "r", tabs: bool = False) -> str:
+    """tshark's one-line summary; `tabs`: its columns (padded alike) delimited by tabs (-T tabs)."""
     frame, d = packet.frame, packet.decoded
     t = time_column(packet, time_format)
     src, dst = d.address_columns()
+    if tabs:
+        return f"{frame.number:>5}\t{t:>10}\t{src:>12}\t→\t{dst:<12}\t{packet.protocol}\t{frame.length}\t{packet.info}"
     return f"{frame.number:>5} {t:>10} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
 
 
@@ -386,10 +389,12 @@ class TextWriter:
     Same interface as the JSON and fields writers: write(packet), close()."""
 
     def __init__(self, out, *, detail: bool = False, hexdump: bool = False, only: set[str] | None = None,
-                 time_format: str = "r", summary: bool = False, separator: str = ""):
+                 time_format: str = "r", summary: bool = False, separator: str = "", tabs: bool = False):
         """summary: the summary line before a packet's tree or bytes too (tshark -P); separator: the line
-        after each packet's tree or bytes (tshark -S; an empty line by default)."""
+        after each packet's tree or bytes (tshark -S; an empty line by default); tabs: summary columns
+        delimited by tabs (-T tabs)."""
         self.out, self.detail, self.hexdump, self.only = out, detail, hexdump, only
+        self.tabs = tabs
         self.time_format, self.summary, self.end = time_format, summary, separator + "\n"
         self.console = None
         if out.isatty():
@@ -404,13 +409,13 @@ class TextWriter:
         if not self.detail:
             if self.hexdump:      # tshark 4.0: -x without -V prints the bytes only, no summary line (but -P)
                 if self.summary:
-                    out.write(summary_line(packet, self.time_format) + "\n\n")
+                    out.write(summary_line(packet, self.time_format, self.tabs) + "\n\n")
                 out.write("\n".join(hex_lines(packet)) + "\n" + self.end)
                 return
-            out.write(summary_line(packet, self.time_format) + "\n")
+            out.write(summary_line(packet, self.time_format, self.tabs) + "\n")
             return
         if self.summary:
-            out.write(summary_line(packet, self.time_format) + "\n")
+            out.write(summary_line(packet, self.time_format, self.tabs) + "\n")
         if self.console is None:
             if not self.hexdump:
                 if self.write_parts is not None:

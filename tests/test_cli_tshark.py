@@ -232,3 +232,40 @@ def test_io_stat_widths_where_rounding_adds_a_digit(tmp_path, protodump_run, sta
         ours, theirs = protodump_run("-q", "-z", z, str(path)), standard_run("-q", "-z", z, "-r", str(path))
         assert ours.returncode == 0, ours.stderr
         assert ours.stdout == theirs.stdout, z
+
+
+@pytest.mark.parametrize("name", ["rutentoy-lossy.pcap", "freeblox-session.pcap", "blank-server-session.pcap",
+                                  "iceball-enet-session.pcap", "rutentoy-lossy-v6.pcap"])
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-P", "-x"), ("-t", "ad", "-Y", "tcp.len > 0 || udp")],
+                         ids=lambda m: " ".join(m) or "summary")
+def test_tabs_output_is_tsharks(protodump_run, standard_run, name, mode):
+    """-T tabs: the summary's columns, padded as in text, delimited by tabs (the arrow too: "\\t→\\t")."""
+    args = ("-T", "tabs", *mode, "-r", name)
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    if not mode or mode[0] == "-t":
+        assert "\t→\t" in ours.stdout and "\t→\t" not in protodump_run(*args[2:]).stdout
+
+
+def test_long_options_are_tshark_4_4s(protodump_run, tshark_run, request):
+    """tshark's long names of -r, -Y, -R (4.2 and later: 4.0 lists them in its help but rejects them) and -P
+    (4.0 too): the same output as the short ones, and as the tshark that takes them."""
+    name = "rutentoy-lossy.pcap"
+    pairs = [(("--read-file", name, "--display-filter", "tcp.len > 0"), ("-r", name, "-Y", "tcp.len > 0")),
+             (("-2", "--read-filter", "tcp.len > 0", "-r", name), ("-2", "-R", "tcp.len > 0", "-r", name))]
+    newer = tshark_run
+    if " 4.0." in tshark_run.tshark.version():
+        try:
+            newer = request.getfixturevalue("other_run")
+        except pytest.skip.Exception:
+            newer = None
+    for long, short in pairs:
+        ours = protodump_run(*long)
+        assert ours.returncode == 0, ours.stderr
+        assert ours.stdout == protodump_run(*short).stdout and ours.stdout.count("\n") > 20
+        if newer is not None and " 4.0." not in newer.tshark.version():
+            # the frames and their protocols (the TCP tags of -2 -R differ between 4.0 and 4.4)
+            shown = [line.split()[:6] for line in ours.stdout.splitlines()]
+            assert shown == [line.split()[:6] for line in newer(*long).stdout.splitlines()]
+    assert protodump_run("--list-interfaces").stdout == protodump_run("-D").stdout
