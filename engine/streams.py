@@ -183,8 +183,11 @@ class Streams:
             d.dropped = True                    # old bytes outside any pending PDU: tshark shows nothing of them
             if state.stream.overlaps_done:      # ... but bytes of a PDU reassembled before: reassemble.c throws
                 d.reassembly_error("New fragment overlaps old data (retransmission?)")
-        elif proto is not None and d.payload and not made and not _resent(d):
-            if getattr(proto, "lua", True) is not False:
+        elif proto is not None and d.payload and not made and (not _resent(d) or d.cut and not own
+                                                                and "spurious_retransmission" in t.flags):
+            # (a segment the snap length cut is not desegmented: dissect_tcp_payload hands a spurious
+            # retransmission to its subdissector, the Lua one, which shows nothing of it)
+            if not own:
                 stack.called.append(proto.name)     # the Lua dissector ran (and kept the bytes): in frame.protocols
                 stack.tries.append((len(stack.layers), d.payload_offset, [proto.name], None))   # its call (-T pdml)
             elif not d.segment_data:

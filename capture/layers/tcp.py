@@ -76,7 +76,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     pdus = d.pdu_sizes or ()
     done = kept = 0
     if seglen:
-        vals["payload"] = payload
+        vals["payload"], vals["captured"] = payload, len(payload)   # (an item's bytes: those captured, as proto.c)
         done, kept = completed_here(d), d.segment_data      # (the first bytes complete a PDU; the last start one)
         if pdus:
             at = hl * 4 + done         # the segment's own PDUs follow the bytes that completed one, if any
@@ -101,7 +101,7 @@ def tcp_layer(d, data: bytes, off: int, length: int, segment: int | None = None,
     key = (off, hl, fl, sc, tkey, opts_key, shown > 0, seglen == 1, len(pdus), done > 0, done == 1, kept > 0,
            kept == 1, done and reassembled_pdus(pdus),
            bool(ack) and not fl & 0x10, d.mptcp.key() if d.mptcp is not None else None, d.reassembled_in is not None,
-           d.repeats_pdu_start)
+           d.repeats_pdu_start, d.cut > 0)
     tpl = TEMPLATES.memo.get(key)
     if tpl is None:
         tpl = TEMPLATES.get(key, lambda: tcp_nodes(d, data, off, hl, fl, sc, tkey, opts_key, ts_at, shown))

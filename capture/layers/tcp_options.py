@@ -103,7 +103,8 @@ def options_item(top: Item, data: bytes, off: int, end: int, syn: bool = False, 
     """The options item, as tshark 4.0's tcp_dissect_options makes it (option_items), and after a walk that
     reached the end, the expert of a SYN without MSS."""
     opts = data[off:end]
-    item = top.add(Item(f.tcp_options, opts, off, end - off, ""))
+    # (its length: the bytes captured, when the snap length cut the options; the label keeps the header's count)
+    item = top.add(Item(f.tcp_options, opts, off, min(end, max(len(data), off)) - off, ""))
     names: list[str] = []
     try:
         _, whole = option_items(item, data, off, end, syn, names, sack=sack, mp=mp)

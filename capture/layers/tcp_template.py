@@ -169,7 +169,8 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     completed it (d.reassembled); then, from the second round over the rest of the segment, the [PDU Size] of each
     PDU in it, and "TCP segment data" for the bytes kept for a later PDU (d.segment_data)."""
     a = hl * 4
-    nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a, "seglen")]
+    nodes = [Slot(f.tcp_payload, f"TCP payload (%(seglen)d byte{'s' if seglen != 1 else ''})", "payload", a,
+                  "captured")]
     pdus = getattr(d, "pdu_sizes", None) or ()
     done = completed_here(d)
     first_round = reassembled_pdus(pdus) if done else -1
@@ -184,12 +185,13 @@ def _payload_slots(d, seglen: int, hl: int) -> list:
     if d.reassembled_in is not None:          # -2: the later frame that completes this segment's PDU
         nodes.append(Slot(f.tcp_reassembled_in, "[Reassembled PDU in frame: %(rin)d]", "rin", 0, 0, _G))
     t = d.tcp
-    if d.repeats_pdu_start or (t is not None and "retransmission" in t.flags
-                               and "spurious_retransmission" not in t.flags):
+    if not d.cut and (d.repeats_pdu_start or (t is not None and "retransmission" in t.flags
+                                              and "spurious_retransmission" not in t.flags)):
         # desegment_tcp: a segment TCP's analysis calls a retransmission goes to no subdissector; any late one
         # (spurious, out-of-order, fast) where a multi-segment PDU of tshark's own reassembly starts shows so too
+        # (a segment cut by the snap length is not desegmented: dissect_tcp_payload has no can_desegment)
         label = f"Retransmitted TCP segment data (%(seglen)d byte{'s' if seglen != 1 else ''})"
-        nodes.append(Slot(f.tcp_segment_data, label, "payload", a, "seglen"))
+        nodes.append(Slot(f.tcp_segment_data, label, "payload", a, "captured"))
         return nodes
     n = getattr(d, "segment_data", 0)
     if n:
