@@ -130,3 +130,34 @@ def usage_error(exc: click.UsageError, default_help) -> None:
     # a bad option value: tshark's 1; protodump's own checks of a whole command line keep exit code 2
     fail(exc.format_message(), 2 if type(exc) is click.UsageError else 1)
 
+
+HEXDUMP_HELP = ("", f"{PROG}: Valid --hexdump <hexoption> values include:", "", "Data source options:",
+                "  all                      add hexdump, dump all data sources (-x default)",
+                "  frames                   add hexdump, dump only frame data source", "", "ASCII options:",
+                "  ascii                    add hexdump, include ASCII dump text (-x default)",
+                "  delimit                  add hexdump, delimit ASCII dump text with '|' characters",
+                "  noascii                  add hexdump, exclude ASCII dump text", "", "Miscellaneous:",
+                "  help                     display this help and exit", "", "Example:", "",
+                f"    $ {PROG} ... --hexdump frames --hexdump delimit ...", "")
+
+
+def hexdump_options(values) -> tuple[str, str] | None:
+    """tshark's --hexdump (repeatable, the last of each kind wins): (data sources, ASCII column), e.g. ("frames",
+    "delimit"); None without any. `help` prints the choices (standard output, exit 0); anything else is tshark's
+    error, exit 1."""
+    if not values:
+        return None
+    sources, ascii = "all", "ascii"
+    for value in values:
+        if value == "help":
+            click.echo("\n".join(HEXDUMP_HELP))
+            sys.exit(0)
+        if value in ("all", "frames"):
+            sources = value
+        elif value in ("ascii", "delimit", "noascii"):
+            ascii = value
+        else:
+            fail(f'"{value}" is an invalid value for --hexdump <hexoption>', 1,
+                 [f"For valid <hexoption> values enter: {PROG} --hexdump help"])
+    return sources, ascii
+

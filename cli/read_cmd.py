@@ -68,6 +68,9 @@ def parse_prefs(values) -> dict:
               help="Capture file to read (pcap, pcapng, gzip); - is the standard input (a pipe is fine).")
 @click.option("-V", "verbose", is_flag=True, help="Print the detail tree of every packet.")
 @click.option("-x", "hexdump", is_flag=True, help="Print a hex dump (and of reassembled/inflated buffers).")
+@click.option("--hexdump", "hexdump_options", multiple=True, metavar="HEXOPTION",
+              help="A hex dump, as -x, of all data sources or of the frame's only (all|frames), with the ASCII "
+                   "text, delimited by | or none (ascii|delimit|noascii); repeat to combine; help lists them.")
 @click.option("-c", "count", callback=errors.packet_count, help="Stop after this many packets.")
 @click.option("-Y", "--display-filter", "display_filter", metavar="FILTER", shell_complete=completion.display_filter,
               help='Display filter (Wireshark syntax): show only matching packets, e.g. -Y \'blank.type == "Login"\'.')
@@ -122,7 +125,7 @@ def parse_prefs(values) -> dict:
 def read(file, read_file, verbose, hexdump, count, output_format, only, decode_as, prefs, quiet, fields_e,
          fields_opts, zstats=(), stats_format="text", display_filter=None, line_buffered=False, two_pass=False,
          read_filter=None, no_resolve=False, resolve=None, json_filter=None, json_filter_all=None,
-         time_format="r", seconds_format="s", separator=""):
+         time_format="r", seconds_format="s", separator="", hexdump_options=()):
     """Decode a capture file.
 
     \b
@@ -137,6 +140,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
       protodump -i lo -c 100 -w session.pcapng            # capture to a file (add -P to print too)
     """
     path = sets_opts.input_path(read_file, file)      # one path, or a CaptureSet for several files / directories
+    hexdump = errors.hexdump_options(hexdump_options) or hexdump      # (sources, ASCII column): -x with options
     json_filter = jobs_opts.take_count(json_filter)   # -j N: processes (api/jobs.py), not protocols
     if json_filter and json_filter_all:
         # tshark: a warning; the last list given wins, and -J's "every field under them" stays on

@@ -360,27 +360,35 @@ def hex_columns(chunk: bytes) -> tuple[str, str]:
     return hexes, "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
 
 
-def hexdump(data: bytes) -> list[str]:
-    """-x: tshark 4.0's packet bytes (print.c/hex_dump_buffer): sixteen bytes single-spaced, then the ASCII."""
+def hexdump(data: bytes, ascii: str = "ascii") -> list[str]:
+    """-x: tshark 4.0's packet bytes (print.c/hex_dump_buffer): sixteen bytes single-spaced, then the ASCII text
+    (--hexdump delimit: between | characters; noascii: none, the hex column still padded)."""
     lines = []
     digits = max(4, len(f"{len(data) - 1:x}"))      # as many offset digits as the last offset needs, at least 4
     for off in range(0, len(data), 16):
         chunk = data[off:off + 16]
+        if ascii == "noascii":
+            lines.append(f"{off:0{digits}x}  {chunk.hex(' '):<47}   ")
+            continue
         text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in chunk)
+        if ascii == "delimit":
+            text = f"|{text}|"
         lines.append(f"{off:0{digits}x}  {chunk.hex(' '):<47}   {text}")
     return lines
 
 
-def hex_lines(packet) -> list[str]:
-    """The frame, then every buffer reassembly or decompression made, each under its name (as tshark does)."""
-    sources = packet.sources or []
-    if len(sources) <= 1:
-        return hexdump(packet.frame.data)
+def hex_lines(packet, options: tuple[str, str] | None = None) -> list[str]:
+    """The frame, then every buffer reassembly or decompression made, each under its name (as tshark does);
+    `options`: --hexdump's (data sources: all, or the frame's only; the ASCII column)."""
+    sources, ascii = options or ("all", "ascii")
+    found = packet.sources or []
+    if len(found) <= 1 or sources == "frames":
+        return hexdump(packet.frame.data, ascii)
     out = []
-    for source in sources:       # one after the other, no blank line between them (tshark 4.0)
+    for source in found:         # one after the other, no blank line between them (tshark 4.0)
         n = len(source.data)
         out.append(f"{source.name} ({n} byte{'' if n == 1 else 's'}):")
-        out.extend(hexdump(source.data))
+        out.extend(hexdump(source.data, ascii))
     return out
 
 
@@ -393,8 +401,9 @@ class TextWriter:
         """summary: the summary line before a packet's tree or bytes too (tshark -P); separator: the line
         after each packet's tree or bytes (tshark -S; an empty line by default); tabs: summary columns
         delimited by tabs (-T tabs)."""
-        self.out, self.detail, self.hexdump, self.only = out, detail, hexdump, only
+        self.out, self.detail, self.hexdump, self.only = out, detail, bool(hexdump), only
         self.tabs = tabs
+        self.hex_options = hexdump if isinstance(hexdump, tuple) else None     # --hexdump's (hex_lines)
         self.time_format, self.summary, self.end = time_format, summary, separator + "\n"
         self.console = None
         if out.isatty():
@@ -410,7 +419,7 @@ class TextWriter:
             if self.hexdump:      # tshark 4.0: -x without -V prints the bytes only, no summary line (but -P)
                 if self.summary:
                     out.write(summary_line(packet, self.time_format, self.tabs) + "\n\n")
-                out.write("\n".join(hex_lines(packet)) + "\n" + self.end)
+                out.write("\n".join(hex_lines(packet, self.hex_options)) + "\n" + self.end)
                 return
             out.write(summary_line(packet, self.time_format, self.tabs) + "\n")
             return
@@ -432,7 +441,7 @@ class TextWriter:
                 else:
                     out.write("    " * depth + line + "\n")
         if self.hexdump:
-            out.write("\n" + "\n".join(hex_lines(packet)) + "\n")
+            out.write("\n" + "\n".join(hex_lines(packet, self.hex_options)) + "\n")
         out.write(self.end)
 
     def close(self) -> None:

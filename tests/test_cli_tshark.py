@@ -269,3 +269,31 @@ def test_long_options_are_tshark_4_4s(protodump_run, tshark_run, request):
             shown = [line.split()[:6] for line in ours.stdout.splitlines()]
             assert shown == [line.split()[:6] for line in newer(*long).stdout.splitlines()]
     assert protodump_run("--list-interfaces").stdout == protodump_run("-D").stdout
+
+
+@pytest.mark.parametrize("options", [("frames",), ("delimit",), ("noascii",), ("all", "delimit"),
+                                     ("frames", "noascii"), ("noascii", "ascii"), ("delimit", "frames", "all")],
+                         ids=" ".join)
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-P",)], ids=lambda m: " ".join(m) or "alone")
+def test_hexdump_options_are_tsharks(protodump_run, standard_run, options, mode):
+    """--hexdump: every data source or the frame's only (a Freeblox capture has reassembled and inflated ones), the
+    ASCII text plain, between | or left out; the last option of each kind wins."""
+    args = (*(a for o in options for a in ("--hexdump", o)), *mode, "-r", "freeblox-fragments.pcap")
+    ours, theirs = protodump_run(*args), standard_run(*args)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    sources = ours.stdout.count("Reassembled TCP (")
+    assert (sources == 0) == ("frames" in options and options.index("frames") > max(
+        [options.index("all")] if "all" in options else [-1]))
+
+
+def test_hexdump_help_and_bad_option_are_tsharks(protodump_run, standard_run):
+    bad = protodump_run("--hexdump", "xyz", "-r", "blank-bad.pcap")
+    theirs = standard_run("--hexdump", "xyz", "-r", "blank-bad.pcap")
+    assert bad.returncode == theirs.returncode == 1
+    assert bad.stderr.replace("protodump", "tshark") == "\n".join(
+        line for line in theirs.stderr.splitlines() if not line.startswith("Running as user")) + "\n"
+    ours = protodump_run("--hexdump", "help")
+    assert ours.returncode == 0
+    listed = standard_run("--hexdump", "help").stdout.splitlines()[1:]      # (after tshark's version line)
+    assert ours.stdout.replace("protodump", "tshark").splitlines() == listed
