@@ -2,10 +2,10 @@
 capture of a million conversations runs in bounded memory (issue 15).
 
 `SpillTable` is a dict of key -> entry (a list of numbers) that a tap updates in place, as it would any dict.
-When it holds `limit` entries the tap calls `spill()`: every entry goes into a private sqlite database on disk
-(`sqlite3.connect("")`: a temporary file, deleted when the table is) through one upsert that adds the counters to
-the row already there, and the dict starts empty again. `sorted_rows()` gives every entry, merged, in the order
-the tap asks, sorted by sqlite on disk when the table spilled (its page cache is bounded) and by Python otherwise.
+`add()` puts a new entry; when the table already holds `limit` of them, every entry first goes into a private
+sqlite database on disk (`sqlite3.connect("")`: a temporary file, deleted when the table is) through one upsert
+that adds the counters to the row already there, and the dict starts empty again. Once spilled, `sorted_rows()` gives every entry, merged,
+in the order the tap asks, sorted by sqlite on disk (its page cache is bounded).
 
 sqlite is the standard library's on-disk table with upsert and an external sort; nothing else here is
 hand-written beyond the SQL that says how two entries of one key add up.
@@ -19,21 +19,23 @@ CACHE_KIB = 4096        # sqlite's page cache for one table (its sorter spills t
 
 
 class SpillTable(dict):
-    """key (a flat tuple of `keys` names) -> entry (a list, one value per name of `values`).
+    """key (a flat tuple of `keys` names) -> entry (a list, one value per name of `columns`).
 
     `merge` is the SET clause of the upsert that folds an entry (sqlite's `excluded`) into the row on disk,
-    `order` the ORDER BY of `sorted_rows` and `sort_key` the same order on (key, entry) pairs in memory.
+    `order` the ORDER BY of `sorted_rows`.
     """
 
-    def __init__(self, keys: tuple[str, ...], values: tuple[str, ...], merge: str, order: str,
-                 sort_key: Callable, limit: int):
+    def __init__(self, keys: tuple[str, ...], columns: tuple[str, ...], merge: str, order: str, limit: float):
         super().__init__()
-        self.keys, self.values, self.merge, self.order = keys, values, merge, order
-        self.sort_key, self.limit = sort_key, limit
+        self.keys, self.columns, self.merge, self.order, self.limit = keys, columns, merge, order, limit
         self.db: sqlite3.Connection | None = None
 
-    def full(self) -> bool:
-        return len(self) >= self.limit
+    def add(self, key: tuple, entry: list) -> list:
+        """A new key's entry (the table spills first when it is full)."""
+        if len(self) >= self.limit:
+            self.spill()
+        self[key] = entry
+        return entry
 
     def spill(self) -> None:
         """Move every entry in memory to the table on disk, adding each to the row of its key there."""
@@ -42,9 +44,9 @@ class SpillTable(dict):
         if self.db is None:
             self.db = sqlite3.connect("")
             self.db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
-            columns = ", ".join(self.keys + self.values)
+            columns = ", ".join(self.keys + self.columns)
             self.db.execute(f"CREATE TABLE spill ({columns}, PRIMARY KEY ({', '.join(self.keys)})) WITHOUT ROWID")
-            marks = ", ".join("?" * (len(self.keys) + len(self.values)))
+            marks = ", ".join("?" * (len(self.keys) + len(self.columns)))
             self.upsert = (f"INSERT INTO spill VALUES ({marks}) "
                            f"ON CONFLICT ({', '.join(self.keys)}) DO UPDATE SET {self.merge}")
         with self.db:
@@ -56,10 +58,7 @@ class SpillTable(dict):
         return self.db is not None
 
     def sorted_rows(self) -> Iterator[tuple[tuple, list]]:
-        """Every (key, entry), merged across spills, in the table's order."""
-        if self.db is None:
-            yield from sorted(self.items(), key=self.sort_key)
-            return
+        """Every (key, entry) of a spilled table, merged across spills, in the table's order."""
         self.spill()
         n = len(self.keys)
         for row in self.db.execute(f"SELECT * FROM spill ORDER BY {self.order}"):
@@ -77,11 +76,11 @@ class SpillTable(dict):
         shard's table never spills: the parent merges them in memory)."""
         if self.db is not None:
             raise TypeError("a spilled SpillTable stays in its process")
-        return (_rebuild, (self.keys, self.values, self.merge, self.order, self.sort_key, self.limit, dict(self)))
+        return (_rebuild, (self.keys, self.columns, self.merge, self.order, self.limit, dict(self)))
 
 
-def _rebuild(keys, values, merge, order, sort_key, limit, entries) -> SpillTable:
-    table = SpillTable(keys, values, merge, order, sort_key, limit)
+def _rebuild(keys, columns, merge, order, limit, entries) -> SpillTable:
+    table = SpillTable(keys, columns, merge, order, limit)
     table.update(entries)
     return table
 

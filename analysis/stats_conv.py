@@ -70,11 +70,11 @@ MEMORY_ROWS = 20_000     # a table's entries in memory; beyond, they spill to di
 # B's frames, B's bytes, start, stop] (times in ns from the capture's first frame).
 CONV_KEYS = ("low", "low_port", "high", "high_port")
 CONV_VALUES = ("first", "low_is_a", "a_frames", "a_bytes", "b_frames", "b_bytes", "start", "stop")
-CONV_MERGE = """a_frames = a_frames + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.a_frames ELSE excluded.b_frames END,
-    a_bytes = a_bytes + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.a_bytes ELSE excluded.b_bytes END,
-    b_frames = b_frames + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.b_frames ELSE excluded.a_frames END,
-    b_bytes = b_bytes + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.b_bytes ELSE excluded.a_bytes END,
-    start = min(start, excluded.start), stop = max(stop, excluded.stop)"""
+_CROSSED = {"a_frames": "b_frames", "a_bytes": "b_bytes", "b_frames": "a_frames", "b_bytes": "a_bytes"}
+# each counter adds the entry's own, or its other side's when the entry's A is the row's B
+CONV_MERGE = ", ".join(f"{c} = {c} + CASE WHEN excluded.low_is_a = low_is_a THEN excluded.{c} ELSE excluded.{x} END"
+                       for c, x in _CROSSED.items()) + \
+    ", start = min(start, excluded.start), stop = max(stop, excluded.stop)"
 # (`first` and `low_is_a` stay the row's: an entry that spills later began later)
 
 
@@ -130,8 +130,7 @@ class Conversations(_Table):
 
     def __init__(self, args):
         super().__init__(args)
-        self.convs = SpillTable(CONV_KEYS, CONV_VALUES, CONV_MERGE, "a_frames + b_frames DESC, first",
-                                conversation_order, MEMORY_ROWS)
+        self.convs = SpillTable(CONV_KEYS, CONV_VALUES, CONV_MERGE, "a_frames + b_frames DESC, first", MEMORY_ROWS)
 
     def shard(self) -> None:
         """In a -j or Dask shard the table stays in memory: it moves to the parent to be merged."""
@@ -150,9 +149,7 @@ class Conversations(_Table):
         c = convs.get(key)
         ts = packet.frame.ts_ns - self.first_ns
         if c is None:
-            if len(convs) >= convs.limit:
-                convs.spill()
-            c = convs[key] = [packet.number, low_is_src, 0, 0, 0, 0, ts, ts]
+            c = convs.add(key, [packet.number, low_is_src, 0, 0, 0, 0, ts, ts])
         elif ts < c[6]:
             c[6] = ts
         elif ts > c[7]:
@@ -188,20 +185,16 @@ class Endpoints(_Table):
 
     def __init__(self, args):
         super().__init__(args)
-        self.ends = SpillTable(END_KEYS, END_VALUES, END_MERGE, "tx_packets + rx_packets DESC, first",
-                               endpoint_order, MEMORY_ROWS)
+        self.ends = SpillTable(END_KEYS, END_VALUES, END_MERGE, "tx_packets + rx_packets DESC, first", MEMORY_ROWS)
 
     def shard(self) -> None:
         """In a -j or Dask shard the table stays in memory: it moves to the parent to be merged."""
         self.ends.limit = float("inf")
 
     def _count(self, key, slot, size, seen):
-        ends = self.ends
-        e = ends.get(key)
+        e = self.ends.get(key)
         if e is None:
-            if len(ends) >= ends.limit:
-                ends.spill()
-            e = ends[key] = [seen, 0, 0, 0, 0]
+            e = self.ends.add(key, [seen, 0, 0, 0, 0])
         e[slot] += 1
         e[slot + 1] += size
 

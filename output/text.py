@@ -81,9 +81,9 @@ def summary_line(packet, time_format: str = "r", tabs: bool = False) -> str:
     frame, d = packet.frame, packet.decoded
     t = time_column(packet, time_format)
     src, dst = d.address_columns()
-    if tabs:
-        return f"{frame.number:>5}\t{t:>10}\t{src:>12}\t→\t{dst:<12}\t{packet.protocol}\t{frame.length}\t{packet.info}"
-    return f"{frame.number:>5} {t:>10} {src:>12} → {dst:<12} {packet.protocol} {frame.length} {packet.info}"
+    s = "\t" if tabs else " "
+    return (f"{frame.number:>5}{s}{t:>10}{s}{src:>12}{s}→{s}{dst:<12}{s}{packet.protocol}{s}{frame.length}{s}"
+            f"{packet.info}")
 
 
 LABEL_LENGTH = 240                   # Wireshark's ITEM_LABEL_LENGTH: a label's buffer, its NUL included
