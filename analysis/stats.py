@@ -1,11 +1,13 @@
 """Statistics (-z): every tap module registers itself here; `make_taps` turns -z arguments into taps.
 
 One module per idea: stats_base (the tap interface and registry), stats_phs (io,phs), stats_conv (conv,
-endpoints), stats_io (io,stat), stats_expert (expert), stats_game (<proto>,types / <proto>,seq for every game protocol), follow (follow,*).
+endpoints), stats_io (io,stat), stats_expert (expert), stats_trees (the *,tree statistics), stats_game
+(<proto>,types / <proto>,seq for every game protocol), follow (follow,*).
 """
 from __future__ import annotations
 
-from . import follow, follow_game, stats_session, stats_conv, stats_game, stats_expert, stats_io, stats_phs  # noqa: F401 - registration
+from . import (follow, follow_game, stats_session, stats_conv, stats_game, stats_expert, stats_io,  # noqa: F401
+               stats_phs, stats_trees)     # (imported for their registration)
 from .stats_base import TAPS, StatsError, Tap, make_tap
 
 __all__ = ["TAPS", "StatsError", "Tap", "make_tap", "make_taps", "run"]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 class StatsError(ValueError):
     """A bad -z argument (the CLI turns it into one clear line, exit code 1); `unknown`: the argument, when it
-    names no statistic; `report`: (exact text, on standard output?) where tshark words the error its own way."""
+    names no statistic; `report`: (exact text, on standard output?) where tshark words the error its own way;
+    `fatal` False: the run goes on without this statistic (a stats tree whose tap cannot attach)."""
 
-    def __init__(self, message: str, unknown: str | None = None, report: tuple[str, bool] | None = None):
+    def __init__(self, message: str, unknown: str | None = None, report: tuple[str, bool] | None = None,
+                 fatal: bool = True):
         super().__init__(message)
-        self.unknown, self.report = unknown, report
+        self.unknown, self.report, self.fatal = unknown, report, fatal
 
 
 class Tap:

@@ -25,4 +25,6 @@ def compile_filter(text: str, tap: str | None = None):
         elif tap in REGISTERED:
             name, blank = REGISTERED[tap]
             report = (("\n" if blank else "") + f"protodump: Couldn't register {name} tap: {invalid}", False)
-        raise StatsError(f"-z filter {text!r}: {first}", report=report) from None
+        error = StatsError(f"-z filter {text!r}: {first}", report=report)
+        error.invalid = invalid         # (a stats tree words its failure around it)
+        raise error from None

@@ -450,14 +450,19 @@ def stats_taps(args) -> list:
     if not args:
         return []
     from ..analysis import stats, stats_base
-    try:
-        return stats.make_taps(args)
-    except stats.StatsError as exc:
-        unknown = exc.unknown
-        if unknown is not None:
-            errors.statistic(unknown, stats_base.TAPS)
-        if exc.report is not None:          # tshark's own words for its statistic
-            text, to_stdout = exc.report
-            click.echo(text, err=not to_stdout)
-            sys.exit(1)
-        errors.fail(str(exc))
+    taps = []
+    for arg in args:
+        try:
+            taps.append(stats.make_tap(arg))
+        except stats.StatsError as exc:
+            unknown = exc.unknown
+            if unknown is not None:
+                errors.statistic(unknown, stats_base.TAPS)
+            if exc.report is not None:          # tshark's own words for its statistic
+                text, to_stdout = exc.report
+                click.echo(text, err=not to_stdout)
+                if not exc.fatal:
+                    continue                    # tshark goes on without it
+                sys.exit(1)
+            errors.fail(str(exc))
+    return taps

@@ -6,6 +6,7 @@ import base64
 import json
 from collections.abc import Iterator
 from ..analysis.spill_table import LazyRows
+from ..analysis.stats_tree import text_lines as stats_tree_lines
 from ..capture import manuf
 from ..engine.tree import Item
 from .text import hex_columns, tree_lines
@@ -369,7 +370,8 @@ def decoded_message(rec) -> list[str]:
 TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert": text_expert,
         "io_stat": text_io_stat, "game_types": text_game_types, "game_seq": text_game_seq,
         "follow": text_follow, "enet_peers": text_enet_peers, "iceball_files": text_iceball_files,
-        "rutentoy_objects": text_rutentoy_objects, "freeblox_assets": text_freeblox_assets, "players": text_players}
+        "rutentoy_objects": text_rutentoy_objects, "freeblox_assets": text_freeblox_assets, "players": text_players,
+        "stats_tree": stats_tree_lines}
 
 
 def render_text(result: dict) -> str:
