@@ -15,8 +15,8 @@ class UdpTable:
         # OrderedDict: the oldest leaves in constant time (a dict scans the holes its earlier deletions left)
         self.streams: OrderedDict[tuple, list] = OrderedDict()    # key() -> [index, first ns, last ns]
         self.count = 0
-        # ICMP echo (src, dst, id, seq) -> (request frame, ns)
-        self.echoes: OrderedDict[tuple, tuple] = OrderedDict()
+        # ICMP echo (src, dst, id, seq) -> [request frame, ns, answered]
+        self.echoes: OrderedDict[tuple, list] = OrderedDict()
 
     @staticmethod
     def key(src: str, sport: int, dst: str, dport: int) -> tuple:
@@ -45,11 +45,12 @@ class UdpTable:
         if info.type in (8, 128):
             if len(self.echoes) >= LIMIT:
                 self.echoes.popitem(last=False)
-            self.echoes[(d.src, d.dst, info.ident, info.seq)] = (d.frame.number, ts)
+            self.echoes[(d.src, d.dst, info.ident, info.seq)] = [d.frame.number, ts, False]
         else:
             request = self.echoes.get((d.dst, d.src, info.ident, info.seq))
-            if request is not None:
+            if request is not None and not request[2]:     # (a second reply to it, a duplicate, answers nothing)
                 info.request_in, info.resptime_ns = request[0], ts - request[1]
+                request[2] = True
 
     def analyze(self, d) -> None:
         """Set d.udp = (stream index, ns since the stream's first frame, ns since its previous frame with a

@@ -159,6 +159,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     details = bool(verbose or only or output_format in ("json", "jsonraw", "ek", "pdml"))     # (-q too)
     for tap in taps:
         tap.tree_shown = details      # (-z expert: what Wireshark adds only to a tree it prints)
+        tap.capture_name = str(path or "")      # (-z hosts: "Host data gathered from FILE")
     for tap in taps:
         if hasattr(tap, "prime"):    # io,stat functions: the fields some filter of the run names
             tap.prime([display_filter, read_filter, *zstats])

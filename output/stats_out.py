@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Iterator
 from ..analysis.spill_table import LazyRows
-from ..analysis.stats_tree import text_lines as stats_tree_lines
+from ..analysis import stats_hosts, stats_icmp, stats_sctp, stats_tree
 from ..capture import manuf
 from ..engine.tree import Item
 from .text import hex_columns, tree_lines
@@ -371,7 +371,8 @@ TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert
         "io_stat": text_io_stat, "game_types": text_game_types, "game_seq": text_game_seq,
         "follow": text_follow, "enet_peers": text_enet_peers, "iceball_files": text_iceball_files,
         "rutentoy_objects": text_rutentoy_objects, "freeblox_assets": text_freeblox_assets, "players": text_players,
-        "stats_tree": stats_tree_lines}
+        "stats_tree": stats_tree.text_lines, "icmp_srt": stats_icmp.text_lines, "sctp_stat": stats_sctp.text_lines,
+        "hosts": stats_hosts.text_lines}
 
 
 def render_text(result: dict) -> str:
