@@ -164,3 +164,15 @@ class CaptureSource:
 def current() -> CaptureSource:
     """The capture options of the running command."""
     return CaptureSource(click.get_current_context().meta.get(_KEY, {}))
+
+
+def quiet_asked(params: dict) -> bool:
+    """-q as tshark 4.0 takes it: it drops the default summary lines only. With -V, -x, -O, -P or any -T form
+    the packets print all the same (measured: `tshark -q -V`, `-q -T fields -e F`, `-q -T text` print as
+    without -q); `params`: the read command's."""
+    if not params.get("quiet"):
+        return False
+    ctx = click.get_current_context()
+    form_given = ctx.get_parameter_source("output_format") == click.core.ParameterSource.COMMANDLINE
+    return not (form_given or params.get("verbose") or params.get("hexdump") or params.get("hexdump_options")
+                or params.get("only") or current().print_too)

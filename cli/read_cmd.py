@@ -96,8 +96,8 @@ def parse_prefs(values) -> dict:
 @click.option("-O", "only", shell_complete=completion.protocols, help="Detail only these protocols (comma separated), like tshark -O.")
 @click.option("-d", "decode_as", multiple=True, shell_complete=completion.decode_as, metavar="udp.port==PORT,PROTO", help="Decode a port as a protocol.")
 @click.option("-o", "prefs", multiple=True, shell_complete=completion.preferences, metavar="NAME:VALUE", help="Set a preference (e.g. blank.revision:2015).")
-@click.option("-q", "quiet", is_flag=True, help="Print no packets (useful to check a capture reads cleanly); "
-              "with -z, print only the statistics.")
+@click.option("-q", "quiet", is_flag=True, help="Print no summary lines (useful to check a capture reads cleanly); "
+              "with -z, print only the statistics. As tshark's: -V, -x, -O, -P or a -T form print all the same.")
 @click.option("-z", "zstats", multiple=True, shell_complete=completion.statistics, metavar="STATISTIC",
               help="Statistics, printed at the end (repeat): io,phs | conv,eth|ip|ipv6|udp|tcp|sctp | "
                    "endpoints,eth|ip|ipv6|udp|tcp|sctp | io,stat,INTERVAL[,FILTER...] | expert | blank,types | "
@@ -152,7 +152,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     source.check(path)
     if not path and source.interface is None:
         raise click.UsageError("no capture file: give FILE or -r FILE (or -i IFACE to capture live)")
-    quiet = quiet or source.quiet
+    quiet = capture_opts.quiet_asked(click.get_current_context().params) or source.quiet
     manuf.set_resolution(not no_resolve)
     text.set_seconds_format(seconds_format)
     taps = stats_taps(zstats)        # -z: bad arguments fail here, before any output

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from .capture_opts import _KEY, _store      # the read command's option store: one dict in the click context
+from .capture_opts import _KEY, _store, quiet_asked      # the read command's option store: one dict in the click context
 
 
 class SetRunError(click.ClickException):
@@ -106,7 +106,7 @@ def divert(path) -> bool:
               stats=tuple(p["zstats"]), count=p["count"])
     if parquet is not None:
         job.rows = tuple(p["fields_e"])
-    elif not p.get("quiet"):
+    elif not quiet_asked(p):
         job.fields, job.field_options = tuple(p["fields_e"]), tuple(p["fields_opts"])
     errors = []
 

@@ -297,3 +297,17 @@ def test_hexdump_help_and_bad_option_are_tsharks(protodump_run, standard_run):
     assert ours.returncode == 0
     listed = standard_run("--hexdump", "help").stdout.splitlines()[1:]      # (after tshark's version line)
     assert ours.stdout.replace("protodump", "tshark").splitlines() == listed
+
+
+@pytest.mark.parametrize("args", [("-q",), ("-q", "-V"), ("-q", "-x"), ("-q", "-P"), ("-q", "-T", "text"),
+                                  ("-q", "-O", "tcp"), ("-q", "-T", "fields", "-e", "frame.number", "-e", "ip.src"),
+                                  ("-q", "-P", "-x", "-z", "conv,tcp"), ("-q", "-T", "tabs", "-z", "endpoints,ip")],
+                         ids=lambda a: " ".join(a))
+def test_quiet_drops_only_the_default_summary(protodump_run, standard_run, args):
+    """tshark 4.0's -q drops the summary lines it would print by default; -V, -x, -O, -P and any -T print the
+    packets all the same (with -z, the statistics after them)."""
+    run = (*args, "-c", "12", "-r", "rutentoy-messages.pcap")
+    ours, theirs = protodump_run(*run), standard_run(*run)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr
+    assert ours.stdout == theirs.stdout
+    assert bool(ours.stdout) == (args != ("-q",))
