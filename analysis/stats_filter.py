@@ -7,7 +7,7 @@ from .stats_base import StatsError
 # how tshark 4.0 reports a bad filter of its own statistics (the tap's registration error), by statistic:
 # (the tap's name in "Couldn't register NAME tap", a blank line first?), and expert's line on standard output
 REGISTERED = {"io,phs": ("io,phs", False), "conv": ("conversations", False), "endpoints": ("endpoint", False),
-              "io,stat": ("io,stat", True)}
+              "io,stat": ("io,stat", True), "proto,colinfo": ("proto,colinfo", False)}
 
 
 def compile_filter(text: str, tap: str | None = None):

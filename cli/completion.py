@@ -38,6 +38,7 @@ def display_filter(ctx, param, incomplete: str) -> list[CompletionItem]:
 
 def statistics(ctx, param, incomplete: str) -> list[CompletionItem]:
     from ..analysis.stats import TAPS
+    from ..output import colinfo  # noqa: F401 - registers -z proto,colinfo
     return [CompletionItem(name + ",") for name in sorted(TAPS) if name.startswith(incomplete)]
 
 

@@ -11,6 +11,7 @@ from ..capture.files import CaptureError, open_capture
 from ..dissectors import PROTOCOLS
 from ..engine import demand
 from ..engine.dispatch import DispatchError, Dispatcher, Settings
+from ..analysis.stats_base import StatsError    # (the taps' error alone: the statistics load when asked for)
 from ..output import text
 from .. import __version__
 from . import errors
@@ -163,6 +164,10 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     for tap in taps:
         if hasattr(tap, "prime"):    # io,stat functions: the fields some filter of the run names
             tap.prime([display_filter, read_filter, *zstats])
+        if hasattr(tap, "prime_from"):     # proto,colinfo: its field, if a filter names it
+            tap.prime_from(display_filter, read_filter, taps)
+            tap.columns_shown = columns_shown(output_format, quiet, verbose or only or hexdump,
+                                              capture_opts.current().print_too, fields_e)
     exporter = export_opts.current()  # --export-objects: fed every packet, as a tap
     if read_filter is not None and not two_pass:
         fail("-R without -2 is deprecated. For single-pass filtering use -Y.", 1)
@@ -254,7 +259,7 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                     if count and n >= count:  # (printed by the fused machine: decoded for their state only)
                         break
                     continue
-                for tap in taps:
+                for tap in reversed(taps):    # (tshark runs the last registered first: -z proto,colinfo)
                     tap.add(packet)
                 if exporter is not None:
                     exporter.add(packet)
@@ -268,6 +273,12 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                         out.flush()
                 if count and n >= count:
                     break
+    except StatsError as exc:       # a tap stops the run (-z proto,colinfo with no Info column printed)
+        if hasattr(writer, "interrupted"):
+            writer.interrupted()
+        out.flush()
+        click.echo(str(exc), err=True)
+        sys.exit(1)
     except CaptureError as exc:
         writer.close()
         out.flush()
@@ -280,6 +291,14 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
     _write_stats(taps, out, stats_format)
     export_opts.finish(exporter)
     sets_opts.finish(path)              # a set with an unreadable file: exit 2
+
+
+def columns_shown(output_format, quiet, details, print_too, fields_e) -> bool:
+    """Whether the run prints the Info column (tshark computes the columns only then): the summary lines (by
+    default, or -P), -T psml, or a `_ws.col.` field."""
+    summary = output_format in ("text", "tabs") and not quiet and not details
+    return bool(summary or print_too or output_format == "psml"
+                or any(name.startswith("_ws.col.") for name in fields_e or ()))
 
 
 def run_demand(taps, display_filter, exporter, two_pass, quiet, output_format, fields_e):
@@ -451,6 +470,7 @@ def stats_taps(args) -> list:
     if not args:
         return []
     from ..analysis import stats, stats_base
+    from ..output import colinfo  # noqa: F401 - registers -z proto,colinfo (it writes the Info column)
     taps = []
     for arg in args:
         try:

@@ -31,6 +31,7 @@ class Settings:
 
 # a layer whose fields are named under another protocol (the pkt_comment layer holds frame.comment)
 FIELD_ROOTS = {"pkt_comment": "frame"}
+INFO_LIMIT = 4095   # bytes of the Info column (Wireshark's COL_MAX_INFO_LEN, its NUL aside)
 MAX_DEPTH = 8      # layers one frame may stack through handoffs (a loop of heuristics must end)
 
 
@@ -111,6 +112,14 @@ class Packet:
         if "\0" in info:                 # (Wireshark's column is a C string: a wire NUL ends it)
             info = self._info = c_string(info)
         return info
+
+    def append_info(self, text: str) -> None:
+        """Add to the Info column after the dissection (a tap's col_append_str: -z proto,colinfo), which holds at
+        most COL_MAX_INFO_LEN - 1 bytes (4095; a character cut there is dropped)."""
+        info = (self.info + text).encode()
+        if len(info) > INFO_LIMIT:
+            info = info[:INFO_LIMIT]
+        self._info = info.decode("utf-8", "ignore")
 
     @property
     def number(self) -> int:

@@ -159,7 +159,7 @@ def item_value(item) -> str:
     return tv.json_value(f, item.value)
 
 
-def _expert_values(abbrev: str, index: dict) -> list[str]:
+def expert_values(abbrev: str, index: dict) -> list[str]:
     items = index.get("_ws.expert", ())
     if abbrev == "_ws.expert":
         return [i.label for i in items]
@@ -196,7 +196,7 @@ def field_values(packet, abbrev: str, first_ns: int | None = None, time_format: 
     frame time, for the _ws.col.Time column (as -t `time_format` says)."""
     index = packet.index()
     if abbrev in EXPERT_FIELDS:
-        return _expert_values(abbrev, index)
+        return expert_values(abbrev, index)
     items = index.get(abbrev)
     if not items:
         if abbrev in ALIASES:

@@ -267,3 +267,7 @@ class JsonFormWriter:
     def close(self) -> None:
         self.out.write("[\n\n]\n" if self.first else "\n]\n")
 
+    def interrupted(self) -> None:
+        """The run stops before its end (tshark's exit mid-run): tshark has written its "[" preamble by then."""
+        if self.first:
+            self.out.write("[")

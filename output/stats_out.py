@@ -372,7 +372,7 @@ TEXT = {"phs": text_phs, "conv": text_conv, "endpoints": text_endpoints, "expert
         "follow": text_follow, "enet_peers": text_enet_peers, "iceball_files": text_iceball_files,
         "rutentoy_objects": text_rutentoy_objects, "freeblox_assets": text_freeblox_assets, "players": text_players,
         "stats_tree": stats_tree.text_lines, "icmp_srt": stats_icmp.text_lines, "sctp_stat": stats_sctp.text_lines,
-        "hosts": stats_hosts.text_lines}
+        "hosts": stats_hosts.text_lines, "colinfo": lambda _result: []}
 
 
 def render_text(result: dict) -> str:

@@ -206,7 +206,7 @@ def _bool(field: FieldInfo, value) -> bool:
 # ---------------------------------------------------------------------------------------------------------------
 # -V labels
 
-def _mask_bits(mask: int) -> int:
+def mask_bits(mask: int) -> int:
     # Wireshark's hfinfo_mask_bitwidth: highest set bit - lowest set bit + 1
     return mask.bit_length() - ((mask & -mask).bit_length() - 1)
 
@@ -230,7 +230,7 @@ def label(field: FieldInfo, value, *, length_bits: int | None = None) -> str:
     if t in INTEGER_TYPES:
         v = _int_norm(field, value)
         mask = field.mask
-        digits = (_mask_bits(mask) + 3) // 4 if mask else 2 * INTEGER_TYPES[t]
+        digits = (mask_bits(mask) + 3) // 4 if mask else 2 * INTEGER_TYPES[t]
         base = field.base
         if field.values is not None:
             vs = field.values.get(v, "Unknown")
