@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import re
-from http import HTTPStatus
 
 from ..engine.fields import Binder
 from ..engine.strings import ascii_string, format_text, format_text_string
@@ -26,7 +25,36 @@ KNOWN_HEADERS = {
     "sec-websocket-extensions": ("sec_websocket_extensions", "Sec-WebSocket-Extensions"),
     "sec-websocket-protocol": ("sec_websocket_protocol", "Sec-WebSocket-Protocol"),
     "content-length": ("content_length_header", "Content-Length"),
+    # headers a browser's upgrade and a server's refusal carry, plain strings to tshark 4.0 (Cookie, with its
+    # cookie pairs, and the ones that change how a body is read are not here: they stay request/response lines)
+    "accept": ("accept", "Accept"), "referer": ("referer", "Referer"),
+    "accept-language": ("accept_language", "Accept-Language"), "accept-encoding": ("accept_encoding", "Accept Encoding"),
+    "cache-control": ("cache_control", "Cache-Control"), "location": ("location", "Location"),
+    "last-modified": ("last_modified", "Last-Modified"), "x-forwarded-for": ("x_forwarded_for", "X-Forwarded-For"),
+    "set-cookie": ("set_cookie", "Set-Cookie"), "www-authenticate": ("www_authenticate", "WWW-Authenticate"),
 }
+
+
+# Status code descriptions: vals_http_status_code (packet-http.c, tshark 4.0)
+STATUS_NAMES = {
+    100: "Continue", 101: "Switching Protocols", 102: "Processing", 103: "Early Hints", 199: "Informational - Others",
+    200: "OK", 201: "Created", 202: "Accepted", 203: "Non-authoritative Information", 204: "No Content",
+    205: "Reset Content", 206: "Partial Content", 207: "Multi-Status", 208: "Already Reported", 226: "IM Used",
+    299: "Success - Others", 300: "Multiple Choices", 301: "Moved Permanently", 302: "Found", 303: "See Other",
+    304: "Not Modified", 305: "Use Proxy", 307: "Temporary Redirect", 308: "Permanent Redirect",
+    399: "Redirection - Others", 400: "Bad Request", 401: "Unauthorized", 402: "Payment Required",
+    403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+    407: "Proxy Authentication Required", 408: "Request Time-out", 409: "Conflict", 410: "Gone",
+    411: "Length Required", 412: "Precondition Failed", 413: "Request Entity Too Large",
+    414: "Request-URI Too Long", 415: "Unsupported Media Type", 416: "Requested Range Not Satisfiable",
+    417: "Expectation Failed", 418: "I'm a teapot", 421: "Misdirected Request", 422: "Unprocessable Entity",
+    423: "Locked", 424: "Failed Dependency", 425: "Too Early", 426: "Upgrade Required",
+    428: "Precondition Required", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    451: "Unavailable For Legal Reasons", 499: "Client Error - Others", 500: "Internal Server Error",
+    501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Time-out",
+    505: "HTTP Version not supported", 506: "Variant Also Negotiates", 507: "Insufficient Storage",
+    508: "Loop Detected", 510: "Not Extended", 511: "Network Authentication Required",
+    599: "Server Error - Others"}
 
 
 # tshark 4.0's HTTP request methods (packet-http.c is_http_request_or_reply): the token before the first space,
@@ -159,7 +187,8 @@ def register(b: Binder) -> dict:
          "request_in": b.field("http.request_in", "Request in frame", "uint32"),
          "response_in": b.field("http.response_in", "Response in frame", "uint32"),
          "response_for": b.field("http.response_for.uri", "Request URI", "string"),
-         "body": b.field("http.file_data", "File Data", "bytes")}
+         "body": b.field("http.file_data", "File Data", "bytes"),
+         "content_length": b.field("http.content_length", "Content length", "uint64")}
     for abbrev, name in KNOWN_HEADERS.values():
         f[abbrev] = b.field(f"http.{abbrev}", name, "string")
     return f
@@ -189,7 +218,7 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
     if response and len(parts) >= 2 and parts[1].isdigit():
         top.add(Item(f["resp_version"], parts[0], first_at, len(parts[0]), None, False, src))
         top.add(Item(f["code"], int(parts[1]), first_at + len(parts[0]) + 1, len(parts[1]), None, False, src))
-        top.add(Item(f["code_desc"], _status(int(parts[1])), first_at + len(parts[0]) + 1, len(parts[1]), None,
+        top.add(Item(f["code_desc"], status_name(int(parts[1])), first_at + len(parts[0]) + 1, len(parts[1]), None,
                      True, src))
         if len(parts) > 2:
             top.add(Item(f["phrase"], parts[2], first_at + len(parts[0]) + len(parts[1]) + 2, len(parts[2]),
@@ -211,8 +240,11 @@ def dissect_http(ctx, f: dict, conv: dict, learnt: dict | None = None) -> str:
             if known[0] == "host":
                 host = value.encode("latin-1")
             # (its value from the first byte after the colon's blanks to the line's end, trailing blanks kept)
-            ctx.tree.add(Item(f[known[0]], ascii_string(raw_value.lstrip(" \t").encode("latin-1")), at, len(line),
-                              format_text(line), False, src))
+            header = ctx.tree.add(Item(f[known[0]], ascii_string(raw_value.lstrip(" \t").encode("latin-1")), at,
+                                       len(line), format_text(line), False, src))
+            if known[0] == "content_length_header" and value.isdigit() and int(value) < 1 << 63:
+                # the length it states, as tshark reads it (a number, else nothing)
+                header.add(Item(f["content_length"], int(value), at, len(line), None, True, src))
             # tshark adds the whole line too, hidden
             whole = ascii_string(line)
             ctx.tree.add(HiddenItem(field, whole, at, len(line), whole.rstrip("\r\n") + "\\r\\n", False, src))
@@ -245,11 +277,9 @@ def _ns(ctx) -> int | None:
     return getattr(frame, "ts_ns", None)
 
 
-def _status(code: int) -> str:
-    try:
-        return HTTPStatus(code).phrase
-    except ValueError:
-        return "Unknown"
+def status_name(code: int) -> str:
+    """A status code's description as tshark 4.0 names it (vals_http_status_code), else "Unknown (N)"."""
+    return STATUS_NAMES.get(code, f"Unknown ({code})")
 
 
 def request_facts(ctx, f: dict, conv: dict, at: int) -> None:

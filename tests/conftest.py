@@ -325,3 +325,26 @@ def raw_layers(text: str, proto: str) -> list[str | None]:
             found.append(rest[:end.end()] if end else rest)
         out.append("\n".join(found) if found else None)
     return out
+
+
+def exchanges_pcap(path, exchanges, client: str = "10.0.0.1", server: str = "10.0.0.9", dport: int = 8765) -> None:
+    """A pcap of TCP connections 10 ms a packet apart, each a handshake, one request and its answer:
+    `exchanges` [(client port, request bytes, response bytes)] (made HTTP upgrades and refusals)."""
+    from scapy.all import IP, TCP, Ether, wrpcap
+    packets, clock = [], [1_700_000_000.0]
+    for sport, request, response in exchanges:
+        seq = {client: 1000, server: 5000}
+
+        def send(src, dst, sp, dp, flags, data=b""):
+            clock[0] += 0.01
+            p = Ether() / IP(src=src, dst=dst) / TCP(sport=sp, dport=dp, flags=flags, seq=seq[src],
+                                                     ack=seq[dst]) / data
+            p.time = clock[0]
+            packets.append(p)
+            seq[src] += len(data) + (1 if "S" in flags else 0)
+        send(client, server, sport, dport, "S")
+        send(server, client, dport, sport, "SA")
+        send(client, server, sport, dport, "A")
+        send(client, server, sport, dport, "PA", request)
+        send(server, client, dport, sport, "PA", response)
+    wrpcap(str(path), packets)

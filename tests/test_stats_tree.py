@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import CAPTURES, CAPTURES_DIR
+from conftest import CAPTURES, CAPTURES_DIR, exchanges_pcap
 from protodump.analysis.stats_tree import BURST_RESOLUTION_MS, StatNode, StatsTree
 
 TREES = ["plen", "ptype", "ip_hosts", "ip_srcdst", "dests",
@@ -153,3 +153,60 @@ def test_packet_length_ranges_hold_every_packet(lengths):
     for child in node.children:
         floor, ceil = child.range
         assert child.count == sum(floor <= n <= ceil for n in lengths)
+
+
+HTTP_TREES = [a for name in ("http", "http_req", "http_srv", "http_seq") for a in ("-z", f"{name},tree")]
+
+
+@pytest.mark.parametrize("name", [n for n in CAPTURES if n.startswith(("freeblox", "websocket"))])
+def test_http_trees_of_websocket_captures_are_tsharks(protodump_run, standard_run, name):
+    ours = _same(protodump_run, standard_run, "-q", *HTTP_TREES, "-r", name)
+    assert "Total HTTP Packets" in ours.stdout
+
+
+def test_http_trees_of_every_capture_merged_are_tsharks(protodump_run, standard_run, capture_sets):
+    ours = _same(protodump_run, standard_run, "-q", *HTTP_TREES, "-z", "http_srv,tree,tcp.dstport==8765",
+                 "-r", "merged.pcap", cwd=capture_sets)
+    assert "101 Switching Protocols" in ours.stdout
+
+
+@pytest.fixture(scope="module")
+def upgrades(tmp_path_factory):
+    """WebSocket upgrades with Referer headers (a chain: / -> /lobby -> /play) answered 101, 404, 999 and a
+    redirect (302, Location: /play?room=2)."""
+    def upgrade(path, referer):
+        return (f"GET {path} HTTP/1.1\r\nHost: game.example:8765\r\nReferer: {referer}\r\nUpgrade: websocket\r\n"
+                "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n").encode()
+    # (a refusal states its length: without one tshark reads its body up to the connection's end)
+    lobby = "http://game.example:8765/lobby"
+    folder = tmp_path_factory.mktemp("upgrades")
+    exchanges_pcap(folder / "upgrades.pcap", [
+        (40001, upgrade("/lobby", "http://game.example/"), b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+        (40002, upgrade("/play", lobby), b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n"),
+        (40004, upgrade("/old", lobby), b"HTTP/1.1 302 Found\r\nLocation: /play?room=2\r\nContent-Length: 0\r\n\r\n"),
+        (40003, upgrade("/play", lobby), b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                         b"Connection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")])
+    return folder
+
+
+def test_http_trees_of_made_upgrades_are_tsharks(protodump_run, standard_run, upgrades):
+    ours = _same(protodump_run, standard_run, "-q", *HTTP_TREES, "-r", "upgrades.pcap", cwd=upgrades)
+    for text in ("999 Unknown (999)", "404 Not Found", "  KO ", "  http://game.example:8765/lobby ",
+                 "   http://game.example:8765/play?room=2 "):
+        assert text in ours.stdout
+
+
+@pytest.mark.parametrize("base,location,target", [
+    ("http://a.example/x/y?q=1#f", "", "http://a.example/x/y?q=1#f"),
+    ("http://a.example/x/y", "//b.example/z", "http://b.example/z"),
+    ("http://a.example/x/y", "https://c.example/", "https://c.example/"),
+    ("http://a.example/x/y?q=1", "?r=2", "http://a.example/x/y?r=2"),
+    ("http://a.example/x/y?q=1", "/top", "http://a.example/top"),
+    ("http://a.example", "/top", None),
+    ("http://a.example/x/y", "z", "http://a.example/x/z"),
+    ("http://a.example", "z", "http://a.example/z"),
+    ("/relative/base", "z", None)])
+def test_redirect_targets_resolve_as_tsharks(base, location, target):
+    from protodump.analysis.stats_http import location_target
+    assert location_target(base, location) == target

@@ -8,7 +8,7 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from conftest import get, layers_of, packet_layers
+from conftest import exchanges_pcap, get, layers_of, packet_layers
 from protodump.dissectors import websocket as ws
 from protodump.dissectors import ws_handshake
 from protodump.engine.context import Ctx
@@ -903,3 +903,26 @@ def test_a_frame_over_a_mebibyte_on_the_other_wireshark(tmp_path, protodump_run,
     a, b = packet_layers(ours.stdout), packet_layers(theirs.stdout)
     assert len(a) == len(b) and [layers_of(x, "freeblox") for x in a] == [layers_of(y, "freeblox") for y in b]
     assert sum(bool(layers_of(x, "freeblox")) for x in a) == 4
+
+
+def test_a_browsers_upgrade_headers_are_tsharks(tmp_path, protodump_run, standard_run):
+    """A browser's upgrade (Accept, Accept-Encoding, Accept-Language, Cache-Control, Referer, X-Forwarded-For,
+    Origin, Pragma) and a refusal (302 with Location, Set-Cookie, Last-Modified, WWW-Authenticate and a
+    Content-Length, which tshark reads as a number too): every header tshark names, in -V and -T json -x."""
+    request = (b"GET /play HTTP/1.1\r\nHost: game.example:8765\r\nConnection: Upgrade\r\nPragma: no-cache\r\n"
+               b"Cache-Control: no-cache\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64)\r\nUpgrade: websocket\r\n"
+               b"Origin: http://game.example\r\nSec-WebSocket-Version: 13\r\nAccept-Encoding: gzip, deflate, br\r\n"
+               b"Accept-Language: en-US,en;q=0.9\r\nAccept: */*\r\nReferer: http://game.example/lobby\r\n"
+               b"X-Forwarded-For: 192.0.2.7\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+               b"Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n")
+    exchanges_pcap(tmp_path / "browser.pcap", [
+        (40001, request, b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nSet-Cookie: a=b\r\n"
+                         b"Last-Modified: Tue, 01 Dec 2026 10:00:00 GMT\r\nWWW-Authenticate: Basic realm=x\r\n"
+                         b"Content-Length: 0\r\n\r\n"),
+        (40002, request, b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                         b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")])
+    for form in (("-V",), ("-T", "json", "-x")):
+        ours = protodump_run(*form, "-r", "browser.pcap", cwd=tmp_path)
+        theirs = standard_run(*form, "-r", "browser.pcap", cwd=tmp_path)
+        assert ours.stdout == theirs.stdout
+    assert '"http.referer": "http://game.example/lobby"' in ours.stdout and '"http.content_length": "0"' in ours.stdout
