@@ -33,7 +33,7 @@ class SctpChunks(Tap):
         if counts is None:
             counts = self.directions[key] = [0] * 256
         chunks = d.chunks
-        if chunks and chunks[0].kind in (1, 2):      # INIT, INIT ACK: that chunk alone
+        if chunks[0].kind in (1, 2):      # INIT, INIT ACK: that chunk alone
             counts[chunks[0].kind] += 1
         else:
             for chunk in chunks:
@@ -41,7 +41,8 @@ class SctpChunks(Tap):
 
     def result(self):
         rows = [{"source": src, "source_port": sport, "destination": dst, "destination_port": dport,
-                 "chunks": {str(kind): n for kind, n in enumerate(counts) if n}, "columns": [counts[k] for k in COLUMNS]}
+                 "chunks": {str(kind): n for kind, n in enumerate(counts) if n},
+                 "columns": [counts[k] for k in COLUMNS]}
                 for (src, sport, dst, dport), counts in reversed(self.directions.items())]
         return {"kind": self.kind, "layout": "sctp_stat", "packets": self.packets, "directions": rows}
 

@@ -12,7 +12,8 @@ import sys
 
 import click
 
-from .capture_opts import _KEY, _store, quiet_asked      # the read command's option store: one dict in the click context
+# the read command's option store: one dict in the click context
+from .capture_opts import _KEY, _store, quiet_asked
 
 
 class SetRunError(click.ClickException):

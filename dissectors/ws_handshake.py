@@ -28,7 +28,8 @@ KNOWN_HEADERS = {
     # headers a browser's upgrade and a server's refusal carry, plain strings to tshark 4.0 (Cookie, with its
     # cookie pairs, and the ones that change how a body is read are not here: they stay request/response lines)
     "accept": ("accept", "Accept"), "referer": ("referer", "Referer"),
-    "accept-language": ("accept_language", "Accept-Language"), "accept-encoding": ("accept_encoding", "Accept Encoding"),
+    "accept-language": ("accept_language", "Accept-Language"),
+    "accept-encoding": ("accept_encoding", "Accept Encoding"),
     "cache-control": ("cache_control", "Cache-Control"), "location": ("location", "Location"),
     "last-modified": ("last_modified", "Last-Modified"), "x-forwarded-for": ("x_forwarded_for", "X-Forwarded-For"),
     "set-cookie": ("set_cookie", "Set-Cookie"), "www-authenticate": ("www_authenticate", "WWW-Authenticate"),

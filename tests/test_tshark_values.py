@@ -82,7 +82,7 @@ def _cases():
             raw = int.from_bytes(PAYLOAD[off:off + size], "big")
             v = (raw & mask) >> tv._shift(mask)
             if t[0] == "i":
-                w = tv._mask_bits(mask)
+                w = tv.mask_bits(mask)
                 v = v - (1 << w) if v >> (w - 1) else v
             add(fi, f'ProtoField.{t}("{ab}", "{fi.name}", {LUA_BASE[base]}, {"VS" if vs else "nil"}, {mask})',
                 f"tvb({off},{size})", v)
