@@ -15,8 +15,7 @@ from __future__ import annotations
 import re
 
 from ..dissectors.ws_handshake import status_name
-from .stats_base import register
-from .stats_trees import TreeTap
+from .stats_trees import TreeTap, tree_statistic
 
 
 _WANTED = {"http.request.method": "method", "http.request.uri": "uri", "http.host": "host",
@@ -65,18 +64,11 @@ class HttpTreeTap(TreeTap):
         raise NotImplementedError
 
 
-def _http_tree(abbr: str, path: str):
-    def wrap(cls):
-        cls.name, cls.kind, cls.abbr, cls.path = f"{abbr},tree", abbr, abbr, path
-        return register(cls)
-    return wrap
-
-
 RESPONSE_GROUPS = [(100, 200, "1xx: Informational"), (200, 300, "2xx: Success"), (300, 400, "3xx: Redirection"),
                    (400, 500, "4xx: Client Error"), (500, 600, "5xx: Server Error")]
 
 
-@_http_tree("http", "HTTP/Packet Counter")
+@tree_statistic("http", "HTTP/Packet Counter")
 class PacketCounter(HttpTreeTap):
     def build(self):
         tree = self.tree
@@ -101,7 +93,7 @@ class PacketCounter(HttpTreeTap):
             tree.tick("Other HTTP Packets", self.packets)
 
 
-@_http_tree("http_req", "HTTP/Requests")
+@tree_statistic("http_req", "HTTP/Requests")
 class Requests(HttpTreeTap):
     def build(self):
         self.hosts = self.tree.node("HTTP Requests by HTTP Host")
@@ -117,7 +109,7 @@ class Requests(HttpTreeTap):
                 tree.tick(m.uri, host, with_hash=True)
 
 
-@_http_tree("http_srv", "HTTP/Load Distribution")
+@tree_statistic("http_srv", "HTTP/Load Distribution")
 class LoadDistribution(HttpTreeTap):
     def build(self):
         tree = self.tree
@@ -143,7 +135,7 @@ class LoadDistribution(HttpTreeTap):
             tree.tick("OK" if 100 < m.code < 400 else "KO", address)
 
 
-@_http_tree("http_seq", "HTTP/Request Sequences")
+@tree_statistic("http_seq", "HTTP/Request Sequences")
 class RequestSequences(HttpTreeTap):
     """Each request under the page its Referer names, and each redirect's target under the page that redirected
     to it; a page under its own referer (the most recent one seen); every page of the chain ticked again

@@ -70,7 +70,7 @@ class TreeTap(Tap):
                 "name_width": self.tree.name_width(), "rows": self.tree.rows()}
 
 
-def _tree(abbr: str, path: str, network: str | None = None):
+def tree_statistic(abbr: str, path: str, network: str | None = None):
     """Register a TreeTap subclass as `-z <abbr>,tree`."""
     def wrap(cls):
         cls.name = f"{abbr},tree"
@@ -79,7 +79,7 @@ def _tree(abbr: str, path: str, network: str | None = None):
     return wrap
 
 
-@_tree("plen", "Packet Lengths")
+@tree_statistic("plen", "Packet Lengths")
 class PacketLengths(TreeTap):
     def build(self):
         self.lengths = self.tree.range_node(self.path, PACKET_LENGTHS)
@@ -153,12 +153,12 @@ class Destinations(TreeTap):
 
 for _network, _prefix, _version, _title in (("ip", "ip", "IPv4", "IPv4 Statistics"),
                                             ("ipv6", "ipv6", "IPv6", "IPv6 Statistics")):
-    _tree(f"{_prefix}_hosts", f"{_title}/All Addresses", _network)(
+    tree_statistic(f"{_prefix}_hosts", f"{_title}/All Addresses", _network)(
         type(f"{_version}Hosts", (Hosts,), {}))
-    _tree(f"{_prefix}_srcdst", f"{_title}/Source and Destination Addresses", _network)(
+    tree_statistic(f"{_prefix}_srcdst", f"{_title}/Source and Destination Addresses", _network)(
         type(f"{_version}SourcesAndDestinations", (SourcesAndDestinations,), {"version": _version}))
-    _tree("ptype" if _network == "ip" else "ipv6_ptype", f"{_title}/IP Protocol Types", _network)(
+    tree_statistic("ptype" if _network == "ip" else "ipv6_ptype", f"{_title}/IP Protocol Types", _network)(
         type(f"{_version}ProtocolTypes", (ProtocolTypes,), {}))
-    _tree("dests" if _network == "ip" else "ipv6_dests", f"{_title}/Destinations and Ports", _network)(
+    tree_statistic("dests" if _network == "ip" else "ipv6_dests", f"{_title}/Destinations and Ports", _network)(
         type(f"{_version}Destinations", (Destinations,), {}))
 
