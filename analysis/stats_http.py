@@ -160,11 +160,15 @@ class RequestSequences(HttpTreeTap):
         known = self.node_of.get(referer_uri)
         if known is None:
             referer = tree.tick(referer_uri, self.top, with_hash=True)
+            if referer is tree.left_out_node:           # past the tree's limit: nothing more is kept
+                return
             self.node_of[referer_uri], self.parent_of[id(referer)] = referer, self.top
             self.uri_of[id(referer)] = referer_uri
         else:
             referer = tree.tick(referer_uri, self.parent_of[id(known)], with_hash=True)
         node = tree.tick(uri, referer, with_hash=True)
+        if node is tree.left_out_node or referer is tree.left_out_node:
+            return
         if id(node) not in self.uri_of:
             self.uri_of[id(node)], self.parent_of[id(node)] = uri, referer
         self.node_of[self.uri_of[id(node)]] = node

@@ -18,7 +18,7 @@ class SctpChunks(Tap):
 
     def __init__(self, args):
         self.packets = 0
-        self.directions: dict[tuple, list[int]] = {}     # (src, sport, dst, dport) -> count per chunk type
+        self.directions: dict[tuple, dict[int, int]] = {}    # (src, sport, dst, dport) -> chunk type -> count
 
     def standard_only(self) -> bool:
         return True
@@ -31,18 +31,18 @@ class SctpChunks(Tap):
         key = (d.src, d.sport, d.dst, d.dport)
         counts = self.directions.get(key)
         if counts is None:
-            counts = self.directions[key] = [0] * 256
+            counts = self.directions[key] = {}
         chunks = d.chunks
         if chunks[0].kind in (1, 2):      # INIT, INIT ACK: that chunk alone
-            counts[chunks[0].kind] += 1
+            counts[chunks[0].kind] = counts.get(chunks[0].kind, 0) + 1
         else:
             for chunk in chunks:
-                counts[chunk.kind] += 1
+                counts[chunk.kind] = counts.get(chunk.kind, 0) + 1
 
     def result(self):
         rows = [{"source": src, "source_port": sport, "destination": dst, "destination_port": dport,
-                 "chunks": {str(kind): n for kind, n in enumerate(counts) if n},
-                 "columns": [counts[k] for k in COLUMNS]}
+                 "chunks": {str(kind): counts[kind] for kind in sorted(counts)},
+                 "columns": [counts.get(k, 0) for k in COLUMNS]}
                 for (src, sport, dst, dport), counts in reversed(self.directions.items())]
         return {"kind": self.kind, "layout": "sctp_stat", "packets": self.packets, "directions": rows}
 

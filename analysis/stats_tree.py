@@ -6,17 +6,25 @@ count per millisecond since the first packet the tree saw, and its burst rate th
 100 ms window, counted in 5 ms buckets (the preferences' defaults), with the window's first bucket's time as the
 burst start. Children print busiest first (ties by name, also reversed), range nodes in their own order, and a
 node flagged "top" before its siblings.
+
+Unlike Wireshark's, a tree has a limit: NODE_LIMIT nodes (about 550 bytes each; -o protodump.stats_tree_nodes). Past it, a packet's item that has
+no node yet is left out (the nodes above it still count the packet), and the result says how many were
+(`left_out`, and a line on the standard error): a flood of a million addresses reads in bounded memory.
 """
 from __future__ import annotations
 
 import math
 import re
 import struct
+from collections.abc import Iterator
+
+from .spill_table import LazyRows
 
 BURST_WINDOW_MS = 100.0      # prefs.st_burst_windowlen
 BURST_RESOLUTION_MS = 5.0    # prefs.st_burst_resolution
 _BURST_BUCKETS = BURST_WINDOW_MS / BURST_RESOLUTION_MS
 INT_MAX, INT_MIN = 2**31 - 1, -2**31
+NODE_LIMIT = 50_000          # nodes one tree keeps (about 36 MB with its output): engine/lifetime.py's default of the preference
 
 COLUMNS = ("Count", "Average", "Min Val", "Max Val", "Rate (ms)", "Percent", "Burst Rate", "Burst Start")
 
@@ -34,16 +42,17 @@ class StatNode:
 
     def __init__(self, name: str, parent: StatNode | None, with_hash: bool = False, value_range=None):
         self.name, self.parent, self.range = name, parent, value_range
-        self.children: list[StatNode] = []
+        self.children: list[StatNode] | tuple = ()      # a list from the first child on (most nodes are leaves)
         self.by_name: dict | None = {} if with_hash else None     # the children, when looked up by name
         self.count = self.total = 0
         self.low, self.high = INT_MAX, INT_MIN
         self.averaged = False         # ST_FLG_AVERAGE: the node shows average, minimum and maximum
         self.top = False              # ST_FLG_SORT_TOP
         self.root_child = False       # ST_FLG_ROOTCHILD: shown by the last part of its path
-        # [bucket number, count, start ms] per 5 ms bucket of the last 100 ms, oldest first; Wireshark starts
-        # every node with one empty bucket numbered 0
-        self.buckets = [[0.0, 0, 0.0]]
+        # the 5 ms buckets of the last 100 ms, oldest first, three numbers each in one flat list (a third of the
+        # memory of a list per bucket): bucket number, count, start ms. Wireshark starts every node with one
+        # empty bucket numbered 0
+        self.buckets = [0, 0, 0.0]
         self.burst = self.max_burst = 0
         self.burst_ms = -1.0
 
@@ -57,37 +66,43 @@ class StatNode:
         """update_burst_calc: add `value` at time `now` (ms) to the window of buckets."""
         buckets = self.buckets
         current = math.floor(now / BURST_RESOLUTION_MS)
-        if current > buckets[-1][0]:
-            buckets.append([current, value, now])
+        if current > buckets[-3]:
+            buckets += (current, value, now)
             self.burst += value
-            while current >= buckets[0][0] + _BURST_BUCKETS:      # the oldest bucket left the window
-                self.burst -= buckets.pop(0)[1]
-        elif current < buckets[0][0]:
-            if current + _BURST_BUCKETS > buckets[-1][0]:           # earlier, but still inside the window
-                buckets.insert(0, [current, value, now])
+            while current >= buckets[0] + _BURST_BUCKETS:        # the oldest bucket left the window
+                self.burst -= buckets[1]
+                del buckets[:3]
+        elif current < buckets[0]:
+            if current + _BURST_BUCKETS > buckets[-3]:             # earlier, but still inside the window
+                buckets[0:0] = (current, value, now)
                 self.burst += value
         else:
-            i = len(buckets) - 1
-            while current < buckets[i][0]:
-                i -= 1
-            if current == buckets[i][0]:
-                buckets[i][1] += value
-                buckets[i][2] = min(buckets[i][2], now)
+            i = len(buckets) - 3
+            while current < buckets[i]:
+                i -= 3
+            if current == buckets[i]:
+                buckets[i + 1] += value
+                buckets[i + 2] = min(buckets[i + 2], now)
             else:
-                buckets.insert(i + 1, [current, value, now])
+                buckets[i + 3:i + 3] = (current, value, now)
             self.burst += value
         if self.burst > self.max_burst:
             self.max_burst = self.burst
-            self.burst_ms = buckets[0][2]
+            self.burst_ms = buckets[2]
 
 
 class StatsTree:
     """One tree: its nodes, and the clock of the packets it counted (ms from the capture's first frame)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, limit: int | None = None):
         self.path = path
         self.root = StatNode(display_name(path), None)
         self.names: dict[str, StatNode] = {}      # st->names: the nodes made as parents, by name
+        self.limit = NODE_LIMIT if limit is None else limit
+        self.size = 0
+        # past the limit, a new item's node: attached to no parent (never shown), no child ever kept under it
+        self.left_out_node = StatNode("", None, with_hash=True)
+        self.left_out = 0             # ticks of items that got no node
         self.start = -1.0
         self.elapsed = 0.0
         self.now = -1.0
@@ -100,11 +115,18 @@ class StatsTree:
         self.elapsed = now_ms - self.start
 
     def _new(self, name: str, parent: StatNode, with_hash: bool, as_parent: bool, value_range=None) -> StatNode:
+        if self.size >= self.limit:
+            self.left_out += 1
+            return self.left_out_node
+        self.size += 1
         node = StatNode(name, parent, with_hash, value_range)
         node.root_child = parent is self.root
         if as_parent:
             self.names[name] = node
-        parent.children.append(node)
+        if parent.children:
+            parent.children.append(node)
+        else:
+            parent.children = [node]
         if parent.by_name is not None:
             parent.by_name[name] = node
         return node
@@ -154,18 +176,17 @@ class StatsTree:
         pivot.tick_burst(self.now, 1)
         self.tick(value, pivot)
 
-    def rows(self) -> list[dict]:
-        """Every node but the root, depth first, each child list sorted as tshark prints it."""
-        out: list[dict] = []
+    def rows(self) -> LazyRows:
+        """Every node but the root, depth first, each child list sorted as tshark prints it: made as they are
+        read (a tree of many nodes is not held twice)."""
+        return LazyRows(self._walk, self.size)
 
-        def walk(node: StatNode, depth: int) -> None:
-            out.append(self._row(node, depth))
-            for child in _sorted(node.children):
-                walk(child, depth + 1)
-
-        for child in self.root.children:
-            walk(child, 0)
-        return out
+    def _walk(self) -> Iterator[dict]:
+        pending = [(child, 0) for child in reversed(self.root.children)]
+        while pending:
+            node, depth = pending.pop()
+            yield self._row(node, depth)
+            pending.extend((child, depth + 1) for child in reversed(_sorted(node.children)))
 
     def _row(self, node: StatNode, depth: int) -> dict:
         shows_values = node.averaged or node.range is not None

@@ -14,6 +14,8 @@ times with the inner addresses) and IPv4 reassembly (tshark counts the last frag
 """
 from __future__ import annotations
 
+import sys
+
 from ..engine.demand import of_filter
 from .stats_base import StatsError, Tap, register
 from .stats_phs import compile_optional
@@ -66,8 +68,14 @@ class TreeTap(Tap):
         raise NotImplementedError
 
     def result(self):
-        return {"kind": self.kind, "layout": "stats_tree", "title": self.path, "filter": self.filter,
-                "name_width": self.tree.name_width(), "rows": self.tree.rows()}
+        tree = self.tree
+        out = {"kind": self.kind, "layout": "stats_tree", "title": self.path, "filter": self.filter,
+               "name_width": tree.name_width(), "rows": tree.rows()}
+        if tree.left_out:
+            out["left_out"] = tree.left_out
+            print(f"protodump: -z {self.name}: {tree.left_out} items of packets left out, past the tree's limit of "
+                  f"{tree.limit} nodes", file=sys.stderr)
+        return out
 
 
 def tree_statistic(abbr: str, path: str, network: str | None = None):

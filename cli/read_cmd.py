@@ -183,6 +183,9 @@ def read(file, read_file, verbose, hexdump, count, output_format, only, decode_a
                 del settings.prefs[exc.preference]    # tshark ignores a bad Lua enum value silently
                 continue
             bad_setting(exc, prefs)
+    for tap in taps:
+        if hasattr(tap, "tree"):      # the *,tree statistics' limit (-o protodump.stats_tree_nodes)
+            tap.tree.limit = dispatcher.stats_tree_nodes
     # -2: a first pass (with -R and -c it picks the frames the second pass sees: no filter to apply again)
     dispatcher = two_pass_opts.dispatcher(path, PROTOCOLS, settings, dispatcher, two_pass, keeps, count)
     if getattr(dispatcher, "selected", None) is not None:

@@ -481,6 +481,7 @@ class Dispatcher:
         from ..reassembly.budget import PENDING, STATE
         PENDING.limit = self._number_pref("reassembly_budget", int)
         STATE.limit = self._number_pref("state_budget", int)
+        self.stats_tree_nodes = self._number_pref("stats_tree_nodes", int)
         self.claimed: dict[tuple, Protocol] = {}   # UDP conversations a heuristic claimed (pinfo.conversation)
         self.streams = None            # engine.streams.Streams, made on the first TCP/SCTP frame
         # Nothing reads the game layers (statistics of addresses and lengths only): frames get their standard

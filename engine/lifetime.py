@@ -7,7 +7,8 @@ dropped by the cap gets an expert note (its analysis starts again there).
 
 Preferences (`-o protodump.<name>:<value>`): conversation_timeout (seconds of capture time), max_conversations,
 state_budget (bytes of heavy state such as inflate windows: beyond it the oldest idle conversations are freed),
-reassembly_budget (reassembly/budget.py).
+reassembly_budget (reassembly/budget.py); and stats_tree_nodes, the -z *,tree statistics' limit
+(analysis/stats_tree.py), read here with the others.
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ PREFERENCES = {          # name: (description, default)
     "reassembly_budget": ("Bytes of pending reassembly kept across all conversations", str(32 << 20)),
     "state_budget": ("Bytes of heavy conversation state (inflate windows) kept across all conversations; the "
                      "oldest idle conversations are freed beyond", str(32 << 20)),
+    "stats_tree_nodes": ("Nodes one -z *,tree statistic keeps (a new item's packets are left out beyond)",
+                         str(50_000)),
 }
 
 

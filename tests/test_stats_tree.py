@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import shutil
 import subprocess
 
@@ -105,6 +106,43 @@ def test_a_tree_whose_filter_is_bad_is_left_out(protodump_run, standard_run, cor
     line = ('stats_tree for: IPv4 Statistics/All Addresses failed to attach to the tap: Filter "bogus==" is '
             'invalid - Unexpected end of filter expression.')
     assert f"protodump: {line}" in ours.stderr and f"tshark: {line}" in theirs.stderr
+
+
+def _rows(text: str) -> dict[str, list[str]]:
+    """A tree's printed rows (between the dashed line under the header and the blank line), by their indented
+    item, each with its cells (the name column's width left aside)."""
+    lines = text.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("-")) + 1
+    rows = {}
+    for line in lines[start:lines.index("", start)]:
+        name, *cells = line.rstrip().split("  ")
+        rows[name.rstrip()] = [c.strip() for c in cells if c.strip()]
+    return rows
+
+
+@pytest.mark.parametrize("limit", [2, 4])
+def test_a_tree_past_its_node_limit_leaves_new_items_out_and_counts_the_rest(protodump_run, capture_sets, limit):
+    """-o protodump.stats_tree_nodes:N: the first N nodes made are the tree's; a packet's item that would be a
+    new node past them is left out (a line on the standard error says how many were), and every node kept
+    prints as it does without the limit (its parents still count every packet)."""
+    args = ("-q", "-z", "ip_hosts,tree", "-r", "merged.pcap")
+    whole = protodump_run(*args, cwd=capture_sets)
+    cut = protodump_run(*args, "-o", f"protodump.stats_tree_nodes:{limit}", cwd=capture_sets)
+    assert whole.returncode == cut.returncode == 0
+    assert "left out" not in whole.stderr
+    kept, every = _rows(cut.stdout), _rows(whole.stdout)
+    assert len(kept) == limit and len(every) > limit
+    assert all(every[name] == cells for name, cells in kept.items())
+    left_out = int(re.search(r"ip_hosts,tree: (\d+) items of packets left out, past the tree's limit of "
+                             rf"{limit} nodes", cut.stderr).group(1))
+    hosts = every["All Addresses"][0]
+    assert left_out == 2 * int(hosts) - sum(int(cells[0]) for name, cells in kept.items() if name != "All Addresses")
+
+
+def test_a_tree_node_limit_must_be_a_positive_number(protodump_run, corners):
+    ours = protodump_run("-q", "-z", "plen,tree", "-o", "protodump.stats_tree_nodes:0", "-r", "corners.pcap",
+                         cwd=corners)
+    assert ours.returncode != 0 and "protodump.stats_tree_nodes" in ours.stderr and "Packet" not in ours.stdout
 
 
 def _slow_burst(times_ms: list[float]) -> tuple[int, float]:
