@@ -599,12 +599,17 @@ def merge_taps(args, results: list[ShardResult]) -> list[dict]:
 
 
 def check_mergeable(args, shards: list) -> None:
-    """StatsError before any work when a statistic of `args` cannot be merged and there are several shards."""
+    """StatsError before any work when a statistic of `args` cannot be merged and there are several shards, or
+    cannot run in a shard at all (proto,colinfo writes the Info column of the packets a run prints: a shard
+    prints none, and its worker process does not know the statistic)."""
     from .analysis import stats
-    if len(shards) > 1:
-        for arg in args:
-            if _family(stats.make_tap(arg)) not in MERGES:
-                raise stats.StatsError(f"-z {arg}: cannot be merged across shards (run it without --dask)")
+    for arg in args:
+        family = _family(stats.make_tap(arg))
+        if family == "proto,colinfo":
+            raise stats.StatsError(f"-z {arg}: it writes the Info column of printed packets, which shards do not "
+                                   "print (run it without --dask)")
+        if len(shards) > 1 and family not in MERGES:
+            raise stats.StatsError(f"-z {arg}: cannot be merged across shards (run it without --dask)")
 
 
 def _family(tap) -> str:
@@ -742,8 +747,32 @@ def _merge_sessions(tap, states):
     tap.omitted_convs = sum(st["omitted_convs"] for st in states)
 
 
+def _merge_echoes(tap, states):
+    """icmp,srt and icmpv6,srt: the requests counted, and every answered reply's time in frame order (its
+    first minimum and maximum are the first in frame order, as one process keeps them)."""
+    tap.requests = sum(s["requests"] for s in states)
+    tap.times = sorted((t for s in states for t in s["times"]), key=lambda t: t[1])
+
+
+def _merge_sctp(tap, states):
+    """sctp,stat: the chunk counts of each direction, the directions in the order of their first frames."""
+    tap.packets = sum(s["packets"] for s in states)
+    directions: dict = {}
+    for _, _, key, counts in _by_first([s["directions"] for s in states]):
+        into = directions.setdefault(key, {})
+        for kind, n in counts.items():
+            into[kind] = into.get(kind, 0) + n
+    tap.directions = directions
+
+
+def _merge_hosts(tap, states):
+    """-z hosts: the header names the capture read."""
+    tap.capture_name = next((s["capture_name"] for s in states if s["capture_name"]), "")
+
+
 MERGES = {"conv": _merge_conv, "endpoints": _merge_endpoints, "phs": _merge_phs, "io_stat": _merge_io,
-          "expert": _merge_expert,
+          "expert": _merge_expert, "icmp,srt": _merge_echoes, "icmpv6,srt": _merge_echoes,
+          "sctp,stat": _merge_sctp, "hosts": _merge_hosts,
           "game_types": lambda tap, states: _merge_game(tap, states, _add_types),
           "game_seq": lambda tap, states: _merge_game(tap, states, _add_seq), "session": _merge_sessions}
 

@@ -24,7 +24,8 @@ if not Path(DASK).exists():
 SET = ["blank-2015.pcap", "blank-sequence.pcap", "blank-server-session.pcap", "iceball-enet-session.pcap",
        "iceball-tcp-session.pcap", "rutentoy-login-texture.pcap", "freeblox-session.pcap"]
 STATS = ["io,phs", "conv,udp", "conv,tcp", "endpoints,ip", "io,stat,60", "expert", "blank,types", "blank,seq",
-         "iceball,types", "enet,types", "enet,peers", "iceball,files", "rutentoy,objects", "freeblox,assets", "players"]
+         "iceball,types", "enet,types", "enet,peers", "iceball,files", "rutentoy,objects", "freeblox,assets", "players",
+         "icmp,srt", "sctp,stat"]
 FIELDS = ["-T", "fields", "-E", "header=y", "-e", "frame.number", "-e", "frame.len", "-e", "ip.src",
           "-e", "udp.srcport", "-e", "blank.seq", "-e", "blank.type", "-e", "iceball.id", "-e", "enet.command.type"]
 
@@ -187,6 +188,31 @@ def test_interleaved_files_keep_first_seen_order(cluster, tmp_path):
         assert got.stdout == want.stdout, stat
     fields = ("-T", "fields", "-e", "frame.number", "-e", "udp.srcport", "-e", "blank.seq")
     assert run("--dask", cluster.address, *fields, *files).stdout == run(*fields, *files).stdout
+
+
+def test_echo_times_and_sctp_chunks_from_the_cluster(cluster, tmp_path):
+    """A set of ICMP and ICMPv6 echoes (answered, lost, answered twice, answered before the request), SCTP and
+    TCP: the cluster's icmp,srt, icmpv6,srt and sctp,stat are the local run's."""
+    from scapy.all import wrpcap
+    from test_stats_taps import _pings
+    wrpcap(str(tmp_path / "ping.pcap"), _pings(False, 5, 60))
+    wrpcap(str(tmp_path / "ping6.pcap"), _pings(True, 6, 40))
+    files = [tmp_path / "ping.pcap", tmp_path / "ping6.pcap", CAPTURES_DIR / "rutentoy-sctp.pcap",
+             CAPTURES_DIR / "rutentoy-login-texture.pcap"]
+    for stat in ("icmp,srt", "icmpv6,srt", "sctp,stat"):
+        want = run("-q", "-z", stat, *files)
+        got = run("--dask", cluster.address, "-q", "-z", stat, *files)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout == want.stdout, stat
+        assert "Requests" in got.stdout or "|29778|" in got.stdout
+
+
+@pytest.mark.parametrize("stat, why", [("plen,tree", "cannot be merged across shards"),
+                                       ("proto,colinfo,udp,udp.port", "writes the Info column")])
+def test_statistics_that_cannot_run_on_shards_are_refused_before_any_work(cluster, stat, why):
+    got = run("--dask", cluster.address, "-q", "-z", stat, *SET[:3], timeout=120)
+    assert got.returncode == 2 and got.stdout == ""
+    assert f"-z {stat}: " in got.stderr and why in got.stderr and "without --dask" in got.stderr
 
 
 def test_one_file_splits_into_conversations(cluster, tmp_path):

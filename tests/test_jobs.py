@@ -159,6 +159,29 @@ def test_statistics_are_merged(bundled, stats):
     same("-q", *[a for s in stats for a in ("-z", s)], bundled)
 
 
+@pytest.fixture(scope="module")
+def pings_and_bundled(bundled, tmp_path_factory) -> Path:
+    """`bundled` (its SCTP association among many conversations) with ICMP and ICMPv6 echoes merged in: answered,
+    unanswered, answered twice, a reply before its request (tests/test_stats_taps.py's pings)."""
+    from scapy.all import wrpcap
+    from test_stats_taps import _pings
+    folder = tmp_path_factory.mktemp("jobs")
+    wrpcap(str(folder / "ping.pcap"), _pings(False, 5, 60))
+    wrpcap(str(folder / "ping6.pcap"), _pings(True, 6, 40))
+    path = folder / "pings.pcapng"
+    subprocess.run([*PROTODUMP, "-w", str(path), str(bundled), str(folder / "ping.pcap"), str(folder / "ping6.pcap")],
+                   check=True, timeout=120, capture_output=True)
+    return path
+
+
+def test_echo_times_sctp_chunks_and_hosts_are_merged(pings_and_bundled):
+    """The echoes have no conversation (the first shard takes them, requests and replies together); SCTP's
+    directions merge in the order of their first frames."""
+    out = same("-q", "-z", "icmp,srt", "-z", "icmpv6,srt", "-z", "sctp,stat", "-z", "hosts", pings_and_bundled)
+    text = out.stdout.decode()
+    assert "60        48        12" in text and "40        35        5" in text and "|29778|" in text
+
+
 def test_io_stat_is_merged(many):
     """(On the replay: the bundled captures span months, too many intervals for io,stat.)"""
     same("-z", "io,stat,0.5", "-z", "io,stat,1,tcp,udp", "-z", "conv,tcp", "-T", "fields", "-e", "frame.number",
