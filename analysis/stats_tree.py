@@ -7,9 +7,10 @@ count per millisecond since the first packet the tree saw, and its burst rate th
 burst start. Children print busiest first (ties by name, also reversed), range nodes in their own order, and a
 node flagged "top" before its siblings.
 
-Unlike Wireshark's, a tree has a limit: NODE_LIMIT nodes (about 550 bytes each; -o protodump.stats_tree_nodes). Past it, a packet's item that has
-no node yet is left out (the nodes above it still count the packet), and the result says how many were
-(`left_out`, and a line on the standard error): a flood of a million addresses reads in bounded memory.
+Unlike Wireshark's, a tree has a limit: NODE_LIMIT nodes (about 450 bytes each; -o protodump.stats_tree_nodes).
+Past it, a packet's item that has no node yet is left out (the nodes above it still count the packet), and the
+result says how many were (`left_out`, and a line on the standard error): a flood of a million addresses reads in
+bounded memory.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ BURST_WINDOW_MS = 100.0      # prefs.st_burst_windowlen
 BURST_RESOLUTION_MS = 5.0    # prefs.st_burst_resolution
 _BURST_BUCKETS = BURST_WINDOW_MS / BURST_RESOLUTION_MS
 INT_MAX, INT_MIN = 2**31 - 1, -2**31
-NODE_LIMIT = 50_000          # nodes one tree keeps (about 36 MB with its output): engine/lifetime.py's default of the preference
+NODE_LIMIT = 50_000          # nodes one tree keeps (about 36 MB with its output); the preference's default is
+                             # engine/lifetime.py's (the engine imports no statistic), kept equal by a test
 
 COLUMNS = ("Count", "Average", "Min Val", "Max Val", "Rate (ms)", "Percent", "Burst Rate", "Burst Start")
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import CAPTURES, CAPTURES_DIR, exchanges_pcap
-from protodump.analysis.stats_tree import BURST_RESOLUTION_MS, StatNode, StatsTree
+from protodump.analysis.stats_tree import BURST_RESOLUTION_MS, NODE_LIMIT, StatNode, StatsTree
 
 TREES = ["plen", "ptype", "ip_hosts", "ip_srcdst", "dests",
          "ipv6_hosts", "ipv6_srcdst", "ipv6_ptype", "ipv6_dests"]
@@ -137,6 +137,12 @@ def test_a_tree_past_its_node_limit_leaves_new_items_out_and_counts_the_rest(pro
                              rf"{limit} nodes", cut.stderr).group(1))
     hosts = every["All Addresses"][0]
     assert left_out == 2 * int(hosts) - sum(int(cells[0]) for name, cells in kept.items() if name != "All Addresses")
+
+
+def test_the_node_limit_preference_defaults_to_the_trees_own_limit():
+    """The engine reads the preference (it imports no statistic), so its default is written twice."""
+    from protodump.engine.lifetime import PREFERENCES
+    assert int(PREFERENCES["stats_tree_nodes"][1]) == NODE_LIMIT == StatsTree("x").limit
 
 
 def test_a_tree_node_limit_must_be_a_positive_number(protodump_run, corners):
