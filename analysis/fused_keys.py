@@ -16,7 +16,28 @@ TIMESTAMPS = b"\x01\x01\x08"      # NOP NOP timestamps: the options of most segm
 _U16 = struct.Struct("!H")
 
 
+# From the IPv4 header of an Ethernet frame (offset 14) to the ports: total length, flags and fragment offset,
+# protocol, both addresses, both ports, in one call (key_of's common case: no IP options, not cut)
+_IP_PORTS = struct.Struct("!2xH2xHxB2x4s4sHH")
+_UDP_LENGTH = struct.Struct("!4xH")
+_TCP_FIELDS = struct.Struct("!IIBB")
+
+
 def key_of(frame):
+    """key_of_any's answer, the common frame (Ethernet, IPv4 without options, UDP or TCP, not cut, not a fragment)
+    read with one struct call instead of several: the fused machine places every frame with it."""
+    data = frame.data
+    if frame.linktype != 1 or len(data) < 54 or data[14] != 0x45 or data[12:14] != ETH_IP \
+            or frame.caplen != frame.length:
+        return key_of_any(frame)
+    total, fragment, transport, src, dst, sport, dport = _IP_PORTS.unpack_from(data, 14)
+    if fragment & 0x3FFF or (transport != 6 and transport != 17):
+        return key_of_any(frame)
+    a, b = (src, sport), (dst, dport)
+    return (transport, a, b) if a <= b else (transport, b, a), _parsed(data, transport, src, dst, sport, dport, total)
+
+
+def key_of_any(frame):
     """(key, parsed) of a frame. The key is its conversation, (transport, lower end, higher end), as the full
     decode's state keys it (an ICMP error quoting a datagram: the quoted one's), or None for a frame of no IPv4
     conversation (IPv6, ARP: decoded in full with its own kind), or ABORT for one that cannot be placed (an IP
@@ -38,31 +59,37 @@ def key_of(frame):
         return None, None
     if len(data) < 14 + ihl + 4:
         return ABORT, None
-    key = _key(transport, data[26:30], data[30:34], *struct.unpack_from("!HH", data, 14 + ihl))
+    src, dst = data[26:30], data[30:34]
+    sport, dport = struct.unpack_from("!HH", data, 14 + ihl)
+    key = _key(transport, src, dst, sport, dport)
     if frame.caplen != frame.length or ihl != 20:
         return key, None                                        # cut by the snap length, IP options
-    total = _U16.unpack_from(data, 16)[0]
+    return key, _parsed(data, transport, src, dst, sport, dport, _U16.unpack_from(data, 16)[0])
+
+
+def _parsed(data: bytes, transport: int, src: bytes, dst: bytes, sport: int, dport: int, total: int):
+    """key_of's parsed part of an Ethernet frame whose IPv4 header (20 bytes, `total` long) carries UDP or TCP
+    with these ends, or None where the machine cannot model it."""
     end = 14 + total
     if total < 20 or end > len(data):
-        return key, None
-    src, dst = data[26:30], data[30:34]
+        return None
     if transport == 17:
         if total < 28:
-            return key, None
-        sport, dport, ulen = struct.unpack_from("!HHH", data, 34)
+            return None
+        ulen = _UDP_LENGTH.unpack_from(data, 34)[0]
         if ulen < 8 or 34 + ulen > end:
-            return key, None
-        return key, (((src, sport), (dst, dport)), sport, dport, ulen - 8)
+            return None
+        return ((src, sport), (dst, dport)), sport, dport, ulen - 8
     if total < 40:
-        return key, None
-    sport, dport, seq, ack, off, flags = struct.unpack_from("!HHIIBB", data, 34)
+        return None
+    seq, ack, off, flags = _TCP_FIELDS.unpack_from(data, 38)
     hlen = (off >> 4) * 4
     if hlen < 20 or 34 + hlen > end or off & 0x0F or flags & 0xC0:
-        return key, None
+        return None
     if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and \
             any(kind == 30 for _, kind, _ in option_spans(data, 54, 34 + hlen)):
-        return key, None                                        # MPTCP
-    return key, (((dotted(src), sport), (dotted(dst), dport)), seq, ack, flags, data, 34 + hlen, end)
+        return None                                             # MPTCP
+    return ((dotted(src), sport), (dotted(dst), dport)), seq, ack, flags, data, 34 + hlen, end
 
 
 def _key(transport: int, src: bytes, dst: bytes, sport: int, dport: int) -> tuple:

@@ -202,7 +202,7 @@ class Decoded:
         ident, frag = struct.unpack_from("!HH", self.frame.data, span[1] + 4)
         proto = self.ip_proto
         return (f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, 'Unknown')} {proto}, off={(frag & 0x1FFF) * 8},"
-                f" ID={ident:x})")
+                f" ID={ident:04x})")
 
     def _v6_fragment_info(self) -> str:
         span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)

@@ -106,11 +106,13 @@ def test_sctp_sack_bundled_with_data(bundled_sctp, args, protodump_run, standard
 @pytest.fixture(scope="module")
 def lost_fragment() -> Path:
     """blank datagrams over 200 bytes cut into 128-byte IPv4 fragments, the last one of each lost: tshark shows
-    each fragment's bytes as data ("Fragmented IP protocol ..."), as protodump (which reassembles none)."""
+    each fragment's bytes as data ("Fragmented IP protocol ..."), as protodump (which reassembles none). Their
+    identifications are small, as a fresh host's: the Info column writes them with four hex digits (ID=004d)."""
     from scapy.all import IP, Ether, fragment, rdpcap
     out = []
-    for p in rdpcap(str(CAPTURES_DIR / "blank-server-session.pcap"))[:40]:
+    for i, p in enumerate(rdpcap(str(CAPTURES_DIR / "blank-server-session.pcap"))[:40]):
         ip = IP(bytes(p[IP]))
+        ip.id = 7 * i
         for q in (fragment(ip, fragsize=128)[:-1] if len(ip) > 200 else [ip]):
             q = Ether(src=CLIENT, dst=SERVER) / q
             q.time = p.time

@@ -310,12 +310,14 @@ def repeat_capture(path: Path, times: int) -> Path:
 
 
 def _moved(frame: bytes, k: int) -> bytes:
-    """An Ethernet/IPv4 frame with both addresses' last byte moved by k: each round is a conversation (and TCP
-    connection) of its own instead of a replay of the first one's sequence numbers."""
+    """An Ethernet/IPv4 frame with both addresses' last two bytes moved by k: each round is a conversation (and TCP
+    connection) of its own instead of a replay of the first one's sequence numbers. (Moving the last byte alone
+    wrapped after 250 rounds: tshark then saw every later round as retransmissions and dissected no game layer.)"""
     if k == 0 or len(frame) < 34 or frame[12:14] != b"\x08\x00":
         return frame
     b = bytearray(frame)
     for at in (29, 33):
+        b[at - 1] = (b[at - 1] + (b[at] + k) // 250) % 256
         b[at] = (b[at] + k) % 250 + 1
     return bytes(b)
 
