@@ -291,11 +291,12 @@ def _targets(path: Path) -> dict[str, float]:
     return BLANK_TARGETS if path.name.startswith("blank") else {}
 
 
-def repeat_capture(path: Path, times: int) -> Path:
-    """The frames of `path` (pcap or pcapng) K times over, each round later than the last, as a pcap in /tmp."""
+def repeat_capture(path: Path, times: int, out: Path | None = None) -> Path:
+    """The frames of `path` (pcap or pcapng) K times over, each round later than the last, as a pcap in /tmp
+    (or `out`)."""
     if times <= 1:
         return path
-    out = Path("/tmp/bench") / f"{path.stem}-x{times}.pcap"
+    out = out or Path("/tmp/bench") / f"{path.stem}-x{times}.pcap"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "rb") as f:
         reader = _reader(f)
