@@ -12,7 +12,9 @@ from __future__ import annotations
 from ..engine.demand import of_filter
 from .stats_base import Tap, register
 
-HIDDEN = {"frame", "ethertype"}
+# frame.protocols names that are no level of the hierarchy: pseudo-protocols, and IPv6's extension headers (their
+# protocol items sit inside the IPv6 one)
+HIDDEN = {"frame", "ethertype", "ipv6.hopopts", "ipv6.dstopts", "ipv6.routing", "ipv6.fraghdr"}
 
 
 def protocol_path(packet) -> list[str]:

@@ -17,6 +17,7 @@ from .capture.sctp import TsnTable
 from .capture.tcp_analysis import TcpTable
 from .dissectors import PROTOCOLS
 from .engine.dispatch import Dispatcher, Packet, Settings
+from .reassembly.ip_fragments import IpFragments
 
 
 def packets(path, settings: Settings | None = None, dispatcher: Dispatcher | None = None) -> Iterator[Packet]:
@@ -42,6 +43,8 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
     clock = FrameClock()             # per-capture frame times (first, previous, previous displayed)
     udp_table = UdpTable()           # per-capture UDP stream indexes
+    # per-capture IPv4 datagrams being reassembled from fragments (-2: where each completes, as TCP's PDUs)
+    fragments = IpFragments(record=dispatcher.reassembled_in, learnt=dispatcher.reassembled_learnt)
     if tables is not None:
         tcp_table, tsn_table, clock, udp_table = tables
     two_pass = getattr(dispatcher, "tcp_pass", None)      # -2's passes (cli/two_pass_opts.py)
@@ -59,12 +62,12 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
         if dispatcher.standard_only:     # statistics of addresses and lengths: no TCP/SCTP analysis either
             from .engine.dispatch import PlainPacket
             for frame in frames:
-                yield PlainPacket(frame, decode(frame))
+                yield PlainPacket(frame, decode(frame, fragments=fragments))
             return
         for frame in frames:
             if frame.number % 50_000 == 0:
                 gc.collect()
-            yield dispatcher.dissect(frame, decode(frame, tcp_table, tsn_table, clock, udp_table))
+            yield dispatcher.dissect(frame, decode(frame, tcp_table, tsn_table, clock, udp_table, fragments))
     finally:
         if was_enabled:
             gc.enable()

@@ -26,13 +26,14 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable
-from itertools import repeat
+from itertools import chain, repeat
 from dataclasses import dataclass, field
 
 from .capture.files import CaptureError, open_capture
 from .capture.sets import CaptureSet, expand
 from .capture.mptcp_analysis import has_option as has_mptcp_option
 from .capture.tcp_analysis import FIN, RST
+from .reassembly.ip_fragments import IpFragments
 
 
 @dataclass
@@ -128,7 +129,7 @@ def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] 
         numbers[index].append(n)
         prevs[index].append(prev)
         prev = frame.ts_ns
-        d = decode(frame)
+        d = decode(frame, fragments=streams.fragments)
         stream_numbers[index].append(streams.of(d))
         key = _conversation(d)
         if key is None:
@@ -174,6 +175,11 @@ def split_file(path, parts: int, on_error=None, count: int | None = None, stream
                 times[k].extend(e[3::ENTRY])
     if planner.error is not None and on_error is not None:
         on_error(str(path), planner.error)
+    if streams is not None and streams.unsplittable and len(picks) > 1:      # (--dask: one shard, in frame order)
+        rows = sorted(zip(chain.from_iterable(picks), chain.from_iterable(numbers),
+                          chain.from_iterable(times) if prevs else repeat(0)))
+        picks, numbers, times = ([array("q", column)] for column in zip(*rows))
+        planner.conversations = [sum(planner.conversations)]
     full = os.path.abspath(path)
     return [Shard(k, [full], [p], planner.first_ns, [array("q", (i - 1 for i in p))],
                   [numbers[k]] if streams is not None else None, planner.conversations[k],
@@ -244,7 +250,7 @@ class Planner:
                 n += 1
                 if self.first_ns is None:
                     self.first_ns = frame.ts_ns
-                d = decode(frame)
+                d = decode(frame, fragments=None if streams is None else streams.fragments)
                 if d.sport is None:
                     cid = -1
                 else:                                       # (_conversation, inline)
@@ -342,10 +348,15 @@ class StreamNumbers:
         # agree): time that runs back (one process's ended conversations then wait behind later ones), or more
         # live conversations than the cap (one process frees the oldest of all, a worker only of its own)
         self.unsplittable: str | None = None
+        # IPv4 datagrams reassembled as one process does (the frame that completes one is in its conversation); a
+        # worker holding some of its fragments could not: a capture with fragments is read by one process
+        self.fragments = IpFragments()
 
     def of(self, d) -> int:
         """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
         transport, number = d.transport, -1
+        if (d.fragment or d.defragmented is not None) and self.unsplittable is None:
+            self.unsplittable = f"an IPv4 fragment at frame {d.frame.number}"
         if transport == "tcp":
             if d.window is not None and d.payload_offset:
                 number = self.tcp.stream_of(d)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import struct
 
-from ..engine.tree import ERROR, MALFORMED, PROTOCOL, ExpertInfo, Layer
+from ..engine.tree import ERROR, MALFORMED, PROTOCOL, REASSEMBLE, WARN, ExpertInfo, Layer
 from .files import RawFrame
 from .link import LINK_DECODERS
 from .fields import IP_PROTOS, REASSEMBLY_ERROR
-from .network import sack_throws, v4_cached, v4_text
+from .network import sack_throws, udp, v4_cached, v4_text
 
 
 # problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
@@ -40,7 +40,8 @@ class Decoded:
                  "spans", "problems", "_layers", "reassembled", "chunks", "tcp", "tsn_bases", "chunk_marks",
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "segment_head", "reassembled_in", "icmp",
-                 "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start", "round_at")
+                 "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start", "round_at",
+                 "defragmented")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -49,7 +50,7 @@ class Decoded:
         self.src: str | None = None          # network addresses, as tshark prints them
         self.dst: str | None = None
         self.ip_proto: int | None = None     # IPv4 protocol / IPv6 last next-header
-        self.fragment = False                # an IP fragment: not reassembled, so no transport decode
+        self.fragment = False                # an IP fragment that completes no datagram: no transport decode
         self.transport: str | None = None    # "udp" / "tcp"
         self.sport: int | None = None
         self.dport: int | None = None
@@ -84,12 +85,25 @@ class Decoded:
         # reassembly starts (engine.streams): "Retransmitted TCP segment data", as for any other retransmission
         self.repeats_pdu_start = False
         self.round_at = None                 # TCP: the layer a second round of desegment_tcp starts at (io,phs)
-        self.reassembled_in = None           # TCP, -2: the later frame that completes the PDU this segment went into
+        self.reassembled_in = None           # -2: the later frame that completes the TCP PDU this segment went
+                                             # into, or the IPv4 datagram of this fragment
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
         self.dropped = False                 # TCP's own reassembly dropped the payload (old bytes): no data layer
         self.udp = None                      # UDP: (udp.stream, ns since its first frame, since its previous one)
+        # an IP datagram this frame's fragment completed (reassembly/ip_fragments.py): (pieces, its bytes, the
+        # index of the first span read from those bytes, not the frame's); its payload_offset is in those bytes
+        self.defragmented = None
         self._layers: list[Layer] | None = None
+
+    def transport_data(self) -> bytes:
+        """The bytes the transport header's span and payload_offset refer to: the frame's, or those of the IPv4
+        datagram its fragment completed."""
+        return self.frame.data if self.defragmented is None else self.defragmented[1]
+
+    def reassembled_source(self) -> str:
+        """The data source name of the datagram its fragment completed."""
+        return "Reassembled IPv6" if self.network == "ipv6" else "Reassembled IPv4"
 
     def displayed(self, shown: bool) -> None:
         """Report whether this frame was displayed (passed the display filter): frame.time_delta_displayed and
@@ -196,13 +210,12 @@ class Decoded:
         return text
 
     def _v4_fragment_info(self) -> str:
-        """An IPv4 fragment's Info (protodump does not reassemble IPv4 fragments: every one shows as tshark shows
-        one that completes no datagram)."""
+        """An IPv4 fragment's Info: one that completes no datagram (-2: with the frame that completes it)."""
         span = next(s for s in self.spans if s[0] == "ip")
         ident, frag = struct.unpack_from("!HH", self.frame.data, span[1] + 4)
         proto = self.ip_proto
         return (f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, 'Unknown')} {proto}, off={(frag & 0x1FFF) * 8},"
-                f" ID={ident:04x})")
+                f" ID={ident:04x})" + (f" [Reassembled in #{self.reassembled_in}]" if self.reassembled_in else ""))
 
     def _v6_fragment_info(self) -> str:
         span = next((s for s in self.spans if s[0] == "ipv6.ext" and s[3] == 44), None)
@@ -349,11 +362,12 @@ _new = object.__new__
 _EIU_SPANS = (("eth", 0, 14), ("ip", 14, 20), ("udp", 34, 8))
 
 
-def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_table=None) -> Decoded:
+def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_table=None, fragments=None) -> Decoded:
     """Decode the standard layers of one frame. Never raises for any frame content. `tcp_table`: the capture's
     capture.tcp_analysis.TcpTable, which records this frame's TCP conversation state (relative sequence numbers,
     analysis) in decode order; without one, TCP layers show only what the header says. `tsn_table`: the
-    capture's capture.sctp.TsnTable (relative SCTP TSNs), likewise."""
+    capture's capture.sctp.TsnTable (relative SCTP TSNs), likewise. `fragments`: the capture's
+    reassembly.ip_fragments.IpFragments; without one, no IPv4 datagram is reassembled."""
     data = frame.data
     if frame.linktype == 1 and len(data) >= 42:
         # Fast path, taken only when every check the general decoders make would pass; else fall through.
@@ -392,6 +406,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         d.error = f"unknown link type {frame.linktype}"
         return d
     fn(d, data)
+    if d.fragment and fragments is not None:
+        _defragment(d, data, fragments)
     if tcp_table is not None and d.transport == "tcp" and d.window is not None and d.payload_offset:
         tcp_table.analyze(d, _wscale(d, data) if d.flags & 0x02 else None)
     elif (tcp_table is not None and d.transport == "tcp" and d.problems
@@ -412,6 +428,46 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     return d
 
 
+def _defragment(d: Decoded, data: bytes, fragments) -> None:
+    """An IPv4 or IPv6 fragment of a UDP datagram into the capture's fragments (as tshark's ip.defragment and
+    ipv6.defragment: all its bytes captured); when it completes the datagram, the frame's UDP layer and payload are
+    read from the whole one. (Fragments of other protocols stay fragments: tshark reassembles those too.)"""
+    if d.ip_proto != 17 or not d.payload:
+        return
+    span = d.spans[-1]
+    if d.network == "ip" and span[0] == "ip":
+        off, hl = span[1], span[2]
+        tlen, ident, frag = struct.unpack_from("!2xHHH", data, off)
+        captured = len(d.payload) == tlen - hl
+        key, offset, more = (d.src, d.dst, 17, ident), (frag & 0x1FFF) * 8, bool(frag & 0x2000)
+    elif d.network == "ipv6" and span[0] == "ipv6.ext" and span[3] == 44:
+        top = next(sp for sp in d.spans if sp[0] == "ipv6")[1]
+        plen = struct.unpack_from("!H", data, top + 4)[0]
+        fo, ident = struct.unpack_from("!2xHI", data, span[1])
+        captured = len(d.payload) == top + 40 + plen - d.payload_offset
+        key, offset, more = (d.src, d.dst, 44, ident), fo & 0xFFF8, bool(fo & 1)
+    else:
+        return
+    if not captured:
+        return
+    refused = fragments.refused
+    done = fragments.add(key, offset, d.payload, more, d.frame.number)
+    if fragments.refused != refused:     # the global reassembly budget is spent: the datagram is given up
+        from ..reassembly.budget import over_budget
+        d.problems.append((d.network, ExpertInfo(f"{d.network}.reassembly.budget", REASSEMBLE, WARN,
+                                                 over_budget())))
+    if done is None:
+        if fragments.learnt:             # -2: the frame the first pass saw complete it
+            d.reassembled_in = fragments.learnt.get(d.frame.number)
+        return
+    pieces, whole = done
+    d.fragment = False
+    d.defragmented = (pieces, whole, len(d.spans))
+    del d.protocols[-1]                  # ("data": the fragment's bytes)
+    d.payload, d.payload_offset = b"", 0
+    udp(d, whole, 0, len(whole))
+
+
 def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport: int, dport: int) -> Decoded:
     """The slots the fast paths fill alike (an IPv4 datagram, not a fragment, with no problem so far)."""
     d = _new(Decoded)
@@ -425,7 +481,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.sport = sport
     d.dport = dport
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
-        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = d.round_at = None
+        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = d.round_at = d.defragmented = None
     d.cut = 0
     d.truncated = None
     d.unclaimed = d.dropped = d.repeats_pdu_start = False

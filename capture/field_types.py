@@ -22,7 +22,8 @@ TSHARK_TYPES = {abbrev: ft for ft, abbrevs in {
     "FT_FRAMENUM": ("tcp.analysis.acks_frame", "tcp.analysis.rto_frame", "tcp.analysis.duplicate_ack_frame",
                     "tcp.segment", "tcp.segment.error", "tcp.reassembled_in", "icmp.resp_to", "icmpv6.resp_to",
                     "sctp.fragment", "sctp.reassembled_in", "websocket.fragment", "http.request_in",
-                    "http.response_in"),
+                    "http.response_in", "ip.fragment", "ip.reassembled_in", "ipv6.fragment",
+                    "ipv6.reassembled.in"),
     "FT_BYTES": ("icmpv6.opt.linkaddr", "icmpv6.opt.src_linkaddr", "icmpv6.opt.target_linkaddr"),
     "FT_STRING": ("http.file_data",)}.items() for abbrev in abbrevs}
 

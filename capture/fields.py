@@ -164,6 +164,19 @@ ip_proto = F("ip.proto", "Protocol", "uint8", values=IP_PROTOS)
 ip_checksum = F("ip.checksum", "Header Checksum", "uint16", "HEX")
 ip_checksum_status = F("ip.checksum.status", "Header checksum status", "uint8")
 ip_options = F("ip.options", "Options", "bytes")
+# a datagram reassembled from fragments (reassembly/ip_fragments.py), in the frame that completed it, and (-2) in
+# each fragment before: (fragments, fragment, count, length, data, reassembled in), IPv4's and IPv6's (tshark's
+# names differ: ip.reassembled_in, ipv6.reassembled.in)
+ip_reassembly = (F("ip.fragments", "IPv4 Fragments", "bytes"), F("ip.fragment", "IPv4 Fragment", "uint32"),
+                 F("ip.fragment.count", "Fragment count", "uint32"),
+                 F("ip.reassembled.length", "Reassembled IPv4 length", "uint32"),
+                 F("ip.reassembled.data", "Reassembled IPv4 data", "bytes"),
+                 F("ip.reassembled_in", "Reassembled IPv4 in frame", "uint32"))
+ipv6_reassembly = (F("ipv6.fragments", "IPv6 Fragments", "none"), F("ipv6.fragment", "IPv6 Fragment", "uint32"),
+                   F("ipv6.fragment.count", "Fragment count", "uint32"),
+                   F("ipv6.reassembled.length", "Reassembled IPv6 length", "uint32"),
+                   F("ipv6.reassembled.data", "Reassembled IPv6 data", "bytes"),
+                   F("ipv6.reassembled.in", "Reassembled IPv6 in frame", "uint32"))
 ip_src = F("ip.src", "Source Address", "string")
 ip_dst = F("ip.dst", "Destination Address", "string")
 ip_addr = F("ip.addr", "Source or Destination Address", "string")

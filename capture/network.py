@@ -3,7 +3,8 @@
 Bounds: `len(data)` is what was captured; the frame's wire length and the IP total/payload length are what
 should be there. A header cut by the snaplen is "_ws.short" (Wireshark: "Packet size limited during
 capture"); a header that lies past the length its own headers claim is "_ws.malformed" (or a more precise
-expert abbrev). Either way the decode stops at that layer. IP fragments are flagged, never reassembled.
+expert abbrev). Either way the decode stops at that layer. IP fragments are flagged here; capture.decode hands
+them to the capture's reassembly (reassembly/ip_fragments.py), which decodes a completed datagram's UDP.
 """
 from __future__ import annotations
 

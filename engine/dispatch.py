@@ -187,6 +187,9 @@ class PlainPacket(Packet):
 
     def __init__(self, frame, decoded):
         self.frame, self.decoded, self.games, self.sources, self._index = frame, decoded, [], [], None
+        if decoded.defragmented is not None:      # (Stack's, without a game layer)
+            self.sources = [DataSource("Frame", frame.data),
+                            DataSource(decoded.reassembled_source(), decoded.defragmented[1])]
         self._info, self.demand, self.tries, self.postdissected = None, None, None, 0
 
     @property
@@ -204,6 +207,7 @@ class _QuotedDatagram:
 
     __slots__ = ("src", "sport", "dst", "dport", "payload", "payload_offset")
     transport = "udp"
+    defragmented = None
 
     def __init__(self, src, sport, dst, dport, payload, payload_offset: int):
         self.src, self.sport, self.dst, self.dport, self.payload = src, sport, dst, dport, payload
@@ -224,6 +228,8 @@ class Stack:
         self.called: list[str] = []      # protocols called that made no layer (still named in frame.protocols)
         self.infos: list[tuple[str, object]] = []      # (protocol, info or a function making it), per layer
         self.sources: list[DataSource] = [DataSource("Frame", frame.data)]
+        if d.defragmented is not None:   # (capture.layers.REASSEMBLED_SOURCE)
+            self.sources.append(DataSource(d.reassembled_source(), d.defragmented[1]))
         a, b = self.endpoints = (f"{d.src}:{d.sport}", f"{d.dst}:{d.dport}")
         self.pair = (a, b) if a < b else (b, a)
         self.depth = 0
@@ -609,7 +615,10 @@ class Dispatcher:
                 proto = self.udp_protocol(stack, d)
                 if proto is not None:
                     start = d.payload_offset
-                    stack.dissect(proto, frame.data, start, start + len(d.payload))
+                    if d.defragmented is None:
+                        stack.dissect(proto, frame.data, start, start + len(d.payload))
+                    else:                 # a datagram reassembled from fragments: its own data source
+                        stack.dissect(proto, d.defragmented[1], start, start + len(d.payload), 1)
         elif d.transport in ("tcp", "sctp") and not (d.problems and d.problems[-1][1].abbrev == "_ws.malformed.expert"):
             if self.streams is None:     # (an exception in the TCP header: tshark hands its payload to no one)
                 from .streams import Streams

@@ -37,6 +37,9 @@ NAME_ONLY_PROTOCOLS = frozenset(f"tcp.options.{name}" for name in (
     "user_to", "tfo", "experimental", "unknown"))
 
 
+IPV6_EXTENSIONS = ("ipv6.hopopts.", "ipv6.dstopts.", "ipv6.routing.", "ipv6.fraghdr.")
+
+
 def parent_protocol(abbrev: str, layer: str) -> str | None:
     """The protocol a field is registered under (hfinfo->parent): the layer's for its own fields, `_ws.expert`,
     `_ws.lua` ... for Wireshark's, else the abbrev's first part. None for a protocol or a text item."""
@@ -44,6 +47,8 @@ def parent_protocol(abbrev: str, layer: str) -> str | None:
         return None
     if layer == "ipv6" and abbrev == "ip.version":     # packet-ipv6.c registers its own hidden ip.version
         return "ipv6"
+    if abbrev.startswith(IPV6_EXTENSIONS):              # each extension header is a protocol of its own
+        return abbrev[:abbrev.index(".", 5)]
     if abbrev.startswith(layer + "."):
         return layer
     if abbrev.startswith("_ws."):

@@ -105,9 +105,10 @@ def test_sctp_sack_bundled_with_data(bundled_sctp, args, protodump_run, standard
 
 @pytest.fixture(scope="module")
 def lost_fragment() -> Path:
-    """blank datagrams over 200 bytes cut into 128-byte IPv4 fragments, the last one of each lost: tshark shows
-    each fragment's bytes as data ("Fragmented IP protocol ..."), as protodump (which reassembles none). Their
-    identifications are small, as a fresh host's: the Info column writes them with four hex digits (ID=004d)."""
+    """blank datagrams over 200 bytes cut into 128-byte IPv4 fragments, the last one of each lost: no datagram
+    completes, and each fragment's bytes show as data ("Fragmented IP protocol ..."; tests/test_ip_fragments.py
+    has the ones that complete). Their identifications are small, as a fresh host's: the Info column writes them
+    with four hex digits (ID=004d)."""
     from scapy.all import IP, Ether, fragment, rdpcap
     out = []
     for i, p in enumerate(rdpcap(str(CAPTURES_DIR / "blank-server-session.pcap"))[:40]):

@@ -15,7 +15,7 @@ from .data import data_layer
 from .eth import eth_layer, ieee8021ad_layer, vlan_layer
 from .frame import comments_layer, frame_layer
 from .icmp import icmp_layer
-from .ip import ip_layer, ipv6_ext_item, ipv6_layer
+from .ip import fragments_item, ip_layer, ipv6_ext_item, ipv6_layer, reassembled_in_item
 from .null import null_layer, raw_layer
 from .sll import sll2_layer, sll_layer
 from .tcp import tcp_layer, tcp_segments_layer
@@ -56,10 +56,21 @@ def exception_offset(d) -> int:
     return ends[-1] if ends else 0
 
 
+# the data source index of a datagram reassembled from fragments (the frame's is 0; engine.dispatch.Stack adds it
+# first, before any a game layer adds)
+REASSEMBLED_SOURCE = 1
 # layers whose items all carry abbrevs under the layer's own name: a run reading none of those can skip them
 OWN_NAMES_ONLY = {"frame", "eth", "sll", "sll2", "ip", "ipv6", "udp", "tcp"}
 SKIPPABLE = OWN_NAMES_ONLY | {"ipv6.ext"}
 SPAN_ROOTS = {"sll2": "sll"}       # a span whose fields start with another name (SLL v2's are tshark's "sll.*")
+
+
+def _in_source(item: Item, source: int) -> None:
+    """Mark a layer built from a reassembled datagram's bytes (its offsets are in them): PDML's values and -x's raw
+    fields read its items' bytes there."""
+    item.source = source
+    for kid in item.children or ():
+        _in_source(kid, source)
 
 
 def build(d, roots=None) -> list[Layer]:
@@ -71,8 +82,16 @@ def build(d, roots=None) -> list[Layer]:
     if frame.comments and (roots is None or "frame" in roots or "pkt_comment" in roots):
         layers.insert(0, comments_layer(frame.comments))
     by_proto: dict[str, Layer] = {}
-    for span in d.spans:
+    whole_from = d.defragmented[2] if d.defragmented is not None else None
+    for i, span in enumerate(d.spans):
         proto = span[0]
+        if i == whole_from:        # the transport header of a datagram reassembled from fragments: in its bytes
+            data = d.defragmented[1]
+            if d.network in by_proto:
+                top = by_proto[d.network].item
+                top.add(fragments_item(d.defragmented[0], data, REASSEMBLED_SOURCE, d.network == "ipv6"))
+                if d.network == "ipv6":      # (tshark's IPv6 item then spans its extension headers too)
+                    top.length = d.spans[whole_from - 1][1] + d.spans[whole_from - 1][2] - top.offset
         if roots is not None and proto in SKIPPABLE and SPAN_ROOTS.get(proto, proto.split(".")[0]) not in roots:
             continue
         if proto == "ipv6.ext":
@@ -83,6 +102,8 @@ def build(d, roots=None) -> list[Layer]:
         if span[-1] in ("cut", "bad") and span[2] < CUT_MIN.get(proto, 0):
             continue            # (no byte of it, or a UDP/TCP header before its ports: no tree, only the note)
         made = BUILDERS[proto](d, data, *span[1:])
+        if whole_from is not None and i >= whole_from:
+            _in_source(made.item, REASSEMBLED_SOURCE)
         if made.__class__ is list:       # SCTP: several (its continuation layers)
             layers.extend(made)
             made = made[0]
@@ -123,6 +144,9 @@ def build(d, roots=None) -> list[Layer]:
         (item or layer.item).expert(info)
         if item is not None and info.abbrev in EXPERT_FIRST:   # before the item's own children
             item.children = [item.children[-1], *item.children[:-1]]
+    if d.fragment and d.reassembled_in is not None and d.network in by_proto:   # -2: a later datagram's fragment
+        by_proto[d.network].item.add(reassembled_in_item(d.reassembled_in, d.network == "ipv6", d.spans[-1][1]
+                                                         if d.network == "ipv6" else 0))
     if (d.fragment or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
     for pieces, whole, source, conflicts in getattr(d, "reassembled", None) or ():

@@ -380,3 +380,26 @@ def _address_items(fields, src: str, dst: str, off: int, n: int) -> list:
         top.add(HiddenItem(host_f, value, at, n))
         top.add(HiddenItem(host, value, at, n))
     return top.children
+
+
+def fragments_item(pieces, whole: bytes, source: int, v6: bool = False) -> Item:
+    """reassemble.c's tree of a datagram reassembled from fragments, under the IPv4 (or IPv6) layer of the frame
+    that completed it: its items span their bytes in the reassembled buffer (data source `source`)."""
+    fragments, fragment, count, length, data, _ = f.ipv6_reassembly if v6 else f.ip_reassembly
+    name, n = "IPv6" if v6 else "IPv4", len(whole)
+    parts = ", ".join(f"#{frame}({size})" for frame, _, size in pieces)
+    top = Item(fragments, None if v6 else whole, 0, n, f"[{len(pieces)} {name} Fragments ({n} bytes): {parts}]",
+               True, source)
+    for frame, at, size in pieces:
+        top.add(Item(fragment, frame, at, size, f"[Frame: {frame}, payload: {at}-{at + size - 1} ({size} bytes)]",
+                     True, source))
+    top.add(Item(count, len(pieces), 0, 0, f"[Fragment count: {len(pieces)}]", True, source))
+    top.add(Item(length, n, 0, 0, f"[Reassembled {name} length: {n}]", True, source))
+    top.add(Item(data, whole, 0, n, None, True, source))     # tshark's bytes label (cut)
+    return top
+
+
+def reassembled_in_item(frame: int, v6: bool = False, at: int = 0) -> Item:
+    """-2: a fragment of a datagram a later frame completes (IPv6: at its fragment header, as PDML places it)."""
+    return Item((f.ipv6_reassembly if v6 else f.ip_reassembly)[5], frame, at, 0,
+                f"[Reassembled {'IPv6' if v6 else 'IPv4'} in frame: {frame}]", True)

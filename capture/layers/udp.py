@@ -14,18 +14,18 @@ def info(d) -> str:
     head = f"{d.sport} \u2192 {d.dport}"
     span = d.spans[-1] if d.spans else None
     if span is not None and span[0] == "udp" and span[-1] == "cut":         # (network.udp)
-        ulen = f" Len={struct.unpack_from('!H', d.frame.data, span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
+        ulen = f" Len={struct.unpack_from('!H', d.transport_data(), span[1] + 4)[0] - 8}" if span[2] >= 6 else ""
         return f"{head}{ulen}[Packet size limited during capture]"
     if span is not None and span[0] == "udp" and span[-1] == "bad":         # past the IP length (network._short_udp)
         if span[2] >= 6:
-            ulen = struct.unpack_from('!H', d.frame.data, span[1] + 4)[0]
+            ulen = struct.unpack_from('!H', d.transport_data(), span[1] + 4)[0]
             return f"{head} [BAD UDP LENGTH {ulen} > IP PAYLOAD LENGTH] Len={ulen - 8}[Malformed Packet]"
         return f"{head}[Malformed Packet]"
     problems = d.problems
     if problems:
         bad = next((p.message for _, p in problems if p.abbrev == "udp.length.bad"), None)
         if bad is not None:             # tshark: the claimed length, and the note in capitals
-            ulen = struct.unpack_from("!H", d.frame.data, d.payload_offset - 4)[0]
+            ulen = struct.unpack_from("!H", d.transport_data(), d.payload_offset - 4)[0]
             claim = bad.split("value ", 1)[-1].upper()
             tail = f" Len={ulen - 8}" if " > " in bad else ""
             return f"{head} [BAD UDP LENGTH {claim}]{tail}"
@@ -41,7 +41,8 @@ def udp_layer(d, data: bytes, off: int, length: int, cut: str | None = None) -> 
         return Layer("udp", proto_item(f.udp, off, length, "User Datagram Protocol"))
     sport, dport, ulen, csum = struct.unpack_from("!HHHH", data, off)
     top = proto_item(f.udp, off, 8, f"User Datagram Protocol, Src Port: {sport}, Dst Port: {dport}")
-    top.children = list(frozen(("udp.ports", sport, dport, off), lambda: _ports(sport, dport, off)))
+    top.children = list(frozen(("udp.ports", sport, dport, off), lambda: _ports(sport, dport, off))) \
+        if d.defragmented is None else _ports(sport, dport, off)     # (a reassembled one's items get its source)
     room = len(d.payload) + 8 if d.transport == "udp" and d.payload is not None else ulen
     bogus = (f" (bogus, must be >= 8)" if ulen < 8 else f" (bogus, payload length {room})" if ulen > room else "") \
         if any(info.abbrev == "udp.length.bad" for _, info in d.problems) else ""
