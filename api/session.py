@@ -43,7 +43,7 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     tsn_table = TsnTable()           # per-capture SCTP relative TSN bases
     clock = FrameClock()             # per-capture frame times (first, previous, previous displayed)
     udp_table = UdpTable()           # per-capture UDP stream indexes
-    # per-capture IPv4 datagrams being reassembled from fragments (-2: where each completes, as TCP's PDUs)
+    # per-capture IP datagrams being reassembled from fragments (-2: where each completes, as TCP's PDUs)
     fragments = IpFragments(record=dispatcher.reassembled_in, learnt=dispatcher.reassembled_learnt)
     if tables is not None:
         tcp_table, tsn_table, clock, udp_table = tables

@@ -348,7 +348,7 @@ class StreamNumbers:
         # agree): time that runs back (one process's ended conversations then wait behind later ones), or more
         # live conversations than the cap (one process frees the oldest of all, a worker only of its own)
         self.unsplittable: str | None = None
-        # IPv4 datagrams reassembled as one process does (the frame that completes one is in its conversation); a
+        # IP datagrams reassembled as one process does (the frame that completes one is in its conversation); a
         # worker holding some of its fragments could not: a capture with fragments is read by one process
         self.fragments = IpFragments()
 
@@ -356,7 +356,7 @@ class StreamNumbers:
         """The frame's stream number (-1: none); `d`: its capture.decode.Decoded, in frame order."""
         transport, number = d.transport, -1
         if (d.fragment or d.defragmented is not None) and self.unsplittable is None:
-            self.unsplittable = f"an IPv4 fragment at frame {d.frame.number}"
+            self.unsplittable = f"an IP fragment at frame {d.frame.number}"
         if transport == "tcp":
             if d.window is not None and d.payload_offset:
                 number = self.tcp.stream_of(d)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 
 from ..engine.tree import ERROR, MALFORMED, PROTOCOL, REASSEMBLE, WARN, ExpertInfo, Layer
+from ..reassembly.budget import over_budget
 from .files import RawFrame
 from .link import LINK_DECODERS
 from .fields import IP_PROTOS, REASSEMBLY_ERROR
@@ -86,7 +87,7 @@ class Decoded:
         self.repeats_pdu_start = False
         self.round_at = None                 # TCP: the layer a second round of desegment_tcp starts at (io,phs)
         self.reassembled_in = None           # -2: the later frame that completes the TCP PDU this segment went
-                                             # into, or the IPv4 datagram of this fragment
+                                             # into, or the IP datagram of this fragment
         self.icmp = None                     # ICMP/ICMPv6: capture.icmp.IcmpInfo
         self.unclaimed = False               # a UDP payload no dissector took: tshark's "data" layer
         self.dropped = False                 # TCP's own reassembly dropped the payload (old bytes): no data layer
@@ -97,7 +98,7 @@ class Decoded:
         self._layers: list[Layer] | None = None
 
     def transport_data(self) -> bytes:
-        """The bytes the transport header's span and payload_offset refer to: the frame's, or those of the IPv4
+        """The bytes the transport header's span and payload_offset refer to: the frame's, or those of the IP
         datagram its fragment completed."""
         return self.frame.data if self.defragmented is None else self.defragmented[1]
 
@@ -367,7 +368,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
     capture.tcp_analysis.TcpTable, which records this frame's TCP conversation state (relative sequence numbers,
     analysis) in decode order; without one, TCP layers show only what the header says. `tsn_table`: the
     capture's capture.sctp.TsnTable (relative SCTP TSNs), likewise. `fragments`: the capture's
-    reassembly.ip_fragments.IpFragments; without one, no IPv4 datagram is reassembled."""
+    reassembly.ip_fragments.IpFragments; without one, no IP datagram is reassembled."""
     data = frame.data
     if frame.linktype == 1 and len(data) >= 42:
         # Fast path, taken only when every check the general decoders make would pass; else fall through.
@@ -453,7 +454,6 @@ def _defragment(d: Decoded, data: bytes, fragments) -> None:
     refused = fragments.refused
     done = fragments.add(key, offset, d.payload, more, d.frame.number)
     if fragments.refused != refused:     # the global reassembly budget is spent: the datagram is given up
-        from ..reassembly.budget import over_budget
         d.problems.append((d.network, ExpertInfo(f"{d.network}.reassembly.budget", REASSEMBLE, WARN,
                                                  over_budget())))
     if done is None:

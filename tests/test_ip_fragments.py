@@ -136,7 +136,7 @@ def test_a_capture_with_fragments_is_read_by_one_process(fragmented):
     two = subprocess.run([*PROTODUMP, "-j", "2", "-T", "json", str(path)], capture_output=True, text=True,
                          env={**__import__("os").environ, "PROTODUMP_JOBS_VERBOSE": "1"})
     assert two.stdout == one.stdout
-    assert "one process (an IPv4 fragment at frame" in two.stderr
+    assert "one process (an IP fragment at frame" in two.stderr
 
 
 # --- the table -------------------------------------------------------------------------------------------------
