@@ -13,6 +13,7 @@ frames (scapy's defragment() takes a whole list, and keeps no bounds).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import OrderedDict
 
 from .budget import PENDING, PIECE_OVERHEAD
@@ -22,12 +23,23 @@ DATAGRAM_MAX = 65535           # bytes of IP payload a reassembled datagram may 
 
 
 class _Datagram:
-    __slots__ = ("pieces", "size", "held")
+    __slots__ = ("pieces", "starts", "size", "covered", "top", "held")
 
     def __init__(self):
         self.pieces: list[tuple[int, bytes, int]] = []     # (offset, data, frame), sorted by offset
+        self.starts: list[int] = []                        # their offsets, for the bisection
         self.size: int | None = None                       # known once the last fragment has come
+        self.covered = 0                                   # bytes held (the pieces never overlap)
+        self.top = 0                                       # the end of the furthest piece
         self.held = 0                                      # bytes charged to the budget
+
+    def overlaps(self, offset: int, end: int, at: int) -> bool:
+        """Whether [offset, end) overlaps the piece before index `at` or the one at it (they are disjoint and
+        sorted: only the neighbours can): a look at two pieces, however many there are."""
+        pieces = self.pieces
+        if at and pieces[at - 1][0] + len(pieces[at - 1][1]) > offset:
+            return True
+        return at < len(pieces) and pieces[at][0] < end
 
 
 class IpFragments:
@@ -49,9 +61,9 @@ class IpFragments:
                 self._drop(self.pending.popitem(last=False)[1])
             dgram = self.pending[key] = _Datagram()
         end = offset + len(data)
+        at = bisect_left(dgram.starts, offset)
         if end > DATAGRAM_MAX or (dgram.size is not None and (end > dgram.size or not more)) or \
-                (not more and end < max((o + len(d) for o, d, _ in dgram.pieces), default=0)) or \
-                any(o < end and offset < o + len(d) for o, d, _ in dgram.pieces):
+                (not more and end < dgram.top) or dgram.overlaps(offset, end, at):
             self._drop(self.pending.pop(key))
             return None
         cost = len(data) + PIECE_OVERHEAD
@@ -60,13 +72,15 @@ class IpFragments:
             self._drop(self.pending.pop(key))
             return None
         dgram.held += cost
-        pieces = dgram.pieces
-        pieces.append((offset, data, frame))
-        pieces.sort(key=lambda p: p[0])
+        dgram.pieces.insert(at, (offset, data, frame))
+        dgram.starts.insert(at, offset)
+        dgram.covered += len(data)
+        dgram.top = max(dgram.top, end)
         if not more:
             dgram.size = end
-        if dgram.size is None or sum(len(d) for _, d, _ in pieces) != dgram.size:
+        if dgram.size is None or dgram.covered != dgram.size:
             return None        # (no overlaps: the pieces cover the datagram exactly when their lengths add up)
+        pieces = dgram.pieces
         del self.pending[key]
         self._drop(dgram)
         if self.record is not None:
