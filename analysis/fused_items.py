@@ -134,13 +134,10 @@ class FusedItems(Fused):
             raise Bail from None
         self.layers.append((proto.name, tree))
 
-    def ends_text(self, key) -> tuple[str, str]:
-        """The frame's "address:port" of its sender and its receiver (analysis.fused_keys: TCP's ends carry the
-        address as text, UDP's as bytes)."""
+    def ends_text(self) -> tuple[str, str]:
+        """The frame's "address:port" of its sender and its receiver (analysis.fused_keys)."""
         (src, sport), (dst, dport) = self.parsed[0]
-        if key[0] != 6:
-            src, dst = dotted(src), dotted(dst)
-        return f"{src}:{sport}", f"{dst}:{dport}"
+        return f"{dotted(src)}:{sport}", f"{dotted(dst)}:{dport}"
 
 
 class AskingHands(Hands):

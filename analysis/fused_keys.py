@@ -27,7 +27,7 @@ def key_of(frame):
     """key_of_any's answer, the common frame (Ethernet, IPv4 without options, UDP or TCP, not cut, not a fragment)
     read with one struct call instead of several: the fused machine places every frame with it."""
     data = frame.data
-    if frame.linktype != 1 or len(data) < 54 or data[14] != 0x45 or data[12:14] != ETH_IP \
+    if frame.linktype != 1 or len(data) < 42 or data[14] != 0x45 or data[12:14] != ETH_IP \
             or frame.caplen != frame.length:
         return key_of_any(frame)
     total, fragment, transport, src, dst, sport, dport = _IP_PORTS.unpack_from(data, 14)
@@ -43,7 +43,8 @@ def key_of_any(frame):
     conversation (IPv6, ARP: decoded in full with its own kind), or ABORT for one that cannot be placed (an IP
     fragment, a header cut before the ports, another link type or a VLAN tag: then no fused path at all).
     parsed is None when the machine cannot model the frame (its conversation goes to the full decode), else for
-    UDP (ends, sport, dport, payload length), for TCP (ends, seq, ack, flags, data, payload start, stop)."""
+    UDP (ends, sport, dport, payload length), for TCP (ends, seq, ack, flags, data, payload start, stop); ends:
+    ((src, sport), (dst, dport)), the addresses as their 4 bytes."""
     data = frame.data
     if frame.linktype != 1:
         return ABORT, None
@@ -89,7 +90,7 @@ def _parsed(data: bytes, transport: int, src: bytes, dst: bytes, sport: int, dpo
     if hlen > 20 and not (hlen == 32 and data[54:57] == TIMESTAMPS) and \
             any(kind == 30 for _, kind, _ in option_spans(data, 54, 34 + hlen)):
         return None                                             # MPTCP
-    return ((dotted(src), sport), (dotted(dst), dport)), seq, ack, flags, data, 34 + hlen, end
+    return ((src, sport), (dst, dport)), seq, ack, flags, data, 34 + hlen, end
 
 
 def _key(transport: int, src: bytes, dst: bytes, sport: int, dport: int) -> tuple:

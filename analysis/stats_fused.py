@@ -72,7 +72,7 @@ class Conversation:
         self.counts: dict = {}       # path -> [frames, bytes, first frame]
         self.last = now              # capture time of its last frame
         self.proto = None            # the stream protocol (TCP), once chosen
-        self.dirs: dict = {}         # TCP: sender (addr, port) -> Direction
+        self.dirs: dict = {}         # TCP: sender (addr, port) -> Direction; UDP: sender -> its direction's name
         self.handshake = 0           # 1: SYN seen, 2: SYN-ACK seen
         self.ended = False           # TCP: True after FIN both ways or RST; UDP: the capture time it ended
         self.held = 0                # bytes of a TCP PDU being assembled (its pending stream reassembly)
@@ -119,7 +119,11 @@ class Hands:
         if start >= end:
             return None
         registered = self.dispatcher.tables.get(table) or {}
-        proto = next((registered[k] for k in keys if k in registered), None)
+        proto = None
+        for key in keys:
+            proto = registered.get(key)
+            if proto is not None:
+                break
         if proto is None:
             if self.dispatcher.heuristic_lists.get(table.split(".")[0]):
                 raise Bail             # a heuristic would be asked (and reorders its list)
@@ -366,12 +370,15 @@ class Fused:
         asked (scan_datagram: its state, no items), under a stand-in stack that counts the hand-ups."""
         if conv.ended is not False and self.now - conv.ended > self.linger:
             raise Bail                 # its state was freed: not modelled
-        (src, sport), (dst, dport) = ends
+        direction = conv.dirs.get(ends[0])
+        if direction is None:
+            (src, sport), (dst, dport) = ends
+            direction = conv.dirs[ends[0]] = f"{dotted(src)}:{sport}>{dotted(dst)}:{dport}"
         stack = self.hands(conv)
         start = 42                     # Ethernet, IPv4 without options, UDP
         ctx = Ctx(frame.data, start, start + size, Item(proto.info, proto.description, start, size,
                                                         proto.description, False, 0),
-                  proto, conv.state, f"{dotted(src)}:{sport}>{dotted(dst)}:{dport}", frame.number)
+                  proto, conv.state, direction, frame.number)
         ctx.stack, ctx.time, ctx.demand = stack, self.now, frozenset()
         stack.depth = 1
         try:
@@ -412,7 +419,8 @@ class Fused:
             if me is not None or stop > start or flags & (FIN | RST):
                 raise Bail
             conv.handshake |= 2 if flags & ACK else 1
-            conv.dirs[src] = d = Direction((seq + 1) % SEQ_MOD, f"{src[0]}:{src[1]}>{dst[0]}:{dst[1]}")
+            conv.dirs[src] = d = Direction((seq + 1) % SEQ_MOD,
+                                           f"{dotted(src[0])}:{src[1]}>{dotted(dst[0])}:{dst[1]}")
             d.conv = conv.state
             return self.intern(("tcp",))
         if me is None or conv.handshake != 3:
@@ -616,7 +624,7 @@ def _stream_seen(proto, data, pos, n, me, machine) -> None:
               conv, me.name, machine.number)
     ctx.time, ctx.demand, ctx.asked = machine.now, frozenset(), frozenset()     # values only (Field.scan)
     try:
-        proto.dissect(ctx, {})
+        proto.scan_pdu(ctx, packet)
     except Exception:  # noqa: BLE001 - the full decode shows it as an expert; its state is not modelled
         raise Bail from None
 

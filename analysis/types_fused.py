@@ -34,7 +34,7 @@ class FusedTypes(FusedItems):
             tap = self.tap_of.get(name)
             if tap is not None:
                 found.append((name, tree.length, tap.layer_types(Layer(name, tree))))
-        return marshal.dumps((*self.ends_text(key), found)) if found else b""
+        return marshal.dumps((*self.ends_text(), found)) if found else b""
 
 
 def count_types(path, dispatcher, taps, protocols, limit: int | None = None, packets_of=None):

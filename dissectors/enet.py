@@ -110,6 +110,17 @@ MTU_MAX = 4096              # ENET_PROTOCOL_MAXIMUM_MTU: the receive buffer, and
 CONNECTION_COMMANDS = {2, 3, 4, 5, 10, 11}   # libenet sends these on channel 0xFF, data commands never
 
 
+# the per-datagram walk and its analysis (dissectors/enet_analysis.py, which reads this module's tables: imported at
+# the first datagram, kept here so that no datagram pays an import statement)
+_DATAGRAM: list = [None]
+
+
+def _datagram():
+    from .enet_analysis import dissect_datagram
+    _DATAGRAM[0] = dissect_datagram
+    return dissect_datagram
+
+
 def command_walk(data: bytes, pos: int) -> bool:
     """A strict structural check, what a receiver would accept: one or more commands of valid types, each
     complete, data lengths exact, ending exactly at the end of the datagram."""
@@ -205,8 +216,7 @@ class ENet:
                 "ENET_FRAGMENT_LIMIT": a.FRAGMENT_LIMIT, "ENET_ACKED_IN_LIMIT": a.ACKED_IN_LIMIT}
 
     def dissect(self, ctx: Ctx, prefs: dict):
-        from .enet_analysis import dissect_datagram  # the per-datagram walk and its analysis
-        return dissect_datagram(self, ctx, prefs)
+        return (_DATAGRAM[0] or _datagram())(self, ctx, prefs)
 
     # --- tests and capture making -----------------------------------------------------------------------------
     def encode(self, values: dict, commands: list[dict], *, compress: bool = False, checksum: bool = False) -> bytes:

@@ -5,6 +5,7 @@ times, fragment reassembly and the hand-off of payloads to the protocol above. T
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 
 from ..engine.context import Ctx, Truncated, bounded_put
 from ..engine.rangecoder import RangeCoderError, decompress
@@ -69,12 +70,12 @@ def scan_datagram(p, ctx: Ctx, prefs: dict) -> str:
         if body is None:
             return ""
         source = ctx.new_source("Decompressed ENet", body)
-        start, end = 0, len(body)
+        sub = Ctx(body, 0, len(body), ctx.tree, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
+        sub.source, sub.prefs = source, ctx.prefs
     else:
-        body, start, end = ctx.data, ctx.pos, ctx.end
+        body, sub = ctx.data, ctx     # the commands read on from the header, each in a scope of its own
+    end = sub.end
     kept = values.setdefault("commands", [])
-    sub = Ctx(body, start, end, ctx.tree, ctx.proto, ctx.conv, ctx.direction, ctx.frame, ctx.sources)
-    sub.source, sub.prefs = source, ctx.prefs
     header, commands, scopes = p.command_header, p.commands, sub.scopes
     while sub.pos < end:
         scope: dict = {}
@@ -289,9 +290,15 @@ def hand_up(ctx: Ctx, prefs: dict, data: bytes, start: int, end: int, source: in
         name = ctx.handoff("enet.connect_data", (connect["data"],), start, end, data, source, meta)
         if name:
             return name
-    a, _, b = ctx.direction.partition(">")
-    ports = sorted({int(a.rpartition(":")[2]), int(b.rpartition(":")[2])})
-    return ctx.handoff("enet.port", tuple(ports), start, end, data, source, meta)
+    return ctx.handoff("enet.port", ports_of(ctx.direction), start, end, data, source, meta)
+
+
+@lru_cache(maxsize=4096)
+def ports_of(direction: str) -> tuple[int, ...]:
+    """The ports of a direction ("addr:port>addr:port"), lowest first, each once (every message of a
+    conversation asks again)."""
+    a, _, b = direction.partition(">")
+    return tuple(sorted({int(a.rpartition(":")[2]), int(b.rpartition(":")[2])}))
 
 
 def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> None:

@@ -49,6 +49,12 @@ class BitSplit(NumberWithParts):
         for p in self.parts:
             scope[p.name] = (raw & p.mask) >> p.shift
 
+    def store_source(self, value):
+        if type(self).store is not BitSplit.store:
+            return None
+        return [f"v = {value}", f"s[{self.name!r}] = v",
+                *(f"s[{p.name!r}] = (v & {p.mask}) >> {p.shift}" for p in self.parts)]
+
     def encode(self, values, out):
         raw = values.get(self.name)
         if raw is None:

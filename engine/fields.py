@@ -101,15 +101,33 @@ class Field:
     def scan(self, ctx: Ctx) -> None:
         """Read this field's values into the scope and move on, building nothing (Wireshark's NULL tree). The
         fallback decodes into a throwaway item; the common words do it without one."""
-        size = self.size
-        if self.codes is not None and ctx.pos + size <= ctx.end and _stores(self):
-            raw = struct.unpack_from(self.endian + "".join(self.codes), ctx.data, ctx.pos)
-            self.store(ctx.scopes[-1], raw[0] if len(raw) == 1 else raw)
-            ctx.pos += size
+        unpack = self._scan_unpack
+        if unpack is None:
+            unpack = self._scan_setup()
+        pos = ctx.pos
+        if unpack and pos + self.size <= ctx.end:
+            self._scan_put(ctx.scopes[-1], unpack(ctx.data, pos))
+            ctx.pos = pos + self.size
             return
         self.decode(ctx, Item(None))
 
+    _scan_unpack = None        # scan()'s compiled struct (False: the fallback) and its store (compile_store) ...
+    _scan_put = None           # ... made at the first scan
+
+    def _scan_setup(self):
+        unpack = False
+        if self.codes is not None and _stores(self):
+            unpack = struct.Struct(self.endian + "".join(self.codes)).unpack_from
+            self.__dict__["_scan_put"] = compile_store([(self, "raw[0]" if len(self.codes) == 1 else "raw")])
+        self.__dict__["_scan_unpack"] = unpack
+        return unpack
+
     store = None     # store(scope, raw): what take() puts into the scope, on the words that define both
+
+    def store_source(self, value: str) -> list[str] | None:
+        """store()'s body as Python lines on the expression `value` and the scope `s` (a run's compiled scan
+        inlines them: compile_store), or None: the run calls store()."""
+        return None
 
     def encode(self, values: dict, out: bytearray) -> None:
         value = values.get(self.name, self.default())
@@ -195,6 +213,9 @@ class Number(Field):
 
     def store(self, scope, raw):
         scope[self.name] = raw
+
+    def store_source(self, value):
+        return [f"s[{self.name!r}] = {value}"] if type(self).store is Number.store else None
 
     def take(self, ctx, parent, offset, raw):
         ctx.scopes[-1][self.name] = raw
@@ -422,7 +443,7 @@ class Bytes(Field):
 class Run:
     """Consecutive fixed fields of one byte order, read with one precompiled struct.unpack_from."""
 
-    __slots__ = ("fields", "fmt", "size", "spans", "stores", "plans")
+    __slots__ = ("fields", "fmt", "size", "spans", "stores", "plans", "put")
 
     def __init__(self, fields: list[Field]):
         self.fields = fields
@@ -437,6 +458,8 @@ class Run:
             index += len(f.codes)
         self.stores = all(_stores(f) for f in fields)
         self.plans: dict = {}    # Ctx.asked -> spans with whether each field's items are read (None: none is)
+        self.put = compile_store([(f, f"raw[{index}]" if count == 1 else f"raw[{index}:{index + count}]")
+                                  for f, _offset, index, count in self.spans]) if self.stores else None
 
     def decode(self, ctx: Ctx, parent: Item) -> None:
         pos = ctx.pos
@@ -484,11 +507,25 @@ class Run:
         if pos + self.size > ctx.end or not self.stores:
             self.decode(ctx, Item(None))      # the short read and its Truncated, as decode does them
             return
-        raw = self.fmt.unpack_from(ctx.data, pos)
-        scope = ctx.scopes[-1]
-        for f, _offset, index, count in self.spans:
-            f.store(scope, raw[index] if count == 1 else raw[index:index + count])
+        self.put(ctx.scopes[-1], self.fmt.unpack_from(ctx.data, pos))
         ctx.pos = pos + self.size
+
+
+def compile_store(fields: list[tuple[Field, str]]):
+    """One function put(s, raw) doing each field's store(s, value) in turn (`fields`: (field, the expression of
+    its value in raw)): the lines a field gives (Field.store_source) inline, a call of its store() otherwise.
+    A NULL-tree scan (engine.demand) stores every value of every run it reads: one call, not one a field."""
+    lines, env = ["def put(s, raw):"], {}
+    for k, (f, value) in enumerate(fields):
+        inline = f.store_source(value)
+        if inline is None:
+            env[f"store{k}"] = f.store
+            inline = [f"store{k}(s, {value})"]
+        lines += [f"    {line}" for line in inline]
+    if len(lines) == 1:
+        lines.append("    pass")
+    exec("\n".join(lines), env)        # noqa: S102 - our own tables' names and masks, no outside text
+    return env["put"]
 
 
 def _stores(f: Field) -> bool:

@@ -41,6 +41,7 @@ class StreamProtocol(Protocol):
         super().__init__(name, description, header=header, body=flat, info="")
         self.numberings = list(bodies)
         self.numbering_pref = numbering_pref          # (pref name, description)
+        self._numbering_key = f"{name}.{numbering_pref[0]}"     # its -o key
         self.ports = dict(ports)
         self.heuristics = {}
         self.server_ports = {p for ps in self.ports.values() for p in ps}
@@ -98,7 +99,7 @@ class StreamProtocol(Protocol):
         return True
 
     def numbering(self, data: bytes, pos: int, conv: dict, role: str, prefs: dict) -> str:
-        pref = prefs.get(f"{self.name}.{self.numbering_pref[0]}", "auto")
+        pref = prefs.get(self._numbering_key, "auto") if prefs else "auto"
         if pref != "auto":
             conv["numbering"] = pref          # resync (which gets no prefs) reads it
             return pref
@@ -188,6 +189,16 @@ class StreamProtocol(Protocol):
             pass
         tree.label = f"{self.description}, {packet.label}"
         return lambda: self.info_text(packet, values, ctx.notes)
+
+    def scan_pdu(self, ctx: Ctx, packet) -> None:
+        """dissect() with nothing asked of the layer (engine.demand) on a PDU whose layout the framing found
+        (`packet`): its values and the state its blocks keep, no items, no experts, no Info."""
+        ctx.scopes[0][ROLE] = self.role(ctx.direction)
+        try:
+            self.header.scan(ctx)
+            packet.scan(ctx)
+        except Truncated:
+            pass
 
     def info_text(self, packet, values: dict, notes: list[str]) -> str:
         info = packet.label

@@ -67,10 +67,10 @@ def _standard_value(abbrev: str, transport: int, ends, frame) -> list[str]:
         return [str(frame.length)]
     if abbrev == "frame.cap_len":
         return [str(frame.caplen)]
-    if abbrev == "ip.src":          # (analysis.fused_keys: TCP's ends carry the text, UDP's the bytes)
-        return [ends[0][0] if transport == 6 else dotted(ends[0][0])]
+    if abbrev == "ip.src":          # (analysis.fused_keys: the ends carry an address's 4 bytes)
+        return [dotted(ends[0][0])]
     if abbrev == "ip.dst":
-        return [ends[1][0] if transport == 6 else dotted(ends[1][0])]
+        return [dotted(ends[1][0])]
     if abbrev.startswith("tcp." if transport == 6 else "udp."):
         return [str(ends[0][1] if abbrev.endswith("srcport") else ends[1][1])]
     return []
