@@ -458,8 +458,7 @@ class Run:
             index += len(f.codes)
         self.stores = all(_stores(f) for f in fields)
         self.plans: dict = {}    # Ctx.asked -> spans with whether each field's items are read (None: none is)
-        self.put = compile_store([(f, f"raw[{index}]" if count == 1 else f"raw[{index}:{index + count}]")
-                                  for f, _offset, index, count in self.spans]) if self.stores else None
+        self.put = None          # scan()'s store of every field at once (store_function), made at the first scan
 
     def decode(self, ctx: Ctx, parent: Item) -> None:
         pos = ctx.pos
@@ -507,8 +506,14 @@ class Run:
         if pos + self.size > ctx.end or not self.stores:
             self.decode(ctx, Item(None))      # the short read and its Truncated, as decode does them
             return
-        self.put(ctx.scopes[-1], self.fmt.unpack_from(ctx.data, pos))
+        (self.put or self.store_function())(ctx.scopes[-1], self.fmt.unpack_from(ctx.data, pos))
         ctx.pos = pos + self.size
+
+    def store_function(self):
+        """put(scope, raw): every field's store() of the run's unpacked values, compiled (compile_store)."""
+        self.put = compile_store([(f, f"raw[{index}]" if count == 1 else f"raw[{index}:{index + count}]")
+                                  for f, _offset, index, count in self.spans])
+        return self.put
 
 
 def compile_store(fields: list[tuple[Field, str]]):

@@ -9,6 +9,7 @@
     python tools/bench.py --big 200000 -n 1    # memory and time of every mode on a many-conversation replay
     python tools/bench.py --big 200000 --kind enet-fragments --only summary,json    # ... on hostile input
     python tools/bench.py --jobs 20000         # -j 1 against -j 2, every mode, many conversations and one
+    python tools/bench.py --throughput 100000 # frames/s of io,phs, conv, io,stat, types, fields per family
 
 --big N: a capture of N frames made by tools/replay.py (every protocol family, at least 1,000 conversations
 each, on fresh addresses; or a hostile --kind) is run in every output mode (summary, -V, -T json, -T fields,
@@ -457,6 +458,49 @@ def big(args) -> int:
     return 0
 
 
+# --- throughput: the asked-little modes, frames per CPU second per family ---------------------------------------
+
+THROUGHPUT_FIELDS = {   # family (tools/replay.py): (a game field for -T fields, the <proto>,types statistic)
+    "blank": ("blank.seq", "blank"), "enet": ("iceball.lua_id", "iceball"),
+    "iceball-tcp": ("iceball.lua_id", "iceball"), "rutentoy": ("rutentoy.opcode", "rutentoy"),
+    "freeblox": ("freeblox.id", "freeblox"),
+}
+
+
+def throughput(args) -> int:
+    """Issue 15's throughput: on an N-frame replay of each family (tools/replay.py --families F, many
+    conversations), one process, start-up included, the CPU time (user + system, best of -n) of the modes that
+    ask little (-T fields of two fields, <proto>,types, io,phs, conv, io,stat) and plain tshark's io,phs; frames
+    per CPU second and max RSS. Targets: io,phs, conv and io,stat at 100k frames/s, fields and types at 30k."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import replay
+    pd = [*protodump_cmd(), "--jobs", "1"]
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("| family | `-T fields` | `<proto>,types` | `io,phs` (plain tshark) | `conv,udp` / `conv,tcp` | `io,stat,1` |")
+    print("|---|---|---|---|---|---|")
+    for family, (field, proto) in THROUGHPUT_FIELDS.items():
+        path = Path(f"/tmp/bench/{family}-{args.throughput}.pcap")
+        if not path.exists():
+            replay.write(path, "mix", args.throughput, families=[family])
+        n = capture_stats(path)[0]
+
+        def cell(argv: list[str]) -> str:
+            cpus = []
+            for _ in range(args.runs):
+                proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+                _, _status, usage = os.wait4(proc.pid, 0)
+                cpus.append((usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
+            cpu, rss = min(cpus)
+            return f"{cpu:.2f} s ({n / cpu / 1000:.0f}k, {rss / 1024:.0f} MB)"
+        f = str(path)
+        print(f"| {family} | {cell([*pd, '-T', 'fields', '-e', 'frame.number', '-e', field, f])} "
+              f"| {cell([*pd, '-q', '-z', f'{proto},types', f])} "
+              f"| {cell([*pd, '-q', '-z', 'io,phs', f])} ({cell([args.tshark, '-n', '-q', '-z', 'io,phs', '-r', f])}) "
+              f"| {cell([*pd, '-q', '-z', 'conv,udp', f])} / {cell([*pd, '-q', '-z', 'conv,tcp', f])} "
+              f"| {cell([*pd, '-q', '-z', 'io,stat,1', f])} |", flush=True)
+    return 0
+
+
 # --- -j: one process against two -------------------------------------------------------------------------------
 
 JOBS_MODES = {   # name: protodump arguments
@@ -557,6 +601,8 @@ def main(argv=None) -> int:
                     "max RSS")
     ap.add_argument("--kind", default="mix", help="with --big: mix, unfinished, enet-fragments, opened-once")
     ap.add_argument("--skip", default="", help="with --big: tools not to run (tshark+lua, tshark)")
+    ap.add_argument("--throughput", type=int, metavar="N", help="frames per CPU second of the modes that ask "
+                    "little (-T fields, types, io,phs, conv, io,stat), on an N-frame replay of each family")
     ap.add_argument("--jobs", type=int, metavar="N", help="-j 1 against -j 2 in every mode, on N frames of many "
                     "conversations and N of one conversation (--only: a subset of the modes)")
     ap.add_argument("--compiled", choices=("auto", "yes", "no"), default="auto",
@@ -568,6 +614,8 @@ def main(argv=None) -> int:
     print(compiled_hot_path(args.compiled))
     if args.jobs:
         return jobs(args)
+    if args.throughput:
+        return throughput(args)
     if args.big:
         if args.only == ",".join(PAIRS):
             args.only = ",".join(BIG_MODES)
