@@ -9,6 +9,7 @@ from functools import lru_cache
 
 from ..engine.context import Ctx, Truncated, bounded_put
 from ..engine.rangecoder import RangeCoderError, decompress
+from ..engine.stream_protocol import ports_of
 from ..engine.tree import Item
 from ..reassembly.budget import PENDING, PIECE_OVERHEAD, over_budget
 from ..reassembly.offsets import OffsetReassembly, OutOfRange
@@ -290,15 +291,14 @@ def hand_up(ctx: Ctx, prefs: dict, data: bytes, start: int, end: int, source: in
         name = ctx.handoff("enet.connect_data", (connect["data"],), start, end, data, source, meta)
         if name:
             return name
-    return ctx.handoff("enet.port", ports_of(ctx.direction), start, end, data, source, meta)
+    return ctx.handoff("enet.port", handoff_ports(ctx.direction), start, end, data, source, meta)
 
 
 @lru_cache(maxsize=4096)
-def ports_of(direction: str) -> tuple[int, ...]:
-    """The ports of a direction ("addr:port>addr:port"), lowest first, each once (every message of a
-    conversation asks again)."""
-    a, _, b = direction.partition(">")
-    return tuple(sorted({int(a.rpartition(":")[2]), int(b.rpartition(":")[2])}))
+def handoff_ports(direction: str) -> tuple[int, ...]:
+    """The ports a payload is handed off by: the direction's, lowest first, each once (remembered: every message
+    of a conversation asks again)."""
+    return tuple(sorted(set(ports_of(direction))))
 
 
 def fragment(p, ctx: Ctx, prefs: dict, item: Item, kind: int, scope: dict) -> None:
