@@ -36,7 +36,7 @@ from itertools import islice
 from ..capture.files import open_capture
 from ..capture.tcp_analysis import MAX_CONNECTIONS
 from ..engine.channel_protocol import ChannelProtocol
-from ..engine.context import Ctx
+from ..engine.context import NO_PREFS, Ctx
 from ..engine.lifetime import Lifetimes
 from ..engine.protocol import Protocol
 from ..engine.stream_protocol import StreamProtocol
@@ -382,7 +382,7 @@ class Fused:
         ctx.stack, ctx.time, ctx.demand = stack, self.now, frozenset()
         stack.depth = 1
         try:
-            proto.dissect(ctx, {})
+            proto.dissect(ctx, NO_PREFS)
         except Exception:  # noqa: BLE001 - the full decode shows it as an expert; not modelled
             raise Bail from None
         if stack.ended:

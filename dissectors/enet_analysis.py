@@ -234,16 +234,17 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
     if kind == 2:
         conv["enet_connect"] = {"frame": ctx.frame, "data": scope["data"], "channel_count": scope["channel_count"],
                                 "mtu": scope["mtu"], "connect_id": scope["connect_id"]}
-    if scope["acknowledge"] and "sent_time" in values:
+    acked = scope["acknowledge"]
+    if acked and "sent_time" in values:
         key = (ctx.direction, scope["channel"], scope["reliable_seq"], values["sent_time"])
-        bounded_put(conv.setdefault("enet_sent", {}), key, (ctx.frame, getattr(ctx, "time", None)), SENT_LIMIT)
+        bounded_put(conv.setdefault("enet_sent", {}), key, (ctx.frame, ctx.time), SENT_LIMIT)
     if kind == 4:
         ctx.end_conversation()          # DISCONNECT: the peers' state is freed shortly after (engine.lifetime)
     if kind == 1:
         acknowledge(g, ctx, item, scope)
-    learnt = prefs.get(SECOND_PASS)
-    if learnt and scope["acknowledge"] and item is not None:   # tshark -2 / a GUI click: the ack's reverse link
-        frame = learnt.get((ctx.frame, scope["channel"], scope["reliable_seq"]))
+    if acked and item is not None and prefs:
+        learnt = prefs.get(SECOND_PASS)     # tshark -2 / a GUI click: the ack's reverse link
+        frame = learnt.get((ctx.frame, scope["channel"], scope["reliable_seq"])) if learnt else None
         if frame is not None:
             item.add(Item(g.acked_in, frame, item.offset, 0, f"Acknowledged in frame {frame}", True))
     if kind in PAYLOAD_COMMANDS:
@@ -253,7 +254,9 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
         fragment(p, ctx, prefs, item, kind, scope)
 
 
+@lru_cache(maxsize=4096)
 def reverse(direction: str) -> str:
+    """The other direction of a conversation (remembered: every acknowledgement asks)."""
     a, _, b = direction.partition(">")
     return f"{b}>{a}"
 
@@ -282,7 +285,8 @@ def hand_up(ctx: Ctx, prefs: dict, data: bytes, start: int, end: int, source: in
     if start >= end or mode == "off":
         return None
     meta = {"channel": scope["channel"], "enet_command": COMMAND_NAMES[scope["type"]]}
-    chosen = ctx.stack and ctx.stack.dispatcher.protocols.get(prefs.get("enet.payload", ""))
+    named = prefs.get("enet.payload")
+    chosen = named and ctx.stack and ctx.stack.dispatcher.protocols.get(named)
     if chosen is not None:            # the preference names the protocol (decode-as for every payload)
         ctx.stack.dissect(chosen, data, start, end, source, ctx.direction, meta)
         return chosen.name
