@@ -7,7 +7,7 @@ from __future__ import annotations
 import zlib
 from functools import lru_cache
 
-from ..engine.context import Ctx, Truncated, bounded_put
+from ..engine.context import Ctx, Truncated, bounded_put, reverse_direction
 from ..engine.rangecoder import RangeCoderError, decompress
 from ..engine.stream_protocol import ports_of
 from ..engine.tree import Item
@@ -254,16 +254,10 @@ def analyse(p, ctx: Ctx, prefs: dict, sub: Ctx, item: Item, kind: int, scope: di
         fragment(p, ctx, prefs, item, kind, scope)
 
 
-@lru_cache(maxsize=4096)
-def reverse(direction: str) -> str:
-    """The other direction of a conversation (remembered: every acknowledgement asks)."""
-    a, _, b = direction.partition(">")
-    return f"{b}>{a}"
-
-
 def acknowledge(g, ctx: Ctx, item: Item, scope: dict) -> None:
     """An ACKNOWLEDGE names (channel, reliable seq, sent time) of a command the other side sent."""
-    key = (reverse(ctx.direction), scope["channel"], scope["received_reliable_seq"], scope["received_sent_time"])
+    key = (reverse_direction(ctx.direction), scope["channel"], scope["received_reliable_seq"],
+           scope["received_sent_time"])
     sent = ctx.conv.get("enet_sent", {}).get(key)
     if sent is None:
         return

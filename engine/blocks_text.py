@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .context import bounded_put
+from .context import bounded_put, reverse_direction
 from .fields import Field
 from .jsonscan import JsonError, JsonParser
 from .lua_literals import lua_str
@@ -279,11 +279,6 @@ class Rest(Field):
 # --- per-conversation memories -----------------------------------------------------------------------------------
 
 
-def _flip(direction: str) -> str:
-    a, _, b = direction.partition(">")
-    return f"{b}>{a}"
-
-
 class Sender(Field):
     """Zero-width: this packet goes from `side` ("client" or "server"). The roles are learned from the first
     packet of the conversation that only one side sends; later packets sent the wrong way get a warning.
@@ -306,7 +301,7 @@ class Sender(Field):
     def decode(self, ctx, parent):
         client = ctx.conv.get("client_dir")
         if client is None:
-            client = ctx.conv["client_dir"] = ctx.direction if self.side == "client" else _flip(ctx.direction)
+            client = ctx.conv["client_dir"] = ctx.direction if self.side == "client" else reverse_direction(ctx.direction)
         actual = "client" if ctx.direction == client else "server"
         item = parent.add(Item(self.info, actual, ctx.pos, 0, None, True, ctx.source))
         if actual != self.side:

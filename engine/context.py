@@ -1,6 +1,8 @@
 """The state one dissection carries: the bytes, the position, the values read so far, the tree being built."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .strings import c_string
 from .tree import DataSource, ExpertInfo, Item
 
@@ -11,6 +13,14 @@ def bounded_put(table: dict, key, value, limit: int) -> None:
     if key not in table and len(table) >= limit:
         del table[next(iter(table))]
     table[key] = value
+
+
+@lru_cache(maxsize=4096)
+def reverse_direction(direction: str) -> str:
+    """The other way of a conversation's direction ("a:port>b:port" -> "b:port>a:port"); remembered, as the
+    analyses that ask (acknowledgements, learned roles) ask on every packet with the few directions there are."""
+    a, _, b = direction.partition(">")
+    return f"{b}>{a}"
 
 
 NO_PREFS: dict = {}     # never written: a Ctx made outside a dispatcher decodes with every default
