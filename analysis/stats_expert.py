@@ -60,9 +60,10 @@ def packet_experts(packet):
 
 
 def _tree_experts(d) -> bool:
-    """IPv4 options or an IPv6 routing header (their experts are on the tree only: capture/layers/ipopt.py,
-    ipv6_routing.py)."""
-    return any(s[0] == "ip" and s[2] > 20 or s[0] == "ipv6.ext" and s[3] == 43 for s in d.spans)
+    """IPv4 options, an IPv6 routing header or, under -2, an echo request nothing answered (their experts are on
+    the tree only: capture/layers/ipopt.py, ipv6_routing.py, icmp.py)."""
+    return (d.icmp is not None and d.icmp.unanswered is True
+            or any(s[0] == "ip" and s[2] > 20 or s[0] == "ipv6.ext" and s[3] == 43 for s in d.spans))
 
 
 def _ipv6_experts(top):

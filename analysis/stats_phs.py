@@ -4,8 +4,9 @@ The path is tshark's nesting of protocol items in the tree: the standard layers 
 transport, without the pseudo-protocols tshark keeps out of the tree, "ethertype"), then every game layer in tree
 order (several PDUs of one TCP segment nest one under the other, as the plugin's items do), then "tcp.segments"
 when a PDU was reassembled from segments by tshark's TCP, and "data" for a UDP payload no dissector claimed
-(tshark's data dissector takes it; TCP and SCTP payloads belong to their stream, even while it buffers them, but
-for a TCP payload tshark hands to its data dissector: a keep-alive's byte, a connection nobody claims).
+(tshark's data dissector takes it, as it takes the payload of a UDP datagram an ICMP error quotes; TCP and SCTP
+payloads belong to their stream, even while it buffers them, but for a TCP payload tshark hands to its data
+dissector: a keep-alive's byte, a connection nobody claims).
 """
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def protocol_path(packet) -> list[str]:
                 path.extend(item.field.abbrev for item in layer.after or () if item.field is not None)
     if d.reassembled and segments_at is None:
         path.append("tcp.segments")
-    if not packet.games and (d.transport == "udp" and d.payload or d.transport == "tcp" and d.unclaimed):
-        path.append("data")
+    if not packet.games and (d.transport == "udp" and d.payload or d.transport == "tcp" and d.unclaimed
+                             or d.icmp is not None and d.icmp.quoted_udp is not None and d.icmp.data_at is not None):
+        path.append("data")      # (an ICMP error's quoted UDP payload: tshark's data layer, on the top level)
     if d.dropped and d.reassembly_note():       # TCP's reassembly threw: its "[Reassembly error ...]" item
         path.append("_ws.malformed")
     return path

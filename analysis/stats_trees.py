@@ -9,8 +9,9 @@
 
 Each takes an optional display filter (`-z plen,tree,udp`). The IP trees count each packet with an IPv4 (IPv6)
 header, with the packet's network addresses and its transport's port type and destination port (an ICMP error's:
-those of the datagram it quotes). Not reproduced: tunnels (tshark counts an IP-in-IP packet once per header, both
-times with the inner addresses) and IPv4 reassembly (tshark counts the last fragment with its transport).
+those of the datagram it quotes). The IPv6 trees leave out a fragment that completes no datagram and take the
+destination the header holds (not a routing header's last address), as tshark's IPv6 tap. Not reproduced: tunnels
+(tshark counts an IP-in-IP packet once per header, both times with the inner addresses).
 """
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ class TreeTap(Tap):
         if self.first_ns is None:
             self.first_ns = packet.frame.ts_ns      # times count from the capture's first frame
         d = packet.decoded
-        if self.network is not None and (d.network != self.network or d.src is None):
-            return
+        if self.network is not None and (d.network != self.network or d.src is None
+                                         or self.network == "ipv6" and d.fragment):
+            return          # (tshark 4.0's IPv6 taps nothing of a fragment that completes no datagram)
         if self.match is not None and not self.match(packet):
             return
         self.tree.at((packet.frame.ts_ns - self.first_ns) / 1e6)
@@ -104,8 +106,9 @@ class Hosts(TreeTap):
     def count(self, packet, d):
         tree = self.tree
         tree.tick(self.path)
-        tree.tick(d.src, self.hosts)
-        tree.tick(d.dst, self.hosts)
+        src, dst = d.network_ends()
+        tree.tick(src, self.hosts)
+        tree.tick(dst, self.hosts)
 
 
 class SourcesAndDestinations(TreeTap):
@@ -118,10 +121,11 @@ class SourcesAndDestinations(TreeTap):
 
     def count(self, packet, d):
         tree = self.tree
+        src, dst = d.network_ends()
         tree.tick(self.sources.name)
-        tree.tick(d.src, self.sources)
+        tree.tick(src, self.sources)
         tree.tick(self.destinations.name)
-        tree.tick(d.dst, self.destinations)
+        tree.tick(dst, self.destinations)
 
 
 def port_type(d) -> tuple[str, int]:
@@ -154,7 +158,7 @@ class Destinations(TreeTap):
     def count(self, packet, d):
         tree = self.tree
         tree.tick(self.path)
-        address = tree.tick(d.dst, self.destinations, with_hash=True)
+        address = tree.tick(d.network_ends()[1], self.destinations, with_hash=True)
         ptype, port = port_type(d)
         tree.tick(str(port), tree.tick(ptype, address, with_hash=True), with_hash=True)
 

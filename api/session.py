@@ -47,6 +47,7 @@ def packets_from_frames(frames: Iterable[RawFrame], settings: Settings | None = 
     fragments = IpFragments(record=dispatcher.reassembled_in, learnt=dispatcher.reassembled_learnt)
     if tables is not None:
         tcp_table, tsn_table, clock, udp_table = tables
+    udp_table.replies, udp_table.learnt = dispatcher.echo_replies, dispatcher.echo_learnt    # (-2)
     two_pass = getattr(dispatcher, "tcp_pass", None)      # -2's passes (cli/two_pass_opts.py)
     selected = getattr(dispatcher, "selected", None)      # -2 -R / -c: the frames the first pass kept
     if selected is not None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import OrderedDict
 
 LIMIT = 100_000
+INCOMPLETE = -1           # in UdpTable.replies: some replies went unrecorded (LIMIT)
 
 
 class UdpTable:
-    __slots__ = ("streams", "count", "echoes")
+    __slots__ = ("streams", "count", "echoes", "replies", "learnt")
 
     def __init__(self):
         # OrderedDict: the oldest leaves in constant time (a dict scans the holes its earlier deletions left)
@@ -17,6 +18,10 @@ class UdpTable:
         self.count = 0
         # ICMP echo (src, dst, id, seq) -> [request frame, ns, answered]
         self.echoes: OrderedDict[tuple, list] = OrderedDict()
+        # -2 (cli/two_pass_opts.py): the first pass records each answered request's reply frame (`replies`,
+        # request frame -> reply frame), the second shows them (`learnt`): "(reply in N)", or "no response"
+        self.replies: dict[int, int] | None = None
+        self.learnt: dict[int, int] | None = None
 
     @staticmethod
     def key(src: str, sport: int, dst: str, dport: int) -> tuple:
@@ -46,11 +51,24 @@ class UdpTable:
             if len(self.echoes) >= LIMIT:
                 self.echoes.popitem(last=False)
             self.echoes[(d.src, d.dst, info.ident, info.seq)] = [d.frame.number, ts, False]
+            learnt = self.learnt
+            if learnt is not None:
+                info.response_in = learnt.get(d.frame.number)
+                if info.response_in is None and INCOMPLETE not in learnt:
+                    # tshark says nothing is missing of a request to a multicast group: " (multicast)"
+                    group = d.dst.startswith("ff") if info.v6 else 224 <= int(d.dst.split(".", 1)[0]) < 240
+                    info.unanswered = "multicast" if group else True
         else:
             request = self.echoes.get((d.dst, d.src, info.ident, info.seq))
             if request is not None and not request[2]:     # (a second reply to it, a duplicate, answers nothing)
                 info.request_in, info.resptime_ns = request[0], ts - request[1]
                 request[2] = True
+                replies = self.replies
+                if replies is not None:
+                    if len(replies) < LIMIT:
+                        replies[request[0]] = d.frame.number
+                    else:          # full: the second pass shows the replies recorded, and claims no request unanswered
+                        replies[INCOMPLETE] = 0
 
     def analyze(self, d) -> None:
         """Set d.udp = (stream index, ns since the stream's first frame, ns since its previous frame with a

@@ -16,7 +16,7 @@ from ..reassembly.budget import over_budget
 from .files import RawFrame
 from .link import LINK_DECODERS
 from .fields import IP_PROTOS, REASSEMBLY_ERROR
-from .network import sack_throws, udp, v4_cached, v4_text
+from .network import sack_throws, transport, v4_cached, v4_text
 
 
 # problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
@@ -31,6 +31,8 @@ COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame":
 EXT_INFO = {0: "IPv6 hop-by-hop options", 60: "IPv6 destination options", 43: "IPv6 routing"}
 # The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
 EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
+# the IP protocols whose fragments are reassembled (_defragment): UDP, ICMP, ICMPv6
+DEFRAGMENTED = frozenset((17, 1, 58))
 
 
 class Decoded:
@@ -42,7 +44,7 @@ class Decoded:
                  "times", "clock", "udp", "sctp_fragments", "pdu_sizes",
                  "segment_data", "segment_data_at", "segment_head", "reassembled_in", "icmp",
                  "unclaimed", "dropped", "mptcp", "cut", "truncated", "repeats_pdu_start", "round_at",
-                 "defragmented")
+                 "defragmented", "header_dst")
 
     def __init__(self, frame: RawFrame):
         self.frame = frame
@@ -50,6 +52,10 @@ class Decoded:
         self.network: str | None = None      # "ip" / "ipv6"
         self.src: str | None = None          # network addresses, as tshark prints them
         self.dst: str | None = None
+        # an IPv6 routing header's: the destination its header holds (`dst`: where the route ends, what the
+        # Destination column and the conversations show; tshark's IPv6 taps count this one). Unset on the fast
+        # paths' frames (IPv4): read it with network_ends()
+        self.header_dst: str | None = None
         self.ip_proto: int | None = None     # IPv4 protocol / IPv6 last next-header
         self.fragment = False                # an IP fragment that completes no datagram: no transport decode
         self.transport: str | None = None    # "udp" / "tcp"
@@ -96,6 +102,10 @@ class Decoded:
         # index of the first span read from those bytes, not the frame's); its payload_offset is in those bytes
         self.defragmented = None
         self._layers: list[Layer] | None = None
+
+    def network_ends(self) -> tuple:
+        """(source, destination) as the IP header holds them: what tshark's IP and IPv6 taps count."""
+        return self.src, getattr(self, "header_dst", None) or self.dst
 
     def transport_data(self) -> bytes:
         """The bytes the transport header's span and payload_offset refer to: the frame's, or those of the IP
@@ -430,17 +440,18 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
 
 
 def _defragment(d: Decoded, data: bytes, fragments) -> None:
-    """An IPv4 or IPv6 fragment of a UDP datagram into the capture's fragments (as tshark's ip.defragment and
-    ipv6.defragment: all its bytes captured); when it completes the datagram, the frame's UDP layer and payload are
-    read from the whole one. (Fragments of other protocols stay fragments: tshark reassembles those too.)"""
-    if d.ip_proto != 17 or not d.payload:
+    """An IPv4 or IPv6 fragment of a UDP or ICMP(v6) datagram into the capture's fragments (as tshark's
+    ip.defragment and ipv6.defragment: all its bytes captured); when it completes the datagram, the frame's transport
+    layer and payload are read from the whole one. (Fragments of TCP and SCTP stay fragments: tshark reassembles
+    those too.)"""
+    if d.ip_proto not in DEFRAGMENTED or not d.payload:
         return
     span = d.spans[-1]
     if d.network == "ip" and span[0] == "ip":
         off, hl = span[1], span[2]
         tlen, ident, frag = struct.unpack_from("!2xHHH", data, off)
         captured = len(d.payload) == tlen - hl
-        key, offset, more = (d.src, d.dst, 17, ident), (frag & 0x1FFF) * 8, bool(frag & 0x2000)
+        key, offset, more = (d.src, d.dst, d.ip_proto, ident), (frag & 0x1FFF) * 8, bool(frag & 0x2000)
     elif d.network == "ipv6" and span[0] == "ipv6.ext" and span[3] == 44:
         top = next(sp for sp in d.spans if sp[0] == "ipv6")[1]
         plen = struct.unpack_from("!H", data, top + 4)[0]
@@ -465,7 +476,7 @@ def _defragment(d: Decoded, data: bytes, fragments) -> None:
     d.defragmented = (pieces, whole, len(d.spans))
     del d.protocols[-1]                  # ("data": the fragment's bytes)
     d.payload, d.payload_offset = b"", 0
-    udp(d, whole, 0, len(whole))
+    transport(d, whole, 0, len(whole), d.ip_proto)
 
 
 def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport: int, dport: int) -> Decoded:

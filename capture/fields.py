@@ -199,6 +199,10 @@ ipv6_hlim = F("ipv6.hlim", "Hop Limit", "uint8")
 ipv6_src = F("ipv6.src", "Source Address", "string")
 ipv6_dst = F("ipv6.dst", "Destination Address", "string")
 ipv6_addr = F("ipv6.addr", "Source or Destination Address", "string")
+# the MAC address a SLAAC (EUI-64) interface identifier holds: source's, destination's, either (hidden)
+ipv6_slaac_macs = (F("ipv6.src_slaac_mac", "Source SLAAC MAC", "string"),
+                   F("ipv6.dst_slaac_mac", "Destination SLAAC MAC", "string"),
+                   F("ipv6.slaac_mac", "SLAAC MAC", "string"))
 ipv6_addresses = (ipv6_src, ipv6_dst, ipv6_addr, F("ipv6.src_host", "Source Host", "string"),
                   F("ipv6.dst_host", "Destination Host", "string"),
                   F("ipv6.host", "Source or Destination Host", "string"))
@@ -348,6 +352,8 @@ icmp = F("icmp", "Internet Control Message Protocol", "protocol")
 icmpv6 = F("icmpv6", "Internet Control Message Protocol v6", "protocol")
 icmp_unused = F("icmp.unused", "Unused", "bytes")
 icmp_mtu = F("icmp.mtu", "MTU of next hop", "uint16")
+icmpv6_mtu = F("icmpv6.mtu", "MTU", "uint32")              # a Packet Too Big's
+icmpv6_pointer = F("icmpv6.pointer", "Pointer", "uint32")  # a Parameter Problem's
 icmpv6_reserved = F("icmpv6.reserved", "Reserved", "bytes")
 icmpv6_ns_target = F("icmpv6.nd.ns.target_address", "Target Address", "string")
 icmpv6_na_target = F("icmpv6.nd.na.target_address", "Target Address", "string")
@@ -371,6 +377,7 @@ icmpv6_ra_reachable_time = F("icmpv6.nd.ra.reachable_time", "Reachable time (ms)
 icmpv6_ra_retrans_timer = F("icmpv6.nd.ra.retrans_timer", "Retrans timer (ms)", "uint32")
 icmpv6_opt_reserved = F("icmpv6.opt.reserved", "Reserved", "none")
 icmpv6_opt_mtu = F("icmpv6.opt.mtu", "MTU", "uint32")
+icmpv6_opt_nonce = F("icmpv6.opt.nonce", "Nonce", "bytes")     # (RFC 3971; Linux's duplicate address detection)
 icmpv6_opt_prefix_length = F("icmpv6.opt.prefix.length", "Prefix Length", "uint8")
 icmpv6_opt_prefix_flag = F("icmpv6.opt.prefix.flag", "Flag", "uint8", "HEX")
 ICMPV6_PREFIX_FLAGS = [(F("icmpv6.opt.prefix.flag.l", "On-link flag(L)", "bool", mask=0x80, bits=8), 0x80),
@@ -405,7 +412,10 @@ def _icmp_fields(p: str) -> dict:
             "seq": F(f"{p}.seq" if p == "icmp" else f"{p}.echo.sequence_number", "Sequence Number", "uint16"),
             "seq_le": F(f"{p}.seq_le", "Sequence Number (LE)", "uint16"),
             "resp_to": F(f"{p}.resp_to", "Request frame", "uint32"),
-            "resptime": F(f"{p}.resptime", "Response time", "double")}
+            "resptime": F(f"{p}.resptime", "Response time", "double"),
+            # -2's second pass, on a request: the reply the first pass saw, or none
+            "resp_in": F(f"{p}.resp_in", "Response frame" if p == "icmp" else "Response In", "uint32"),
+            "no_resp": F(f"{p}.no_resp", "No response seen", "none")}
 
 
 icmp_fields, icmpv6_fields = _icmp_fields("icmp"), _icmp_fields("icmpv6")
@@ -524,6 +534,8 @@ EXPERTS = {
     "ipv6.version.bad": "Bogus IP version", "ipv6.plen_exceeds_framing": "IPv6 payload length too big",
     "udp.length.bad": "Bad UDP length", "udp.checksum.zero": "Illegal checksum value (0)",
     "icmp.checksum_bad": "Bad checksum", "icmpv6.checksum_bad.expert": "Bad checksum",
+    "icmp.resp_not_found": "No response seen to ICMP request",
+    "icmpv6.resp_not_found": "No response seen to ICMPv6 request",
     "_ws.malformed.expert": "Malformed Packet (Exception occurred)", "eth.padding_bad": "Padding was non-zero",
     "_ws.malformed.reassembly": "Reassembly error",
     "frame.comment.expert": "Formatted comment", "eth.src_not_group": "Source MAC must not be a group address",

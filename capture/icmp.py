@@ -31,16 +31,21 @@ ICMPV6_TYPES = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exce
                 134: "Router Advertisement", 135: "Neighbor Solicitation", 136: "Neighbor Advertisement",
                 137: "Redirect", 130: "Multicast Listener Query", 131: "Multicast Listener Report",
                 132: "Multicast Listener Done", 143: "Multicast Listener Report Message v2"}
-ICMPV6_CODES = {1: {0: "no route to destination", 1: "Administratively prohibited", 2: "beyond scope of source address",
-                    3: "Address unreachable", 4: "Port unreachable"},
-                3: {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"}}
+ICMPV6_CODES = {1: {0: "no route to destination", 1: "Administratively prohibited", 2: "Beyond scope of source address",
+                    3: "Address unreachable", 4: "Port unreachable", 5: "Source address failed ingress/egress policy",
+                    6: "Reject route to destination", 7: "Error in Source Routing Header"},
+                3: {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"},
+                4: {0: "erroneous header field encountered", 1: "unrecognized Next Header type encountered",
+                    2: "unrecognized IPv6 option encountered",
+                    3: "IPv6 First Fragment has incomplete IPv6 Header Chain"}}
 
 
 class IcmpInfo:
     """One ICMP(v6) message: header values, the quoted datagram's place, the echo request it answers."""
 
     __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
-                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed", "quoted_tcp", "tcp", "lua_tries")
+                 "request_in", "resptime_ns", "udp_stream", "data_at", "handed", "quoted_tcp", "tcp", "lua_tries",
+                 "response_in", "unanswered")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
@@ -52,6 +57,9 @@ class IcmpInfo:
         self.quoted_tcp = None      # (offset, src, sport, dst, dport) of a quoted TCP header (its ports at least)
         self.tcp = None             # its capture.tcp_analysis.TcpInfo (a whole header: tshark finds its conversation)
         self.request_in = self.resptime_ns = self.udp_stream = None
+        # -2's second pass, an echo request: the frame of the reply the first pass saw, or that it saw none (True;
+        # "multicast": none, to a multicast group)
+        self.response_in, self.unanswered = None, False
         self.data_at = None         # where the echo data / the quoted payload starts
         self.handed = False         # the quoted payload went to a game dissector (engine.dispatch): no data layer
         self.lua_tries = 0          # the plugin's heuristics tshark's TCP offered a quoted payload to (engine.dispatch)
@@ -69,7 +77,9 @@ def _sum(data: bytes) -> int:
 def decode(d, data: bytes, off: int, end: int, v6: bool) -> None:
     from .network import short
     span = next((sp for sp in reversed(d.spans) if sp[0] in ("ip", "ipv6")), None)
-    ttl = data[span[1] + (7 if v6 else 8)] if span is not None else 0
+    # the IP header is in the frame's bytes; `data` is the datagram reassembled from fragments when there was one
+    header = data if d.defragmented is None else d.frame.data
+    ttl = header[span[1] + (7 if v6 else 8)] if span is not None else 0
     name = "icmpv6" if v6 else "icmp"
     d.protocols.append(name)
     end = min(end, len(data))
@@ -86,7 +96,7 @@ def decode(d, data: bytes, off: int, end: int, v6: bool) -> None:
     d.spans.append((name, off, end - off))
     if v6:          # over the pseudo-header: source, destination, upper-layer length, next header 58
         ip = span[1] if span is not None else off
-        pseudo = data[ip + 8:ip + 40] + struct.pack("!IxxxB", end - off, 58)
+        pseudo = header[ip + 8:ip + 40] + struct.pack("!IxxxB", end - off, 58)
         total = _sum(pseudo + data[off:end])
     else:
         pseudo, total = b"", _sum(data[off:end])
@@ -158,21 +168,36 @@ def info_column(d) -> str:
     if info.v6:
         text = ICMPV6_TYPES.get(info.type, f"Unknown ({info.type})")
         if info.ident is not None:
-            out = f"{text} id=0x{info.ident:04x}, seq={info.seq}, hop limit={info.ttl}"
-            return out + (f" (request in {info.request_in})" if info.request_in is not None else "")
+            return f"{text} id=0x{info.ident:04x}, seq={info.seq}, hop limit={info.ttl}" + _answer(info)
         from .layers.ndp import info as ndp_info
-        nd = ndp_info(info.type, d.frame.data, d.payload_offset, d.payload_offset + len(d.payload))
+        nd = ndp_info(info.type, d.transport_data(), d.payload_offset, d.payload_offset + len(d.payload))
         if nd is not None:
             return nd
-        code = ICMPV6_CODES.get(info.type, {}).get(info.code)
+        code = icmpv6_code_name(info.type, info.code)
         return f"{text} ({code})" if code else text
     text = ICMP_TYPES.get(info.type, "Unknown ICMP (obsolete or malformed?)")
     if info.ident is not None:
         le = lambda v: ((v & 0xFF) << 8) | (v >> 8)     # noqa: E731
         pad = "  " if info.type == 8 else "    "
-        out = f"{text}{pad}id=0x{info.ident:04x}, seq={info.seq}/{le(info.seq)}, ttl={info.ttl}"
-        if info.request_in is not None:
-            out += f" (request in {info.request_in})"
-        return out
+        return f"{text}{pad}id=0x{info.ident:04x}, seq={info.seq}/{le(info.seq)}, ttl={info.ttl}" + _answer(info)
     code = ICMP_CODES.get(info.type, {}).get(info.code)
     return f"{text} ({code})" if code else text
+
+
+def icmpv6_code_name(kind: int, code: int) -> str | None:
+    """An ICMPv6 error's code as tshark names it (None: a type whose codes have no names)."""
+    names = ICMPV6_CODES.get(kind)
+    if names is None:
+        return None
+    return names.get(code) or ("Unknown" if kind == 1 else f"Unknown ({code})")
+
+
+def _answer(info: IcmpInfo) -> str:
+    """An echo's Info column tail: the request a reply answers; under -2, a request's reply, or that none came."""
+    if info.request_in is not None:
+        return f" (request in {info.request_in})"
+    if info.response_in is not None:
+        return f" (reply in {info.response_in})"
+    if info.unanswered:
+        return " (multicast)" if info.unanswered == "multicast" else " (no response found!)"
+    return ""

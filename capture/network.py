@@ -219,6 +219,7 @@ def ipv6(d, data: bytes, off: int) -> None:
                 from .layers.ipv6_routing import final_destination
                 last = final_destination(data, p, ln)
                 if last is not None:
+                    d.header_dst = d.header_dst or d.dst
                     d.dst = v6_cached(last) or v6_text(last)
             p += ln
         nh = nxt

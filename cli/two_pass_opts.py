@@ -43,6 +43,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     # completes (capture.sctp); the second shows them
     first.tcp_pass = ({}, None), ({}, None)
     first.reassembled_in = {}
+    first.echo_replies = {}
     first.keeps_learnt = tuple(LEARNT)
     selected: list[int] | None = [] if keeps is not None or count else None
     try:
@@ -61,6 +62,7 @@ def dispatcher(path, protocols, settings: Settings, first: Dispatcher, two_pass:
     # Wireshark's heuristic lists keep the order the first pass left them in (a winner moves to the front)
     second.heuristic_lists = {name: list(entries) for name, entries in first.heuristic_lists.items()}
     second.reassembled_learnt = first.reassembled_in
+    second.echo_learnt = first.echo_replies
     tcp, sctp = getattr(first, "pass_tables", (None, None))
     second.tcp_pass = (None, tcp.learnt_facts() if tcp is not None else None), \
         (None, sctp.record if sctp is not None else None)

@@ -387,7 +387,9 @@ class Stack:
             d.protocols.extend(self.called)
             if not self.called:
                 d.no_dissector()             # tshark's data layer for a payload nobody took
-            return Packet(self.frame, d, [], d.plain_info, protocol, [], self.dispatcher.demand)
+            # (a datagram reassembled from IP fragments is a data source of its own, game layer or not)
+            sources = self.sources if d.defragmented is not None else []
+            return Packet(self.frame, d, [], d.plain_info, protocol, sources, self.dispatcher.demand)
         protos = self.dispatcher.protocols
         silent = self.silent
         for i, layer in enumerate(self.layers):       # frame.protocols: "eth:...:udp:enet:iceball"
@@ -499,6 +501,9 @@ class Dispatcher:
         # completes, that frame (engine.streams); the second pass shows it ("[Reassembled PDU in frame: N]")
         self.reassembled_in: dict[int, int] | None = None
         self.reassembled_learnt: dict[int, int] | None = None
+        # ... and for each ICMP echo request, its reply's frame (capture.conversations.UdpTable.replies)
+        self.echo_replies: dict[int, int] | None = None
+        self.echo_learnt: dict[int, int] | None = None
         # -2's first pass: the keys of what a conversation learns for the second (cli/two_pass_opts.py LEARNT),
         # kept from the conversations freed before the end of the file (`learnt_kept`)
         self.keeps_learnt: tuple[str, ...] = ()

@@ -45,8 +45,8 @@ def parent_protocol(abbrev: str, layer: str) -> str | None:
     `_ws.lua` ... for Wireshark's, else the abbrev's first part. None for a protocol or a text item."""
     if abbrev in NAME_ONLY_PROTOCOLS:
         return None
-    if layer == "ipv6" and abbrev == "ip.version":     # packet-ipv6.c registers its own hidden ip.version
-        return "ipv6"
+    if abbrev == "ip.version" and layer in ("ipv6", "icmpv6"):
+        return "ipv6"       # packet-ipv6.c registers its own hidden ip.version (ICMPv6 quotes IPv6 headers only)
     if abbrev.startswith(IPV6_EXTENSIONS):              # each extension header is a protocol of its own
         return abbrev[:abbrev.index(".", 5)]
     if abbrev.startswith(layer + "."):

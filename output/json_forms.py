@@ -92,7 +92,11 @@ def raw_hex(item, packet, source: int = 0) -> str:
 
 # the type tshark 4.0 registers where protodump's field table keeps a simpler one (capture/field_types.py): the
 # last member of their _raw
-RAW_FTENUM = {**{abbrev: TSHARK_FTENUM[ft] for abbrev, ft in TSHARK_TYPES.items()}, "frame.time_utc": 24}
+RAW_FTENUM = {**{abbrev: TSHARK_FTENUM[ft] for abbrev, ft in TSHARK_TYPES.items()}, "frame.time_utc": 24,
+              # packet-icmpv6.c registers these twice, as bytes (what -G fields names) and as a MAC address (what an
+              # Ethernet link-layer address option's item is)
+              **dict.fromkeys(("icmpv6.opt.linkaddr", "icmpv6.opt.src_linkaddr", "icmpv6.opt.target_linkaddr"),
+                              TSHARK_FTENUM["FT_ETHER"])}
 
 
 # fields Wireshark 4.0 adds with no tvb (tcp.c: proto_tree_add_uint(tree, hf_tcp_completeness, NULL, ...)): no hex,

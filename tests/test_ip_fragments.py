@@ -106,6 +106,123 @@ def protodump_phs(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
+def pings(tmp_path_factory) -> Path:
+    """Echo requests and replies over IPv4 and IPv6: small ones, and large ones cut into fragments (in order, or
+    the last fragment first); a request nobody answers, small and large; a reply answered twice; an IPv6 echo
+    behind an atomic fragment header and a hop-by-hop header; ICMP and ICMPv6 errors quoting a UDP datagram with
+    a payload (tshark's data layer, on the top level of io,phs); a UDP datagram no dissector takes, in fragments."""
+    from scapy.all import (ICMP, IP, UDP, Ether, ICMPv6DestUnreach, ICMPv6EchoReply, ICMPv6EchoRequest, IPv6,
+                           IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, fragment, fragment6, wrpcap)
+    e = Ether(src=CLIENT, dst=SERVER)
+    out = []
+
+    def add(datagram, reverse=False):
+        v6 = datagram.haslayer(IPv6)
+        if len(datagram) <= 1500:
+            out.append(e / datagram)
+            return
+        pieces = [e / f for f in (fragment6(datagram, 1280) if v6 else fragment(datagram, 1480))]
+        out.extend(reversed(pieces) if reverse else pieces)
+
+    for seq, size, reverse, answered in ((1, 56, False, True), (2, 3000, False, True), (3, 4000, True, True),
+                                         (4, 56, False, False), (5, 3000, False, False)):
+        add(IP(src="10.0.0.1", dst="10.0.0.2", id=seq) / ICMP(type=8, id=7, seq=seq) / (b"x" * size), reverse)
+        v6 = IPv6(src="fd00::1", dst="fd00::2")
+        if size > 1000:
+            v6 = v6 / IPv6ExtHdrFragment(id=seq)       # (fragment6 cuts where the packet has this header)
+        add(v6 / ICMPv6EchoRequest(id=9, seq=seq, data=b"y" * size), reverse)
+        if answered:
+            add(IP(src="10.0.0.2", dst="10.0.0.1", id=100 + seq) / ICMP(type=0, id=7, seq=seq) / (b"x" * size),
+                reverse)
+            v6 = IPv6(src="fd00::2", dst="fd00::1")
+            if size > 1000:
+                v6 = v6 / IPv6ExtHdrFragment(id=100 + seq)
+            add(v6 / ICMPv6EchoReply(id=9, seq=seq, data=b"y" * size), reverse)
+    add(IP(src="10.0.0.2", dst="10.0.0.1", id=99) / ICMP(type=0, id=7, seq=1) / (b"x" * 56))     # again
+    add(IPv6(src="fd00::1", dst="fd00::2") / IPv6ExtHdrHopByHop() / IPv6ExtHdrFragment(id=77)
+        / ICMPv6EchoRequest(id=9, seq=6, data=b"atomic"))
+    quoted = bytes(IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=40000, dport=40001) / b"abc")
+    add(IP(src="10.0.0.2", dst="10.0.0.1") / ICMP(type=3, code=3) / quoted)
+    quoted6 = bytes(IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=40000, dport=40001) / b"abc")
+    add(IPv6(src="fd00::2", dst="fd00::1") / ICMPv6DestUnreach(code=4) / quoted6)
+    # a UDP datagram no dissector takes, from fragments: its data layer and -x read the reassembled bytes
+    add(IP(src="10.0.0.1", dst="10.0.0.2", id=55) / UDP(sport=40000, dport=40001) / (b"u" * 4000))
+    for k, q in enumerate(out):
+        q.time = 1795285865 + 0.001 * k
+    path = tmp_path_factory.mktemp("pings") / "pings.pcap"
+    wrpcap(str(path), out)
+    return path
+
+
+def test_the_pings_hold_reassembled_answered_and_unanswered_echoes(pings):
+    """(What the comparisons below stand on.)"""
+    lines = subprocess.run([*PROTODUMP, "-2", str(pings)], capture_output=True, text=True, check=True).stdout
+    assert lines.count("Fragmented IP protocol (proto=ICMP 1") >= 6 and lines.count("IPv6 fragment (off=") >= 6
+    assert lines.count("Echo (ping) request  id=0x0007, seq=2/512, ttl=64 (reply in ") == 1
+    assert lines.count("(no response found!)") == 5 and lines.count("(reply in ") == 6
+    tree = subprocess.run([*PROTODUMP, "-V", str(pings)], capture_output=True, text=True, check=True).stdout
+    assert tree.count("[Reassembled IPv4 length: 3008]") == 3 and tree.count("Data (4000 bytes)") == 5
+
+
+@pytest.mark.parametrize("args", FORMS + [("-x",), ("-2", "-x", "-T", "json"), ("-2", "-T", "ek"),
+                                          ("-2", "-Y", "icmp.no_resp || icmpv6.resp_in")],
+                         ids=lambda a: " ".join(a) or "summary")
+def test_echoes_over_fragments_and_their_answers_as_tshark(pings, args, protodump_run, standard_run):
+    """ICMP and ICMPv6 read from the datagram their last fragment completes (checksums, the Info column, the
+    echo's data); under -2, each request's reply or "No response seen" with its expert, as tshark's second pass."""
+    same_as_tshark(pings, args, protodump_run, standard_run)
+
+
+@pytest.mark.parametrize("args", [(), ("-2",)], ids=["one pass", "-2"])
+def test_the_pings_pdml_as_tshark(pings, args, protodump_run, standard_run):
+    """Where the items without bytes sit (the reply's frame, "No response seen" and its expert), the IPv6 item's
+    length over its extension headers, an unclaimed reassembled payload's bytes."""
+    from test_pdml import head, packets
+    ours, theirs = protodump_run("-T", "pdml", *args, str(pings)), standard_run("-T", "pdml", *args, "-r", str(pings))
+    assert head(ours.stdout) == head(theirs.stdout)
+    assert packets(ours.stdout) == packets(theirs.stdout)
+
+
+def test_the_pings_protocol_hierarchy_as_tshark(pings, standard_run):
+    from test_stats import phs_rows
+    theirs = standard_run("-q", "-z", "io,phs", "-r", str(pings)).stdout
+    assert phs_rows(protodump_phs(pings)) == phs_rows(theirs)
+    assert ["icmp", "data"] in [[row[1] for row in pair] for pair in zip(phs_rows(theirs), phs_rows(theirs)[1:])]
+
+
+# Recorded on a veth pair between two network namespaces (dumpcap on one end, as the links came up): the kernel's
+# own IPv6 traffic (MLDv2 reports, duplicate address detection's neighbour solicitations with a nonce option,
+# router solicitations, link-local SLAAC addresses from universal and local MAC addresses), neighbour discovery,
+# UDP over IPv6 in fragments, ARP, a TCP connection over IPv4 and a port unreachable.
+LINK_NOISE = Path(__file__).parent / "data" / "ipv6-link-noise.pcapng"
+LINK_FORMS = [(), ("-V",), ("-T", "json"), ("-x", "-T", "json"), ("-T", "ek"), ("-x", "-T", "ek"),
+              ("-q", "-z", "conv,ipv6"), ("-q", "-z", "endpoints,ipv6"), ("-q", "-z", "expert"),
+              ("-q", "-z", "ipv6_srcdst,tree"), ("-q", "-z", "ipv6_dests,tree"),
+              ("-T", "fields", "-e", "ipv6.src_slaac_mac", "-e", "ipv6.slaac_mac", "-e", "icmpv6.opt.nonce"),
+              ("-Y", "ipv6.slaac_mac == 00:1d:7e:d9:94:c0 || icmpv6.opt.nonce")]
+
+
+@pytest.mark.parametrize("args", LINK_FORMS, ids=lambda a: " ".join(a) or "summary")
+def test_a_links_own_ipv6_traffic_as_tshark(args, protodump_run, standard_run):
+    """The MAC address a SLAAC address holds (a universal one only), the nonce option, the link-layer address
+    options' items; IPv6's conversations and endpoints leave out the fragments that complete no datagram."""
+    same_as_tshark(LINK_NOISE, args, protodump_run, standard_run)
+
+
+def test_the_link_noise_pdml_as_tshark(protodump_run, standard_run):
+    from test_pdml import head, packets
+    ours, theirs = protodump_run("-T", "pdml", str(LINK_NOISE)), standard_run("-T", "pdml", "-r", str(LINK_NOISE))
+    assert head(ours.stdout) == head(theirs.stdout) and packets(ours.stdout) == packets(theirs.stdout)
+
+
+def test_the_link_noise_holds_what_it_is_kept_for():
+    tree = subprocess.run([*PROTODUMP, "-V", str(LINK_NOISE)], capture_output=True, text=True, check=True).stdout
+    assert tree.count("ICMPv6 Option (Nonce)") == 4 and tree.count("[Source SLAAC MAC: Cisco-Li_d9:94:c0") == 3
+    assert "SLAAC MAC: RealtekU" not in tree            # fe80::5054:ff:fe12:3456: a local MAC address's
+    assert tree.count("[2 IPv6 Fragments") == 2 and tree.count("[3 IPv6 Fragments") == 2
+
+
+@pytest.fixture(scope="module")
 def extension_headers(tmp_path_factory) -> Path:
     """UDP over IPv6 behind a hop-by-hop, a destination options and a routing header."""
     from scapy.all import UDP, Ether, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting, wrpcap
@@ -124,6 +241,10 @@ def test_extension_headers_as_tshark(extension_headers, protodump_run, standard_
     extension header is a level of io,phs."""
     from test_stats import phs_rows
     same_as_tshark(extension_headers, ("-T", "ek"), protodump_run, standard_run)
+    # the IPv6 taps count the destination the header holds, not the routing header's last address (which the
+    # Destination column and the UDP conversation show)
+    for table in ("conv,ipv6", "endpoints,ipv6", "ipv6_dests,tree", "ipv6_hosts,tree", "conv,udp"):
+        same_as_tshark(extension_headers, ("-q", "-z", table), protodump_run, standard_run)
     theirs = standard_run("-q", "-z", "io,phs", "-r", str(extension_headers)).stdout
     assert phs_rows(protodump_phs(extension_headers)) == phs_rows(theirs)
     assert [row[1] for row in phs_rows(theirs)][:4] == ["eth", "ipv6", "udp", "data"]

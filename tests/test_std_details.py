@@ -99,11 +99,12 @@ def same_as_tshark(path: Path, args, protodump_run, standard_run) -> None:
 
 @pytest.fixture(scope="module")
 def header_captures(tmp_path_factory) -> list[Path]:
-    """ICMP errors quoting an IPv4 header cut anywhere (0 to 28 bytes: each field appears once it is whole), a
-    bogus quoted header or total length, a quoted zero length (TSO), a quoted UDP header cut short; ICMP and
-    ICMPv6 with good and bad checksums (an echo's data: the data protocol, its -V hex dump longer than a label);
-    UDP and IPv4 lengths tshark calls bogus."""
-    from scapy.all import ICMP, IP, UDP, Ether, ICMPv6EchoRequest, IPv6, Raw, wrpcap
+    """ICMP errors quoting an IPv4 header cut anywhere (0 to 28 bytes: each field appears once it is whole), a bogus
+    quoted header or total length, a quoted zero length (TSO), a quoted UDP header cut short; ICMPv6 errors of
+    every type and code; ICMP and ICMPv6 with good and bad checksums (an echo's data: the data protocol, its -V
+    hex dump longer than a label); UDP and IPv4 lengths tshark calls bogus."""
+    from scapy.all import (ICMP, IP, UDP, Ether, ICMPv6DestUnreach, ICMPv6EchoRequest, ICMPv6PacketTooBig,
+                           ICMPv6ParamProblem, ICMPv6TimeExceeded, IPv6, Raw, wrpcap)
     tmp = tmp_path_factory.mktemp("headers")
     e = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00")
     outer = e / IP(src="127.0.0.1", dst="127.0.0.1")
@@ -119,6 +120,14 @@ def header_captures(tmp_path_factory) -> list[Path]:
              e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi", cksum=0x1234),
              e / IPv6(src="::1", dst="::2") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi3"),
              e / IPv6(src="::1", dst="::1") / ICMPv6EchoRequest(id=5, seq=2, data=b"hi", cksum=0)]
+    # ICMPv6 errors: every code of each type (named, or tshark's "Unknown"), a Packet Too Big's MTU, a Parameter
+    # Problem's pointer, a Time Exceeded's reserved word
+    quoted6 = bytes(IPv6(src="fd00::1", dst="fd00::2") / UDP(sport=4000, dport=4001) / b"yyyy")
+    errors6 = e / IPv6(src="fd00::fe", dst="fd00::1")
+    icmp += [errors6 / ICMPv6DestUnreach(code=code) / quoted6 for code in range(9)]
+    icmp += [errors6 / ICMPv6ParamProblem(code=code, ptr=6) / quoted6 for code in range(5)]
+    icmp += [errors6 / ICMPv6TimeExceeded(code=code) / quoted6 for code in range(3)]
+    icmp += [errors6 / ICMPv6PacketTooBig(code=code, mtu=1280) / quoted6 for code in range(2)]
     e4 = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00", type=0x0800)
     lengths = [e4 / Raw(bytes(IP(src="10.0.0.1", dst="10.0.0.2", **ip) / UDP(sport=5000, dport=5001, **udp) / b"short"))
                for ip, udp in (({}, {"len": 100}), ({}, {"len": 5}), ({"len": 5}, {}), ({"len": 0}, {}),

@@ -90,25 +90,30 @@ def build(d, roots=None) -> list[Layer]:
             if d.network in by_proto:
                 top = by_proto[d.network].item
                 top.add(fragments_item(d.defragmented[0], data, REASSEMBLED_SOURCE, d.network == "ipv6"))
-                if d.network == "ipv6":      # (tshark's IPv6 item then spans its extension headers too)
-                    top.length = d.spans[whole_from - 1][1] + d.spans[whole_from - 1][2] - top.offset
         if roots is not None and proto in SKIPPABLE and SPAN_ROOTS.get(proto, proto.split(".")[0]) not in roots:
             continue
         if proto == "ipv6.ext":
             ext = ipv6_ext_item(data, *span[1:]) if "ipv6" in by_proto else None
             if ext is not None:
-                by_proto["ipv6"].item.add(ext)
+                top = by_proto["ipv6"].item
+                top.add(ext)
+                if span[-1] != "cut" and not d.fragment:
+                    # tshark's IPv6 item spans the extension headers before the payload it hands on (a
+                    # fragment's, whose datagram is not complete, its fixed header only)
+                    top.length = span[1] + span[2] - top.offset
             continue
         if span[-1] in ("cut", "bad") and span[2] < CUT_MIN.get(proto, 0):
             continue            # (no byte of it, or a UDP/TCP header before its ports: no tree, only the note)
         made = BUILDERS[proto](d, data, *span[1:])
-        if whole_from is not None and i >= whole_from:
-            _in_source(made.item, REASSEMBLED_SOURCE)
-        if made.__class__ is list:       # SCTP: several (its continuation layers)
-            layers.extend(made)
-            made = made[0]
+        group = made if made.__class__ is list else None   # SCTP, ICMP: several (continuations, a quoted datagram)
+        if group is not None:
+            layers.extend(group)
+            made = group[0]
         else:
             layers.append(made)
+        if whole_from is not None and i >= whole_from:
+            for layer in group or (made,):
+                _in_source(layer.item, REASSEMBLED_SOURCE)
         by_proto[proto] = made
     last = d.spans[-1] if d.spans else ()
     name = d.truncated
@@ -149,6 +154,8 @@ def build(d, roots=None) -> list[Layer]:
                                                          if d.network == "ipv6" else 0))
     if (d.fragment or getattr(d, "unclaimed", False)) and d.payload:
         layers.append(data_layer(d.payload, d.payload_offset))
+        if whole_from is not None:          # the payload of a datagram reassembled from fragments: in its bytes
+            _in_source(layers[-1].item, REASSEMBLED_SOURCE)
     for pieces, whole, source, conflicts in getattr(d, "reassembled", None) or ():
         layers.append(tcp_segments_layer(pieces, whole, source, conflicts))
     return layers

@@ -110,10 +110,11 @@ def _eth_parts(data: bytes):
 
 def _eth_label(data: bytes) -> str:
     src, dst = data[6:12], data[0:6]
-    return f"Ethernet II, Src: {_shown(src)}, Dst: {_shown(dst)}"
+    return f"Ethernet II, Src: {mac_shown(src)}, Dst: {mac_shown(dst)}"
 
 
-def _shown(raw: bytes) -> str:
+def mac_shown(raw: bytes) -> str:
+    """A MAC address as tshark labels it: its manufacturer's name first when names are resolved."""
     name = manuf.resolved(raw)
     return f"{name} ({mac(raw)})" if name else mac(raw)
 

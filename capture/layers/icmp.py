@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import struct
 
-from ...engine.tree import FieldInfo, HiddenItem, Item, Layer
+from ...engine.tree import SEQUENCE, WARN, ExpertInfo, FieldInfo, HiddenItem, Item, Layer
 from .. import fields as f
-from ..icmp import ICMP_CODES, ICMP_TYPES, ICMPV6_CODES, ICMPV6_TYPES
+from ..icmp import ERRORS_V6, ICMP_CODES, ICMP_TYPES, ICMPV6_TYPES, icmpv6_code_name
 from .common import proto_item
 from . import ndp
 from .data import data_item, data_layer
@@ -34,9 +34,10 @@ def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     if info is None:
         return [Layer("icmpv6" if v6 else "icmp", top)]
     fs = f.icmpv6_fields if v6 else f.icmp_fields
-    types, codes = (ICMPV6_TYPES, ICMPV6_CODES) if v6 else (ICMP_TYPES, ICMP_CODES)
+    types = ICMPV6_TYPES if v6 else ICMP_TYPES
     top.add(Item(fs["type"], info.type, off, 1, f"Type: {_named(types, info.type, v6)}"))
-    top.add(Item(fs["code"], info.code, off + 1, 1, f"Code: {_named(codes.get(info.type, {}), info.code)}"))
+    code = icmpv6_code_name(info.type, info.code) if v6 else ICMP_CODES.get(info.type, {}).get(info.code)
+    top.add(Item(fs["code"], info.code, off + 1, 1, f"Code: {info.code} ({code})" if code else f"Code: {info.code}"))
     verdict = "[correct]" if info.good else f"incorrect, should be 0x{info.expected:04x}"
     top.add(Item(fs["checksum"], info.checksum, off + 2, 2, f"Checksum: 0x{info.checksum:04x} {verdict}"))
     top.add(Item(fs["checksum_status"], 1 if info.good else 0, off + 2, 0,
@@ -45,21 +46,26 @@ def icmp_layer(d, data: bytes, off: int, length: int) -> list[Layer]:
     if v6 and ndp.body(top, info.type, data, off, min(off + length, len(data))):
         pass                    # neighbour discovery, MLDv2
     elif info.ident is not None:
-        _echo(top, info, fs, data, off, off + length)
-    elif info.quoted is not None:
+        _echo(top, info, fs, data, off, off + length, d.frame.number)
+    elif info.quoted is not None or v6 and info.type in ERRORS_V6 and length >= 8 and len(data) >= off + 8:
         spare = data[off + 4:off + 8]
         if not v6 and info.type == 3 and info.code == 4:      # fragmentation needed: the next hop's MTU
             mtu = struct.unpack_from("!H", data, off + 6)[0]
             top.add(Item(f.icmp_unused, spare[:2], off + 4, 2, f"Unused: {spare[:2].hex()}"))
             top.add(Item(f.icmp_mtu, mtu, off + 6, 2, f"MTU of next hop: {mtu}"))
+        elif v6 and info.type in (2, 4):                       # packet too big: the link's MTU; parameter problem:
+            value = struct.unpack_from("!I", data, off + 4)[0]  # where in the quoted packet
+            field = f.icmpv6_mtu if info.type == 2 else f.icmpv6_pointer
+            top.add(Item(field, value, off + 4, 4, f"{field.name}: {value}"))
         else:
             top.add(Item(f.icmpv6_reserved if v6 else f.icmp_unused, spare, off + 4, 4,
                          f"{'Reserved' if v6 else 'Unused'}: {spare.hex()}"))
-        layers.extend(_quoted(top, d, info, data, off + length))
+        if info.quoted is not None:     # (an ICMPv6 error quoting less than an IPv6 header: its fields only)
+            layers.extend(_quoted(top, d, info, data, off + length))
     return layers
 
 
-def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
+def _echo(top: Item, info, fs, data: bytes, off: int, end: int, frame_number: int) -> None:
     ident, seq = info.ident, info.seq
     swap = lambda v: ((v & 0xFF) << 8) | (v >> 8)      # noqa: E731
     if info.v6:
@@ -70,6 +76,15 @@ def _echo(top: Item, info, fs, data: bytes, off: int, end: int) -> None:
         top.add(Item(fs["ident_le"], swap(ident), off + 4, 2, f"Identifier (LE): {swap(ident)} (0x{swap(ident):04x})"))
         top.add(Item(fs["seq"], seq, off + 6, 2, f"Sequence Number (BE): {seq} (0x{seq:04x})"))
         top.add(Item(fs["seq_le"], swap(seq), off + 6, 2, f"Sequence Number (LE): {swap(seq)} (0x{swap(seq):04x})"))
+    # -2: a request's reply seen by the first pass, or none (items without bytes: offset 0, as PDML shows them)
+    if info.response_in is not None:
+        top.add(Item(fs["resp_in"], info.response_in, 0, 0, f"[{fs['resp_in'].name}: {info.response_in}]",
+                     generated=True))
+    elif info.unanswered is True:
+        what = f"ICMPv6 request in frame {frame_number}" if info.v6 else "ICMP request"
+        top.add(Item(fs["no_resp"], None, 0, 0, "[No response seen]", generated=True)).expert(
+            ExpertInfo(f"{'icmpv6' if info.v6 else 'icmp'}.resp_not_found", SEQUENCE, WARN,
+                       f"No response seen to {what}"))
     if info.request_in is not None:
         ms = info.resptime_ns / 1e6
         to, took = ("Response To", "Response Time") if info.v6 else ("Request frame", "Response time")
@@ -113,7 +128,8 @@ def _quoted(top: Item, d, info, data: bytes, end: int) -> list[Layer]:
     udp.add(Item(f.udp_checksum, csum, u + 6, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     udp.add(Item(f.udp_checksum_status, 2, u + 6, 0, "[Checksum Status: Unverified]", generated=True))
     if info.udp_stream is not None:
-        udp.add(Item(f.udp_stream, info.udp_stream, u, 0, f"[Stream index: {info.udp_stream}]", generated=True))
+        udp.add(Item(f.udp_stream, info.udp_stream, u + 8, 0, f"[Stream index: {info.udp_stream}]",
+                     generated=True))
     if end > u + 8:
         payload = data[u + 8:end]
         udp.add(Item(f.udp_payload, payload, u + 8, len(payload),

@@ -7,7 +7,9 @@ from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
 from ..network import v4_cached, v4_text, v6_text
-from .common import bits, frozen, full, named, proto_item, set_text
+from .. import manuf
+from .common import bits, frozen, full, mac, named, proto_item, set_text
+from .eth import mac_shown
 from .ipopt import options_item
 from .ipv6_routing import routing_items
 
@@ -218,16 +220,17 @@ def ipv6_layer(d, data: bytes, off: int, length: int, cut: str | None = None) ->
     n = min(length, len(data) - off) if cut else 40
     if not cut and not full(data, off, length, 40):
         return Layer("ipv6", proto_item(f.ipv6, off, length, "Internet Protocol Version 6"))
-    vtf, plen, nh, hlim, src, dst = struct.unpack("!IHBB16s16s", data[off:off + n].ljust(40, b"\0"))
-    src, dst = v6_text(src), v6_text(dst)
+    vtf, plen, nh, hlim, src_raw, dst_raw = struct.unpack("!IHBB16s16s", data[off:off + n].ljust(40, b"\0"))
+    src, dst = v6_text(src_raw), v6_text(dst_raw)
     top = proto_item(f.ipv6, off, 40, f"Internet Protocol Version 6, Src: {src}, Dst: {dst}" if n >= 40 else
                      "Internet Protocol Version 6")
     if n < 40:
         return Layer("ipv6", _ipv6_fields(top, off, n, vtf, plen, nh, hlim, src, dst))
-    return Layer("ipv6", _ipv6_fields(top, off, 40, vtf, plen, nh, hlim, src, dst))
+    return Layer("ipv6", _ipv6_fields(top, off, 40, vtf, plen, nh, hlim, src, dst, src_raw, dst_raw))
 
 
-def _ipv6_fields(top: Item, off: int, n: int, vtf: int, plen: int, nh: int, hlim: int, src: str, dst: str) -> Item:
+def _ipv6_fields(top: Item, off: int, n: int, vtf: int, plen: int, nh: int, hlim: int, src: str, dst: str,
+                 src_raw: bytes = b"", dst_raw: bytes = b"") -> Item:
     """The fixed header's fields that `n` captured bytes hold."""
     if n < 1:
         return top
@@ -251,6 +254,7 @@ def _ipv6_fields(top: Item, off: int, n: int, vtf: int, plen: int, nh: int, hlim
         top.add(item())
     if n >= 40:
         _addresses(top, f.ipv6_addresses, src, dst, off + 8, 16)
+        top.children.extend(_slaac_macs(src_raw, dst_raw, off + 8))
     elif n >= 24:
         top.children.extend(_addresses_of(f.ipv6_addresses, src, "", off + 8, 16)[:4])
     return top
@@ -283,7 +287,7 @@ def ipv6_ext_item(data: bytes, off: int, length: int, kind: int, declared: int |
         size = length if declared is None else declared
         item.add(Item(nxt_f, data[off], off, 1, f"Next Header: {named(f.IP_PROTOS, data[off])}"))
         item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
-        item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
+        item.add(Item(oct_f, size, off + 1, 1, f"[Length: {size} bytes]", generated=True))     # (on the length byte)
         if kind in (0, 60):
             _options(item, data, off + 2, off + size, off + length if declared is not None else len(data))
         elif kind == 43:
@@ -305,7 +309,7 @@ def _cut_ext_item(item: Item, data: bytes, off: int, n: int, kind: int) -> Item 
         return item
     size = (data[off + 1] + 2) * 4 if kind == 51 else (data[off + 1] + 1) * 8
     item.add(Item(len_f, data[off + 1], off + 1, 1, f"Length: {data[off + 1]}"))
-    item.add(Item(oct_f, size, off + 1, 0, f"[Length: {size} bytes]", generated=True))
+    item.add(Item(oct_f, size, off + 1, 1, f"[Length: {size} bytes]", generated=True))
     if kind in (0, 60):
         _options(item, data, off + 2, off + size, off + n, cut=True)
     elif kind == 43:
@@ -380,6 +384,33 @@ def _address_items(fields, src: str, dst: str, off: int, n: int) -> list:
         top.add(HiddenItem(host_f, value, at, n))
         top.add(HiddenItem(host, value, at, n))
     return top.children
+
+
+def _slaac_macs(src: bytes, dst: bytes, off: int) -> tuple:
+    """tshark's items for an address whose interface identifier is a SLAAC (modified EUI-64) one made from a
+    universal MAC address (ff:fe in its middle, the universal/local bit set): that MAC address (the bit flipped
+    back), the source's then the destination's, each followed by its hidden either-side twin. The same for every
+    packet of a conversation: shared."""
+    if not _slaac(src) and not _slaac(dst):
+        return ()
+    return frozen(("ipv6.slaac", src[8:], dst[8:], off, manuf.RESOLVE["mac"]), lambda: _slaac_items(src, dst, off))
+
+
+def _slaac(address: bytes) -> bool:
+    return address[11:13] == b"\xff\xfe" and address[8] & 0x02 != 0
+
+
+def _slaac_items(src: bytes, dst: bytes, off: int) -> tuple:
+    either = f.ipv6_slaac_macs[2]
+    items = []
+    for field, raw, at, name in ((f.ipv6_slaac_macs[0], src, off, "Source"),
+                                 (f.ipv6_slaac_macs[1], dst, off + 16, "Destination")):
+        if _slaac(raw):
+            eui = bytes((raw[8] ^ 0x02,)) + raw[9:11] + raw[13:16]
+            shown = mac_shown(eui)
+            items.append(Item(field, mac(eui), at + 8, 8, f"[{name} SLAAC MAC: {shown}]", generated=True))
+            items.append(HiddenItem(either, mac(eui), at + 8, 8, f"SLAAC MAC: {shown}"))
+    return tuple(items)
 
 
 def fragments_item(pieces, whole: bytes, source: int, v6: bool = False) -> Item:

@@ -10,7 +10,8 @@ from .. import manuf
 from ..network import v6_text
 
 ND_TYPES = (133, 134, 135, 136)
-OPTION_NAMES = {1: "Source link-layer address", 2: "Target link-layer address", 3: "Prefix information", 5: "MTU"}
+OPTION_NAMES = {1: "Source link-layer address", 2: "Target link-layer address", 3: "Prefix information", 5: "MTU",
+                14: "Nonce"}
 HEADER = {133: 8, 134: 16, 135: 24, 136: 24}     # the fixed part before the options
 RECORD_TYPES = {1: "Mode is include", 2: "Mode is exclude", 3: "Changed to include", 4: "Changed to exclude",
                 5: "Allow new sources", 6: "Block old sources"}
@@ -22,10 +23,10 @@ def _v6(data: bytes, at: int) -> str:
 
 def _options(data: bytes, p: int, end: int):
     """(offset, type, length in bytes, link-layer address or None) of each option decoded here (link-layer
-    addresses, prefix information, MTU); stops at any other, or one of another length."""
+    addresses, prefix information, MTU, nonce); stops at any other, or one of another length."""
     while p + 8 <= end:
         kind, n = data[p], data[p + 1] * 8
-        if kind not in OPTION_NAMES or n != (32 if kind == 3 else 8) or p + n > end:
+        if kind not in OPTION_NAMES or (n < 8 if kind == 14 else n != (32 if kind == 3 else 8)) or p + n > end:
             return
         yield p, kind, n, data[p + 2:p + 8] if kind in (1, 2) else None
         p += n
@@ -88,7 +89,8 @@ def body(top: Item, v6type: int, data: bytes, off: int, end: int) -> bool:
         opt.add(Item(f.icmpv6_opt_type, kind, at, 1, f"Type: {OPTION_NAMES[kind]} ({kind})"))
         opt.add(Item(f.icmpv6_opt_length, n // 8, at + 1, 1, f"Length: {n // 8} ({n} bytes)"))
         opt.add(Item(f.icmpv6_opt_linkaddr, text, at + 2, 6, f"Link-layer address: {shown}"))
-        opt.add(HiddenItem(f.icmpv6_opt_src_linkaddr if kind == 1 else f.icmpv6_opt_target_linkaddr, text, at + 2, 6))
+        either = f.icmpv6_opt_src_linkaddr if kind == 1 else f.icmpv6_opt_target_linkaddr
+        opt.add(HiddenItem(either, text, at + 2, 6, f"{either.name}: {shown}"))
     return True
 
 
@@ -127,8 +129,11 @@ def _bitmask(field, name: str, bits, value: int, at: int) -> Item:
 
 
 def _option(top: Item, data: bytes, at: int, kind: int, n: int) -> None:
-    """A prefix information or MTU option (dissect_icmpv6_nd_opt)."""
-    if kind == 5:
+    """A prefix information, MTU or nonce option (dissect_icmpv6_nd_opt)."""
+    if kind == 14:
+        nonce = data[at + 2:at + n]
+        label, kids = "Nonce", [Item(f.icmpv6_opt_nonce, nonce, at + 2, n - 2, f"Nonce: {nonce.hex()}")]
+    elif kind == 5:
         (mtu,) = struct.unpack_from("!I", data, at + 4)
         label, kids = f"MTU : {mtu}", [Item(f.icmpv6_opt_reserved, None, at + 2, 2, "Reserved"),
                                        Item(f.icmpv6_opt_mtu, mtu, at + 4, 4, f"MTU: {mtu}")]
