@@ -109,7 +109,7 @@ def protodump_phs(path: Path) -> str:
 def pings(tmp_path_factory) -> Path:
     """Echo requests and replies over IPv4 and IPv6: small ones, and large ones cut into fragments (in order, or
     the last fragment first); a request nobody answers, small and large; a reply answered twice; an IPv6 echo
-    behind an atomic fragment header and a hop-by-hop header; ICMP and ICMPv6 errors quoting a UDP datagram with
+    behind an atomic fragment header and a hop-by-hop header; requests to multicast groups; ICMP and ICMPv6 errors quoting a UDP datagram with
     a payload (tshark's data layer, on the top level of io,phs); a UDP datagram no dissector takes, in fragments."""
     from scapy.all import (ICMP, IP, UDP, Ether, ICMPv6DestUnreach, ICMPv6EchoReply, ICMPv6EchoRequest, IPv6,
                            IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, fragment, fragment6, wrpcap)
@@ -139,6 +139,9 @@ def pings(tmp_path_factory) -> Path:
                 v6 = v6 / IPv6ExtHdrFragment(id=100 + seq)
             add(v6 / ICMPv6EchoReply(id=9, seq=seq, data=b"y" * size), reverse)
     add(IP(src="10.0.0.2", dst="10.0.0.1", id=99) / ICMP(type=0, id=7, seq=1) / (b"x" * 56))     # again
+    # to multicast groups, nobody answering (-2: " (multicast)", no warning)
+    add(IP(src="10.0.0.1", dst="239.1.2.3", id=98) / ICMP(type=8, id=7, seq=8) / (b"x" * 56))
+    add(IPv6(src="fd00::1", dst="ff02::1") / ICMPv6EchoRequest(id=9, seq=8, data=b"y" * 56))
     add(IPv6(src="fd00::1", dst="fd00::2") / IPv6ExtHdrHopByHop() / IPv6ExtHdrFragment(id=77)
         / ICMPv6EchoRequest(id=9, seq=6, data=b"atomic"))
     quoted = bytes(IP(src="10.0.0.1", dst="10.0.0.2") / UDP(sport=40000, dport=40001) / b"abc")
@@ -160,6 +163,7 @@ def test_the_pings_hold_reassembled_answered_and_unanswered_echoes(pings):
     assert lines.count("Fragmented IP protocol (proto=ICMP 1") >= 6 and lines.count("IPv6 fragment (off=") >= 6
     assert lines.count("Echo (ping) request  id=0x0007, seq=2/512, ttl=64 (reply in ") == 1
     assert lines.count("(no response found!)") == 5 and lines.count("(reply in ") == 6
+    assert lines.count(" (multicast)") == 2
     tree = subprocess.run([*PROTODUMP, "-V", str(pings)], capture_output=True, text=True, check=True).stdout
     assert tree.count("[Reassembled IPv4 length: 3008]") == 3 and tree.count("Data (4000 bytes)") == 5
 
