@@ -16,7 +16,7 @@ from ..reassembly.budget import over_budget
 from .files import RawFrame
 from .link import LINK_DECODERS
 from .fields import IP_PROTOS, REASSEMBLY_ERROR
-from .network import sack_throws, transport, v4_cached, v4_text
+from .network import TTL_NOTE_MIN, sack_throws, transport, v4_cached, v4_text
 
 
 # problems tshark files under PI_PROTOCOL (not PI_MALFORMED)
@@ -53,8 +53,7 @@ class Decoded:
         self.src: str | None = None          # network addresses, as tshark prints them
         self.dst: str | None = None
         # an IPv6 routing header's: the destination its header holds (`dst`: where the route ends, what the
-        # Destination column and the conversations show; tshark's IPv6 taps count this one). Unset on the fast
-        # paths' frames (IPv4): read it with network_ends()
+        # Destination column and the conversations show; tshark's IPv6 taps count this one: network_ends())
         self.header_dst: str | None = None
         self.ip_proto: int | None = None     # IPv4 protocol / IPv6 last next-header
         self.fragment = False                # an IP fragment that completes no datagram: no transport decode
@@ -105,7 +104,7 @@ class Decoded:
 
     def network_ends(self) -> tuple:
         """(source, destination) as the IP header holds them: what tshark's IP and IPv6 taps count."""
-        return self.src, getattr(self, "header_dst", None) or self.dst
+        return self.src, self.header_dst or self.dst
 
     def transport_data(self) -> bytes:
         """The bytes the transport header's span and payload_offset refer to: the frame's, or those of the IP
@@ -386,7 +385,7 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
         etype, vihl, tlen, frag, proto, src, dst, sport, dport, ulen = _EIU(data)
         if (etype == 0x0800 and vihl == 0x45 and proto == 17 and not frag & 0x3FFF
                 and 28 <= tlen and tlen + 14 == len(data) <= frame.length     # no trailer: link.trailer
-                and 8 <= ulen <= tlen - 20):
+                and 8 <= ulen <= tlen - 20 and data[22] >= TTL_NOTE_MIN and dst[0] < 224):   # (ttl_note: none)
             d = _fast_decoded(frame, src, dst, 17, sport, dport)
             d.transport = "udp"
             d.payload = data[42:34 + ulen]
@@ -402,7 +401,8 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
                 _comment_problems(d)
             return d
         if (etype == 0x0800 and vihl == 0x45 and proto == 6 and not frag & 0x3FFF
-                and 40 <= tlen and tlen + 14 == len(data) <= frame.length):
+                and 40 <= tlen and tlen + 14 == len(data) <= frame.length
+                and data[22] >= TTL_NOTE_MIN and dst[0] < 224):
             d = _tcp_fast(frame, data, tlen, src, dst, tcp_table, clock)
             if d is not None:
                 return d
@@ -492,7 +492,7 @@ def _fast_decoded(frame: RawFrame, src: bytes, dst: bytes, ip_proto: int, sport:
     d.sport = sport
     d.dport = dport
     d._layers = d.reassembled = d.chunks = d.tcp = d.tsn_bases = d.chunk_marks = d.udp = d.sctp_fragments = \
-        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = d.round_at = d.defragmented = None
+        d.pdu_sizes = d.icmp = d.mptcp = d.reassembled_in = d.round_at = d.defragmented = d.header_dst = None
     d.cut = 0
     d.truncated = None
     d.unclaimed = d.dropped = d.repeats_pdu_start = False

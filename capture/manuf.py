@@ -170,13 +170,17 @@ def eth_name(mac: bytes) -> str:
         return name
     ranges = t.ranges
     for lo, fmt in ((40, "{}_{:02x}"), (32, "{}_{:02x}:{:02x}"), (24, "{}_{:02x}:{:02x}:{:02x}")):
-        for m in range(7, 0, -1):
+        for m in range(7, -1, -1):     # (down to the byte boundary: 01:00:5e:00:00:fb is "IPv4mcast_fb")
             name = ranges.get(_masked(mac, lo + m))
             if name:
                 keep = 6 - lo // 8
                 tail = [mac[6 - keep] & (0xFF >> m), *mac[7 - keep:]]
                 return fmt.format(name, *tail)
     entry = t.oui.get(mac[:3])
+    if entry is None and mac[0] & 1:      # a group address: its vendor's OUI, the group bit cleared (not the local bit)
+        oui = bytes((mac[0] & 0xFE,)) + mac[1:3]
+        t.ensure(oui)
+        entry = t.oui.get(oui)
     if entry:
         return f"{entry[0]}_{mac[3]:02x}:{mac[4]:02x}:{mac[5]:02x}"
     for mask in range(24, 0, -1):      # wider well-known ranges ("IPv6mcast_ff:00:00:02" for 33:33::/16)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from ..engine.tree import CHECKSUM, ERROR, MALFORMED, ExpertInfo
+from ..engine.tree import CHECKSUM, ERROR, MALFORMED, NOTE, SEQUENCE, ExpertInfo
 
 _IP4 = struct.Struct("!BBHHHBBH4s4s").unpack_from
 _IP6 = struct.Struct("!IHBB16s16s").unpack_from
@@ -88,6 +88,9 @@ def ipv4(d, data: bytes, off: int) -> None:
         short(d, "ip", "IPv4 options", hl, off)
         return
     d.spans.append(("ip", off, hl))
+    note = ttl_note(_ttl, dst, proto)
+    if note is not None:
+        d.problems.append(("ip", note))
     d.ip_proto = proto
     end = off + tlen
     wire = max(d.frame.length, len(data))
@@ -102,6 +105,28 @@ def ipv4(d, data: bytes, off: int) -> None:
             d.protocols.append("data")
         return
     transport(d, data, off + hl, end, proto)
+
+
+# The Local Network Control Block (224.0.0.0/24) is never routed: TTL 1, but for these (packet-ip.c's list)
+LNCB_TTL = {b"\xe0\x00\x00\x12": 255, b"\xe0\x00\x00\x66": 255, b"\xe0\x00\x00\xfb": 255,   # VRRP, GLBP, mDNS
+            b"\xe0\x00\x00\xfc": None}                                                             # LLMNR: any
+NO_LOW_TTL_NOTE = (89, 103)      # OSPF, PIM: a low TTL is their rule
+IGMP = 2
+TTL_NOTE_MIN = 5                 # (what the decode fast paths leave to the general one: ttl_note says nothing else)
+
+
+def ttl_note(ttl: int, dst: bytes, proto: int) -> ExpertInfo | None:
+    """tshark's note on an IPv4 header's TTL (packet-ip.c, on the TTL item): not the TTL a local network control
+    block address needs (IGMP's always 1), or under 5 to an address that is not multicast."""
+    if dst[:3] == b"\xe0\x00\x00":
+        valid = 1 if proto == IGMP else LNCB_TTL.get(dst, 1)
+        if valid is None or ttl == valid:
+            return None
+        return ExpertInfo("ip.ttl.lncb", SEQUENCE, NOTE, f'"Time To Live" != {valid} for a packet sent to the Local '
+                                                         "Network Control Block (see RFC 3171)")
+    if ttl < TTL_NOTE_MIN and not 224 <= dst[0] < 240 and proto not in NO_LOW_TTL_NOTE:
+        return ExpertInfo("ip.ttl.too_small", SEQUENCE, NOTE, f'"Time To Live" only {ttl}')
+    return None
 
 
 def cut(d, proto: str, off: int) -> None:

@@ -32,9 +32,13 @@ BOOLEAN = 2             # FT_BOOLEAN in the _raw type codes (json_forms.RAW_FTEN
 
 # tshark 4.0's TCP options are protocols in name only (proto_register_protocol_in_name_only, FT_BYTES): no parent,
 # so their EK key is the abbrev alone ("tcp_options_mss"; their fields keep the prefix: "tcp_tcp_options_mss_val")
-NAME_ONLY_PROTOCOLS = frozenset(f"tcp.options.{name}" for name in (
+NAME_ONLY_PROTOCOLS = frozenset([*(f"tcp.options.{name}" for name in (
     "nop", "eol", "timestamp", "mss", "wscale", "sack_perm", "sack", "echo", "echoreply", "cc", "md5", "qs",
-    "user_to", "tfo", "experimental", "unknown"))
+    "user_to", "tfo", "experimental", "unknown")),
+    # and IPv4's (packet-ip.c, "IP Option - ...")
+    *(f"ip.options.{name}" for name in (
+        "eol", "nop", "security", "route", "timestamp", "ext_security", "cipso", "record_route", "sid",
+        "source_route", "mtu_probe", "mtu_reply", "traceroute", "routeralert", "sdb", "qs"))])
 
 
 IPV6_EXTENSIONS = ("ipv6.hopopts.", "ipv6.dstopts.", "ipv6.routing.", "ipv6.fraghdr.")

@@ -152,6 +152,57 @@ def test_icmp_quotes_checksums_and_lengths(header_captures, args, protodump_run,
 
 
 @pytest.fixture(scope="module")
+def ttl_captures(tmp_path_factory) -> list[Path]:
+    """IPv4 TTLs tshark notes: to the local network control block (224.0.0.x: 1, but 255 for VRRP, GLBP and mDNS,
+    any for LLMNR, 1 again for IGMP), under 5 to an address that is not multicast (broadcasts included; OSPF and
+    PIM excepted), in a header an ICMP error quotes, with options; the destination MAC addresses of multicast
+    groups and of a vendor's group address, as tshark names them. The second capture adds IGMP, OSPF and PIM
+    (protocols protodump leaves as data): only the statistics and fields that do not show them compare."""
+    from scapy.all import ICMP, IP, TCP, UDP, Ether, IPOption_RR, wrpcap
+    from scapy.contrib.igmp import IGMP
+    from scapy.contrib.pim import PIMv2Hdr, PIMv2Hello, PIMv2HelloHoldtime
+    src = "00:1d:7e:d9:94:c0"
+
+    def udp(dst: str, ttl: int, mac: str = "01:00:5e:00:00:fb", **ip):
+        return Ether(src=src, dst=mac) / IP(src="10.0.0.1", dst=dst, ttl=ttl, **ip) / UDP(sport=40001, dport=40001) / b"x"
+    probe = bytes(IP(src="10.0.0.1", dst="192.0.2.8", ttl=1) / UDP(sport=40000, dport=33434) / b"probe")
+    plain = [udp("224.0.0.251", 1), udp("224.0.0.251", 255), udp("224.0.0.1", 64, "01:00:5e:00:00:01"),
+             udp("224.0.0.252", 7, "01:00:5e:00:00:fc"), udp("224.0.0.18", 1, "01:00:5e:00:00:12"),
+             udp("224.0.0.102", 255, "01:00:5e:00:00:66"), udp("10.0.0.2", 3, "01:1b:19:00:00:00"),
+             udp("10.0.0.2", 5, "33:33:00:00:00:fb"), udp("239.255.255.250", 1, "01:00:5e:7f:ff:fa"),
+             udp("255.255.255.255", 1, "ff:ff:ff:ff:ff:ff"), udp("10.0.0.255", 2, "01:00:5e:00:80:00"),
+             udp("10.0.0.2", 2, "01:80:c2:00:00:0e", options=[IPOption_RR(routers=["192.0.2.1"])]),
+             Ether(src=src, dst="00:00:5e:00:01:05") / IP(src="10.0.0.1", dst="10.0.0.2", ttl=4) /
+             TCP(sport=40001, dport=40002, flags="S"),
+             Ether(src=src, dst="00:00:5e:00:02:05") / IP(src="10.0.0.1", dst="10.0.0.2", ttl=0) / ICMP() / b"x",
+             Ether(src=src, dst="01:00:5e:00:00:80") / IP(src="10.0.0.254", dst="10.0.0.1") / ICMP(type=11) / probe]
+    others = [Ether(src=src, dst="01:00:5e:00:00:fb") / IP(src="10.0.0.1", dst="224.0.0.251", ttl=1, proto=2) /
+              IGMP(type=0x16, gaddr="224.0.0.251"),
+              Ether(src=src) / IP(src="10.0.0.1", dst="10.0.0.2", ttl=1, proto=89) / bytes(30),
+              Ether(src=src) / IP(src="10.0.0.1", dst="10.0.0.2", ttl=1, proto=103) / PIMv2Hdr() /
+              PIMv2Hello(option=[PIMv2HelloHoldtime(holdtime=105)])]
+    tmp = tmp_path_factory.mktemp("ttl")
+    paths = []
+    for name, pkts in (("ttl", plain), ("ttl-others", plain + others)):
+        for i, p in enumerate(pkts):
+            p.time = 1700000000 + i
+        paths.append(tmp / f"{name}.pcap")
+        wrpcap(str(paths[-1]), pkts)
+    return paths
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-x", "-T", "json"), ("-T", "ek"),
+                                  ("-Y", "ip.ttl.too_small || ip.ttl.lncb"), ("-q", "-z", "conv,eth")])
+def test_ttl_notes_and_group_address_names(ttl_captures, args, protodump_run, standard_run):
+    same_as_tshark(ttl_captures[0], args, protodump_run, standard_run)
+
+
+@pytest.mark.parametrize("args", [("-q", "-z", "expert"), ("-T", "fields", "-e", "ip.ttl", "-e", "eth.dst_resolved")])
+def test_ttl_notes_beside_igmp_ospf_and_pim(ttl_captures, args, protodump_run, standard_run):
+    same_as_tshark(ttl_captures[1], args, protodump_run, standard_run)
+
+
+@pytest.fixture(scope="module")
 def v6_options_capture(tmp_path_factory) -> Path:
     """Hop-by-hop and destination options running past their header (into the next one, or past the payload),
     a header length past the payload, Router Alert, an experimental option, an empty PadN; zero UDP checksums

@@ -41,7 +41,8 @@ CUT_MIN = {"ip": 1, "udp": 4, "tcp": 4, "vlan": 2, "ieee8021ad": 2, "sctp": 12}
 EXPERT_ANCHORS = {"ip.bogus_header_length": "ip.hdr_len", "ip.len.past_end": "ip.len", "ip.bogus_ip_length": "ip.len",
                   "udp.length.bad": "udp.length", "tcp.bogus_header_length": "tcp.hdr_len",
                   "icmp.checksum_bad": "icmp.checksum", "icmpv6.checksum_bad.expert": "icmpv6.checksum",
-                  "udp.checksum.zero": "udp.checksum", "eth.padding_bad": "eth.trailer"}
+                  "udp.checksum.zero": "udp.checksum", "eth.padding_bad": "eth.trailer", "ip.ttl.lncb": "ip.ttl",
+                  "ip.ttl.too_small": "ip.ttl"}
 EXPERT_FIRST = {"udp.checksum.zero"}
 # link layers that hand their payload on through packet-ethertype.c
 ETHERTYPE_LINKS = frozenset(("eth", "sll", "sll2", "vlan", "ieee8021ad"))

@@ -6,7 +6,7 @@ import struct
 from ...engine.template import Slot, SlotLayer, TemplateCache
 from ...engine.tree import ERROR, PROTOCOL, ExpertInfo, HiddenItem, Item, Layer
 from .. import fields as f
-from ..network import v4_cached, v4_text, v6_text
+from ..network import ttl_note, v4_cached, v4_text, v6_text
 from .. import manuf
 from .common import bits, frozen, full, mac, named, proto_item, set_text
 from .eth import mac_shown
@@ -159,13 +159,16 @@ def _ip_items(d, data: bytes, off: int, length: int, quoted: bool) -> Layer:
         top.add(Item(f.ip_len, tlen, off + 2, 2, f"Total Length: {tlen}"))
     if quoted and n < 20:
         return _ip_cut(top, data, off, n)
-    _, _, _, ident, frag, ttl, proto, csum, src, dst = struct.unpack_from("!BBHHHBBH4s4s", data, off)
-    src, dst = v4_text(src), v4_text(dst)
+    _, _, _, ident, frag, ttl, proto, csum, src, dst_raw = struct.unpack_from("!BBHHHBBH4s4s", data, off)
+    src, dst = v4_text(src), v4_text(dst_raw)
     _ip_middle(top, off, ident, frag, ttl, proto, csum)
     if quoted and n < hl * 4:   # the destination comes after a look for a source route in the options
         top.label += f", Src: {src}"
         top.children.extend(_addresses_of(f.ip_addresses, src, dst, off + 12, 4)[:4])
         return layer
+    note = ttl_note(ttl, dst_raw, proto) if quoted is True else None    # (a decoded header: capture.network)
+    if note is not None:
+        top.find("ip.ttl").expert(note)
     top.label += f", Src: {src}, Dst: {dst}"
     _addresses(top, f.ip_addresses, src, dst, off + 12, 4)
     if hl > 5 and len(data) >= off + hl * 4:
