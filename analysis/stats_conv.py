@@ -26,9 +26,8 @@ def addresses(packet, kind: str):
             return None
         return _mac(frame.data[6:12]), _mac(frame.data[0:6]), None, None
     if kind in ("ip", "ipv6"):
-        if d.network != kind or d.src is None or kind == "ipv6" and d.fragment:
-            return None       # (tshark 4.0's IPv6 taps nothing of a fragment that completes no datagram)
-        return (*d.network_ends(), None, None)
+        ends = d.ip_tap() if d.network == kind else None
+        return None if ends is None else (*ends, None, None)
     if d.transport != kind or d.sport is None:
         return None
     return d.src, d.dst, d.sport, d.dport

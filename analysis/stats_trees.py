@@ -55,9 +55,8 @@ class TreeTap(Tap):
         if self.first_ns is None:
             self.first_ns = packet.frame.ts_ns      # times count from the capture's first frame
         d = packet.decoded
-        if self.network is not None and (d.network != self.network or d.src is None
-                                         or self.network == "ipv6" and d.fragment):
-            return          # (tshark 4.0's IPv6 taps nothing of a fragment that completes no datagram)
+        if self.network is not None and (d.network != self.network or d.ip_tap() is None):
+            return
         if self.match is not None and not self.match(packet):
             return
         self.tree.at((packet.frame.ts_ns - self.first_ns) / 1e6)
@@ -106,7 +105,7 @@ class Hosts(TreeTap):
     def count(self, packet, d):
         tree = self.tree
         tree.tick(self.path)
-        src, dst = d.network_ends()
+        src, dst = d.ip_tap()
         tree.tick(src, self.hosts)
         tree.tick(dst, self.hosts)
 
@@ -121,7 +120,7 @@ class SourcesAndDestinations(TreeTap):
 
     def count(self, packet, d):
         tree = self.tree
-        src, dst = d.network_ends()
+        src, dst = d.ip_tap()
         tree.tick(self.sources.name)
         tree.tick(src, self.sources)
         tree.tick(self.destinations.name)
@@ -158,7 +157,7 @@ class Destinations(TreeTap):
     def count(self, packet, d):
         tree = self.tree
         tree.tick(self.path)
-        address = tree.tick(d.network_ends()[1], self.destinations, with_hash=True)
+        address = tree.tick(d.ip_tap()[1], self.destinations, with_hash=True)
         ptype, port = port_type(d)
         tree.tick(str(port), tree.tick(ptype, address, with_hash=True), with_hash=True)
 

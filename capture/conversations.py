@@ -56,8 +56,8 @@ class UdpTable:
                 info.response_in = learnt.get(d.frame.number)
                 if info.response_in is None and INCOMPLETE not in learnt:
                     # tshark says nothing is missing of a request to a multicast group: " (multicast)"
-                    group = d.dst.startswith("ff") if info.v6 else 224 <= int(d.dst.split(".", 1)[0]) < 240
-                    info.unanswered = "multicast" if group else True
+                    from ipaddress import ip_address
+                    info.unanswered = "multicast" if ip_address(d.dst).is_multicast else True
         else:
             request = self.echoes.get((d.dst, d.src, info.ident, info.seq))
             if request is not None and not request[2]:     # (a second reply to it, a duplicate, answers nothing)

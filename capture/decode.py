@@ -53,7 +53,7 @@ class Decoded:
         self.src: str | None = None          # network addresses, as tshark prints them
         self.dst: str | None = None
         # an IPv6 routing header's: the destination its header holds (`dst`: where the route ends, what the
-        # Destination column and the conversations show; tshark's IPv6 taps count this one: network_ends())
+        # Destination column and the conversations show; tshark's IPv6 tap counts this one: ip_tap())
         self.header_dst: str | None = None
         self.ip_proto: int | None = None     # IPv4 protocol / IPv6 last next-header
         self.fragment = False                # an IP fragment that completes no datagram: no transport decode
@@ -102,8 +102,12 @@ class Decoded:
         self.defragmented = None
         self._layers: list[Layer] | None = None
 
-    def network_ends(self) -> tuple:
-        """(source, destination) as the IP header holds them: what tshark's IP and IPv6 taps count."""
+    def ip_tap(self) -> tuple | None:
+        """(source, destination) as tshark's IP and IPv6 taps see the frame (conv, endpoints, the ip*,tree
+        statistics): the addresses its header holds, not where a routing header's route ends; None without an IP
+        header, or for an IPv6 fragment that completes no datagram (tshark 4.0 taps it nothing)."""
+        if self.src is None or self.fragment and self.network == "ipv6":
+            return None
         return self.src, self.header_dst or self.dst
 
     def transport_data(self) -> bytes:
