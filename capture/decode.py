@@ -32,7 +32,7 @@ EXT_INFO = {0: "IPv6 hop-by-hop options", 60: "IPv6 destination options", 43: "I
 # The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
 EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
 # the IP protocols whose fragments are reassembled (_defragment): UDP, ICMP, ICMPv6
-DEFRAGMENTED = frozenset((17, 1, 58))
+DEFRAGMENTED = frozenset((17, 6, 132, 1, 58))   # UDP, TCP, SCTP, ICMP, ICMPv6
 
 
 class Decoded:
@@ -444,10 +444,9 @@ def decode(frame: RawFrame, tcp_table=None, tsn_table=None, clock=None, udp_tabl
 
 
 def _defragment(d: Decoded, data: bytes, fragments) -> None:
-    """An IPv4 or IPv6 fragment of a UDP or ICMP(v6) datagram into the capture's fragments (as tshark's
+    """An IPv4 or IPv6 fragment of a UDP, TCP, SCTP or ICMP(v6) datagram into the capture's fragments (as tshark's
     ip.defragment and ipv6.defragment: all its bytes captured); when it completes the datagram, the frame's transport
-    layer and payload are read from the whole one. (Fragments of TCP and SCTP stay fragments: tshark reassembles
-    those too.)"""
+    layer and payload are read from the whole one (`transport_data()`: the bytes its spans and offsets refer to)."""
     if d.ip_proto not in DEFRAGMENTED or not d.payload:
         return
     span = d.spans[-1]

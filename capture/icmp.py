@@ -45,7 +45,7 @@ class IcmpInfo:
 
     __slots__ = ("v6", "type", "code", "checksum", "good", "expected", "ident", "seq", "ttl", "quoted", "quoted_udp",
                  "request_in", "resptime_ns", "udp_stream", "data_at", "handed", "quoted_tcp", "tcp", "lua_tries",
-                 "response_in", "unanswered")
+                 "response_in", "unanswered", "server_port")
 
     def __init__(self, v6: bool, kind: int, code: int, checksum: int):
         self.v6, self.type, self.code, self.checksum = v6, kind, code, checksum
@@ -56,13 +56,14 @@ class IcmpInfo:
         self.quoted_udp = None      # (offset, src, sport, dst, dport) of a quoted UDP header
         self.quoted_tcp = None      # (offset, src, sport, dst, dport) of a quoted TCP header (its ports at least)
         self.tcp = None             # its capture.tcp_analysis.TcpInfo (a whole header: tshark finds its conversation)
+        self.server_port = None     # that conversation's server port (from its SYN), where TCP offers the payload first
         self.request_in = self.resptime_ns = self.udp_stream = None
         # -2's second pass, an echo request: the frame of the reply the first pass saw, or that it saw none (True;
         # "multicast": none, to a multicast group)
         self.response_in, self.unanswered = None, False
         self.data_at = None         # where the echo data / the quoted payload starts
         self.handed = False         # the quoted payload went to a game dissector (engine.dispatch): no data layer
-        self.lua_tries = 0          # the plugin's heuristics tshark's TCP offered a quoted payload to (engine.dispatch)
+        self.lua_tries = 0          # the plugin's dissectors tshark's TCP offered a quoted payload to (engine.dispatch)
 
 
 def _sum(data: bytes) -> int:

@@ -291,4 +291,5 @@ def has_option(d) -> bool:
     if span is None or span[0] != "tcp" or span[2] <= 20:
         return False
     p, end = span[1] + 20, span[1] + span[2]
-    return 30 in d.frame.data[p:end] and bool(mptcp_spans(d.frame.data, p, end))
+    data = d.transport_data()
+    return 30 in data[p:end] and bool(mptcp_spans(data, p, end))

@@ -193,7 +193,7 @@ def _chunk_info(d, c: Chunk) -> str:
     if c.kind == DATA:
         return f"DATA (TSN={_rel(c.tsn, bases[0])}) " + ("(Message Fragment) " if c.flags & 3 != 3 else "")
     if c.kind == 3 and c.length >= 12:
-        cum, rwnd = struct.unpack_from("!II", d.frame.data, c.offset + 4)
+        cum, rwnd = struct.unpack_from("!II", d.transport_data(), c.offset + 4)
         # (relative to the peer's first TSN; absolute while none of the peer's was seen, as tshark)
         return f"SACK (Ack={cum if bases[1] is None else _rel(cum, bases[1])}, Arwnd={rwnd}) "
     return c.name + " "

@@ -304,11 +304,11 @@ class TcpTable:
         info.ack = (ack - rev.base) & M32 if fl & ACK else ack
         info.win_scale, info.window = _scale(fwd, rev, d.window, bool(fl & SYN))
         self.mp_dupack = (self.mptcp is not None or span[2] > 20
-                          and 30 in d.frame.data[span[1] + 20:span[1] + span[2]]) and self._mptcp(d, conn.stream)
+                          and 30 in d.transport_data()[span[1] + 20:span[1] + span[2]]) and self._mptcp(d, conn.stream)
         self._sequence(d, conn, fwd, rev, info, seq, ack, nextseq, seglen, ts)
         # tshark dissects the options after the analysis: this segment's SACK blocks count for the peer's next
         # bytes in flight
-        fwd.sacked = _sacked(d.frame.data, span[1] + 20, span[1] + span[2]) if span[2] > 20 else 0
+        fwd.sacked = _sacked(d.transport_data(), span[1] + 20, span[1] + span[2]) if span[2] > 20 else 0
         if fl & FIN:
             if conn.fin_by is None:
                 conn.fin_by = me
@@ -326,13 +326,14 @@ class TcpTable:
         tolerates = self.mptcp is not None and self.mptcp.tolerates_dupack(d, stream)
         span = d.spans[-1]
         p, end = span[1] + 20, span[1] + span[2]
-        if end > p and 30 in d.frame.data[p:end]:      # maybe an MPTCP option
+        data = d.transport_data()
+        if end > p and 30 in data[p:end]:              # maybe an MPTCP option
             from .mptcp_analysis import MptcpTable, mptcp_spans
-            spans = mptcp_spans(d.frame.data, p, end)
+            spans = mptcp_spans(data, p, end)
             if spans:
                 if self.mptcp is None:
                     self.mptcp = MptcpTable(self.learnt)
-                self.mptcp.analyze(d, stream, d.frame.data, spans)
+                self.mptcp.analyze(d, stream, data, spans)
         return tolerates
 
     def _info(self, conn: Connection) -> TcpInfo:
@@ -392,6 +393,8 @@ class TcpTable:
         q = _Quoted(d.frame, src, sport, dst, dport, offflags & 0x0FFF, seq, ack, win)
         self.header_only(q, short=True)
         info.tcp = q.tcp
+        conn = self.connections.get(frozenset(((src, sport), (dst, dport))))
+        info.server_port = None if conn is None else conn.server_port
 
     @staticmethod
     def _complete(conn: Connection, fl: int, seglen: int) -> None:

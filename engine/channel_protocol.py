@@ -167,7 +167,9 @@ class ChannelProtocol:
         if self.stream_start:
             code, text_at = self.stream_start
             with w.block(f"local function heur_{self.name}(tvb, pinfo, tree)"):
-                w(f"if not rt.stream_start(tvb, pdu_len_{self.name}, {code}, {text_at}) then return false end")
+                # (a segment an ICMP error quotes: no, as rt.stream_dissector says)
+                w(f"if pinfo.in_error_pkt or not rt.stream_start(tvb, pdu_len_{self.name}, {code}, {text_at}) then"
+                  " return false end")
                 w(f"pinfo.conversation = {var}            -- later segments of this connection: ours")
                 w(f"stream_{self.name}(tvb, pinfo, tree)")
                 w("return true")

@@ -681,20 +681,29 @@ class Dispatcher:
         return stack.with_tries(Packet(frame, d, stack.layers, d.plain_info, d.protocol_column(), stack.sources))
 
     def _quoted_segment(self, frame, d) -> Packet:
-        """An ICMP error quoting a TCP segment with payload: tshark's TCP offers the payload to its dissectors
-        (ports, then the heuristic list: wslua's fake item for each of the plugin's that says no, before the data
-        layer). The payload stays data (a stream protocol frames no PDU out of a quoted piece)."""
-        t, src, sport, dst, dport = d.icmp.quoted_tcp
-        data = frame.data
-        start, end = t + (data[t + 12] >> 4) * 4, d.payload_offset + len(d.payload)
-        quoted = _QuotedDatagram(src, sport, dst, dport, data[start:end], start)
-        stack = Stack(self, frame, quoted)
-        stack.lookup("tcp.port", (sport, dport) if sport <= dport else (dport, sport), quoted.payload, start)
-        if stack.tries:     # wslua's items go inside the ICMP layer, before the data (capture/layers/icmp.py);
-            _, at, vain, heard = stack.tries[0]         # the lookup itself stays recorded for -j's replay
-            d.icmp.lua_tries = len(vain)
-            stack.tries = [(0, at, [], heard)]
-        return stack.with_tries(Stack(self, frame, d).packet())
+        """An ICMP error quoting a TCP segment with payload: tshark's TCP offers the payload to its dissectors as
+        decode_tcp_ports does: the connection's own (a heuristic's claim), the server's port, the lower port, the
+        higher one, then the heuristic list. The plugin's say no in an error packet (rt.stream_dissector: the
+        stream's state is not the quoted piece's), each leaving wslua's fake item inside the ICMP layer before the
+        data (capture/layers/icmp.py). The payload stays data, and nothing is learnt: no list moves."""
+        info = d.icmp
+        _, src, sport, dst, dport = info.quoted_tcp
+        lua = 0
+        claimed = self.streams.claimed(src, sport, dst, dport) if self.streams is not None else None
+        if claimed is not None:
+            lua += getattr(claimed, "lua", True) is not False
+        table = dict(self.tables.get("tcp.port", {}))
+        for (name, key), proto in self.settings.decode_as.items():
+            if name == "tcp.port":
+                table[key] = self.protocols[proto]
+        low, high = (sport, dport) if sport <= dport else (dport, sport)
+        for port in (info.server_port, low, high if high != low else None):
+            proto = table.get(port) if port else None
+            if proto is not None:
+                lua += getattr(proto, "lua", True) is not False
+        lua += sum(getattr(p, "lua", True) is not False for p, _ in self.heuristic_lists.get("tcp", ()))
+        info.lua_tries = lua
+        return Stack(self, frame, d).packet()
 
     def udp_protocol(self, stack: Stack, d) -> Protocol | None:
         """As Wireshark's UDP: the conversation's dissector (set by a heuristic that claims it), then ports, then

@@ -66,10 +66,11 @@ class Direction:
 
 
 class Connection:
-    __slots__ = ("directions", "handshake", "proto", "sctp")
+    __slots__ = ("directions", "handshake", "proto", "sctp", "claimed")
 
     def __init__(self):
         self.proto = None          # the stream protocol, once chosen
+        self.claimed = False       # chosen by a heuristic (Wireshark: the conversation's dissector from then on)
         self.directions: dict = {}  # TCP: sender -> Direction; SCTP: (sender, stream id) -> Direction
         self.sctp: dict[str, SctpDirection] = {}
         self.handshake = 0         # 1: a SYN seen, 2: a SYN-ACK seen (tshark's tcp.completeness bits)
@@ -112,8 +113,16 @@ class Streams:
         if conn.proto is None and payload and not _resent(d):
             # (a retransmitted or out-of-order segment goes to no subdissector: no heuristic tried, no wslua item)
             ports = (d.sport, d.dport) if d.sport <= d.dport else (d.dport, d.sport)
+            tried = len(stack.tries)
             conn.proto = stack.lookup(table, ports, payload, d.payload_offset)
+            conn.claimed = conn.proto is not None and len(stack.tries) > tried
         return conn.proto
+
+    def claimed(self, src, sport: int, dst, dport: int):
+        """The protocol a heuristic claimed the TCP connection between these ends for, or None."""
+        a, b = f"{src}:{sport}", f"{dst}:{dport}"
+        conn = self.connections.get((a, b) if a < b else (b, a))
+        return conn.proto if conn is not None and conn.claimed else None
 
     # --- TCP ------------------------------------------------------------------------------------------------
     def tcp(self, stack, d) -> None:
@@ -206,7 +215,7 @@ class Streams:
         assoc = conn.sctp.get(sender)
         if assoc is None:
             assoc = conn.sctp[sender] = SctpDirection()
-        data, frame = stack.frame.data, stack.frame.number
+        data, frame = stack.d.transport_data(), stack.frame.number
         d.chunk_marks = []
         after_data = False
         for i, c in enumerate(d.chunks):
@@ -262,8 +271,10 @@ class Cutter:
         self.kept_from: int | None = None    # where the bytes kept for a later PDU start in the handover
         if h.seg_offset is None:         # bytes from several segments: their own data source, once a layer uses it
             self.data, self.base, self.source, self.source_name = h.data, 0, None, source
-        else:
+        elif stack.d.defragmented is None:
             self.data, self.base, self.source = stack.frame.data, start + h.seg_offset, 0
+        else:                            # a segment of an IP datagram reassembled from fragments: that source
+            self.data, self.base, self.source = stack.d.defragmented[1], start + h.seg_offset, 1
 
     def where(self) -> int:
         """The data source index of this handover's bytes (a reassembled buffer is added on first use)."""

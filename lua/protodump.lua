@@ -2776,6 +2776,9 @@ end
 function rt.stream_dissector(proto, name, len_fn, pdu_fn, opts)
   local spec = { proto = proto, name = name, len_fn = len_fn, pdu_fn = pdu_fn, opts = opts or {} }
   return function(tvb, pinfo, tree)
+    -- a segment an ICMP error quotes is not the stream's: it says no, and the stream's state is left alone
+    -- (its sequence number is raw there; taken as the stream's, it would cut a hole in the direction)
+    if pinfo.in_error_pkt then return 0 end
     local conv, dir = rt.conversation(name, pinfo)
     local sctp = pinfo.port_type == 1            -- PT_SCTP
     local key, seq, sid, ssn, unordered, index
@@ -2835,6 +2838,7 @@ end
 -- says yes on a payload, the connection is claimed (pinfo.conversation, as Python keeps conn.proto) and dissected.
 function rt.stream_heuristic(proto, list, match, dissector)
   local function heur(tvb, pinfo, tree)
+    if pinfo.in_error_pkt then return false end        -- (a quoted segment: see rt.stream_dissector)
     local ok, yes = pcall(match, tvb, pinfo)
     if not ok or not yes then return false end
     pinfo.conversation = proto
@@ -9060,7 +9064,7 @@ end
 pcall(function() DissectorTable.get("udp.port"):add_for_decode_as(P_iceball) end)
 rt.stream_register(P_iceball, { 20737 }, {  })
 local function heur_iceball(tvb, pinfo, tree)
-  if not rt.stream_start(tvb, pdu_len_iceball, 15, 2) then return false end
+  if pinfo.in_error_pkt or not rt.stream_start(tvb, pdu_len_iceball, 15, 2) then return false end
   pinfo.conversation = P_iceball            -- later segments of this connection: ours
   stream_iceball(tvb, pinfo, tree)
   return true

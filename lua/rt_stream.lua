@@ -302,6 +302,9 @@ end
 function rt.stream_dissector(proto, name, len_fn, pdu_fn, opts)
   local spec = { proto = proto, name = name, len_fn = len_fn, pdu_fn = pdu_fn, opts = opts or {} }
   return function(tvb, pinfo, tree)
+    -- a segment an ICMP error quotes is not the stream's: it says no, and the stream's state is left alone
+    -- (its sequence number is raw there; taken as the stream's, it would cut a hole in the direction)
+    if pinfo.in_error_pkt then return 0 end
     local conv, dir = rt.conversation(name, pinfo)
     local sctp = pinfo.port_type == 1            -- PT_SCTP
     local key, seq, sid, ssn, unordered, index
@@ -361,6 +364,7 @@ end
 -- says yes on a payload, the connection is claimed (pinfo.conversation, as Python keeps conn.proto) and dissected.
 function rt.stream_heuristic(proto, list, match, dissector)
   local function heur(tvb, pinfo, tree)
+    if pinfo.in_error_pkt then return false end        -- (a quoted segment: see rt.stream_dissector)
     local ok, yes = pcall(match, tvb, pinfo)
     if not ok or not yes then return false end
     pinfo.conversation = proto

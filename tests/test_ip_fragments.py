@@ -1,7 +1,7 @@
 """IPv4 and IPv6 datagrams reassembled from fragments (reassembly/ip_fragments.py), as tshark's ip.defragment and
-ipv6.defragment: game datagrams of the bundled sessions cut into fragments with scapy, sent in order, last
-fragment first, interleaved with another datagram's, or with a fragment lost; whole frames against tshark 4.0 +
-plugin in every form (one pass and -2); the table's rules and bounds property-based."""
+ipv6.defragment: game datagrams, TCP segments and SCTP packets of the bundled sessions cut into fragments with
+scapy, sent in order, last fragment first, interleaved with another datagram's, or with a fragment lost; whole
+frames against tshark 4.0 + plugin in every form (one pass and -2); the table's rules and bounds property-based."""
 from __future__ import annotations
 
 import subprocess
@@ -49,22 +49,29 @@ def _fragmented(session: str, count: int, v6: bool = False) -> list:
             held = []
         out.extend(pieces)
     out.extend(held)
-    for k, q in enumerate(out):
-        q.time = 1795285865 + 0.001 * k
     return out
 
 
 @pytest.fixture(scope="module")
 def fragmented(tmp_path_factory) -> list[Path]:
+    return _captures(tmp_path_factory, "fragments", _fragmented, (("blank", "blank-server-session.pcap", 80, False),
+                                                                  ("enet", "iceball-enet-session.pcap", 80, False),
+                                                                  ("enet-rc", "enet-rangecoder.pcap", 80, False),
+                                                                  ("blank-v6", "blank-server-session.pcap", 40, True)))
+
+
+def _captures(tmp_path_factory, kind: str, make, sets) -> list[Path]:
+    """A capture of make(session, count, v6)'s packets, a millisecond apart, for each (name, session, count, v6) of
+    `sets`."""
     from scapy.all import wrpcap
-    tmp = tmp_path_factory.mktemp("fragments")
+    tmp = tmp_path_factory.mktemp(kind)
     paths = []
-    for name, session, count, v6 in (("blank", "blank-server-session.pcap", 80, False),
-                                     ("enet", "iceball-enet-session.pcap", 80, False),
-                                     ("enet-rc", "enet-rangecoder.pcap", 80, False),
-                                     ("blank-v6", "blank-server-session.pcap", 40, True)):
-        paths.append(tmp / f"fragments-{name}.pcap")
-        wrpcap(str(paths[-1]), _fragmented(session, count, v6))
+    for name, session, count, v6 in sets:
+        packets = make(session, count, v6)
+        for k, q in enumerate(packets):
+            q.time = 1795285865 + 0.001 * k
+        paths.append(tmp / f"{kind}-{name}.pcap")
+        wrpcap(str(paths[-1]), packets)
     return paths
 
 
@@ -254,6 +261,84 @@ def test_extension_headers_as_tshark(extension_headers, protodump_run, standard_
     theirs = standard_run("-q", "-z", "io,phs", "-r", str(extension_headers)).stdout
     assert phs_rows(protodump_phs(extension_headers)) == phs_rows(theirs)
     assert [row[1] for row in phs_rows(theirs)][:4] == ["eth", "ipv6", "udp", "data"]
+
+
+def _segments_in_fragments(session: str, count: int, v6: bool = False) -> list:
+    """The session's first `count` TCP segments or SCTP packets; those over 200 bytes as IP fragments of 128 (IPv6:
+    200) bytes, every fourth one last fragment first. (A path MTU under the sender's segment size: a tunnel's.)"""
+    from scapy.all import IP, TCP, Ether, IPv6, IPv6ExtHdrFragment, fragment, fragment6, rdpcap
+    out = []
+    for i, p in enumerate(rdpcap(str(CAPTURES_DIR / session))[:count]):
+        ip = IP(bytes(p[IP]))
+        ip.id = 3 * i + 1
+        if v6:
+            l4 = ip.payload.copy()
+            if TCP in l4:
+                del l4[TCP].chksum
+            ip = IPv6(src="fd00::" + ip.src.split(".")[-1], dst="fd00::" + ip.dst.split(".")[-1]) / l4
+        if len(ip) <= 200:
+            out.append(Ether(src=CLIENT, dst=SERVER) / ip)
+            continue
+        if v6:
+            ip = IPv6(src=ip.src, dst=ip.dst) / IPv6ExtHdrFragment(id=i + 5) / ip.payload
+        pieces = [Ether(src=CLIENT, dst=SERVER) / f for f in (fragment6(ip, 200) if v6 else fragment(ip, 128))]
+        if i % 4 == 1:
+            pieces.reverse()
+        out.extend(pieces)
+    return out
+
+
+@pytest.fixture(scope="module")
+def segments(tmp_path_factory) -> list[Path]:
+    """TCP and SCTP over IP fragments: Rutentoy's segments (IPv4 and IPv6) cut in PDUs of their own, Iceball's file
+    transfer, Freeblox's HTTP upgrade, WebSocket and inflated messages, Rutentoy over SCTP (IPv4 and IPv6)."""
+    return _captures(tmp_path_factory, "segments", _segments_in_fragments,
+                     (("rutentoy", "rutentoy-segmentation.pcap", 60, False),
+                      ("rutentoy-v6", "rutentoy-messages.pcap", 40, True),
+                      ("iceball", "iceball-tcp-session.pcap", 60, False),
+                      ("freeblox", "freeblox-session.pcap", 40, False),
+                      ("sctp", "rutentoy-sctp.pcap", 80, False),
+                      ("sctp-v6", "rutentoy-sctp.pcap", 80, True)))
+
+
+def test_the_segment_captures_hold_reassembled_segments_of_every_game(segments):
+    """(What the comparisons below are worth: every capture has segments that only reassembly makes whole, and
+    each game's PDUs in them.)"""
+    for path, game in zip(segments, ("rutentoy", "rutentoy", "iceball", "freeblox", "rutentoy", "rutentoy")):
+        out = subprocess.run([*PROTODUMP, "-V", "-Y", f"{game} && (ip.fragments || ipv6.fragments)", str(path)],
+                             capture_output=True, text=True, check=True).stdout
+        assert out.count("Frame ") >= 2, path.name
+        assert "Reassembled IPv" in out and " Fragments (" in out, path.name
+
+
+SEGMENT_FORMS = [(), ("-T", "json"), ("-V",), ("-x",), ("-T", "ek"), ("-2", "-V"),
+                 ("-q", "-z", "expert"), ("-q", "-z", "conv,tcp"),
+                 ("-q", "-z", "follow,tcp,ascii,0"),
+                 ("-T", "fields", "-e", "tcp.stream", "-e", "tcp.len", "-e", "tcp.seq", "-e", "sctp.data_tsn",
+                  "-e", "ip.fragment.count", "-e", "ipv6.fragment.count")]
+
+
+@pytest.mark.parametrize("args", SEGMENT_FORMS, ids=[" ".join(a) or "summary" for a in SEGMENT_FORMS])
+def test_segments_over_fragments_as_tshark(segments, args, protodump_run, standard_run):
+    for path in segments:
+        same_as_tshark(path, args, protodump_run, standard_run)
+
+
+def test_the_segments_pdml_as_tshark(segments, protodump_run, standard_run):
+    """(A reassembly's long label, its pieces appended, cut by Wireshark's label buffer with no mark.)"""
+    from test_pdml import head, packets
+    for path in segments:
+        ours, theirs = protodump_run("-T", "pdml", str(path)), standard_run("-T", "pdml", "-r", str(path))
+        assert head(ours.stdout) == head(theirs.stdout), path.name
+        assert packets(ours.stdout) == packets(theirs.stdout), path.name
+
+
+def test_the_segments_protocol_hierarchy_as_tshark(segments, tshark_run):
+    """io,phs: a segment from fragments counts under IP as its TCP (or SCTP) and game layers."""
+    from test_stats import phs_rows
+    for path in segments:
+        assert phs_rows(protodump_phs(path)) == phs_rows(tshark_run("-q", "-z", "io,phs", "-r", str(path)).stdout), \
+            path.name
 
 
 def test_a_capture_with_fragments_is_read_by_one_process(fragmented):

@@ -4,10 +4,12 @@ both halves, its lifetime no longer freeing the new one)."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import CAPTURES_DIR, PROTODUMP
 from test_std_details import same_as_tshark
 
 RUTENTOY = Path(__file__).resolve().parent.parent / "captures" / "rutentoy-messages.pcap"
@@ -220,6 +222,63 @@ def test_icmp_error_quoting_tcp(quoting_tcp_capture, args, protodump_run, standa
     if args == ("-T", "json"):
         theirs = standard_run(*args, "-r", str(quoting_tcp_capture)).stdout
         assert re.search(r'( *)"_ws\.lua\.fake": "",\n\1"data": \{', theirs)    # the item this case is about
+
+
+def _with_errors(session: str) -> list:
+    """The session with an error after every third segment with payload (and every third SCTP packet): ICMP
+    "fragmentation needed" quoting up to 548 bytes of it as Linux does, ICMPv6 "packet too big" for IPv6."""
+    from scapy.all import ICMP, IP, SCTP, TCP, Ether, ICMPv6PacketTooBig, IPv6, rdpcap
+    out = []
+    for i, p in enumerate(rdpcap(str(CAPTURES_DIR / session))):
+        ip = p[IP] if IP in p else p[IPv6]
+        out.append(p if p.haslayer(Ether) else Ether() / ip)
+        if i % 3 or not (TCP in p and len(p[TCP].payload) or SCTP in p):
+            continue
+        if IP in p:
+            out.append(Ether() / IP(src="10.9.9.9", dst=ip.src) / ICMP(type=3, code=4, nexthopmtu=1400)
+                       / bytes(ip)[:548])
+        else:
+            out.append(Ether() / IPv6(src="fd00::99", dst=ip.src) / ICMPv6PacketTooBig(mtu=1280) / bytes(ip)[:1184])
+    return out
+
+
+GAME_SESSIONS = ("rutentoy-messages.pcap", "iceball-tcp-session.pcap", "iceball-tcp-port-30000.pcap",
+                 "rutentoy-midstream.pcap", "rutentoy-lossy-v6.pcap")
+
+
+@pytest.fixture(scope="module")
+def quoting_game_segments(tmp_path_factory) -> list[Path]:
+    """Game sessions over TCP with ICMP errors quoting their segments: PDUs whole in the quote; a connection found
+    by its port, one a heuristic claimed (its conversation's dissector), one without its SYN (no server port);
+    IPv6."""
+    return [_write(tmp_path_factory, "icmp-game", f"errors-{name}", _with_errors(name), 0.001)
+            for name in GAME_SESSIONS]
+
+
+def test_quoted_segments_leave_their_connection_alone(quoting_game_segments):
+    """A quoted segment is not the stream's: every game PDU of the session decodes as without the errors (the
+    plugin once took the quote's raw sequence number for the stream's and lost the rest of the direction)."""
+    for name, path in zip(GAME_SESSIONS, quoting_game_segments):
+        game = name.split("-")[0]
+        plain = subprocess.run([*PROTODUMP, "-T", "fields", "-e", f"{game}", str(CAPTURES_DIR / name)],
+                               capture_output=True, text=True, check=True).stdout
+        quoted = subprocess.run([*PROTODUMP, "-Y", "!icmp && !icmpv6", "-T", "fields", "-e", f"{game}", str(path)],
+                                capture_output=True, text=True, check=True).stdout
+        assert quoted == plain and sum(1 for line in plain.splitlines() if line) >= 2, name
+        errors = subprocess.run([*PROTODUMP, "-Y", "icmp.type == 3 || icmpv6.type == 2", str(path)],
+                                capture_output=True, text=True, check=True).stdout
+        assert errors.count("\n") >= 1, name
+
+
+@pytest.mark.parametrize("args", [(), ("-V",), ("-T", "json"), ("-T", "ek"), ("-q", "-z", "expert"),
+                                  ("-T", "fields", "-e", "tcp.stream", "-e", "tcp.seq", "-e", "data.len",
+                                   "-e", "frame.protocols")])
+def test_quoted_game_segments_as_tshark(quoting_game_segments, args, protodump_run, standard_run):
+    """In the error, the plugin says no to the quoted payload wherever tshark's TCP offers it (the connection's
+    claimed dissector, the server port, the lower and the higher port, the heuristic list: wslua's fake item
+    for each call), and it stays data; in ICMPv6 the quoted sequence number is where a segment has it."""
+    for path in quoting_game_segments:
+        same_as_tshark(path, args, protodump_run, standard_run)
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,7 @@ def info(d) -> str:
         text += f" Ack={ack}"
     text += f" Win={win}"
     short = any(len(s) > 4 and s[0] == "tcp" for s in d.spans)     # a short segment: no length
-    data = d.frame.data
+    data = d.transport_data()
     tcp_at = next((s[1] for s in reversed(d.spans) if s[0] == "tcp"), 0)
     if not short and len(data) >= tcp_at + 20:          # (a header cut before its end: tshark got no further)
         text += f" Len={len(d.payload) + d.cut}"
@@ -51,7 +51,7 @@ def info(d) -> str:
         if s[0] == "tcp":
             span = s
             break
-    data = d.frame.data
+    data = d.transport_data()
     if span is not None and len(data) >= span[1] + 20:
         off = span[1]
         if fl & 0x20:

@@ -35,7 +35,8 @@ def bogus_layer(d, data: bytes, off: int, hl: int, segment: int) -> Layer:
 def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
     """The TCP segment an ICMP error quotes (tshark's TCP with in_error_pkt): its ports and raw sequence number
     first; with a whole header, the rest as for a short segment (no length, analysis), its options and the
-    payload's bytes."""
+    payload's bytes. (In ICMPv6 a whole header's sequence number comes where a segment's does, named relative and
+    raw: tshark's early one is for a quote in IPv4, which may stop after it.)"""
     off, _, sport, _, dport = info.quoted_tcp
     top = proto_item(f.tcp, off, min(end, off + 20) - off, f"Transmission Control Protocol, Src Port: {sport}, "
                                                            f"Dst Port: {dport}")
@@ -43,14 +44,19 @@ def quoted_tcp_item(d, info, data: bytes, end: int) -> Item:
     if end < off + 8:
         return top
     seq = struct.unpack_from("!I", data, off + 4)[0]
-    top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}"))
     t = info.tcp
-    if t is None or end < off + 20:
+    whole = t is not None and end >= off + 20
+    if not (whole and info.v6):
+        top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}"))
+    if not whole:
         return top
     _, _, _, ack, offflags, win, csum, urp = HEADER(data, off)
     hl, fl = offflags >> 12, offflags & 0x0FFF
     top.label += f", Seq: {seq}" + (f", Ack: {ack}" if fl & 0x10 else "")
     _conversation_items(top, off, t)
+    if info.v6:
+        top.add(Item(f.tcp_seq, seq, off + 4, 4, f"Sequence Number: {seq}    (relative sequence number)"))
+        top.add(Item(f.tcp_seq_raw, seq, off + 4, 4, f"Sequence Number (raw): {seq}"))
     _ack_to_window(top, off, ack, hl, fl, sport, dport, win, t)
     top.add(Item(f.tcp_checksum, csum, off + 16, 2, f"Checksum: 0x{csum:04x} [unverified]"))
     top.add(Item(f.tcp_checksum_status, 2, off + 16, 0, "[Checksum Status: Unverified]", generated=True))
