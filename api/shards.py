@@ -89,9 +89,24 @@ def conversation(frame):
 
 def _conversation(d):
     if d.sport is None:
-        return None
+        return _quoted_conversation(d)
     a, b = (d.src, d.sport), (d.dst, d.dport)
     return (d.transport, a, b) if a <= b else (d.transport, b, a)
+
+
+def _quoted_conversation(d):
+    """The conversation an ICMP or ICMPv6 error quotes (its TCP or UDP ports read), which the error goes with: one
+    process finds the quoted segment's connection (its state and times move) and hands a quoted datagram to the
+    conversation's dissector. None for any other frame without ports."""
+    info = d.icmp
+    if info is None:
+        return None
+    quoted, transport = (info.quoted_tcp, "tcp") if info.quoted_tcp is not None else (info.quoted_udp, "udp")
+    if quoted is None:
+        return None
+    _, src, sport, dst, dport = quoted
+    a, b = (src, sport), (dst, dport)
+    return (transport, a, b) if a <= b else (transport, b, a)
 
 
 def plan(paths, concatenate: bool = False, on_error: Callable[[str, str], None] | None = None,
@@ -252,7 +267,10 @@ class Planner:
                     self.first_ns = frame.ts_ns
                 d = decode(frame, fragments=None if streams is None else streams.fragments)
                 if d.sport is None:
-                    cid = -1
+                    key = _quoted_conversation(d)
+                    cid = -1 if key is None else ids.get(key)
+                    if cid is None:
+                        cid = ids[key] = len(ids)
                 else:                                       # (_conversation, inline)
                     a, b = (d.src, d.sport), (d.dst, d.dport)
                     key = (d.transport, a, b) if a <= b else (d.transport, b, a)

@@ -90,6 +90,38 @@ def test_every_mode_is_byte_identical_on_many_conversations(many, mode):
     same(*mode, many)
 
 
+@pytest.fixture(scope="module")
+def quoted(many, tmp_path_factory) -> Path:
+    """`many` with an ICMP error after every fifth TCP segment or UDP datagram with payload, quoting it (up to
+    548 bytes, as Linux does)."""
+    import dpkt
+    path = tmp_path_factory.mktemp("jobs") / "quoted.pcap"
+    with open(many, "rb") as f, open(path, "wb") as out:
+        w, n = dpkt.pcap.Writer(out), 0
+        for ts, buf in dpkt.pcap.Reader(f):
+            w.writepkt(buf, ts)
+            eth = dpkt.ethernet.Ethernet(buf)
+            ip = eth.data
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, (dpkt.tcp.TCP, dpkt.udp.UDP)) and ip.data.data:
+                n += 1
+                if n % 5 == 0:
+                    udp = isinstance(ip.data, dpkt.udp.UDP)
+                    error = dpkt.icmp.ICMP(type=3, code=3 if udp else 4,
+                                           data=dpkt.icmp.ICMP.Unreach(mtu=0 if udp else 1400, data=bytes(ip)[:548]))
+                    outer = dpkt.ip.IP(src=bytes([10, 9, 9, 9]), dst=ip.src, p=1, ttl=64, data=error)
+                    outer.len = 20 + len(bytes(error))
+                    w.writepkt(bytes(dpkt.ethernet.Ethernet(src=eth.dst, dst=eth.src, data=outer)), ts + 0.0001)
+    return path
+
+
+@pytest.mark.parametrize("mode", [(), ("-V",), ("-T", "json")], ids=lambda m: " ".join(m) or "summary")
+def test_an_icmp_error_goes_with_the_conversation_it_quotes(quoted, mode):
+    """The worker that holds a conversation decodes the errors quoting it: one process finds the quoted
+    segment's connection there (its completeness, window scale and times; the next segment's time since the
+    previous one) and hands a quoted datagram to the conversation's dissector."""
+    same(*mode, quoted)
+
+
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the default -j is one process on one core")
 def test_without_j_the_standard_layers_alone_run_in_one_process(tmp_path):
     """Without -j a file over 4 MB is shared out, but not a run of the standard layers alone (-q with their
