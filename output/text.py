@@ -99,9 +99,6 @@ def item_label(item: Item) -> str:
             text = f.labeler(item)
         else:
             text = (_LABEL_MAKERS.get(f) or _label_maker(f))(item.value)
-    elif item.generated and text.startswith("[") and len(text) > LABEL_LENGTH // 4 and text.endswith("]"):
-        # a formatted label (a reassembly's, pieces appended): cut to the buffer, no mark (as output/pdml.py)
-        return "[" + text[1:-1].encode()[:LABEL_LENGTH - 1].decode("utf-8", "ignore") + "]"
     if f is not None and len(text) >= LABEL_LENGTH // 4:
         text = fit_label(text, f.name)
     return "[" + text + "]" if item.generated and not text.startswith("[") else text

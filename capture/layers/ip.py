@@ -416,14 +416,19 @@ def _slaac_items(src: bytes, dst: bytes, off: int) -> tuple:
     return tuple(items)
 
 
+LABEL_MOST = 239         # the characters of an ASCII label Wireshark's label buffer keeps (ITEM_LABEL_LENGTH 240)
+
+
 def fragments_item(pieces, whole: bytes, source: int, v6: bool = False) -> Item:
     """reassemble.c's tree of a datagram reassembled from fragments, under the IPv4 (or IPv6) layer of the frame
     that completed it: its items span their bytes in the reassembled buffer (data source `source`)."""
     fragments, fragment, count, length, data, _ = f.ipv6_reassembly if v6 else f.ip_reassembly
     name, n = "IPv6" if v6 else "IPv4", len(whole)
     parts = ", ".join(f"#{frame}({size})" for frame, _, size in pieces)
-    top = Item(fragments, None if v6 else whole, 0, n, f"[{len(pieces)} {name} Fragments ({n} bytes): {parts}]",
-               True, source)
+    # reassemble.c appends each piece to the label: Wireshark's label buffer cuts it, with no "[truncated]" mark
+    # (the brackets of a generated item come on top)
+    text = f"{len(pieces)} {name} Fragments ({n} bytes): {parts}"[:LABEL_MOST]
+    top = Item(fragments, None if v6 else whole, 0, n, text, True, source)
     for frame, at, size in pieces:
         top.add(Item(fragment, frame, at, size, f"[Frame: {frame}, payload: {at}-{at + size - 1} ({size} bytes)]",
                      True, source))
