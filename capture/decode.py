@@ -31,8 +31,8 @@ COLUMN_NAMES = {"ip": "IPv4", "ipv6": "IPv6", "ethertype": "ETHERTYPE", "frame":
 EXT_INFO = {0: "IPv6 hop-by-hop options", 60: "IPv6 destination options", 43: "IPv6 routing"}
 # The Info of a frame whose decode ended in an exception (tshark appends "[Malformed Packet]" to it)
 EXCEPTION_INFO = {"ipv6.hopopts": "IPv6 hop-by-hop options", "ipv6.dstopts": "IPv6 destination options"}
-# the IP protocols whose fragments are reassembled (_defragment): UDP, ICMP, ICMPv6
-DEFRAGMENTED = frozenset((17, 6, 132, 1, 58))   # UDP, TCP, SCTP, ICMP, ICMPv6
+# the IP protocols whose fragments are reassembled (_defragment): UDP, TCP, SCTP, ICMP, ICMPv6
+DEFRAGMENTED = frozenset((17, 6, 132, 1, 58))
 
 
 class Decoded:
