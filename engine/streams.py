@@ -271,10 +271,9 @@ class Cutter:
         self.kept_from: int | None = None    # where the bytes kept for a later PDU start in the handover
         if h.seg_offset is None:         # bytes from several segments: their own data source, once a layer uses it
             self.data, self.base, self.source, self.source_name = h.data, 0, None, source
-        elif stack.d.defragmented is None:
-            self.data, self.base, self.source = stack.frame.data, start + h.seg_offset, 0
-        else:                            # a segment of an IP datagram reassembled from fragments: that source
-            self.data, self.base, self.source = stack.d.defragmented[1], start + h.seg_offset, 1
+        else:                            # (a segment of an IP datagram reassembled from fragments: that source)
+            self.data, self.base = stack.d.transport_data(), start + h.seg_offset
+            self.source = 0 if stack.d.defragmented is None else 1
 
     def where(self) -> int:
         """The data source index of this handover's bytes (a reassembled buffer is added on first use)."""

@@ -51,7 +51,6 @@ def info(d) -> str:
         if s[0] == "tcp":
             span = s
             break
-    data = d.transport_data()
     if span is not None and len(data) >= span[1] + 20:
         off = span[1]
         if fl & 0x20:
