@@ -58,7 +58,7 @@ class IoStat(Tap):
         return all(match is None for match in self.matchers) and all(fn is None for fn in self.functions)
 
     def shard(self) -> None:
-        """This tap sees some conversations of a run whose shards are merged (api/shards.py _prepare)."""
+        """This tap sees some conversations of a run whose shards are merged (api/tap_merge.py prepare)."""
         for fn in self.functions:
             if fn is not None:
                 fn.shard()

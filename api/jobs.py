@@ -2,8 +2,8 @@
 
 Everything protodump keeps state for lives in a conversation, so a file is shared out by whole conversations, each
 worker (a forked process) decoding its own. What tshark numbers across conversations in frame order is decided
-once, by the planning pass over the frame headers (api/shards.py `Planner`): `tcp.stream`/`udp.stream`
-(shards.StreamNumbers; the workers' TCP and UDP tables take each frame's number from the plan instead of counting),
+once, by the planning pass over the frame headers (api/planning.py `Planner`): `tcp.stream`/`udp.stream`
+(planning.StreamNumbers; the workers' TCP and UDP tables take each frame's number from the plan instead of counting),
 the previous captured frame's time, and the capture's first frame. The previous *displayed* frame depends on the
 other shards' display decisions when a display filter is on: the worker then renders `frame.time_delta_displayed`
 (and `-t dd`) as a marker value that the parent, which sees every displayed frame in order, replaces.
@@ -29,7 +29,7 @@ no splice; frame by frame, the chunk read whole, under -Y or -w). Measured on 20
 displayed frame twice (the first rendering has the writer's header: "[", the fields header, the PSML preamble), and
 the parent uses that one only for the frame displayed first overall; the trailer is the one of a worker that wrote.
 
-Statistics are each worker's tap state, merged as for --dask (shards.merge_taps). The byte budgets
+Statistics are each worker's tap state, merged as for --dask (api/tap_merge.py). The byte budgets
 (reassembly/budget.py) are shared: each worker holds 1/N. Whatever cannot be cut this way runs in one process,
 silently: -2, live capture, standard input, capture sets, follow and other statistics that do not merge,
 --export-objects, a terminal (colours) or -l, a filter that reads the displayed delta itself, `-T ek` and `-T pdml`
@@ -101,9 +101,9 @@ def unsplittable(jobs, path, *, two_pass=False, live=False, exporter=None, line_
     if not zstats:
         return False
     from .analysis import stats          # (only then: its modules are a twentieth of the start-up)
-    from .shards import _family, MERGES
+    from .tap_merge import MERGES, merge_family
     try:
-        return any(_family(stats.make_tap(arg)) not in MERGES for arg in zstats)
+        return any(merge_family(stats.make_tap(arg)) not in MERGES for arg in zstats)
     except stats.StatsError:
         return True
 
@@ -115,12 +115,12 @@ def run(jobs: int, run: Run, explicit: bool) -> bool:
 
     The plan's first LOOK frames are planned before forking: when one shard would have most of them (one
     conversation), or what one process numbers cannot be planned, one process reads the file, at the cost of
-    that look only. The workers then start on the first chunk while the parent plans the rest (api/shards.py
+    that look only. The workers then start on the first chunk while the parent plans the rest (api/planning.py
     Planner), a chunk at a time, and sends each its frames' places, so a worker seeks to its own frames."""
     if not explicit and (run.dispatcher.standard_only or os.path.getsize(run.path) < AUTO_MIN_BYTES):
         return False          # (standard layers only: planning a frame costs about what decoding it does)
     from .jobs_parent import ONE, Parent, one_process, say    # (only now: a small file's start-up skips them)
-    from .shards import Planner, StreamNumbers
+    from .planning import Planner, StreamNumbers
     numbers = StreamNumbers(None if run.dispatcher.standard_only else run.dispatcher.lifetimes)
     try:
         planner = Planner(run.path, min(jobs, MAX_JOBS), streams=numbers, count=run.count, offsets=True)

@@ -13,7 +13,7 @@ from functools import lru_cache
 from .capture.files import open_capture
 from .jobs_pipes import CHUNK_BYTES, END, ERROR, FAKES, FRAMES, read_exact, send_all
 from .planned import MARKER_NS
-from .shards import NO_TIME
+from .planning import NO_TIME
 
 _RUNS = re.compile(rb"(.)\1*", re.S)     # runs of frames of one worker, in the plan's owner bytes
 
@@ -243,7 +243,8 @@ class Merger:
             print(f"protodump: {run.path}: {self.error}", file=sys.stderr)
         if run.zstats:          # (the modules only then: the parent's last moments are the run's wall time)
             from .output import stats_out
-            from .shards import ShardResult, merge_taps
+            from .shards import ShardResult
+            from .tap_merge import merge_taps
             results = [ShardResult(k, taps=t) for k, t in enumerate(taps)]
             stats_out.write(merge_taps(run.zstats, results), sys.stdout, run.stats_format)
         if self.error is not None:

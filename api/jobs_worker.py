@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from .jobs_pipes import CHUNK_BYTES, CHUNK_FRAMES, END, ERROR, FAKES, FRAMES, Sender, plan_chunks
 from .planned import planned_frames, planned_tables
-from .shards import NO_TIME
+from .planning import NO_TIME
 
 if TYPE_CHECKING:
     from .jobs import Run
@@ -79,7 +79,7 @@ def worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: 
 
 def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
     from .session import packets_from_frames
-    from .shards import _FRAME, _phs_record, _prepare, _state
+    from .tap_merge import FRAME, FirstSeen, prepare, record_phs, state_of
     text = _Text(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
     take = text.take
     writer = run.make_writer(text)
@@ -87,8 +87,7 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
     text.take()                                     # what the writer writes when made: the parent's did
     taps = run.taps
     for tap in taps:
-        _prepare(tap, first_ns)
-    from .shards import FirstSeen
+        prepare(tap, first_ns)
     phs_paths = [FirstSeen() if tap.kind == "phs" else None for tap in taps]
     shows, quiet = run.shows, run.quiet
     records = not quiet or run.source.write_path is not None
@@ -103,11 +102,11 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
     marking = lua_fakes.MARKING = bool(getattr(writer, "lua_fakes", False))
     fakes: list = []             # (frame's index in the chunk, its lookups, its runs' places)
     for packet in packets_from_frames(frames, dispatcher=run.dispatcher, tables=tables):
-        _FRAME.number = packet.number
+        FRAME.number = packet.number
         for tap, paths in zip(taps, phs_paths):
             tap.add(packet)
             if paths is not None:
-                _phs_record(tap, packet, paths)
+                record_phs(tap, packet, paths)
         shown = shows is None or shows(packet)
         if not records:
             continue
@@ -150,7 +149,7 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
     trailer = take()
     states = []
     for tap, paths in zip(taps, phs_paths):
-        state = _state(tap)
+        state = state_of(tap)
         if paths is not None:
             state["paths"] = paths
         states.append((tap.kind, state, tap.result()))

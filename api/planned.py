@@ -10,7 +10,7 @@ from .capture.conversations import UdpTable
 from .capture.files import open_capture
 from .capture.sctp import TsnTable
 from .capture.tcp_analysis import MAX_CONNECTIONS, Connection, TcpTable
-from .shards import NO_TIME
+from .planning import NO_TIME
 
 # frame.time_delta_displayed rendered by a worker under a display filter: replaced by the parent (api/jobs_merge.py).
 # No real delta between two frames of one capture is 246 years and these exact nanoseconds.
@@ -79,7 +79,7 @@ def planned_tables(first_ns: int, filtering: bool):
 
 def planned_frames(path, chunks, tables, seek: bool = True):
     """The frames of `path` that a shard's plan names, each announced to the tables with its plan numbers.
-    `chunks`: arrays of planned frames (api/shards.py Planner, ENTRY integers each), in order; `seek`: their
+    `chunks`: arrays of planned frames (api/planning.py Planner, ENTRY integers each), in order; `seek`: their
     places are byte offsets, read by seeking (else the file is read through, as a gzip file must be). Entries of
     frame number 0 are pcapng blocks the reader needs (interface descriptions, section headers)."""
     tcp, _, clock, udp = tables

@@ -233,6 +233,6 @@ def open_capture(path, offsets=None, jumps=None) -> Capture:
     after all frames before the damage.
 
     offsets, jumps: record where each frame is, or read only the frames at given offsets (seeking: not for gzip);
-    see capture/pcapfile.py and pcapngfile.py `read` (-j: api/shards.py Planner, api/planned.py planned_frames).
+    see capture/pcapfile.py and pcapngfile.py `read` (-j: api/planning.py Planner, api/planned.py planned_frames).
     """
     return path if isinstance(path, Capture) else Capture(path, offsets, jumps)

@@ -33,7 +33,7 @@ def is_magic(magic: int) -> bool:
 
 def read(s, head: bytes, offsets=None, jumps=None):
     """Generator: yields None once the file header is good, then RawFrames; raises CaptureError.
-    offsets: an array to which each frame's record offset is appended (the planning pass of -j, api/shards.py).
+    offsets: an array to which each frame's record offset is appended (the planning pass of -j, api/planning.py).
     jumps: an iterator of record offsets: only those records are read, seeking to each (a -j worker)."""
     (magic,) = struct.unpack(">I", head)
     order, ns_per_tick = _MICRO[magic]

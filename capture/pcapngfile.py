@@ -86,7 +86,7 @@ def read(s, head: bytes, offsets=None, jumps=None):
     """Generator: yields None once the first section header is good, then RawFrames; raises CaptureError.
     offsets: an array to which each packet block's offset is appended, and -1 - offset for every block a reader
     needs to read packet blocks after the first section header (later section headers, interface descriptions),
-    in file order (the planning pass of -j, api/shards.py).
+    in file order (the planning pass of -j, api/planning.py).
     jumps: an iterator of block offsets (packet blocks, and those others): after the first section header, only
     those blocks are read, seeking to each (a -j worker)."""
     read = s.read

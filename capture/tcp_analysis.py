@@ -259,7 +259,7 @@ class TcpTable:
 
     def stream_of(self, d) -> int:
         """Only the stream index of segment `d` (and the base sequence numbers that decide it): the planning
-        pass of -j (api/shards.py) numbers connections as analyze does."""
+        pass of -j (api/planning.py) numbers connections as analyze does."""
         me, peer = (d.src, d.sport), (d.dst, d.dport)
         fl = d.flags
         conn = self._connection(frozenset((me, peer)), d.frame.ts_ns, me, d.seq if fl & (SYN | ACK) == SYN else None)

@@ -128,7 +128,8 @@ def divert(path) -> bool:
 def _run(shards, job, address):
     """shards(split) plans; on Dask, one file is split in as many shards of conversations as there are workers."""
     from ..analysis.stats import StatsError
-    from ..shards import check_mergeable, run_local
+    from ..shards import run_local
+    from ..tap_merge import check_mergeable
     if address is None:
         return run_local(shards(), job)
     from .. import dask as pd_dask
@@ -171,7 +172,7 @@ def _output(job, results, parquet, p) -> None:
         for line in merge_lines(results):
             _write(writer, line)
         writer.close()
-    from ..shards import merge_taps
+    from ..tap_merge import merge_taps
     try:
         merged = merge_taps(job.stats, results)
     except stats.StatsError as exc:

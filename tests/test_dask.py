@@ -219,7 +219,8 @@ def test_one_file_splits_into_conversations(cluster, tmp_path):
     """One file of three conversations: on two workers it is cut into shards of whole conversations, and the
     statistics and fields are still the local run's."""
     from protodump.capture.files import open_capture
-    from protodump.shards import conversation, plan
+    from protodump.planning import conversation
+    from protodump.shards import plan
     (one,) = _big_set(tmp_path, files=1, rounds=3)
     frames = list(open_capture(one))
     shards = plan(one, split=2)
@@ -255,7 +256,8 @@ def test_shards_in_threads_of_one_worker_merge_the_same():
     """`dask worker --nthreads N` runs N shards in one process at once: the first-seen bookkeeping is per thread."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from protodump.shards import Job, merge_lines, merge_taps, plan, run_shard
+    from protodump.shards import Job, merge_lines, plan, run_shard
+    from protodump.tap_merge import merge_taps
     files = [CAPTURES_DIR / f for f in SET]
     job = Job(stats=("io,phs", "conv,tcp", "conv,udp", "expert", "endpoints,ip", "blank,types"),
               fields=("frame.number", "ip.src", "blank.seq"))
