@@ -20,6 +20,7 @@ import zlib
 import pytest
 
 PORT, OTHER_PORT = 12354, 12355
+CLIENT_PORT = 51234     # not the kernel's pick: that may be a port tshark decodes as another protocol (34962, ...)
 BPF = f"udp port {PORT}"
 
 
@@ -67,7 +68,7 @@ def _inner(spec):
     server, client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM), socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     server.bind(("127.0.0.1", PORT))
-    client.bind(("127.0.0.1", 0))
+    client.bind(("127.0.0.1", CLIENT_PORT))
     other.bind(("127.0.0.1", OTHER_PORT))
     ends = {"c2s": (client, server), "s2c": (server, client), "other": (client, other)}
     for direction, payload in spec["steps"]:

@@ -63,8 +63,19 @@ def test_udp_cooked_and_nano(tmp_path, linktype, dlt, nano):
     out = tmp_path / "c.pcap"
     nr.record_udp([("c2s", b"ab"), ("s2c", b"cd")], out, linktype=linktype, nano=nano)
     assert pcap_header(out) == (0xA1B23C4D if nano else 0xA1B2C3D4, dlt)
-    rows = tshark(out, "frame.protocols", "udp.payload")
-    assert rows == [["sll:ethertype:ip:udp:data", "6162"], ["sll:ethertype:ip:udp:data", "6364"]]
+    rows = tshark(out, "frame.protocols", "udp.payload", "udp.srcport")
+    assert [r[:2] for r in rows] == [["sll:ethertype:ip:udp:data", "6162"], ["sll:ethertype:ip:udp:data", "6364"]]
+    # the client's port is the kernel's choice, from a range where tshark decodes nothing else
+    low, high = nr.EPHEMERAL_PORTS
+    assert low <= int(rows[0][2]) <= high
+
+
+def test_tcp_client_port_from_the_quiet_range(tmp_path):
+    out = tmp_path / "t.pcap"
+    nr.record_tcp([("c2s", b"hi")], out)
+    ports = {int(r[0]) for r in tshark(out, "tcp.srcport")} - {12355}
+    low, high = nr.EPHEMERAL_PORTS
+    assert len(ports) == 1 and low <= ports.pop() <= high
 
 
 def test_tcp_script_segments_and_fin(tmp_path):

@@ -206,8 +206,17 @@ def _die_with_parent():
         pass
 
 
+# The kernel's ephemeral ports (32768-60999) include ports that tshark decodes
+# as something else (34962 is PROFINET, 44818 EtherNet/IP, ...): a client that
+# happened to get one made a recording decode differently, one run in thousands.
+# This range holds no port that tshark or protodump registers.
+EPHEMERAL_PORTS = (50000, 53999)
+
+
 def _setup_lo(spec):
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    with open("/proc/sys/net/ipv4/ip_local_port_range", "w") as f:  # this namespace's only
+        f.write("%d %d" % EPHEMERAL_PORTS)
     if spec["mtu"]:
         subprocess.run(["ip", "link", "set", "lo", "mtu", str(spec["mtu"])],
                        check=True)
