@@ -68,8 +68,9 @@ def worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: 
     sender = Sender(out)
     try:
         tables = planned_tables(first_ns, filtering)
-        _decode(run, first_ns, planned_frames(run.path, plan_chunks(plan, sender.planned), tables, seek), tables,
-                sender)
+        for msg in messages(run, first_ns, planned_frames(run.path, plan_chunks(plan, sender.planned), tables, seek),
+                            tables):
+            sender.put(msg)
     except BaseException as exc:       # anything: the parent names the shard; never a silent hole
         import traceback
         sender.put((ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"))
@@ -77,7 +78,8 @@ def worker(run: Run, index: int, workers: int, first_ns: int, seek: bool, plan: 
     os._exit(0)
 
 
-def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
+def messages(run: Run, first_ns: int, frames, tables):
+    """The shard decoded: its messages to the parent (api/jobs_pipes.py), chunk by chunk, as made."""
     from .session import packets_from_frames
     from .tap_merge import FRAME, FirstSeen, prepare, record_phs, state_of
     text = _Text(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
@@ -137,14 +139,14 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
         ends.append(size)
         if size >= CHUNK_BYTES or len(times) >= CHUNK_FRAMES:
             if fakes:
-                sender.put((FAKES, fakes))
+                yield FAKES, fakes
                 fakes = []
-            sender.put((FRAMES, ends, times, head, pieces))
+            yield FRAMES, ends, times, head, pieces
             ends, times, pieces, size, head = array("q", (0,)), array("q"), [], 0, b""
     if times:
         if fakes:
-            sender.put((FAKES, fakes))
-        sender.put((FRAMES, ends, times, head, pieces))
+            yield FAKES, fakes
+        yield FRAMES, ends, times, head, pieces
     writer.close()
     trailer = take()
     states = []
@@ -153,4 +155,4 @@ def _decode(run: Run, first_ns: int, frames, tables, sender: Sender) -> None:
         if paths is not None:
             state["paths"] = paths
         states.append((tap.kind, state, tap.result()))
-    sender.put((END, (trailer, wrote, states, time.process_time())))
+    yield END, (trailer, wrote, states, time.process_time())
