@@ -139,27 +139,32 @@ def _first_ns(tap, states) -> None:
 def _merge_conv(tap, states):
     from .analysis.stats_conv import fold_conversation
     _first_ns(tap, states)
-    convs = {}
-    for key, c in sorted(((k, c) for s in states for k, c in s["convs"].items()), key=_begun):
-        base = convs.get(key)
-        if base is None:
-            convs[key] = list(c)
-        else:
-            fold_conversation(base, c)
-    tap.convs = convs
+    tap.convs = _first_seen_first(states, "convs", fold_conversation)
 
 
 def _merge_endpoints(tap, states):
     _first_ns(tap, states)
-    ends = {}
-    for key, e in sorted(((k, e) for s in states for k, e in s["ends"].items()), key=_begun):
-        have = ends.get(key)
-        if have is None:
-            ends[key] = list(e)
+    tap.ends = _first_seen_first(states, "ends", _add_counts)
+
+
+def _add_counts(have: list, more: list) -> None:
+    """An endpoint's packets and bytes, each way, added."""
+    for n in range(1, 5):
+        have[n] += more[n]
+
+
+def _first_seen_first(states, table: str, fold) -> dict:
+    """One table of every shard (state[table]: key -> its values, the first being its first frame) as one process
+    keeps it: in the order the entries were first seen, an entry that several shards saw folded into the first
+    (`fold(first, other)`)."""
+    merged: dict = {}
+    for key, values in sorted(((k, v) for s in states for k, v in s[table].items()), key=_begun):
+        first = merged.get(key)
+        if first is None:
+            merged[key] = list(values)
         else:
-            for n in range(1, 5):
-                have[n] += e[n]
-    tap.ends = ends
+            fold(first, values)
+    return merged
 
 
 def _begun(pair):
