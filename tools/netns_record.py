@@ -209,7 +209,7 @@ def _die_with_parent():
 # The kernel's ephemeral ports (32768-60999) include ports that tshark decodes
 # as something else (34962 is PROFINET, 44818 EtherNet/IP, ...): a client that
 # happened to get one made a recording decode differently, one run in thousands.
-# This range holds no port that tshark or protodump registers.
+# This range holds no port that protodump or tshark 4.0 registers (`tshark -G decodes`).
 EPHEMERAL_PORTS = (50000, 53999)
 
 
